@@ -1,0 +1,351 @@
+//! The project's durable store: one SQLite database (WAL, numbered migrations, batched
+//! transactions), and the polars views built from it.
+
+mod frame;
+mod schema;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+pub use frame::items_frame;
+
+use crate::model::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, Probe, Ratio};
+
+/// Name of the project folder inside a dataset.
+pub const PROJECT_DIR_NAME: &str = ".framecull";
+const DB_FILE: &str = "catalog.db";
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("catalog database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("cannot create project folder {path}: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no framecull project at {0} (run `framecull scan DIR` first)")]
+    NotFound(PathBuf),
+    #[error(
+        "catalog schema version {found} is newer than this framecull supports ({supported}); upgrade framecull"
+    )]
+    TooNew { found: i64, supported: i64 },
+    #[error("the project at {project} belongs to dataset {recorded}, not {given}")]
+    OtherDataset {
+        project: PathBuf,
+        recorded: PathBuf,
+        given: PathBuf,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, CatalogError>;
+
+/// What the catalog knows about a file, for incremental rescans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownFile {
+    pub size_bytes: u64,
+    pub mtime_ns: i64,
+    pub status: ItemStatus,
+}
+
+/// A probed file ready to be stored.
+#[derive(Debug, Clone)]
+pub struct ItemUpdate {
+    pub path: String,
+    pub size_bytes: u64,
+    pub mtime_ns: i64,
+    pub fingerprint: Option<String>,
+    pub probe: Probe,
+}
+
+/// Counters of a finished or interrupted scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ScanCounts {
+    pub seen: u64,
+    pub probed: u64,
+    pub unchanged: u64,
+    pub missing: u64,
+    pub problems: u64,
+}
+
+pub struct Catalog {
+    conn: Connection,
+    project_dir: PathBuf,
+}
+
+impl Catalog {
+    /// Open (creating if needed) the project at `project_dir` for the dataset at `dataset_root`.
+    pub fn create_or_open(project_dir: &Path, dataset_root: &Path) -> Result<Self> {
+        std::fs::create_dir_all(project_dir).map_err(|source| CatalogError::CreateDir {
+            path: project_dir.to_path_buf(),
+            source,
+        })?;
+        let catalog = Self::open_db(project_dir)?;
+        let root = dataset_root.to_string_lossy().into_owned();
+        match catalog.meta("dataset_root")? {
+            None => catalog.set_meta("dataset_root", &root)?,
+            Some(recorded) if recorded != root => {
+                return Err(CatalogError::OtherDataset {
+                    project: project_dir.to_path_buf(),
+                    recorded: recorded.into(),
+                    given: dataset_root.to_path_buf(),
+                });
+            }
+            Some(_) => {}
+        }
+        Ok(catalog)
+    }
+
+    /// Open an existing project.
+    pub fn open(project_dir: &Path) -> Result<Self> {
+        if !project_dir.join(DB_FILE).is_file() {
+            return Err(CatalogError::NotFound(project_dir.to_path_buf()));
+        }
+        Self::open_db(project_dir)
+    }
+
+    fn open_db(project_dir: &Path) -> Result<Self> {
+        let conn = Connection::open(project_dir.join(DB_FILE))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let mut catalog = Catalog {
+            conn,
+            project_dir: project_dir.to_path_buf(),
+        };
+        catalog.migrate()?;
+        Ok(catalog)
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let supported = schema::MIGRATIONS.len() as i64;
+        let found: i64 = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if found > supported {
+            return Err(CatalogError::TooNew { found, supported });
+        }
+        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(found as usize) {
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    pub fn project_dir(&self) -> &Path {
+        &self.project_dir
+    }
+
+    /// The dataset folder this project catalogues.
+    pub fn dataset_root(&self) -> Result<Option<PathBuf>> {
+        Ok(self.meta("dataset_root")?.map(PathBuf::from))
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [key, value],
+        )?;
+        Ok(())
+    }
+
+    /// Path, size, mtime and status of every catalogued file.
+    pub fn known_files(&self) -> Result<HashMap<String, KnownFile>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path, size_bytes, mtime_ns, status FROM items")?;
+        let rows = stmt.query_map([], |r| {
+            let status: String = r.get(3)?;
+            Ok((
+                r.get::<_, String>(0)?,
+                KnownFile {
+                    size_bytes: r.get::<_, i64>(1)? as u64,
+                    mtime_ns: r.get(2)?,
+                    status: ItemStatus::parse(&status).unwrap_or(ItemStatus::Error),
+                },
+            ))
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    pub fn begin_scan(&self, root: &Path) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO scans(root, started_at, state) VALUES (?1, ?2, 'running')",
+            params![root.to_string_lossy(), unix_now()],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn finish_scan(&self, scan_id: i64, cancelled: bool, counts: ScanCounts) -> Result<()> {
+        self.conn.execute(
+            "UPDATE scans SET finished_at = ?2, state = ?3, seen = ?4, probed = ?5,
+                 unchanged = ?6, missing = ?7, problems = ?8
+             WHERE id = ?1",
+            params![
+                scan_id,
+                unix_now(),
+                if cancelled { "cancelled" } else { "finished" },
+                counts.seen as i64,
+                counts.probed as i64,
+                counts.unchanged as i64,
+                counts.missing as i64,
+                counts.problems as i64,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Store a batch of probed files in one transaction (insert or replace by path).
+    pub fn upsert_items(&mut self, scan_id: i64, batch: &[ItemUpdate]) -> Result<()> {
+        let now = unix_now();
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO items(path, kind, status, error, size_bytes, mtime_ns, fingerprint,
+                    container, codec, profile, pix_fmt, width, height, rotation_deg, sar, fps,
+                    fps_base, time_base, start_secs, duration_secs, frame_count, bit_rate,
+                    has_audio, exif_orientation, probed_at, scan_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                    ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
+                 ON CONFLICT(path) DO UPDATE SET kind = excluded.kind, status = excluded.status,
+                    error = excluded.error, size_bytes = excluded.size_bytes,
+                    mtime_ns = excluded.mtime_ns, fingerprint = excluded.fingerprint,
+                    container = excluded.container, codec = excluded.codec,
+                    profile = excluded.profile, pix_fmt = excluded.pix_fmt,
+                    width = excluded.width, height = excluded.height,
+                    rotation_deg = excluded.rotation_deg, sar = excluded.sar, fps = excluded.fps,
+                    fps_base = excluded.fps_base, time_base = excluded.time_base,
+                    start_secs = excluded.start_secs, duration_secs = excluded.duration_secs,
+                    frame_count = excluded.frame_count, bit_rate = excluded.bit_rate,
+                    has_audio = excluded.has_audio, exif_orientation = excluded.exif_orientation,
+                    probed_at = excluded.probed_at, scan_id = excluded.scan_id",
+            )?;
+            for u in batch {
+                let i = &u.probe.info;
+                stmt.execute(params![
+                    u.path,
+                    u.probe.kind.as_str(),
+                    u.probe.status.as_str(),
+                    u.probe.error,
+                    u.size_bytes as i64,
+                    u.mtime_ns,
+                    u.fingerprint,
+                    i.container,
+                    i.codec,
+                    i.profile,
+                    i.pix_fmt,
+                    i.width,
+                    i.height,
+                    i.rotation_deg,
+                    i.sample_aspect_ratio.map(Ratio::to_text),
+                    i.fps,
+                    i.fps_base,
+                    i.time_base.map(Ratio::to_text),
+                    i.start_secs,
+                    i.duration_secs,
+                    i.frame_count,
+                    i.bit_rate,
+                    i.has_audio,
+                    i.exif_orientation,
+                    now,
+                    scan_id,
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Mark files that are no longer on disk as missing, in one transaction.
+    pub fn mark_missing(&mut self, paths: &[String]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE items SET status = 'missing', error = 'file no longer on disk' WHERE path = ?1",
+            )?;
+            for p in paths {
+                stmt.execute([p])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Every item, ordered by path.
+    pub fn items(&self) -> Result<Vec<Item>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, path, kind, status, error, size_bytes, mtime_ns, fingerprint, container,
+                codec, profile, pix_fmt, width, height, rotation_deg, sar, fps, fps_base,
+                time_base, start_secs, duration_secs, frame_count, bit_rate, has_audio,
+                exif_orientation
+             FROM items ORDER BY path",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            let kind: String = r.get(2)?;
+            let status: String = r.get(3)?;
+            let ratio = |s: Option<String>| s.as_deref().and_then(Ratio::parse);
+            Ok(Item {
+                id: r.get::<_, ItemId>(0)?,
+                path: r.get(1)?,
+                kind: MediaKind::parse(&kind).unwrap_or(MediaKind::Other),
+                status: ItemStatus::parse(&status).unwrap_or(ItemStatus::Error),
+                error: r.get(4)?,
+                size_bytes: r.get::<_, i64>(5)? as u64,
+                mtime_ns: r.get(6)?,
+                fingerprint: r.get(7)?,
+                info: MediaInfo {
+                    container: r.get(8)?,
+                    codec: r.get(9)?,
+                    profile: r.get(10)?,
+                    pix_fmt: r.get(11)?,
+                    width: r.get(12)?,
+                    height: r.get(13)?,
+                    rotation_deg: r.get(14)?,
+                    sample_aspect_ratio: ratio(r.get(15)?),
+                    fps: r.get(16)?,
+                    fps_base: r.get(17)?,
+                    time_base: ratio(r.get(18)?),
+                    start_secs: r.get(19)?,
+                    duration_secs: r.get(20)?,
+                    frame_count: r.get(21)?,
+                    bit_rate: r.get(22)?,
+                    has_audio: r.get(23)?,
+                    exif_orientation: r.get(24)?,
+                },
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+impl Catalog {
+    /// Files whose status is a per-file problem (error or unsupported).
+    pub fn count_problems(&self) -> Result<u64> {
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM items WHERE status IN ('error', 'unsupported')",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(n as u64)
+    }
+}

@@ -1,0 +1,49 @@
+//! `framecull demo`: make the demo dataset (once) and scan it.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use super::Outcome;
+use crate::catalog::{Catalog, PROJECT_DIR_NAME};
+use crate::demo;
+use crate::scan::ScanOptions;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Where to put the demo dataset (default: the user's cache folder).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let dir = args.dir.unwrap_or_else(demo::default_dir);
+    if !demo::is_complete(&dir) {
+        eprintln!("generating the demo dataset in {} ...", dir.display());
+        std::fs::create_dir_all(&dir)?;
+        let n = demo::generate(&dir)?;
+        eprintln!("{n} files written");
+    }
+    let root = dir.canonicalize()?;
+    let project = root.join(PROJECT_DIR_NAME);
+    let mut catalog = Catalog::create_or_open(&project, &root)?;
+    let summary = super::scan::run_with_progress(
+        &mut catalog,
+        &root,
+        &ScanOptions::default(),
+        &AtomicBool::new(false),
+    )?;
+    let c = summary.counts;
+    eprintln!(
+        "demo dataset: {} files ({} probed, {} unchanged), {} with problems (broken on purpose)",
+        c.seen, c.probed, c.unchanged, summary.problem_files
+    );
+    let items = catalog.items()?;
+    let stats = super::stats::compute(&crate::catalog::items_frame(&items)?)?;
+    super::write_stdout(&super::stats::render(&stats))?;
+    eprintln!(
+        "\nnext: framecull list --project {}   (or cd {} && framecull list)",
+        project.display(),
+        root.display()
+    );
+    Ok(Outcome::Clean)
+}

@@ -1,0 +1,207 @@
+//! `framecull list`: one line per catalogued file, as a table, JSON lines or CSV.
+
+use std::io::{BufWriter, Write};
+
+use serde::Serialize;
+
+use super::{Outcome, ProjectArg};
+use crate::model::{Item, ItemStatus, MediaKind};
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Jsonl,
+    Csv,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    project: ProjectArg,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Only files with problems (status error or unsupported).
+    #[arg(long)]
+    problems: bool,
+    /// Only this kind: image, video or other.
+    #[arg(long)]
+    kind: Option<String>,
+}
+
+/// The documented fields of `list --format jsonl|csv` (docs/CLI.md), in order.
+#[derive(Serialize)]
+pub struct Row<'a> {
+    pub path: &'a str,
+    pub kind: &'static str,
+    pub status: &'static str,
+    pub error: Option<&'a str>,
+    pub container: Option<&'a str>,
+    pub codec: Option<&'a str>,
+    pub profile: Option<&'a str>,
+    pub pix_fmt: Option<&'a str>,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    pub rotation_deg: Option<u32>,
+    pub sample_aspect_ratio: Option<String>,
+    pub fps: Option<f64>,
+    pub fps_base: Option<f64>,
+    pub time_base: Option<String>,
+    pub duration_secs: Option<f64>,
+    pub start_secs: Option<f64>,
+    pub frame_count: Option<i64>,
+    pub bit_rate: Option<i64>,
+    pub size_bytes: u64,
+    pub has_audio: Option<bool>,
+    pub exif_orientation: Option<u16>,
+    pub fingerprint: Option<&'a str>,
+}
+
+impl<'a> Row<'a> {
+    pub fn from_item(item: &'a Item) -> Self {
+        let i = &item.info;
+        Row {
+            path: &item.path,
+            kind: item.kind.as_str(),
+            status: item.status.as_str(),
+            error: item.error.as_deref(),
+            container: i.container.as_deref(),
+            codec: i.codec.as_deref(),
+            profile: i.profile.as_deref(),
+            pix_fmt: i.pix_fmt.as_deref(),
+            width: i.width,
+            height: i.height,
+            rotation_deg: i.rotation_deg,
+            sample_aspect_ratio: i.sample_aspect_ratio.map(|r| r.to_text()),
+            fps: i.fps,
+            fps_base: i.fps_base,
+            time_base: i.time_base.map(|r| r.to_text()),
+            duration_secs: i.duration_secs,
+            start_secs: i.start_secs,
+            frame_count: i.frame_count,
+            bit_rate: i.bit_rate,
+            size_bytes: item.size_bytes,
+            has_audio: i.has_audio,
+            exif_orientation: i.exif_orientation,
+            fingerprint: item.fingerprint.as_deref(),
+        }
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let catalog = args.project.open()?;
+    let kind = match args.kind.as_deref() {
+        Some(k) => Some(
+            MediaKind::parse(k)
+                .ok_or_else(|| anyhow::anyhow!("unknown kind {k:?}: use image, video or other"))?,
+        ),
+        None => None,
+    };
+    let items: Vec<Item> = catalog
+        .items()?
+        .into_iter()
+        .filter(|i| !args.problems || i.status.is_problem())
+        .filter(|i| kind.is_none_or(|k| i.kind == k))
+        .collect();
+    let stdout = std::io::stdout().lock();
+    let mut out = BufWriter::new(stdout);
+    let written = match args.format {
+        Format::Jsonl => write_jsonl(&mut out, &items),
+        Format::Csv => write_csv(&mut out, &items),
+        Format::Table => write_table(&mut out, &items),
+    };
+    match written.and_then(|()| out.flush().map_err(anyhow::Error::from)) {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) => {}
+        other => other?,
+    }
+    Ok(Outcome::Clean)
+}
+
+fn write_jsonl(out: &mut impl Write, items: &[Item]) -> anyhow::Result<()> {
+    for item in items {
+        serde_json::to_writer(&mut *out, &Row::from_item(item))?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+fn write_csv(out: &mut impl Write, items: &[Item]) -> anyhow::Result<()> {
+    let mut header_written = false;
+    for item in items {
+        let value = serde_json::to_value(Row::from_item(item))?;
+        let serde_json::Value::Object(map) = value else {
+            continue;
+        };
+        if !header_written {
+            let names: Vec<&str> = map.keys().map(String::as_str).collect();
+            writeln!(out, "{}", names.join(","))?;
+            header_written = true;
+        }
+        let cells: Vec<String> = map.values().map(csv_cell).collect();
+        writeln!(out, "{}", cells.join(","))?;
+    }
+    Ok(())
+}
+
+fn csv_cell(v: &serde_json::Value) -> String {
+    let text = match v {
+        serde_json::Value::Null => return String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text
+    }
+}
+
+fn write_table(out: &mut impl Write, items: &[Item]) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "{:<6} {:<11} {:>11} {:<10} {:>8} {:>9} {:>10}  path",
+        "kind", "status", "size", "codec", "fps", "duration", "resolution"
+    )?;
+    for item in items {
+        let i = &item.info;
+        let res = match (i.width, i.height) {
+            (Some(w), Some(h)) => format!("{w}x{h}"),
+            _ => "-".into(),
+        };
+        let fps = i.fps.map_or("-".into(), |f| format!("{f:.3}"));
+        let dur = i.duration_secs.map_or("-".into(), |d| format!("{d:.2}s"));
+        write!(
+            out,
+            "{:<6} {:<11} {:>11} {:<10} {:>8} {:>9} {:>10}  {}",
+            item.kind.as_str(),
+            item.status.as_str(),
+            human_bytes(item.size_bytes),
+            i.codec.as_deref().unwrap_or("-"),
+            fps,
+            dur,
+            res,
+            item.path
+        )?;
+        if let (true, Some(e)) = (item.status != ItemStatus::Ok, &item.error) {
+            write!(out, "  ({e})")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}

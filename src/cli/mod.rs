@@ -1,0 +1,134 @@
+//! The `framecull` command line: headless use of everything, for people and pipelines.
+//! Data goes to stdout; progress and logs to stderr.
+
+mod bench;
+mod demo;
+mod list;
+mod scan;
+mod stats;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::catalog::{Catalog, PROJECT_DIR_NAME};
+
+/// Exit status: 0 clean, 1 finished with per-file problems, 2 usage or fatal error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Clean,
+    Problems,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "framecull",
+    version,
+    about = "See, filter, trim and ship image and video datasets before training"
+)]
+struct Cli {
+    /// Log filter for stderr (e.g. `info`, `framecull=debug`); also FRAMECULL_LOG.
+    #[arg(long, global = true)]
+    log: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Scan a dataset folder into its catalog (incremental: unchanged files are skipped).
+    Scan(scan::Args),
+    /// List catalogued files.
+    List(list::Args),
+    /// Counts, sizes and distributions of the catalogued files.
+    Stats(stats::Args),
+    /// Generate a small demo dataset and scan it.
+    Demo(demo::Args),
+    /// Benchmarks that print comparable figures (release build).
+    Bench(bench::Args),
+}
+
+/// Where the project (catalog) lives: `--project`, else `.framecull` in the dataset.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProjectArg {
+    /// Project folder (default: `.framecull` inside the dataset, searched upwards from the
+    /// current folder for commands without a dataset argument).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+}
+
+impl ProjectArg {
+    /// Open an existing project for reading commands.
+    fn open(&self) -> anyhow::Result<Catalog> {
+        let dir = match &self.project {
+            Some(p) => p.clone(),
+            None => find_project(&std::env::current_dir()?)
+                .ok_or_else(|| anyhow::anyhow!("no {PROJECT_DIR_NAME} project in this folder or above; pass --project DIR or run `framecull scan DIR`"))?,
+        };
+        Ok(Catalog::open(&dir)?)
+    }
+}
+
+fn find_project(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .map(|d| d.join(PROJECT_DIR_NAME))
+        .find(|p| p.join("catalog.db").is_file())
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    init_logging(cli.log.as_deref());
+    let result = match cli.command {
+        Command::Scan(args) => scan::run(args),
+        Command::List(args) => list::run(args),
+        Command::Stats(args) => stats::run(args),
+        Command::Demo(args) => demo::run(args),
+        Command::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(Outcome::Clean) => ExitCode::SUCCESS,
+        Ok(Outcome::Problems) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_logging(filter: Option<&str>) {
+    let filter = filter
+        .map(str::to_string)
+        .or_else(|| std::env::var("FRAMECULL_LOG").ok())
+        .unwrap_or_else(|| "warn".to_string());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
+}
+
+/// Write text to stdout, ending with a newline; a closed pipe is not an error.
+pub(crate) fn write_stdout(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let r = out.write_all(text.as_bytes()).and_then(|()| {
+        if text.ends_with('\n') {
+            Ok(())
+        } else {
+            out.write_all(b"\n")
+        }
+    });
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}

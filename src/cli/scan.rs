@@ -1,0 +1,132 @@
+//! `framecull scan DIR`
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::{Outcome, ProjectArg};
+use crate::catalog::{Catalog, PROJECT_DIR_NAME};
+use crate::scan::{ScanEvent, ScanOptions, ScanSummary, scan};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Dataset folder to scan.
+    dir: PathBuf,
+    #[command(flatten)]
+    project: ProjectArg,
+    /// Probe threads (default: one per core).
+    #[arg(long, short)]
+    jobs: Option<usize>,
+    /// Seconds FFmpeg may spend on one file before it is recorded as an error.
+    #[arg(long, default_value_t = 20.0, value_name = "SECS")]
+    file_timeout: f64,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let root = args
+        .dir
+        .canonicalize()
+        .with_context(|| format!("cannot open dataset folder {}", args.dir.display()))?;
+    let project_dir = args
+        .project
+        .project
+        .clone()
+        .unwrap_or_else(|| root.join(PROJECT_DIR_NAME));
+    let mut catalog = Catalog::create_or_open(&project_dir, &root)?;
+    let mut options = ScanOptions::default();
+    if let Some(jobs) = args.jobs {
+        options.jobs = jobs.max(1);
+    }
+    options.file_budget = Duration::from_secs_f64(args.file_timeout.max(0.1));
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    let handler_flag = Arc::clone(&cancel);
+    // A second Ctrl-C exits at once; SQLite's journal keeps the catalog consistent.
+    let _ = ctrlc::set_handler(move || {
+        if handler_flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\ncancelling: finishing files in flight (Ctrl-C again to quit now)");
+    });
+
+    let summary = run_with_progress(&mut catalog, &root, &options, &cancel)?;
+    report(&summary, &project_dir, args.json)?;
+    if summary.cancelled {
+        anyhow::bail!(
+            "scan cancelled: {} files recorded; run the same command again to resume",
+            summary.counts.probed
+        );
+    }
+    Ok(if summary.problem_files > 0 {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// Run a scan with a progress bar (rate and ETA) on stderr.
+pub fn run_with_progress(
+    catalog: &mut Catalog,
+    root: &std::path::Path,
+    options: &ScanOptions,
+    cancel: &AtomicBool,
+) -> anyhow::Result<ScanSummary> {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:30}] {pos}/{len} files  {per_sec}  ETA {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message("walking");
+    bar.enable_steady_tick(Duration::from_millis(120));
+    let summary = scan(catalog, root, options, cancel, &mut |event| match event {
+        ScanEvent::Walked {
+            files, to_probe, ..
+        } => {
+            bar.set_length(to_probe);
+            bar.set_message(format!("probing ({files} found)"));
+        }
+        ScanEvent::Probed { done, .. } => bar.set_position(done),
+        ScanEvent::Committed { .. } => {}
+    });
+    bar.finish_and_clear();
+    Ok(summary?)
+}
+
+fn report(summary: &ScanSummary, project: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    if json {
+        let out = serde_json::to_string_pretty(summary)?;
+        super::write_stdout(&out)?;
+        return Ok(());
+    }
+    for w in &summary.warnings {
+        eprintln!("warning: {w}");
+    }
+    let c = summary.counts;
+    eprintln!(
+        "{} files: {} probed, {} unchanged, {} missing; {} with problems; {:.2} s  (catalog: {})",
+        c.seen,
+        c.probed,
+        c.unchanged,
+        c.missing,
+        summary.problem_files,
+        summary.elapsed_secs,
+        project.display()
+    );
+    if summary.problem_files > 0 {
+        eprintln!(
+            "see them with: framecull list --project {} --problems",
+            project.display()
+        );
+    }
+    Ok(())
+}

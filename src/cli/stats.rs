@@ -1,0 +1,193 @@
+//! `framecull stats`: counts and sizes by kind, status, codec and container; distribution
+//! summaries of resolution, fps and duration. Computed with polars on the catalog view.
+
+use polars::prelude::*;
+use serde::Serialize;
+
+use super::list::human_bytes;
+use super::{Outcome, ProjectArg};
+use crate::catalog::items_frame;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    project: ProjectArg,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize, Debug)]
+pub struct Group {
+    pub key: Option<String>,
+    pub files: u64,
+    pub size_bytes: u64,
+}
+
+#[derive(Serialize, Debug, Default)]
+pub struct Summary {
+    pub n: u64,
+    pub min: Option<f64>,
+    pub p5: Option<f64>,
+    pub median: Option<f64>,
+    pub p95: Option<f64>,
+    pub max: Option<f64>,
+    pub mean: Option<f64>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct Stats {
+    pub files: u64,
+    pub size_bytes: u64,
+    pub by_kind: Vec<Group>,
+    pub by_status: Vec<Group>,
+    pub by_codec: Vec<Group>,
+    pub by_container: Vec<Group>,
+    /// Over files with status ok: key is the measure (width, height, megapixels, fps,
+    /// duration_secs); fps and duration over videos only.
+    pub distributions: Vec<(String, Summary)>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let catalog = args.project.open()?;
+    let items = catalog.items()?;
+    let stats = compute(&items_frame(&items)?)?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&stats)?
+    } else {
+        render(&stats)
+    };
+    super::write_stdout(&text)?;
+    Ok(Outcome::Clean)
+}
+
+pub fn compute(df: &DataFrame) -> PolarsResult<Stats> {
+    let size = df.column("size_bytes")?.u64()?.sum().unwrap_or(0);
+    let ok = col("status").eq(lit("ok"));
+    let video_ok = ok.clone().and(col("kind").eq(lit("video")));
+    let mut distributions = Vec::new();
+    for (measure, filter) in [
+        ("width", ok.clone()),
+        ("height", ok.clone()),
+        ("megapixels", ok.clone()),
+        ("fps", video_ok.clone()),
+        ("duration_secs", video_ok.clone()),
+    ] {
+        distributions.push((measure.to_string(), summarise(df, measure, filter)?));
+    }
+    Ok(Stats {
+        files: df.height() as u64,
+        size_bytes: size,
+        by_kind: groups(df, "kind")?,
+        by_status: groups(df, "status")?,
+        by_codec: groups(df, "codec")?,
+        by_container: groups(df, "container")?,
+        distributions,
+    })
+}
+
+fn groups(df: &DataFrame, key: &str) -> PolarsResult<Vec<Group>> {
+    let out = df
+        .clone()
+        .lazy()
+        .group_by([col(key)])
+        .agg([
+            len().cast(DataType::UInt64).alias("files"),
+            col("size_bytes").sum().alias("size_bytes"),
+        ])
+        .sort_by_exprs(
+            [col("files"), col(key)],
+            SortMultipleOptions::default().with_order_descending_multi([true, false]),
+        )
+        .collect()?;
+    let keys = out.column(key)?.str()?;
+    let files = out.column("files")?.u64()?;
+    let sizes = out.column("size_bytes")?.u64()?;
+    Ok((0..out.height())
+        .map(|i| Group {
+            key: keys.get(i).map(str::to_string),
+            files: files.get(i).unwrap_or(0),
+            size_bytes: sizes.get(i).unwrap_or(0),
+        })
+        .collect())
+}
+
+fn summarise(df: &DataFrame, measure: &str, filter: Expr) -> PolarsResult<Summary> {
+    let c = || col(measure);
+    let q = |p: f64, name: &str| c().quantile(lit(p), QuantileMethod::Linear).alias(name);
+    let out = df
+        .clone()
+        .lazy()
+        .filter(filter.and(c().is_not_null()))
+        .select([
+            c().count().cast(DataType::Float64).alias("n"),
+            c().min().alias("min"),
+            q(0.05, "p5"),
+            q(0.5, "median"),
+            q(0.95, "p95"),
+            c().max().alias("max"),
+            c().mean().alias("mean"),
+        ])
+        .collect()?;
+    let get = |name: &str| -> PolarsResult<Option<f64>> {
+        Ok(out.column(name)?.cast(&DataType::Float64)?.f64()?.get(0))
+    };
+    Ok(Summary {
+        n: get("n")?.unwrap_or(0.0) as u64,
+        min: get("min")?,
+        p5: get("p5")?,
+        median: get("median")?,
+        p95: get("p95")?,
+        max: get("max")?,
+        mean: get("mean")?,
+    })
+}
+
+pub fn render(stats: &Stats) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} files, {}",
+        stats.files,
+        human_bytes(stats.size_bytes)
+    );
+    for (title, groups) in [
+        ("kind", &stats.by_kind),
+        ("status", &stats.by_status),
+        ("codec", &stats.by_codec),
+        ("container", &stats.by_container),
+    ] {
+        let _ = writeln!(s, "\nby {title}:");
+        for g in groups.iter() {
+            let _ = writeln!(
+                s,
+                "  {:<28} {:>8} files {:>12}",
+                g.key.as_deref().unwrap_or("-"),
+                g.files,
+                human_bytes(g.size_bytes)
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<14} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "measure (ok)", "n", "min", "p5", "median", "p95", "max", "mean"
+    );
+    let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+    for (name, d) in &stats.distributions {
+        let _ = writeln!(
+            s,
+            "{:<14} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            name,
+            d.n,
+            f(d.min),
+            f(d.p5),
+            f(d.median),
+            f(d.p95),
+            f(d.max),
+            f(d.mean)
+        );
+    }
+    s
+}

@@ -1,0 +1,14 @@
+//! framecull: see, filter, trim and ship image and video datasets before training.
+//!
+//! Layers (a module uses those to its right, never the reverse):
+//! `cli, gui → scan, manifest, loader → catalog, media, analysis → model`.
+
+pub mod catalog;
+pub mod cli;
+pub mod demo;
+#[cfg(feature = "gui")]
+pub mod gui;
+#[allow(unsafe_code)]
+pub mod media;
+pub mod model;
+pub mod scan;

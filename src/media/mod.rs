@@ -1,0 +1,59 @@
+//! The only place that touches FFmpeg, image headers and `unsafe`.
+
+mod ffmpeg_log;
+mod image_probe;
+pub mod sniff;
+pub mod synth;
+mod video_probe;
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+pub use ffmpeg_log::init;
+pub use sniff::{ExtensionClass, ImageFormat, Sniffed, classify_extension, sniff};
+
+use crate::model::{ItemStatus, MediaKind, Probe};
+
+/// Read the first [`sniff::SNIFF_LEN`] bytes of a file.
+pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(sniff::SNIFF_LEN);
+    File::open(path)?
+        .take(sniff::SNIFF_LEN as u64)
+        .read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// Probe one file: recognise it by content, then read its metadata from headers.
+/// Never panics on bad input; every failure becomes a `Probe` with a status and reason.
+pub fn probe_file(path: &Path, budget: Duration) -> Probe {
+    let ext_kind = match classify_extension(path) {
+        ExtensionClass::Image => MediaKind::Image,
+        ExtensionClass::Video => MediaKind::Video,
+        _ => MediaKind::Other,
+    };
+    let head = match read_head(path) {
+        Ok(head) => head,
+        Err(e) => return Probe::failed(ext_kind, ItemStatus::Error, format!("cannot read: {e}")),
+    };
+    match sniff(&head) {
+        Sniffed::Empty => Probe::failed(ext_kind, ItemStatus::Error, "empty file (0 bytes)"),
+        Sniffed::Image(format) => image_probe::probe_image(path, format),
+        Sniffed::Video => video_probe::probe_video(path, Instant::now() + budget),
+        Sniffed::Unknown => {
+            // No signature we know; FFmpeg probes content for many more formats.
+            let mut probe = video_probe::probe_video(path, Instant::now() + budget);
+            if probe.status != ItemStatus::Ok && probe.kind == MediaKind::Video {
+                probe.kind = ext_kind;
+                if ext_kind == MediaKind::Image && probe.status == ItemStatus::Error {
+                    probe.error = Some(format!(
+                        "not a recognised image: {}",
+                        probe.error.as_deref().unwrap_or("unknown format")
+                    ));
+                }
+            }
+            probe
+        }
+    }
+}

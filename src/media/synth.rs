@@ -1,0 +1,352 @@
+//! Synthetic media written with FFmpeg's encoders: test fixtures, benchmarks and the demo
+//! dataset. Content is deterministic for a given spec.
+
+use std::path::Path;
+
+use ff::ffi;
+use ff::format::Pixel;
+use ffmpeg_next as ff;
+
+use crate::media::ffmpeg_log;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SynthError {
+    #[error("FFmpeg error while writing {what}: {source}")]
+    Ffmpeg {
+        what: &'static str,
+        source: ff::Error,
+    },
+    #[error("no FFmpeg encoder named {0}")]
+    NoEncoder(String),
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn ff_err(what: &'static str) -> impl FnOnce(ff::Error) -> SynthError {
+    move |source| SynthError::Ffmpeg { what, source }
+}
+
+/// What the frames show.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pattern {
+    /// A fixed gradient: no motion at all.
+    Static,
+    /// A gradient background with a bright box moving `speed` pixels per frame.
+    MovingBox { speed: u32 },
+    /// The whole gradient shifts `speed` pixels per frame (a camera pan).
+    Pan { speed: u32 },
+    /// Frame `i` is filled with a grey level that encodes `i` (for frame-accuracy tests):
+    /// luma = 16 + (i * 37) % 220, and a bar whose length is `i % width`.
+    Counter,
+}
+
+/// A synthetic video to write. The container is chosen from the file extension.
+#[derive(Debug, Clone)]
+pub struct VideoSpec {
+    /// FFmpeg encoder name: `libx264`, `mpeg4`, `libvpx`, `libvpx-vp9`, `mjpeg`, ...
+    pub codec: String,
+    pub width: u32,
+    pub height: u32,
+    /// Frame rate as a rational (`(30000, 1001)` for 29.97).
+    pub fps: (i32, i32),
+    pub frames: u32,
+    pub pattern: Pattern,
+    /// Clockwise display rotation to record in the container (display matrix).
+    pub rotation_deg: Option<i32>,
+    /// Irregular frame durations (variable frame rate): every third frame lasts twice as long.
+    pub vfr: bool,
+    /// Keyframe interval in frames.
+    pub gop: u32,
+}
+
+impl VideoSpec {
+    pub fn new(codec: &str, width: u32, height: u32, fps: i32, frames: u32) -> Self {
+        VideoSpec {
+            codec: codec.to_string(),
+            width,
+            height,
+            fps: (fps, 1),
+            frames,
+            pattern: Pattern::MovingBox { speed: 4 },
+            rotation_deg: None,
+            vfr: false,
+            gop: 12,
+        }
+    }
+}
+
+/// Fill a YUV 4:2:0 frame with frame `index` of `pattern`.
+fn fill_frame(frame: &mut ff::frame::Video, pattern: Pattern, index: u32) {
+    let (w, h) = (frame.width() as usize, frame.height() as usize);
+    let stride = frame.stride(0);
+    let y = frame.data_mut(0);
+    let gradient = |x: usize, row: usize, shift: usize| -> u8 {
+        let v = ((x + shift) * 3 + row * 2) % 200;
+        (28 + v) as u8
+    };
+    for row in 0..h {
+        let line = &mut y[row * stride..row * stride + w];
+        for (x, px) in line.iter_mut().enumerate() {
+            *px = match pattern {
+                Pattern::Static | Pattern::MovingBox { .. } => gradient(x, row, 0),
+                Pattern::Pan { speed } => gradient(x, row, index as usize * speed as usize),
+                Pattern::Counter => {
+                    let level = 16 + (index as usize * 37) % 220;
+                    if row < h / 8 && x < (index as usize % w.max(1)) {
+                        235
+                    } else {
+                        level as u8
+                    }
+                }
+            };
+        }
+    }
+    if let Pattern::MovingBox { speed } = pattern {
+        let side = (w.min(h) / 4).max(2);
+        let span = w.saturating_sub(side).max(1);
+        let pos = (index as usize * speed as usize) % (2 * span);
+        let x0 = if pos < span { pos } else { 2 * span - pos };
+        let y0 = (h - side) / 2;
+        for row in y0..y0 + side {
+            for px in &mut y[row * stride + x0..row * stride + x0 + side] {
+                *px = 235;
+            }
+        }
+    }
+    for plane in 1..3 {
+        let stride = frame.stride(plane);
+        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+        let data = frame.data_mut(plane);
+        for row in 0..ch {
+            for px in &mut data[row * stride..row * stride + cw] {
+                *px = if plane == 1 { 110 } else { 140 };
+            }
+        }
+    }
+}
+
+/// Write a synthetic video.
+pub fn write_video(path: &Path, spec: &VideoSpec) -> Result<(), SynthError> {
+    ffmpeg_log::init();
+    let mut octx = ff::format::output(&path).map_err(ff_err("output container"))?;
+    let codec = ff::encoder::find_by_name(&spec.codec)
+        .ok_or_else(|| SynthError::NoEncoder(spec.codec.clone()))?;
+    let global_header = octx
+        .format()
+        .flags()
+        .contains(ff::format::Flags::GLOBAL_HEADER);
+    let pix = if spec.codec == "mjpeg" {
+        Pixel::YUVJ420P
+    } else {
+        Pixel::YUV420P
+    };
+    // One tick per nominal frame; variable-rate frames last one or two ticks.
+    let tb = ff::Rational::new(spec.fps.1, spec.fps.0);
+    let mut enc = ff::codec::context::Context::new_with_codec(codec)
+        .encoder()
+        .video()
+        .map_err(ff_err("encoder context"))?;
+    enc.set_width(spec.width);
+    enc.set_height(spec.height);
+    enc.set_format(pix);
+    enc.set_time_base(tb);
+    enc.set_frame_rate(Some(ff::Rational::new(spec.fps.0, spec.fps.1)));
+    enc.set_gop(spec.gop);
+    enc.set_max_b_frames(0);
+    if global_header {
+        enc.set_flags(ff::codec::Flags::GLOBAL_HEADER);
+    }
+    let mut opts = ff::Dictionary::new();
+    match spec.codec.as_str() {
+        "libx264" | "libx265" => {
+            opts.set("preset", "ultrafast");
+            opts.set("crf", "23");
+        }
+        "libvpx" | "libvpx-vp9" => {
+            opts.set("deadline", "realtime");
+            opts.set("cpu-used", "8");
+            opts.set("b", "1M");
+        }
+        _ => {}
+    }
+    // Quiet the libraries' own banners and statistics.
+    match spec.codec.as_str() {
+        "libx264" => opts.set("x264-params", "log-level=error"),
+        "libx265" => opts.set("x265-params", "log-level=error"),
+        _ => {}
+    }
+    let mut encoder = enc.open_with(opts).map_err(ff_err("encoder"))?;
+    {
+        let mut ost = octx.add_stream(codec).map_err(ff_err("stream"))?;
+        ost.set_parameters(&encoder);
+        ost.set_time_base(tb);
+        if let Some(deg) = spec.rotation_deg {
+            set_display_rotation(&mut ost, deg);
+        }
+    }
+    octx.write_header().map_err(ff_err("header"))?;
+    let ost_tb = octx.stream(0).map_or(tb, |s| s.time_base());
+
+    let mut frame = ff::frame::Video::new(pix, spec.width, spec.height);
+    let mut pts: i64 = 0;
+    let mut durations = std::collections::HashMap::new();
+    for i in 0..spec.frames {
+        fill_frame(&mut frame, spec.pattern, i);
+        frame.set_pts(Some(pts));
+        let ticks = if spec.vfr && i % 3 == 2 { 2 } else { 1 };
+        durations.insert(pts, ticks);
+        pts += ticks;
+        encoder.send_frame(&frame).map_err(ff_err("frame"))?;
+        drain(&mut encoder, &mut octx, tb, ost_tb, &durations)?;
+    }
+    encoder.send_eof().map_err(ff_err("end of stream"))?;
+    drain(&mut encoder, &mut octx, tb, ost_tb, &durations)?;
+    octx.write_trailer().map_err(ff_err("trailer"))?;
+    Ok(())
+}
+
+fn drain(
+    encoder: &mut ff::encoder::Video,
+    octx: &mut ff::format::context::Output,
+    enc_tb: ff::Rational,
+    ost_tb: ff::Rational,
+    durations: &std::collections::HashMap<i64, i64>,
+) -> Result<(), SynthError> {
+    let mut packet = ff::Packet::empty();
+    while encoder.receive_packet(&mut packet).is_ok() {
+        packet.set_stream(0);
+        if let Some(d) = packet.pts().and_then(|p| durations.get(&p)) {
+            packet.set_duration(*d);
+        }
+        packet.rescale_ts(enc_tb, ost_tb);
+        packet.write_interleaved(octx).map_err(ff_err("packet"))?;
+    }
+    Ok(())
+}
+
+fn set_display_rotation(ost: &mut ff::format::stream::StreamMut, clockwise_deg: i32) {
+    // SAFETY: the stream belongs to an output context that has not written its header;
+    // av_stream_new_side_data allocates 9 i32 values owned by the stream, which
+    // av_display_rotation_set fully initialises. `set` takes a clockwise angle (`get`
+    // returns the counter-clockwise one), checked against the corpus' rotated files.
+    unsafe {
+        let data = ffi::av_stream_new_side_data(
+            ost.as_mut_ptr(),
+            ffi::AVPacketSideDataType::AV_PKT_DATA_DISPLAYMATRIX,
+            9 * 4,
+        );
+        if !data.is_null() {
+            ffi::av_display_rotation_set(data.cast::<i32>(), f64::from(clockwise_deg));
+        }
+    }
+}
+
+/// Image formats the synthesiser writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageKind {
+    Png,
+    Jpeg,
+}
+
+/// Write a synthetic still image; `exif_orientation` adds an EXIF block to JPEGs.
+pub fn write_image(
+    path: &Path,
+    kind: ImageKind,
+    width: u32,
+    height: u32,
+    pattern: Pattern,
+    index: u32,
+    exif_orientation: Option<u16>,
+) -> Result<(), SynthError> {
+    let bytes = encode_image(kind, width, height, pattern, index)?;
+    let bytes = match (kind, exif_orientation) {
+        (ImageKind::Jpeg, Some(o)) => with_exif_orientation(&bytes, o),
+        _ => bytes,
+    };
+    std::fs::write(path, bytes).map_err(|source| SynthError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Encode one frame with FFmpeg's `png` or `mjpeg` encoder; the packet is the whole file.
+pub fn encode_image(
+    kind: ImageKind,
+    width: u32,
+    height: u32,
+    pattern: Pattern,
+    index: u32,
+) -> Result<Vec<u8>, SynthError> {
+    ffmpeg_log::init();
+    let (name, pix) = match kind {
+        ImageKind::Png => ("png", Pixel::RGB24),
+        ImageKind::Jpeg => ("mjpeg", Pixel::YUVJ420P),
+    };
+    let codec =
+        ff::encoder::find_by_name(name).ok_or_else(|| SynthError::NoEncoder(name.to_string()))?;
+    let mut enc = ff::codec::context::Context::new_with_codec(codec)
+        .encoder()
+        .video()
+        .map_err(ff_err("image encoder context"))?;
+    enc.set_width(width);
+    enc.set_height(height);
+    enc.set_format(pix);
+    enc.set_time_base(ff::Rational::new(1, 25));
+    let mut encoder = enc.open().map_err(ff_err("image encoder"))?;
+    let mut yuv = ff::frame::Video::new(Pixel::YUV420P, width, height);
+    fill_frame(&mut yuv, pattern, index);
+    let frame = if pix == Pixel::YUV420P {
+        yuv
+    } else {
+        let mut out = ff::frame::Video::new(pix, width, height);
+        let mut scaler = ff::software::scaling::Context::get(
+            Pixel::YUV420P,
+            width,
+            height,
+            pix,
+            width,
+            height,
+            ff::software::scaling::Flags::BILINEAR,
+        )
+        .map_err(ff_err("scaler"))?;
+        scaler.run(&yuv, &mut out).map_err(ff_err("scaler"))?;
+        out
+    };
+    encoder.send_frame(&frame).map_err(ff_err("image frame"))?;
+    encoder.send_eof().map_err(ff_err("image end"))?;
+    let mut out = Vec::new();
+    let mut packet = ff::Packet::empty();
+    while encoder.receive_packet(&mut packet).is_ok() {
+        if let Some(data) = packet.data() {
+            out.extend_from_slice(data);
+        }
+    }
+    Ok(out)
+}
+
+/// Insert an APP1 EXIF segment holding only an Orientation tag right after SOI.
+pub fn with_exif_orientation(jpeg: &[u8], orientation: u16) -> Vec<u8> {
+    let mut tiff = Vec::new();
+    tiff.extend_from_slice(b"II*\0");
+    tiff.extend_from_slice(&8u32.to_le_bytes()); // IFD0 offset
+    tiff.extend_from_slice(&1u16.to_le_bytes()); // one entry
+    tiff.extend_from_slice(&0x0112u16.to_le_bytes()); // Orientation
+    tiff.extend_from_slice(&3u16.to_le_bytes()); // SHORT
+    tiff.extend_from_slice(&1u32.to_le_bytes()); // count
+    tiff.extend_from_slice(&orientation.to_le_bytes());
+    tiff.extend_from_slice(&[0, 0]);
+    tiff.extend_from_slice(&0u32.to_le_bytes()); // no next IFD
+    let mut app1 = b"Exif\0\0".to_vec();
+    app1.extend_from_slice(&tiff);
+    let len = (app1.len() + 2) as u16;
+    let mut out = Vec::with_capacity(jpeg.len() + app1.len() + 4);
+    out.extend_from_slice(&jpeg[..2.min(jpeg.len())]);
+    out.extend_from_slice(&[0xFF, 0xE1]);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&app1);
+    out.extend_from_slice(&jpeg[2.min(jpeg.len())..]);
+    out
+}

@@ -1,0 +1,180 @@
+//! Shared types used by every layer.
+
+use serde::{Deserialize, Serialize};
+
+/// Row id of an item in the catalog.
+pub type ItemId = i64;
+
+/// What a file is, decided from its content (extension only when there is no content).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaKind {
+    Image,
+    Video,
+    Other,
+}
+
+impl MediaKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediaKind::Image => "image",
+            MediaKind::Video => "video",
+            MediaKind::Other => "other",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "image" => Some(MediaKind::Image),
+            "video" => Some(MediaKind::Video),
+            "other" => Some(MediaKind::Other),
+            _ => None,
+        }
+    }
+}
+
+/// Outcome of probing a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemStatus {
+    /// Probed; metadata is trustworthy.
+    Ok,
+    /// The file is damaged or unreadable; `error` says why.
+    Error,
+    /// A readable file framecull cannot use (no video stream, unknown format).
+    Unsupported,
+    /// In the catalog but no longer on disk.
+    Missing,
+}
+
+impl ItemStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemStatus::Ok => "ok",
+            ItemStatus::Error => "error",
+            ItemStatus::Unsupported => "unsupported",
+            ItemStatus::Missing => "missing",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ok" => Some(ItemStatus::Ok),
+            "error" => Some(ItemStatus::Error),
+            "unsupported" => Some(ItemStatus::Unsupported),
+            "missing" => Some(ItemStatus::Missing),
+            _ => None,
+        }
+    }
+
+    /// Whether this status counts as a per-file problem for exit codes.
+    pub fn is_problem(self) -> bool {
+        matches!(self, ItemStatus::Error | ItemStatus::Unsupported)
+    }
+}
+
+/// An exact rational, as FFmpeg gives it (time bases, frame rates, aspect ratios).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ratio {
+    pub num: i32,
+    pub den: i32,
+}
+
+impl Ratio {
+    pub fn new(num: i32, den: i32) -> Option<Self> {
+        (num != 0 && den != 0).then_some(Ratio { num, den })
+    }
+
+    pub fn as_f64(self) -> f64 {
+        f64::from(self.num) / f64::from(self.den)
+    }
+
+    /// `"num/den"`, the form stored in the catalog.
+    pub fn to_text(self) -> String {
+        format!("{}/{}", self.num, self.den)
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        let (n, d) = s.split_once('/')?;
+        Ratio::new(n.trim().parse().ok()?, d.trim().parse().ok()?)
+    }
+}
+
+/// Metadata read from a file's headers. Every field is optional: formats differ
+/// in what they declare, and damaged files declare less.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaInfo {
+    /// Container or image format, FFmpeg's name for videos (`mov,mp4,m4a,3gp,3g2,mj2`),
+    /// the format for images (`jpeg`, `png`, ...).
+    pub container: Option<String>,
+    /// Codec name (FFmpeg's, e.g. `h264`); for images the image format.
+    pub codec: Option<String>,
+    pub profile: Option<String>,
+    pub pix_fmt: Option<String>,
+    /// Coded size, before rotation or EXIF orientation.
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    /// Clockwise rotation to apply for display, in degrees: 0, 90, 180 or 270.
+    pub rotation_deg: Option<u32>,
+    pub sample_aspect_ratio: Option<Ratio>,
+    /// Average frame rate (frames / duration), falling back to the base rate.
+    pub fps: Option<f64>,
+    /// The stream's base frame rate (FFmpeg's `r_frame_rate`).
+    pub fps_base: Option<f64>,
+    pub time_base: Option<Ratio>,
+    pub start_secs: Option<f64>,
+    /// Stream duration, else container duration.
+    pub duration_secs: Option<f64>,
+    /// Frame count declared by the header (videos) or the number of frames (images).
+    pub frame_count: Option<i64>,
+    pub bit_rate: Option<i64>,
+    pub has_audio: Option<bool>,
+    /// Raw EXIF orientation tag (1..=8; other values are reported as found).
+    pub exif_orientation: Option<u16>,
+}
+
+/// What probing one file produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    pub kind: MediaKind,
+    pub status: ItemStatus,
+    /// Human-readable reason when `status` is not `Ok`.
+    pub error: Option<String>,
+    pub info: MediaInfo,
+}
+
+impl Probe {
+    pub fn ok(kind: MediaKind, info: MediaInfo) -> Self {
+        Probe {
+            kind,
+            status: ItemStatus::Ok,
+            error: None,
+            info,
+        }
+    }
+
+    pub fn failed(kind: MediaKind, status: ItemStatus, reason: impl Into<String>) -> Self {
+        Probe {
+            kind,
+            status,
+            error: Some(reason.into()),
+            info: MediaInfo::default(),
+        }
+    }
+}
+
+/// One catalogued file, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub id: ItemId,
+    /// Relative to the dataset root, `/`-separated.
+    pub path: String,
+    pub kind: MediaKind,
+    pub status: ItemStatus,
+    pub error: Option<String>,
+    pub size_bytes: u64,
+    pub mtime_ns: i64,
+    /// Content fingerprint (see `scan::fingerprint`), stable across renames.
+    pub fingerprint: Option<String>,
+    pub info: MediaInfo,
+}

@@ -1,0 +1,274 @@
+//! Scanning: walk a dataset, skip what is unchanged, probe the rest in parallel, store
+//! results in batches. Cancellable at any point with the catalog left consistent.
+
+mod fingerprint;
+mod walk;
+
+use std::collections::HashSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+pub use fingerprint::fingerprint;
+pub use walk::{FoundFile, WalkResult, relative, walk};
+
+use crate::catalog::{Catalog, CatalogError, ItemUpdate, ScanCounts};
+use crate::media;
+use crate::model::{ItemStatus, MediaKind, Probe};
+
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// Probe threads.
+    pub jobs: usize,
+    /// Longest time FFmpeg may spend opening and analysing one file.
+    pub file_budget: Duration,
+    /// Files stored per transaction (a batch is also flushed every 250 ms).
+    pub batch_size: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            file_budget: Duration::from_secs(20),
+            batch_size: 512,
+        }
+    }
+}
+
+/// Progress of a scan, for the CLI's progress bar and the GUI.
+#[derive(Debug, Clone)]
+pub enum ScanEvent {
+    /// The walk is done: `to_probe` files will be probed, `unchanged` are skipped.
+    Walked {
+        files: u64,
+        to_probe: u64,
+        unchanged: u64,
+    },
+    /// One more file probed.
+    Probed {
+        done: u64,
+        total: u64,
+        path: String,
+        status: ItemStatus,
+    },
+    /// A batch was committed; `stored` files so far are durable.
+    Committed { stored: u64 },
+}
+
+/// How a scan ended.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ScanSummary {
+    pub counts: ScanCounts,
+    pub cancelled: bool,
+    /// Files in the catalog whose status is a problem (error or unsupported) after the scan.
+    pub problem_files: u64,
+    pub warnings: Vec<String>,
+    pub elapsed_secs: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error("cannot read dataset folder {path}: {source}")]
+    Root {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start probe threads: {0}")]
+    Threads(String),
+}
+
+/// Scan `root` into `catalog`. `cancel` is checked before each file; when it is set, files
+/// probed so far are stored and the scan returns with `cancelled: true`.
+pub fn scan(
+    catalog: &mut Catalog,
+    root: &Path,
+    options: &ScanOptions,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(ScanEvent),
+) -> Result<ScanSummary, ScanError> {
+    let started = Instant::now();
+    media::init();
+    std::fs::read_dir(root).map_err(|source| ScanError::Root {
+        path: root.to_path_buf(),
+        source,
+    })?;
+    let scan_id = catalog.begin_scan(root)?;
+    let project_dir = catalog.project_dir().to_path_buf();
+    let walked = walk(root, &[project_dir]);
+    let known = catalog.known_files()?;
+
+    let mut counts = ScanCounts {
+        seen: walked.files.len() as u64,
+        ..ScanCounts::default()
+    };
+    let to_probe: Vec<&FoundFile> = walked
+        .files
+        .iter()
+        .filter(|f| match known.get(&f.rel_path) {
+            Some(k) => {
+                k.status == ItemStatus::Missing
+                    || k.size_bytes != f.size_bytes
+                    || k.mtime_ns != f.mtime_ns
+            }
+            None => true,
+        })
+        .collect();
+    counts.unchanged = counts.seen - to_probe.len() as u64;
+    on_event(ScanEvent::Walked {
+        files: counts.seen,
+        to_probe: to_probe.len() as u64,
+        unchanged: counts.unchanged,
+    });
+
+    let probed = probe_and_store(catalog, scan_id, &to_probe, options, cancel, on_event)?;
+    counts.probed = probed;
+    let cancelled = cancel.load(Ordering::SeqCst);
+
+    if !cancelled {
+        let seen: HashSet<&str> = walked.files.iter().map(|f| f.rel_path.as_str()).collect();
+        let under_unreadable = |p: &str| {
+            walked
+                .unreadable_dirs
+                .iter()
+                .any(|d| d.is_empty() || p.starts_with(&format!("{d}/")))
+        };
+        let gone: Vec<String> = known
+            .iter()
+            .filter(|(p, k)| {
+                k.status != ItemStatus::Missing
+                    && !seen.contains(p.as_str())
+                    && !under_unreadable(p)
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        catalog.mark_missing(&gone)?;
+        counts.missing = gone.len() as u64;
+    }
+    let problem_files = catalog.count_problems()?;
+    counts.problems = problem_files;
+    catalog.finish_scan(scan_id, cancelled, counts)?;
+    Ok(ScanSummary {
+        counts,
+        cancelled,
+        problem_files,
+        warnings: walked.warnings,
+        elapsed_secs: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Probe files on a rayon pool and store them from this thread in batched transactions.
+/// Returns how many files were stored.
+fn probe_and_store(
+    catalog: &mut Catalog,
+    scan_id: i64,
+    files: &[&FoundFile],
+    options: &ScanOptions,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(ScanEvent),
+) -> Result<u64, ScanError> {
+    if files.is_empty() {
+        return Ok(0);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .thread_name(|i| format!("framecull-probe-{i}"))
+        .build()
+        .map_err(|e| ScanError::Threads(e.to_string()))?;
+    let (tx, rx) = sync_channel::<ItemUpdate>(1024);
+    let total = files.len() as u64;
+    let budget = options.file_budget;
+    let flush_every = Duration::from_millis(250);
+
+    std::thread::scope(|s| {
+        let producer = std::thread::Builder::new()
+            .name("framecull-scan".into())
+            .spawn_scoped(s, move || {
+                pool.install(|| {
+                    files.par_iter().for_each_with(tx, |tx, f| {
+                        if cancel.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        // A closed channel means the writer stopped; nothing left to do.
+                        let _ = tx.send(probe_one(f, budget));
+                    });
+                });
+            })
+            .map_err(|e| ScanError::Threads(e.to_string()))?;
+
+        let mut batch: Vec<ItemUpdate> = Vec::with_capacity(options.batch_size);
+        let mut stored = 0u64;
+        let mut done = 0u64;
+        let mut last_flush = Instant::now();
+        let mut result = Ok(());
+        loop {
+            let disconnected = match rx.recv_timeout(flush_every) {
+                Ok(update) => {
+                    done += 1;
+                    on_event(ScanEvent::Probed {
+                        done,
+                        total,
+                        path: update.path.clone(),
+                        status: update.probe.status,
+                    });
+                    batch.push(update);
+                    false
+                }
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => true,
+            };
+            let due = batch.len() >= options.batch_size
+                || (!batch.is_empty() && (disconnected || last_flush.elapsed() >= flush_every));
+            if due {
+                if let Err(e) = catalog.upsert_items(scan_id, &batch) {
+                    // Stop the producers; what was committed before stays.
+                    cancel.store(true, Ordering::SeqCst);
+                    result = Err(ScanError::from(e));
+                    break;
+                }
+                stored += batch.len() as u64;
+                batch.clear();
+                last_flush = Instant::now();
+                on_event(ScanEvent::Committed { stored });
+            }
+            if disconnected {
+                break;
+            }
+        }
+        drop(rx);
+        if producer.join().is_err() {
+            tracing::error!("a probe thread panicked outside the per-file guard");
+        }
+        result.map(|()| stored)
+    })
+}
+
+/// Probe one file; a panic inside FFmpeg glue or a header parser becomes an error row.
+fn probe_one(f: &FoundFile, budget: Duration) -> ItemUpdate {
+    let probe = catch_unwind(AssertUnwindSafe(|| media::probe_file(&f.abs_path, budget)))
+        .unwrap_or_else(|_| {
+            Probe::failed(
+                MediaKind::Other,
+                ItemStatus::Error,
+                "internal error while probing this file (a bug: please report it)",
+            )
+        });
+    let fingerprint = if f.size_bytes > 0 {
+        fingerprint(&f.abs_path, f.size_bytes).ok()
+    } else {
+        None
+    };
+    ItemUpdate {
+        path: f.rel_path.clone(),
+        size_bytes: f.size_bytes,
+        mtime_ns: f.mtime_ns,
+        fingerprint,
+        probe,
+    }
+}

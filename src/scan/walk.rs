@@ -1,0 +1,113 @@
+//! Recursive walk of a dataset folder: which files are media, with size and mtime.
+
+use std::path::{Path, PathBuf};
+
+use crate::media::{self, ExtensionClass, Sniffed};
+
+/// A file found by the walk.
+#[derive(Debug, Clone)]
+pub struct FoundFile {
+    /// Relative to the dataset root, `/`-separated.
+    pub rel_path: String,
+    pub abs_path: PathBuf,
+    pub size_bytes: u64,
+    pub mtime_ns: i64,
+}
+
+/// What the walk found, and the folders it could not read.
+#[derive(Debug, Default)]
+pub struct WalkResult {
+    pub files: Vec<FoundFile>,
+    /// Relative folders that could not be listed: files under them are not marked missing.
+    pub unreadable_dirs: Vec<String>,
+    /// Problems that are not about one file (symlink loops, permissions).
+    pub warnings: Vec<String>,
+}
+
+/// Walk `root`, following symbolic links (loops are detected and skipped), skipping hidden
+/// entries and `skip` (the project folder). Files with a media extension are taken;
+/// files with an unknown extension (or none) are taken when their first bytes are media.
+pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
+    let mut result = WalkResult::default();
+    let skip: Vec<PathBuf> = skip.iter().filter_map(|p| p.canonicalize().ok()).collect();
+    let walker = walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| {
+            if e.depth() == 0 {
+                return true;
+            }
+            let hidden = e.file_name().to_string_lossy().starts_with('.');
+            let skipped = e.file_type().is_dir()
+                && !skip.is_empty()
+                && e.path().canonicalize().is_ok_and(|c| skip.contains(&c));
+            !hidden && !skipped
+        });
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                let rel = e.path().map(|p| relative(root, p)).unwrap_or_default();
+                if e.loop_ancestor().is_some() {
+                    result
+                        .warnings
+                        .push(format!("symbolic link loop skipped: {rel}"));
+                } else {
+                    if e.depth() > 0 || e.path().is_some_and(|p| p != root) {
+                        result.unreadable_dirs.push(rel.clone());
+                    }
+                    result.warnings.push(format!("cannot read {rel}: {e}"));
+                }
+                continue;
+            }
+        };
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let path = entry.path();
+        let take = match media::classify_extension(path) {
+            ExtensionClass::Image | ExtensionClass::Video => true,
+            ExtensionClass::NonMedia => false,
+            ExtensionClass::Unknown => media::read_head(path)
+                .map(|h| matches!(media::sniff(&h), Sniffed::Image(_) | Sniffed::Video))
+                .unwrap_or(false),
+        };
+        if !take {
+            continue;
+        }
+        let meta = match entry.metadata() {
+            Ok(m) => m,
+            Err(e) => {
+                result
+                    .warnings
+                    .push(format!("cannot stat {}: {e}", relative(root, path)));
+                continue;
+            }
+        };
+        result.files.push(FoundFile {
+            rel_path: relative(root, path),
+            abs_path: path.to_path_buf(),
+            size_bytes: meta.len(),
+            mtime_ns: mtime_ns(&meta),
+        });
+    }
+    result
+}
+
+/// `root/a/b.mp4` -> `a/b.mp4`, always with `/`.
+pub fn relative(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.join("/")
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i64)
+}

@@ -1,0 +1,266 @@
+//! The `framecull` binary end to end: scan, list, stats, rescans and exit codes.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+
+use common::{list_jsonl, run, stderr, stdout};
+use framecull::media::synth::VideoSpec;
+
+fn scan(dir: &Path, project: &Path) -> std::process::Output {
+    run(&[
+        "scan",
+        dir.to_str().unwrap(),
+        "--project",
+        project.to_str().unwrap(),
+        "--jobs",
+        "2",
+    ])
+}
+
+#[test]
+fn scan_then_list_reports_every_media_file_with_documented_fields() {
+    let data = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let n = common::mixed_dataset(data.path());
+    let out = scan(data.path(), proj.path());
+    // Two broken files: exit code 1 (finished with per-file problems).
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+
+    let rows = list_jsonl(proj.path());
+    assert_eq!(rows.len(), n, "{:?}", rows.keys().collect::<Vec<_>>());
+    assert!(!rows.contains_key("notes.txt"));
+    let fields = [
+        "path",
+        "kind",
+        "status",
+        "error",
+        "container",
+        "codec",
+        "width",
+        "height",
+        "rotation_deg",
+        "fps",
+        "fps_base",
+        "duration_secs",
+        "start_secs",
+        "frame_count",
+        "size_bytes",
+        "has_audio",
+        "exif_orientation",
+    ];
+    for row in rows.values() {
+        for f in fields {
+            assert!(row.get(f).is_some(), "field {f} missing in {row}");
+        }
+    }
+    let h264 = &rows["clips/h264.mp4"];
+    assert_eq!(h264["kind"], "video");
+    assert_eq!(h264["status"], "ok");
+    assert_eq!(h264["codec"], "h264");
+    assert_eq!(h264["width"], 320);
+    assert_eq!(h264["frame_count"], 25);
+    assert_eq!(h264["error"], serde_json::Value::Null);
+    assert_eq!(rows["clips/rotated.mp4"]["rotation_deg"], 90);
+    assert_eq!(rows["images/b.jpg"]["exif_orientation"], 6);
+    assert_eq!(rows["images/b.jpg"]["kind"], "image");
+    let empty = &rows["images/empty.jpg"];
+    assert_eq!(
+        (empty["kind"].as_str(), empty["status"].as_str()),
+        (Some("image"), Some("error"))
+    );
+    assert_eq!(empty["error"], "empty file (0 bytes)");
+    assert_eq!(rows["clips/garbage.mp4"]["status"], "error");
+
+    // CSV carries the same rows with a header.
+    let csv = run(&[
+        "list",
+        "--project",
+        proj.path().to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let text = stdout(&csv);
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().starts_with("path,kind,status,error,"));
+    assert_eq!(lines.count(), n);
+
+    // Stats as JSON: counts by kind add up.
+    let stats = run(&[
+        "stats",
+        "--project",
+        proj.path().to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(stats.status.code(), Some(0), "{}", stderr(&stats));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&stats)).unwrap();
+    assert_eq!(v["files"], n);
+    let by_kind: u64 = v["by_kind"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["files"].as_u64().unwrap())
+        .sum();
+    assert_eq!(by_kind, n as u64);
+    let video = v["by_kind"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["key"] == "video")
+        .unwrap();
+    assert_eq!(video["files"], 5);
+}
+
+#[test]
+fn rescans_are_incremental() {
+    let data = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    common::video(
+        data.path(),
+        "a.mp4",
+        &VideoSpec::new("libx264", 64, 48, 25, 10),
+    );
+    common::video(
+        data.path(),
+        "b.mp4",
+        &VideoSpec::new("libx264", 64, 48, 25, 10),
+    );
+    common::video(
+        data.path(),
+        "sub/c.mp4",
+        &VideoSpec::new("libx264", 64, 48, 25, 10),
+    );
+    let first = run(&[
+        "scan",
+        data.path().to_str().unwrap(),
+        "--project",
+        proj.path().to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let s: serde_json::Value = serde_json::from_str(&stdout(&first)).unwrap();
+    assert_eq!(
+        (
+            s["counts"]["probed"].as_u64(),
+            s["counts"]["unchanged"].as_u64()
+        ),
+        (Some(3), Some(0))
+    );
+
+    // Unchanged: nothing probed.
+    let again = run(&[
+        "scan",
+        data.path().to_str().unwrap(),
+        "--project",
+        proj.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let s: serde_json::Value = serde_json::from_str(&stdout(&again)).unwrap();
+    assert_eq!(
+        (
+            s["counts"]["probed"].as_u64(),
+            s["counts"]["unchanged"].as_u64()
+        ),
+        (Some(0), Some(3))
+    );
+
+    // Changed content is re-probed, a deleted file becomes missing, a new one is added.
+    common::video(
+        data.path(),
+        "a.mp4",
+        &VideoSpec::new("libx264", 96, 64, 25, 20),
+    );
+    std::fs::remove_file(data.path().join("b.mp4")).unwrap();
+    common::video(
+        data.path(),
+        "d.mp4",
+        &VideoSpec::new("libx264", 64, 48, 25, 10),
+    );
+    let third = run(&[
+        "scan",
+        data.path().to_str().unwrap(),
+        "--project",
+        proj.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let s: serde_json::Value = serde_json::from_str(&stdout(&third)).unwrap();
+    assert_eq!(s["counts"]["probed"], 2);
+    assert_eq!(s["counts"]["unchanged"], 1);
+    assert_eq!(s["counts"]["missing"], 1);
+    let rows = list_jsonl(proj.path());
+    assert_eq!(rows["a.mp4"]["width"], 96);
+    assert_eq!(rows["b.mp4"]["status"], "missing");
+    assert_eq!(rows["sub/c.mp4"]["status"], "ok");
+    assert_eq!(rows["d.mp4"]["status"], "ok");
+
+    // A file that comes back is probed again.
+    common::video(
+        data.path(),
+        "b.mp4",
+        &VideoSpec::new("libx264", 64, 48, 25, 10),
+    );
+    let fourth = run(&[
+        "scan",
+        data.path().to_str().unwrap(),
+        "--project",
+        proj.path().to_str().unwrap(),
+    ]);
+    assert_eq!(fourth.status.code(), Some(0));
+    assert_eq!(list_jsonl(proj.path())["b.mp4"]["status"], "ok");
+}
+
+#[test]
+fn default_project_lives_in_the_dataset_and_is_not_scanned() {
+    let data = tempfile::tempdir().unwrap();
+    common::video(
+        data.path(),
+        "a.mp4",
+        &VideoSpec::new("libx264", 64, 48, 25, 5),
+    );
+    // Hidden folders (and the project folder) are skipped; so are FIFOs and symlink loops.
+    std::fs::create_dir_all(data.path().join(".cache")).unwrap();
+    std::fs::copy(data.path().join("a.mp4"), data.path().join(".cache/x.mp4")).unwrap();
+    std::os::unix::fs::symlink(data.path(), data.path().join("loop")).unwrap();
+    let fifo = data.path().join("pipe.mp4");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+
+    for _ in 0..2 {
+        let out = run(&["scan", data.path().to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    assert!(data.path().join(".framecull/catalog.db").is_file());
+    let rows = list_jsonl(&data.path().join(".framecull"));
+    assert_eq!(rows.keys().collect::<Vec<_>>(), vec!["a.mp4"]);
+
+    // `list` finds the project from the current folder.
+    let out = common::bin()
+        .arg("list")
+        .current_dir(data.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("a.mp4"));
+}
+
+#[test]
+fn usage_errors_exit_with_2() {
+    let out = run(&["scan"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["scan", "/definitely/not/here"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("/definitely/not/here"));
+    let empty = tempfile::tempdir().unwrap();
+    let out = run(&["list", "--project", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no framecull project"),
+        "{}",
+        stderr(&out)
+    );
+}
