@@ -1,0 +1,67 @@
+//! The scan pipeline through the library: events, cancellation and resumption.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use framecull::catalog::Catalog;
+use framecull::media::synth::ImageKind;
+use framecull::scan::{ScanEvent, ScanOptions, scan};
+
+#[test]
+fn cancelling_leaves_a_consistent_catalog_and_the_next_scan_resumes() {
+    let data = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let seed = common::image(data.path(), "seed.png", ImageKind::Png, 16, 16, None);
+    for i in 0..1500 {
+        std::fs::copy(&seed, data.path().join(format!("f{i:04}.png"))).unwrap();
+    }
+    let total = 1501;
+    let root = data.path().canonicalize().unwrap();
+    let options = ScanOptions {
+        jobs: 1,
+        batch_size: 64,
+        ..ScanOptions::default()
+    };
+
+    let mut catalog = Catalog::create_or_open(proj.path(), &root).unwrap();
+    let cancel = AtomicBool::new(false);
+    let mut walked = None;
+    let mut committed = 0;
+    let summary = scan(&mut catalog, &root, &options, &cancel, &mut |e| match e {
+        ScanEvent::Walked { files, to_probe, .. } => walked = Some((files, to_probe)),
+        ScanEvent::Probed { done, .. } if done == 100 => cancel.store(true, Ordering::SeqCst),
+        ScanEvent::Committed { stored } => committed = stored,
+        _ => {}
+    })
+    .unwrap();
+    assert_eq!(walked, Some((total, total)));
+    assert!(summary.cancelled);
+    // Everything probed before the cancel is stored; nothing after it was started.
+    let stored = catalog.items().unwrap().len() as u64;
+    assert_eq!(stored, committed);
+    assert!((100..total).contains(&stored), "stored {stored}");
+    // A cancelled scan marks nothing missing.
+    assert_eq!(summary.counts.missing, 0);
+
+    let summary = scan(&mut catalog, &root, &options, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert!(!summary.cancelled);
+    assert_eq!(summary.counts.unchanged, stored);
+    assert_eq!(summary.counts.probed, total - stored);
+    assert_eq!(catalog.items().unwrap().len() as u64, total);
+}
+
+#[test]
+fn a_project_refuses_another_dataset() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    Catalog::create_or_open(proj.path(), a.path()).unwrap();
+    // Reopening runs no migration twice and keeps the dataset root.
+    let again = Catalog::create_or_open(proj.path(), a.path()).unwrap();
+    assert_eq!(again.dataset_root().unwrap().as_deref(), Some(a.path()));
+    let err = Catalog::create_or_open(proj.path(), b.path()).err().unwrap();
+    assert!(err.to_string().contains("belongs to dataset"), "{err}");
+}
