@@ -31,7 +31,9 @@ fn cancelling_leaves_a_consistent_catalog_and_the_next_scan_resumes() {
     let mut walked = None;
     let mut committed = 0;
     let summary = scan(&mut catalog, &root, &options, &cancel, &mut |e| match e {
-        ScanEvent::Walked { files, to_probe, .. } => walked = Some((files, to_probe)),
+        ScanEvent::Walked {
+            files, to_probe, ..
+        } => walked = Some((files, to_probe)),
         ScanEvent::Probed { done, .. } if done == 100 => cancel.store(true, Ordering::SeqCst),
         ScanEvent::Committed { stored } => committed = stored,
         _ => {}
@@ -46,7 +48,14 @@ fn cancelling_leaves_a_consistent_catalog_and_the_next_scan_resumes() {
     // A cancelled scan marks nothing missing.
     assert_eq!(summary.counts.missing, 0);
 
-    let summary = scan(&mut catalog, &root, &options, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let summary = scan(
+        &mut catalog,
+        &root,
+        &options,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
     assert!(!summary.cancelled);
     assert_eq!(summary.counts.unchanged, stored);
     assert_eq!(summary.counts.probed, total - stored);
@@ -62,6 +71,8 @@ fn a_project_refuses_another_dataset() {
     // Reopening runs no migration twice and keeps the dataset root.
     let again = Catalog::create_or_open(proj.path(), a.path()).unwrap();
     assert_eq!(again.dataset_root().unwrap().as_deref(), Some(a.path()));
-    let err = Catalog::create_or_open(proj.path(), b.path()).err().unwrap();
+    let err = Catalog::create_or_open(proj.path(), b.path())
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("belongs to dataset"), "{err}");
 }
