@@ -34,7 +34,7 @@ fn cancelling_leaves_a_consistent_catalog_and_the_next_scan_resumes() {
         ScanEvent::Walked {
             files, to_probe, ..
         } => walked = Some((files, to_probe)),
-        ScanEvent::Probed { done, .. } if done == 100 => cancel.store(true, Ordering::SeqCst),
+        ScanEvent::Probed { done: 100, .. } => cancel.store(true, Ordering::SeqCst),
         ScanEvent::Committed { stored } => committed = stored,
         _ => {}
     })
