@@ -3,6 +3,7 @@
 //! Layers (a module uses those to its right, never the reverse):
 //! `cli, gui → scan, manifest, loader → catalog, media, analysis → model`.
 
+pub mod analysis;
 pub mod catalog;
 pub mod cli;
 pub mod demo;

@@ -185,3 +185,140 @@ fn every_broken_file_is_a_row_with_a_status_and_reason() {
     }
     assert_eq!(rows["broken/derived_png_named_as.mp4"]["kind"], "image");
 }
+
+/// Deep-scan the corpus once for the analysis checks below.
+fn deep_rows() -> Option<(std::path::PathBuf, BTreeMap<String, Value>)> {
+    static ROWS: std::sync::OnceLock<Option<(std::path::PathBuf, BTreeMap<String, Value>)>> =
+        std::sync::OnceLock::new();
+    ROWS.get_or_init(|| {
+        let media = common::corpus_dir()?;
+        let proj = tempfile::tempdir().unwrap();
+        let out = common::run(&[
+            "scan",
+            media.to_str().unwrap(),
+            "--project",
+            proj.path().to_str().unwrap(),
+            "--deep",
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+        Some((media, common::list_jsonl(proj.path())))
+    })
+    .clone()
+}
+
+fn integrity_codes(row: &Value) -> Vec<String> {
+    row["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["source"] == "probe" || f["source"] == "decode")
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn cuts_match_pyscenedetect_goldens() {
+    let Some((media, rows)) = deep_rows() else {
+        return;
+    };
+    for (video, golden) in [
+        (
+            "video/psd_testvideo.mp4",
+            "scenecuts/testvideo.mp4.ContentDetector.default.json",
+        ),
+        (
+            "video/psd_counter.mp4",
+            "scenecuts/counter.mp4.ContentDetector.default.json",
+        ),
+    ] {
+        let golden: Value =
+            serde_json::from_str(&std::fs::read_to_string(media.join(golden)).unwrap()).unwrap();
+        let want: Vec<i64> = golden["cuts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_i64().unwrap())
+            .collect();
+        let fps = rows[video]["fps"].as_f64().unwrap();
+        let start = rows[video]["start_secs"].as_f64().unwrap_or(0.0);
+        let got: Vec<i64> = rows[video]["cuts_secs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| ((t.as_f64().unwrap() - start) * fps).round() as i64)
+            .collect();
+        assert_eq!(got.len(), want.len(), "{video}: {got:?} vs golden {want:?}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() <= 1, "{video}: {got:?} vs golden {want:?}");
+        }
+    }
+}
+
+#[test]
+fn every_damaged_file_gets_an_integrity_flag() {
+    let Some((media, rows)) = deep_rows() else {
+        return;
+    };
+    let mut missed = Vec::new();
+    for g in ground_truth(&media.join("broken_ground_truth.jsonl")) {
+        let file = g["file"].as_str().unwrap();
+        let ffmpeg_errors = g["ffmpeg_error_lines"].as_u64().unwrap_or(0) > 0
+            || g["ffmpeg_decode_rc"].as_i64().unwrap_or(0) != 0;
+        // Images Pillow cannot load (truncated or undecodable) must be flagged too.
+        let pillow_fails = g["pil_load"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("error"));
+        if (ffmpeg_errors || pillow_fails) && integrity_codes(&rows[file]).is_empty() {
+            missed.push(file.to_string());
+        }
+    }
+    assert!(missed.is_empty(), "no integrity flag on: {missed:?}");
+    // Truncated images are named as such.
+    let cut = integrity_codes(&rows["broken/derived_nikon-e950_cut60.jpg"]);
+    assert!(cut.contains(&"image_truncated".to_string()), "{cut:?}");
+}
+
+/// duplicates.tsv groups whose files are not the same picture: checked by eye, the two
+/// decord rotation-test clips show different shots (arrow keys; trackpad), so no
+/// content-based detector should group them.
+const NOT_DUPLICATES: &[&str] = &["rotation"];
+
+#[test]
+fn known_duplicate_groups_are_found_and_exact_groups_hold_identical_bytes() {
+    let Some((media, rows)) = deep_rows() else {
+        return;
+    };
+    let tsv = std::fs::read_to_string(media.join("duplicates.tsv")).unwrap();
+    let mut missed = Vec::new();
+    for line in tsv.lines().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if NOT_DUPLICATES.contains(&cols[0]) {
+            continue;
+        }
+        let groups: std::collections::HashSet<String> = cols[2]
+            .split_whitespace()
+            .map(|f| rows[f]["dup_group"].to_string())
+            .collect();
+        if groups.len() != 1 || groups.contains("null") {
+            missed.push(format!("{}: {groups:?}", cols[0]));
+        }
+    }
+    assert!(missed.is_empty(), "groups not found: {missed:?}");
+
+    let mut exact: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for (path, row) in &rows {
+        if !row["dup_exact_group"].is_null() {
+            exact
+                .entry(row["dup_exact_group"].to_string())
+                .or_default()
+                .push(path);
+        }
+    }
+    assert!(!exact.is_empty());
+    for members in exact.values() {
+        let first = std::fs::read(media.join(members[0])).unwrap();
+        for m in &members[1..] {
+            assert_eq!(std::fs::read(media.join(m)).unwrap(), first, "{members:?}");
+        }
+    }
+}

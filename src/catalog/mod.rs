@@ -1,6 +1,7 @@
 //! The project's durable store: one SQLite database (WAL, numbered migrations, batched
 //! transactions), and the polars views built from it.
 
+mod analysis;
 mod frame;
 mod schema;
 
@@ -10,6 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+pub use analysis::{AnalysisResult, AnalysisTodo};
 pub use frame::items_frame;
 
 use crate::model::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, Probe, Ratio};
@@ -332,13 +334,20 @@ impl Catalog {
     }
 }
 
-fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
 }
 
 impl Catalog {
+    pub fn count_items(&self) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
     /// Files whose status is a per-file problem (error or unsupported).
     pub fn count_problems(&self) -> Result<u64> {
         let n: i64 = self.conn.query_row(

@@ -53,4 +53,68 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX items_status ON items(status);
     CREATE INDEX items_fingerprint ON items(fingerprint);
     "#,
+    // 2: deep analysis: metrics, curves, duplicate groups, flags.
+    r#"
+    CREATE TABLE metrics (
+        item_id          INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+        analysed_at      INTEGER NOT NULL,
+        analysis_version INTEGER NOT NULL,
+        item_size        INTEGER NOT NULL,   -- the item's size and mtime when analysed
+        item_mtime_ns    INTEGER NOT NULL,
+        decoded_frames   INTEGER NOT NULL,
+        decode_errors    INTEGER NOT NULL,
+        first_error      TEXT,
+        decoder_messages INTEGER NOT NULL,
+        first_message    TEXT,
+        repeat_frames    INTEGER NOT NULL,
+        undecodable      TEXT,
+        no_decoder       TEXT,
+        timed_out        INTEGER NOT NULL,
+        motion_mean      REAL,
+        motion_p95       REAL,
+        static_share     REAL,
+        brightness       REAL,
+        brightness_p5    REAL,
+        brightness_p95   REAL,
+        sharpness        REAL,
+        entropy          REAL,
+        colorfulness     REAL,
+        black_share      REAL,
+        frozen_share     REAL,
+        decoded_duration_secs REAL,
+        pts_backwards    INTEGER NOT NULL,
+        pts_repeats      INTEGER NOT NULL,
+        vfr              INTEGER,
+        interval_cv      REAL,
+        resolution_changes INTEGER NOT NULL,
+        truncated        INTEGER NOT NULL,
+        structure_error  TEXT,
+        phash            INTEGER,
+        content_hash     TEXT
+    );
+    CREATE INDEX metrics_content_hash ON metrics(content_hash);
+    CREATE TABLE curves (
+        item_id      INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+        motion       BLOB,   -- f32 little-endian per 0.5 s bucket
+        cuts         TEXT,   -- JSON [{frame, time_secs}]
+        frame_hashes BLOB    -- u64 little-endian: videos one per second; images the 8 flips/rotations
+    );
+    CREATE TABLE dups (
+        item_id     INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+        dup_group   INTEGER NOT NULL,
+        relation    TEXT NOT NULL,        -- exact | near
+        like_item   INTEGER NOT NULL,
+        exact_group INTEGER
+    );
+    CREATE TABLE flags (
+        id       INTEGER PRIMARY KEY,
+        item_id  INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+        code     TEXT NOT NULL,
+        severity TEXT NOT NULL,           -- error | warning | info
+        reason   TEXT NOT NULL,
+        source   TEXT NOT NULL            -- probe | decode | rule | statistics | duplicates
+    );
+    CREATE INDEX flags_item ON flags(item_id);
+    CREATE INDEX flags_code ON flags(code);
+    "#,
 ];

@@ -4,8 +4,11 @@ use std::io::{BufWriter, Write};
 
 use serde::Serialize;
 
+use std::collections::HashMap;
+
 use super::{Outcome, ProjectArg};
-use crate::model::{Item, ItemStatus, MediaKind};
+use crate::catalog::Catalog;
+use crate::model::{Cut, DupInfo, Flag, Item, ItemId, ItemStatus, MediaKind, Metrics};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -54,11 +57,51 @@ pub struct Row<'a> {
     pub has_audio: Option<bool>,
     pub exif_orientation: Option<u16>,
     pub fingerprint: Option<&'a str>,
+    pub motion_mean: Option<f64>,
+    pub motion_p95: Option<f64>,
+    pub cuts_secs: Vec<f64>,
+    pub decode_errors: Option<u64>,
+    pub decoded_frames: Option<u64>,
+    pub brightness: Option<f64>,
+    pub sharpness: Option<f64>,
+    pub phash: Option<String>,
+    pub dup_group: Option<ItemId>,
+    pub dup_exact_group: Option<ItemId>,
+    pub flags: Vec<FlagOut<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct FlagOut<'a> {
+    pub code: &'a str,
+    pub severity: &'static str,
+    pub reason: &'a str,
+    pub source: &'static str,
+}
+
+/// Analysis results joined to items for listing.
+#[derive(Default)]
+pub struct Analysis {
+    pub metrics: HashMap<ItemId, Metrics>,
+    pub cuts: HashMap<ItemId, Vec<Cut>>,
+    pub dups: HashMap<ItemId, DupInfo>,
+    pub flags: HashMap<ItemId, Vec<Flag>>,
+}
+
+impl Analysis {
+    pub fn load(catalog: &Catalog) -> anyhow::Result<Self> {
+        Ok(Analysis {
+            metrics: catalog.all_metrics()?,
+            cuts: catalog.all_cuts()?,
+            dups: catalog.all_dups()?,
+            flags: catalog.all_flags()?,
+        })
+    }
 }
 
 impl<'a> Row<'a> {
-    pub fn from_item(item: &'a Item) -> Self {
+    pub fn from_item(item: &'a Item, a: &'a Analysis) -> Self {
         let i = &item.info;
+        let m = a.metrics.get(&item.id);
         Row {
             path: &item.path,
             kind: item.kind.as_str(),
@@ -83,6 +126,32 @@ impl<'a> Row<'a> {
             has_audio: i.has_audio,
             exif_orientation: i.exif_orientation,
             fingerprint: item.fingerprint.as_deref(),
+            motion_mean: m.and_then(|m| m.motion_mean),
+            motion_p95: m.and_then(|m| m.motion_p95),
+            cuts_secs: a
+                .cuts
+                .get(&item.id)
+                .map(|c| c.iter().map(|c| c.time_secs).collect())
+                .unwrap_or_default(),
+            decode_errors: m.map(|m| m.decode_errors),
+            decoded_frames: m.map(|m| m.decoded_frames),
+            brightness: m.and_then(|m| m.brightness),
+            sharpness: m.and_then(|m| m.sharpness),
+            phash: m.and_then(|m| m.phash).map(|h| format!("{h:016x}")),
+            dup_group: a.dups.get(&item.id).map(|d| d.group),
+            dup_exact_group: a.dups.get(&item.id).and_then(|d| d.exact_group),
+            flags: a
+                .flags
+                .get(&item.id)
+                .into_iter()
+                .flatten()
+                .map(|f| FlagOut {
+                    code: &f.code,
+                    severity: f.severity.as_str(),
+                    reason: &f.reason,
+                    source: f.source.as_str(),
+                })
+                .collect(),
         }
     }
 }
@@ -102,12 +171,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         .filter(|i| !args.problems || i.status.is_problem())
         .filter(|i| kind.is_none_or(|k| i.kind == k))
         .collect();
+    let analysis = Analysis::load(&catalog)?;
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::new(stdout);
     let written = match args.format {
-        Format::Jsonl => write_jsonl(&mut out, &items),
-        Format::Csv => write_csv(&mut out, &items),
-        Format::Table => write_table(&mut out, &items),
+        Format::Jsonl => write_jsonl(&mut out, &items, &analysis),
+        Format::Csv => write_csv(&mut out, &items, &analysis),
+        Format::Table => write_table(&mut out, &items, &analysis),
     };
     match written.and_then(|()| out.flush().map_err(anyhow::Error::from)) {
         Err(e)
@@ -118,18 +188,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
-fn write_jsonl(out: &mut impl Write, items: &[Item]) -> anyhow::Result<()> {
+fn write_jsonl(out: &mut impl Write, items: &[Item], a: &Analysis) -> anyhow::Result<()> {
     for item in items {
-        serde_json::to_writer(&mut *out, &Row::from_item(item))?;
+        serde_json::to_writer(&mut *out, &Row::from_item(item, a))?;
         out.write_all(b"\n")?;
     }
     Ok(())
 }
 
-fn write_csv(out: &mut impl Write, items: &[Item]) -> anyhow::Result<()> {
+fn write_csv(out: &mut impl Write, items: &[Item], a: &Analysis) -> anyhow::Result<()> {
     let mut header_written = false;
     for item in items {
-        let value = serde_json::to_value(Row::from_item(item))?;
+        let value = serde_json::to_value(Row::from_item(item, a))?;
         let serde_json::Value::Object(map) = value else {
             continue;
         };
@@ -157,7 +227,7 @@ fn csv_cell(v: &serde_json::Value) -> String {
     }
 }
 
-fn write_table(out: &mut impl Write, items: &[Item]) -> anyhow::Result<()> {
+fn write_table(out: &mut impl Write, items: &[Item], a: &Analysis) -> anyhow::Result<()> {
     writeln!(
         out,
         "{:<6} {:<11} {:>11} {:<10} {:>8} {:>9} {:>10}  path",
@@ -185,6 +255,16 @@ fn write_table(out: &mut impl Write, items: &[Item]) -> anyhow::Result<()> {
         )?;
         if let (true, Some(e)) = (item.status != ItemStatus::Ok, &item.error) {
             write!(out, "  ({e})")?;
+        }
+        let codes: Vec<&str> = a
+            .flags
+            .get(&item.id)
+            .into_iter()
+            .flatten()
+            .map(|f| f.code.as_str())
+            .collect();
+        if !codes.is_empty() {
+            write!(out, "  [{}]", codes.join(", "))?;
         }
         writeln!(out)?;
     }

@@ -1,8 +1,10 @@
 //! The `framecull` command line: headless use of everything, for people and pipelines.
 //! Data goes to stdout; progress and logs to stderr.
 
+mod analyze;
 mod bench;
 mod demo;
+mod flags;
 mod list;
 mod scan;
 mod stats;
@@ -39,6 +41,10 @@ struct Cli {
 enum Command {
     /// Scan a dataset folder into its catalog (incremental: unchanged files are skipped).
     Scan(scan::Args),
+    /// Deep analysis of a scanned project: motion, cuts, integrity, quality, duplicates, flags.
+    Analyze(analyze::Args),
+    /// Flags grouped by code, each with its reason.
+    Flags(flags::Args),
     /// List catalogued files.
     List(list::Args),
     /// Counts, sizes and distributions of the catalogued files.
@@ -89,6 +95,8 @@ pub fn main() -> ExitCode {
     init_logging(cli.log.as_deref());
     let result = match cli.command {
         Command::Scan(args) => scan::run(args),
+        Command::Analyze(args) => analyze::run(args),
+        Command::Flags(args) => flags::run(args),
         Command::List(args) => list::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Demo(args) => demo::run(args),

@@ -24,6 +24,10 @@ pub struct Args {
     /// Seconds FFmpeg may spend on one file before it is recorded as an error.
     #[arg(long, default_value_t = 20.0, value_name = "SECS")]
     file_timeout: f64,
+    /// Also run deep analysis (decode every file: motion, cuts, integrity, quality,
+    /// duplicates, flags), as `framecull analyze` does.
+    #[arg(long)]
+    deep: bool,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -64,11 +68,30 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             summary.counts.probed
         );
     }
-    Ok(if summary.problem_files > 0 {
+    let scanned = if summary.problem_files > 0 {
         Outcome::Problems
     } else {
         Outcome::Clean
-    })
+    };
+    if !args.deep {
+        return Ok(scanned);
+    }
+    let deep = crate::scan::deep::AnalyzeOptions {
+        jobs: options.jobs,
+        ..Default::default()
+    };
+    let analysed = super::analyze::run_with_progress(&mut catalog, &root, &deep, &cancel)?;
+    if analysed.cancelled {
+        anyhow::bail!("analysis cancelled; run `framecull analyze` to resume");
+    }
+    let flagged = super::flags::recompute_and_report(&mut catalog)?;
+    Ok(
+        if scanned == Outcome::Problems || flagged == Outcome::Problems {
+            Outcome::Problems
+        } else {
+            Outcome::Clean
+        },
+    )
 }
 
 /// Run a scan with a progress bar (rate and ETA) on stderr.

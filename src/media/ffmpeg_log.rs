@@ -9,6 +9,7 @@ use ffmpeg_next::ffi;
 
 thread_local! {
     static LAST_ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
+    static ERROR_LINES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Initialise FFmpeg once per process and install the log callback.
@@ -35,6 +36,12 @@ pub fn take_last_error() -> Option<String> {
 /// Forget earlier errors on this thread before starting a new operation.
 pub fn clear_last_error() {
     LAST_ERROR.with(|e| *e.borrow_mut() = None);
+    ERROR_LINES.with(|n| n.set(0));
+}
+
+/// Error-level lines FFmpeg logged on this thread since [`clear_last_error`].
+pub fn error_lines() -> u64 {
+    ERROR_LINES.with(std::cell::Cell::get)
 }
 
 unsafe extern "C" fn log_callback(
@@ -73,6 +80,7 @@ unsafe extern "C" fn log_callback(
     }
     if level <= ffi::AV_LOG_ERROR {
         tracing::debug!(target: "ffmpeg", "{line}");
+        ERROR_LINES.with(|n| n.set(n.get() + 1));
         let message = strip_context(line).to_string();
         LAST_ERROR.with(|e| {
             let mut e = e.borrow_mut();

@@ -111,6 +111,12 @@ fn truncated_header(format: ImageFormat) -> String {
     )
 }
 
+/// EXIF orientation of an image file, read from its first bytes.
+pub fn exif_orientation_of(path: &Path) -> Option<u16> {
+    let (buf, _) = read_prefix(path, HEAD_LEN).ok()?;
+    exif_orientation(&buf).or_else(|| webp_exif_orientation(&buf))
+}
+
 /// Raw EXIF orientation tag, if the file carries EXIF and the tag.
 fn exif_orientation(buf: &[u8]) -> Option<u16> {
     let exif = exif::Reader::new()

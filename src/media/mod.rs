@@ -1,5 +1,6 @@
 //! The only place that touches FFmpeg, image headers and `unsafe`.
 
+pub mod decode;
 mod ffmpeg_log;
 mod image_probe;
 pub mod sniff;
@@ -39,7 +40,22 @@ pub fn probe_file(path: &Path, budget: Duration) -> Probe {
     };
     match sniff(&head) {
         Sniffed::Empty => Probe::failed(ext_kind, ItemStatus::Error, "empty file (0 bytes)"),
-        Sniffed::Image(format) => image_probe::probe_image(path, format),
+        Sniffed::Image(format) => {
+            let probe = image_probe::probe_image(path, format);
+            if probe.status == ItemStatus::Ok {
+                return probe;
+            }
+            // Our header reader is strict; FFmpeg resynchronises past damaged segments. If it
+            // finds a picture, the file is usable.
+            let mut ff = video_probe::probe_video(path, Instant::now() + budget);
+            if ff.status == ItemStatus::Ok && ff.kind == MediaKind::Image {
+                ff.info.container = Some(format.name().to_string());
+                ff.info.codec = Some(format.name().to_string());
+                ff.info.exif_orientation = image_probe::exif_orientation_of(path);
+                return ff;
+            }
+            probe
+        }
         Sniffed::Video => video_probe::probe_video(path, Instant::now() + budget),
         Sniffed::Unknown => {
             // No signature we know; FFmpeg probes content for many more formats.

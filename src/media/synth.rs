@@ -41,6 +41,10 @@ pub enum Pattern {
     /// Frame `i` is filled with a grey level that encodes `i` (for frame-accuracy tests):
     /// luma = 16 + (i * 37) % 220, and a bar whose length is `i % width`.
     Counter,
+    /// Static, except frames `start..end` where a box moves `speed` pixels per frame.
+    Burst { start: u32, end: u32, speed: u32 },
+    /// Shots of `len` frames, each a different flat colour and texture (hard cuts between).
+    Shots { len: u32 },
 }
 
 /// A synthetic video to write. The container is chosen from the file extension.
@@ -60,6 +64,12 @@ pub struct VideoSpec {
     pub vfr: bool,
     /// Keyframe interval in frames.
     pub gop: u32,
+    /// Per-pixel luma noise amplitude (uniform, +-noise), like sensor noise.
+    pub noise: u8,
+    /// Global brightness flicker: even frames brighter, odd frames darker, by this fraction.
+    pub flicker: f32,
+    /// MP4/MOV: put the index in front (`movflags=faststart`), as streaming files do.
+    pub faststart: bool,
 }
 
 impl VideoSpec {
@@ -74,6 +84,43 @@ impl VideoSpec {
             rotation_deg: None,
             vfr: false,
             gop: 12,
+            noise: 0,
+            flicker: 0.0,
+            faststart: false,
+        }
+    }
+}
+
+/// Fill a YUV 4:2:0 frame with frame `index` of the spec's pattern, noise and flicker.
+fn fill_spec_frame(frame: &mut ff::frame::Video, spec: &VideoSpec, index: u32) {
+    fill_frame(frame, spec.pattern, index);
+    if spec.noise == 0 && spec.flicker == 0.0 {
+        return;
+    }
+    let gain = 1.0
+        + if index.is_multiple_of(2) {
+            spec.flicker
+        } else {
+            -spec.flicker
+        };
+    let (w, h) = (frame.width() as usize, frame.height() as usize);
+    let stride = frame.stride(0);
+    let y = frame.data_mut(0);
+    // xorshift: deterministic noise, different in every frame.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ (u64::from(index) << 17);
+    let amplitude = i32::from(spec.noise);
+    for row in 0..h {
+        for px in &mut y[row * stride..row * stride + w] {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let n = if amplitude > 0 {
+                (state % (2 * amplitude as u64 + 1)) as i32 - amplitude
+            } else {
+                0
+            };
+            let v = (f32::from(*px) * gain).round() as i32 + n;
+            *px = v.clamp(0, 255) as u8;
         }
     }
 }
@@ -91,7 +138,19 @@ fn fill_frame(frame: &mut ff::frame::Video, pattern: Pattern, index: u32) {
         let line = &mut y[row * stride..row * stride + w];
         for (x, px) in line.iter_mut().enumerate() {
             *px = match pattern {
-                Pattern::Static | Pattern::MovingBox { .. } => gradient(x, row, 0),
+                Pattern::Static | Pattern::MovingBox { .. } | Pattern::Burst { .. } => {
+                    gradient(x, row, 0)
+                }
+                Pattern::Shots { len } => {
+                    let shot = (index / len.max(1)) as usize;
+                    let base = [40usize, 200, 90, 160, 60, 220][shot % 6];
+                    let stripe = if (x / (8 + shot * 3) + row / 16).is_multiple_of(2) {
+                        0
+                    } else {
+                        20
+                    };
+                    (base + stripe).min(235) as u8
+                }
                 Pattern::Pan { speed } => gradient(x, row, index as usize * speed as usize),
                 Pattern::Counter => {
                     let level = 16 + (index as usize * 37) % 220;
@@ -104,7 +163,13 @@ fn fill_frame(frame: &mut ff::frame::Video, pattern: Pattern, index: u32) {
             };
         }
     }
-    if let Pattern::MovingBox { speed } = pattern {
+    let moving = match pattern {
+        Pattern::MovingBox { speed } => Some((speed, index)),
+        // Before the burst the box waits at its start; after it, where the burst left it.
+        Pattern::Burst { start, end, speed } => Some((speed, index.clamp(start, end) - start)),
+        _ => None,
+    };
+    if let Some((speed, index)) = moving {
         let side = (w.min(h) / 4).max(2);
         let span = w.saturating_sub(side).max(1);
         let pos = (index as usize * speed as usize) % (2 * span);
@@ -120,9 +185,25 @@ fn fill_frame(frame: &mut ff::frame::Video, pattern: Pattern, index: u32) {
         let stride = frame.stride(plane);
         let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
         let data = frame.data_mut(plane);
+        let value = match pattern {
+            Pattern::Shots { len } => {
+                let shot = (index / len.max(1)) as usize;
+                let (u, v) = [
+                    (90u8, 170u8),
+                    (170, 90),
+                    (60, 60),
+                    (200, 200),
+                    (128, 40),
+                    (40, 128),
+                ][shot % 6];
+                if plane == 1 { u } else { v }
+            }
+            _ if plane == 1 => 110,
+            _ => 140,
+        };
         for row in 0..ch {
             for px in &mut data[row * stride..row * stride + cw] {
-                *px = if plane == 1 { 110 } else { 140 };
+                *px = value;
             }
         }
     }
@@ -187,14 +268,20 @@ pub fn write_video(path: &Path, spec: &VideoSpec) -> Result<(), SynthError> {
             set_display_rotation(&mut ost, deg);
         }
     }
-    octx.write_header().map_err(ff_err("header"))?;
+    if spec.faststart {
+        let mut mux = ff::Dictionary::new();
+        mux.set("movflags", "faststart");
+        octx.write_header_with(mux).map_err(ff_err("header"))?;
+    } else {
+        octx.write_header().map_err(ff_err("header"))?;
+    }
     let ost_tb = octx.stream(0).map_or(tb, |s| s.time_base());
 
     let mut frame = ff::frame::Video::new(pix, spec.width, spec.height);
     let mut pts: i64 = 0;
     let mut durations = std::collections::HashMap::new();
     for i in 0..spec.frames {
-        fill_frame(&mut frame, spec.pattern, i);
+        fill_spec_frame(&mut frame, spec, i);
         frame.set_pts(Some(pts));
         let ticks = if spec.vfr && i % 3 == 2 { 2 } else { 1 };
         durations.insert(pts, ticks);

@@ -1,6 +1,8 @@
 //! Scanning: walk a dataset, skip what is unchanged, probe the rest in parallel, store
 //! results in batches. Cancellable at any point with the catalog left consistent.
 
+pub mod deep;
+pub mod derive;
 mod fingerprint;
 mod walk;
 

@@ -1,0 +1,13 @@
+//! Pure analyses over frames and numbers: motion, cuts, quality, hashes, duplicates,
+//! outliers, flags and histograms. No I/O.
+
+pub mod cuts;
+pub mod dups;
+pub mod flags;
+pub mod image;
+pub mod motion;
+pub mod outliers;
+pub mod phash;
+pub mod quality;
+pub mod still;
+pub mod video;

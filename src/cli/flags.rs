@@ -1,0 +1,118 @@
+//! `framecull flags`: flags grouped by code, each with its reason.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Outcome, ProjectArg};
+use crate::catalog::Catalog;
+use crate::model::Severity;
+use crate::scan::derive;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    project: ProjectArg,
+    /// Recompute flags and duplicate groups from the stored metrics and the current
+    /// framecull.toml first (no rescan).
+    #[arg(long)]
+    recompute: bool,
+    /// Only this flag code.
+    #[arg(long)]
+    code: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct CodeGroup {
+    code: String,
+    severity: Severity,
+    count: usize,
+    items: Vec<FlaggedItem>,
+}
+
+#[derive(Serialize)]
+struct FlaggedItem {
+    path: String,
+    reason: String,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let mut catalog = args.project.open()?;
+    if args.recompute {
+        recompute_and_report(&mut catalog)?;
+    }
+    let items = catalog.items()?;
+    let flags = catalog.all_flags()?;
+    let mut groups: BTreeMap<(Severity, String), Vec<FlaggedItem>> = BTreeMap::new();
+    for item in &items {
+        for f in flags.get(&item.id).into_iter().flatten() {
+            if args.code.as_ref().is_some_and(|c| *c != f.code) {
+                continue;
+            }
+            groups
+                .entry((f.severity, f.code.clone()))
+                .or_default()
+                .push(FlaggedItem {
+                    path: item.path.clone(),
+                    reason: f.reason.clone(),
+                });
+        }
+    }
+    let groups: Vec<CodeGroup> = groups
+        .into_iter()
+        .map(|((severity, code), items)| CodeGroup {
+            code,
+            severity,
+            count: items.len(),
+            items,
+        })
+        .collect();
+    let text = if args.json {
+        serde_json::to_string_pretty(&groups)?
+    } else if groups.is_empty() {
+        "no flags".to_string()
+    } else {
+        let mut s = String::new();
+        for g in &groups {
+            s.push_str(&format!(
+                "{} ({}): {} files\n",
+                g.code,
+                g.severity.as_str(),
+                g.count
+            ));
+            for i in &g.items {
+                s.push_str(&format!("  {}: {}\n", i.path, i.reason));
+            }
+        }
+        s
+    };
+    super::write_stdout(&text)?;
+    Ok(Outcome::Clean)
+}
+
+/// Recompute duplicates and flags; report counts on stderr. Problems when any item carries
+/// an error-severity flag.
+pub fn recompute_and_report(catalog: &mut Catalog) -> anyhow::Result<Outcome> {
+    let project = catalog.project_dir().to_path_buf();
+    if let Err(e) = derive::write_default_config(&project) {
+        tracing::warn!("cannot write the default {}: {e}", derive::CONFIG_FILE);
+    }
+    let config = derive::load_config(&project)?;
+    let summary = derive::recompute(catalog, &config)?;
+    let errors = catalog
+        .all_flags()?
+        .values()
+        .filter(|fs| fs.iter().any(|f| f.severity == Severity::Error))
+        .count();
+    eprintln!(
+        "{} flags on {} files ({} with errors), {} duplicate groups; see `framecull flags`",
+        summary.flags, summary.flagged_items, errors, summary.dup_groups
+    );
+    Ok(if errors > 0 {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
+}

@@ -1,0 +1,329 @@
+//! Decoding to small frames: one pass over a video (or one image) with FFmpeg, each frame
+//! scaled to a small packed RGB copy for analysis. Errors are counted, not fatal: a damaged
+//! stream yields the frames FFmpeg can conceal, plus a report of what went wrong.
+
+use std::path::Path;
+use std::time::Instant;
+
+use ff::ffi;
+use ff::format::Pixel;
+use ff::format::stream::Disposition;
+use ff::media::Type as Medium;
+use ff::software::scaling;
+use ffmpeg_next as ff;
+
+use crate::media::ffmpeg_log;
+use crate::model::{FrameView, Ratio};
+
+#[derive(Debug, Clone)]
+pub struct DecodeOptions {
+    /// Frames are scaled to fit this width (and `max_height`), keeping the aspect ratio.
+    pub max_width: u32,
+    pub max_height: u32,
+    /// Decoder threads. 1 gives exact, repeatable error counts and keeps FFmpeg's messages on
+    /// the calling thread; parallelism comes from decoding several files at once.
+    pub threads: usize,
+    /// Allow the decoder's non-spec-compliant speedups (`AV_CODEC_FLAG2_FAST`). The loop
+    /// filter is kept: skipping it shifts content scores enough to move borderline cuts.
+    pub fast: bool,
+    /// Stop (and report `timed_out`) after this instant.
+    pub deadline: Option<Instant>,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions {
+            max_width: 256,
+            max_height: 256,
+            threads: 1,
+            fast: true,
+            deadline: None,
+        }
+    }
+}
+
+/// What one decode pass saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DecodeReport {
+    pub frames: u64,
+    pub packets: u64,
+    /// Decoder calls that failed plus frames flagged as damaged.
+    pub decode_errors: u64,
+    /// Error-level messages FFmpeg logged while demuxing and decoding (on this thread; the
+    /// decoder runs single-threaded unless `threads` > 1).
+    pub error_messages: u64,
+    /// The first of those messages.
+    pub first_message: Option<String>,
+    /// The first error, in FFmpeg's words when it logged one.
+    pub first_error: Option<String>,
+    /// Reading the container stopped on an error other than end of file.
+    pub read_error: Option<String>,
+    pub timed_out: bool,
+    pub time_base: Option<Ratio>,
+    /// Container duration in seconds, when declared (stream, else container).
+    pub declared_duration_secs: Option<f64>,
+    /// Frame count declared by the header.
+    pub declared_frames: Option<i64>,
+    pub codec: Option<String>,
+}
+
+impl DecodeReport {
+    fn error(&mut self, message: String) {
+        self.decode_errors += 1;
+        if self.first_error.is_none() {
+            let logged = ffmpeg_log::take_last_error();
+            // Keep the logged message for the report of messages as well.
+            if self.first_message.is_none() {
+                self.first_message.clone_from(&logged);
+            }
+            self.first_error = Some(logged.unwrap_or(message));
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("cannot open: {0}")]
+    Open(String),
+    #[error("no video stream")]
+    NoVideo,
+    #[error("no decoder for codec {0}")]
+    NoDecoder(String),
+    #[error("decoder setup failed: {0}")]
+    Setup(String),
+}
+
+/// Decode every frame of the first video stream of `path`, calling `on_frame` with a small
+/// RGB copy of each. `on_frame` returns `false` to stop early. `lowres` (0-3) asks decoders
+/// that support it (JPEG) to decode at 1/2^lowres size directly.
+pub fn decode_frames(
+    path: &Path,
+    options: &DecodeOptions,
+    lowres: u8,
+    on_frame: &mut dyn FnMut(&FrameView) -> bool,
+) -> Result<DecodeReport, DecodeError> {
+    ffmpeg_log::init();
+    ffmpeg_log::clear_last_error();
+    let deadline = options.deadline;
+    let mut input = ff::format::input_with_interrupt(path, move || {
+        deadline.is_some_and(|d| Instant::now() > d)
+    })
+    .map_err(|e| {
+        let detail = ffmpeg_log::take_last_error();
+        DecodeError::Open(match detail {
+            Some(d) => format!("{e} ({d})"),
+            None => e.to_string(),
+        })
+    })?;
+    let stream = input
+        .streams()
+        .find(|s| {
+            s.parameters().medium() == Medium::Video
+                && !s.disposition().contains(Disposition::ATTACHED_PIC)
+        })
+        .ok_or(DecodeError::NoVideo)?;
+    let index = stream.index();
+    let tb = stream.time_base();
+    let mut report = DecodeReport {
+        time_base: Ratio::new(tb.numerator(), tb.denominator()),
+        declared_frames: (stream.frames() > 0).then_some(stream.frames()),
+        codec: Some(stream.parameters().id().name().to_string()),
+        ..DecodeReport::default()
+    };
+    report.declared_duration_secs = if stream.duration() > 0 {
+        Some(stream.duration() as f64 * f64::from(tb))
+    } else {
+        // SAFETY: reading a plain field of the format context owned by `input`.
+        let d = unsafe { (*input.as_ptr()).duration };
+        (d > 0).then(|| d as f64 / f64::from(ffi::AV_TIME_BASE))
+    };
+    let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
+        .map_err(|e| DecodeError::Setup(e.to_string()))?;
+    ctx.set_threading(ff::codec::threading::Config {
+        kind: ff::codec::threading::Type::Frame,
+        count: options.threads.max(1),
+        ..Default::default()
+    });
+    // SAFETY: `ctx` owns a valid, not yet opened AVCodecContext; these are plain option
+    // fields that avcodec_open2 reads.
+    unsafe {
+        let c = ctx.as_mut_ptr();
+        if options.fast {
+            (*c).flags2 |= ffi::AV_CODEC_FLAG2_FAST;
+        }
+        if lowres > 0 {
+            let codec = ffi::avcodec_find_decoder((*c).codec_id);
+            let max = if codec.is_null() {
+                0
+            } else {
+                (*codec).max_lowres
+            };
+            (*c).lowres = i32::from(lowres).min(i32::from(max));
+        }
+    }
+    let mut decoder = ctx.decoder().video().map_err(|e| match e {
+        ff::Error::DecoderNotFound => {
+            DecodeError::NoDecoder(report.codec.clone().unwrap_or_default())
+        }
+        other => DecodeError::Setup(other.to_string()),
+    })?;
+
+    let mut state = FrameState::default();
+    let mut keep_going = true;
+    while keep_going {
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            report.timed_out = true;
+            break;
+        }
+        let mut packet = ff::Packet::empty();
+        match packet.read(&mut input) {
+            Ok(()) => {
+                if packet.stream() != index {
+                    continue;
+                }
+                report.packets += 1;
+                if let Err(e) = decoder.send_packet(&packet) {
+                    report.error(format!("packet {}: {e}", report.packets));
+                }
+                keep_going = drain(&mut decoder, tb, options, &mut state, &mut report, on_frame);
+            }
+            Err(ff::Error::Eof) => break,
+            Err(ff::Error::Exit) => {
+                report.timed_out = true;
+                break;
+            }
+            Err(e) => {
+                let detail = ffmpeg_log::take_last_error();
+                report.read_error = Some(match detail {
+                    Some(d) => format!("{e} ({d})"),
+                    None => e.to_string(),
+                });
+                break;
+            }
+        }
+    }
+    if keep_going && !report.timed_out {
+        let _ = decoder.send_eof();
+        drain(&mut decoder, tb, options, &mut state, &mut report, on_frame);
+    }
+    report.error_messages = ffmpeg_log::error_lines();
+    if report.first_message.is_none() {
+        report.first_message = ffmpeg_log::take_last_error();
+    }
+    Ok(report)
+}
+
+#[derive(Default)]
+struct FrameState {
+    scaler: Option<(scaling::Context, Pixel, u32, u32)>,
+    scaled: Option<ff::frame::Video>,
+    packed: Vec<u8>,
+}
+
+/// Receive every frame the decoder has ready. Returns `false` when the callback asked to stop.
+fn drain(
+    decoder: &mut ff::decoder::Video,
+    tb: ff::Rational,
+    options: &DecodeOptions,
+    state: &mut FrameState,
+    report: &mut DecodeReport,
+    on_frame: &mut dyn FnMut(&FrameView) -> bool,
+) -> bool {
+    let mut frame = ff::frame::Video::empty();
+    loop {
+        match decoder.receive_frame(&mut frame) {
+            Ok(()) => {}
+            Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => return true,
+            Err(ff::Error::Eof) => return true,
+            Err(e) => {
+                report.error(format!("frame {}: {e}", report.frames));
+                return true;
+            }
+        }
+        // SAFETY: `frame` holds a decoded AVFrame; decode_error_flags is a plain field.
+        let error_flags = unsafe { (*frame.as_ptr()).decode_error_flags };
+        let corrupt = frame.is_corrupt() || error_flags != 0;
+        if corrupt {
+            report.error(format!(
+                "frame {} decoded with errors (concealed)",
+                report.frames
+            ));
+        }
+        let (w, h, fmt) = (frame.width(), frame.height(), frame.format());
+        if w == 0 || h == 0 || fmt == Pixel::None {
+            continue;
+        }
+        let (dw, dh) = fit(w, h, options.max_width, options.max_height);
+        let rebuild =
+            !matches!(&state.scaler, Some((_, f, sw, sh)) if *f == fmt && *sw == w && *sh == h);
+        if rebuild {
+            match scaling::Context::get(fmt, w, h, Pixel::RGB24, dw, dh, scaling::Flags::AREA) {
+                Ok(s) => {
+                    state.scaler = Some((s, fmt, w, h));
+                    state.scaled = None;
+                }
+                Err(e) => {
+                    report.error(format!("cannot convert {fmt:?} {w}x{h}: {e}"));
+                    continue;
+                }
+            }
+        }
+        let Some((scaler, ..)) = state.scaler.as_mut() else {
+            continue;
+        };
+        let out = state
+            .scaled
+            .get_or_insert_with(|| ff::frame::Video::new(Pixel::RGB24, dw, dh));
+        if let Err(e) = scaler.run(&frame, out) {
+            report.error(format!("frame {}: conversion failed: {e}", report.frames));
+            continue;
+        }
+        let (dw, dh) = (dw as usize, dh as usize);
+        let stride = out.stride(0);
+        let data = out.data(0);
+        state.packed.clear();
+        for row in 0..dh {
+            state
+                .packed
+                .extend_from_slice(&data[row * stride..row * stride + dw * 3]);
+        }
+        let pts = frame.timestamp();
+        let view = FrameView {
+            index: report.frames,
+            pts,
+            time_secs: pts.map(|p| p as f64 * f64::from(tb)),
+            coded_width: w,
+            coded_height: h,
+            corrupt,
+            rgb: &state.packed,
+            width: dw,
+            height: dh,
+        };
+        report.frames += 1;
+        if !on_frame(&view) {
+            return false;
+        }
+    }
+}
+
+/// Largest size within `max_w` x `max_h` with the aspect ratio of `w` x `h` (even, >= 2).
+fn fit(w: u32, h: u32, max_w: u32, max_h: u32) -> (u32, u32) {
+    let scale = (f64::from(max_w) / f64::from(w))
+        .min(f64::from(max_h) / f64::from(h))
+        .min(1.0);
+    let even = |v: f64| ((v.round() as u32) & !1).max(2);
+    (even(f64::from(w) * scale), even(f64::from(h) * scale))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn fit_keeps_aspect_and_never_upscales() {
+        assert_eq!(fit(1920, 1080, 256, 256), (256, 144));
+        assert_eq!(fit(1080, 1920, 256, 256), (144, 256));
+        assert_eq!(fit(100, 50, 256, 256), (100, 50));
+        assert_eq!(fit(1, 1, 256, 256), (2, 2));
+    }
+}

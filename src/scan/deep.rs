@@ -1,0 +1,340 @@
+//! Deep analysis: one decode pass per file, in parallel, results stored in batches; then the
+//! derived data (duplicate groups, flags) is recomputed over the whole catalog.
+
+use std::fs::File;
+use std::io::Read;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use xxhash_rust::xxh3::Xxh3;
+
+use super::ScanError;
+use crate::analysis::cuts::CutOptions;
+use crate::analysis::image::Gray;
+use crate::analysis::phash::dihedral_hashes;
+use crate::analysis::still;
+use crate::analysis::video::{FLAT_STD, VideoAnalyzer};
+use crate::catalog::{AnalysisResult, AnalysisTodo, Catalog};
+use crate::media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
+use crate::model::{Curves, Metrics};
+
+/// Bump when an analysis changes what it stores: older results are recomputed.
+pub const ANALYSIS_VERSION: u32 = 1;
+
+#[derive(Debug, Clone)]
+pub struct AnalyzeOptions {
+    /// Files analysed at once (each decodes on one thread).
+    pub jobs: usize,
+    /// Longest time one file may take; what was decoded by then is kept and flagged.
+    pub file_budget: Duration,
+    pub cuts: CutOptions,
+    pub batch_size: usize,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        AnalyzeOptions {
+            jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            file_budget: Duration::from_secs(300),
+            cuts: CutOptions::default(),
+            batch_size: 64,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum AnalyzeEvent {
+    Started { total: u64 },
+    Analysed { done: u64, total: u64, path: String },
+    Committed { stored: u64 },
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct AnalyzeSummary {
+    pub analysed: u64,
+    pub up_to_date: u64,
+    pub cancelled: bool,
+    pub elapsed_secs: f64,
+}
+
+/// Analyse every item whose analysis is missing or stale.
+pub fn analyze(
+    catalog: &mut Catalog,
+    root: &Path,
+    options: &AnalyzeOptions,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(AnalyzeEvent),
+) -> Result<AnalyzeSummary, ScanError> {
+    let started = Instant::now();
+    crate::media::init();
+    let todo = catalog.analysis_todo(ANALYSIS_VERSION)?;
+    let total_items = catalog.count_items()?;
+    let total = todo.len() as u64;
+    on_event(AnalyzeEvent::Started { total });
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .thread_name(|i| format!("framecull-analyze-{i}"))
+        .build()
+        .map_err(|e| ScanError::Threads(e.to_string()))?;
+    let (tx, rx) = sync_channel::<(usize, AnalysisResult)>(64);
+    let stored = std::thread::scope(|s| -> Result<u64, ScanError> {
+        let todo = &todo;
+        let producer = std::thread::Builder::new()
+            .name("framecull-analyze".into())
+            .spawn_scoped(s, move || {
+                pool.install(|| {
+                    todo.par_iter()
+                        .enumerate()
+                        .for_each_with(tx, |tx, (i, item)| {
+                            if cancel.load(Ordering::SeqCst) {
+                                return;
+                            }
+                            let _ = tx.send((i, analyse_guarded(root, item, options)));
+                        });
+                });
+            })
+            .map_err(|e| ScanError::Threads(e.to_string()))?;
+        let mut batch = Vec::new();
+        let mut done = 0u64;
+        let mut stored = 0u64;
+        let mut last_flush = Instant::now();
+        let mut result = Ok(());
+        loop {
+            let disconnected = match rx.recv_timeout(Duration::from_millis(250)) {
+                Ok((i, r)) => {
+                    done += 1;
+                    let path = todo[i].path.clone();
+                    on_event(AnalyzeEvent::Analysed { done, total, path });
+                    batch.push(r);
+                    false
+                }
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => true,
+            };
+            let due = batch.len() >= options.batch_size
+                || (!batch.is_empty()
+                    && (disconnected || last_flush.elapsed() > Duration::from_millis(500)));
+            if due {
+                if let Err(e) = catalog.store_analyses(ANALYSIS_VERSION, &batch) {
+                    cancel.store(true, Ordering::SeqCst);
+                    result = Err(ScanError::from(e));
+                    break;
+                }
+                stored += batch.len() as u64;
+                batch.clear();
+                last_flush = Instant::now();
+                on_event(AnalyzeEvent::Committed { stored });
+            }
+            if disconnected {
+                break;
+            }
+        }
+        drop(rx);
+        if producer.join().is_err() {
+            tracing::error!("an analysis thread panicked outside the per-file guard");
+        }
+        result.map(|()| stored)
+    })?;
+    Ok(AnalyzeSummary {
+        analysed: stored,
+        up_to_date: total_items.saturating_sub(total),
+        cancelled: cancel.load(Ordering::SeqCst),
+        elapsed_secs: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn analyse_guarded(root: &Path, item: &AnalysisTodo, options: &AnalyzeOptions) -> AnalysisResult {
+    let (metrics, curves) = catch_unwind(AssertUnwindSafe(|| analyse_file(root, item, options)))
+        .unwrap_or_else(|_| {
+            (
+                Metrics {
+                    undecodable: Some(
+                        "internal error while analysing this file (a bug: please report it)".into(),
+                    ),
+                    ..Metrics::default()
+                },
+                Curves::default(),
+            )
+        });
+    AnalysisResult {
+        id: item.id,
+        size_bytes: item.size_bytes,
+        mtime_ns: item.mtime_ns,
+        metrics,
+        curves,
+    }
+}
+
+/// Analyse one file: content hash, structure (images), then one decode pass.
+pub fn analyse_file(
+    root: &Path,
+    item: &AnalysisTodo,
+    options: &AnalyzeOptions,
+) -> (Metrics, Curves) {
+    let path = root.join(&item.path);
+    let deadline = Instant::now() + options.file_budget;
+    let is_image = item.kind == "image";
+    // Images are small: read once for the hash and the structural check.
+    let (content_hash, structure_error) = if is_image {
+        match std::fs::read(&path) {
+            Ok(bytes) => (Some(hash_bytes(&bytes)), still::structure_error(&bytes)),
+            Err(e) => (None, Some(format!("cannot read: {e}"))),
+        }
+    } else {
+        (hash_file(&path).ok(), None)
+    };
+    let base = Metrics {
+        content_hash,
+        structure_error,
+        ..Metrics::default()
+    };
+    match item.kind.as_str() {
+        "image" => analyse_image(&path, item, deadline, base),
+        "video" => analyse_video(&path, item, deadline, &options.cuts, base),
+        _ => (base, Curves::default()),
+    }
+}
+
+fn decode_failure(e: DecodeError, mut m: Metrics) -> (Metrics, Curves) {
+    m.undecodable = Some(e.to_string());
+    (m, Curves::default())
+}
+
+fn apply_report(m: &mut Metrics, report: &DecodeReport) {
+    m.decode_errors = report.decode_errors + u64::from(report.read_error.is_some());
+    m.first_error = report.first_error.clone().or_else(|| {
+        report
+            .read_error
+            .as_ref()
+            .map(|e| format!("reading stopped: {e}"))
+    });
+    m.timed_out = report.timed_out;
+    m.decoder_messages = report.error_messages;
+    m.first_message.clone_from(&report.first_message);
+}
+
+fn analyse_video(
+    path: &Path,
+    item: &AnalysisTodo,
+    deadline: Instant,
+    cuts: &CutOptions,
+    base: Metrics,
+) -> (Metrics, Curves) {
+    let mut analyzer = VideoAnalyzer::new(item.fps, cuts.clone());
+    let options = DecodeOptions {
+        deadline: Some(deadline),
+        ..DecodeOptions::default()
+    };
+    let report = match decode_frames(path, &options, 0, &mut |f| {
+        analyzer.push(f);
+        true
+    }) {
+        Ok(r) => r,
+        Err(e) => return decode_failure(e, base),
+    };
+    let (mut metrics, curves) =
+        analyzer.finish(report.declared_duration_secs, report.declared_frames);
+    metrics.content_hash = base.content_hash;
+    apply_report(&mut metrics, &report);
+    if report.frames == 0 && metrics.undecodable.is_none() {
+        metrics.undecodable = Some(
+            report
+                .first_error
+                .clone()
+                .or(report.read_error.clone())
+                .map_or("no frame could be decoded".into(), |e| {
+                    format!("no frame could be decoded: {e}")
+                }),
+        );
+    }
+    (metrics, curves)
+}
+
+fn analyse_image(
+    path: &Path,
+    item: &AnalysisTodo,
+    deadline: Instant,
+    base: Metrics,
+) -> (Metrics, Curves) {
+    // Let JPEG decode at 1/2, 1/4 or 1/8 size while staying above 256 px.
+    let short = item.width.unwrap_or(0).min(item.height.unwrap_or(0));
+    let lowres = (0..=3u8).rev().find(|&l| short >> l >= 256).unwrap_or(0);
+    let options = DecodeOptions {
+        deadline: Some(deadline),
+        ..DecodeOptions::default()
+    };
+    let mut picture: Option<(Vec<u8>, usize, usize)> = None;
+    let report = match decode_frames(path, &options, lowres, &mut |f| {
+        picture = Some((f.rgb.to_vec(), f.width, f.height));
+        false
+    }) {
+        Ok(r) => r,
+        Err(e) if matches!(item.codec.as_deref(), Some("heif" | "avif")) => {
+            let mut m = base;
+            let format = item.codec.as_deref().unwrap_or_default().to_uppercase();
+            m.no_decoder = Some(format!(
+                "{format} pictures cannot be decoded with this FFmpeg build ({e}); \
+                 metadata is known, picture measures are not"
+            ));
+            return (m, Curves::default());
+        }
+        Err(e) => return decode_failure(e, base),
+    };
+    let mut metrics = base;
+    apply_report(&mut metrics, &report);
+    let Some((rgb, w, h)) = picture else {
+        metrics.undecodable = Some(
+            report
+                .first_error
+                .or(report.read_error)
+                .map_or("the image could not be decoded".into(), |e| {
+                    format!("the image could not be decoded: {e}")
+                }),
+        );
+        return (metrics, Curves::default());
+    };
+    let orientation = item.exif_orientation.filter(|o| (1..=8).contains(o));
+    let (q, hash) = still::analyse_picture(&rgb, w, h, orientation);
+    metrics.decoded_frames = 1;
+    metrics.brightness = Some(q.brightness);
+    metrics.brightness_p5 = Some(q.brightness_p5);
+    metrics.brightness_p95 = Some(q.brightness_p95);
+    metrics.sharpness = Some(q.sharpness);
+    metrics.entropy = Some(q.entropy);
+    metrics.colorfulness = Some(q.colorfulness);
+    metrics.phash = Some(hash);
+    let upright = Gray::from_rgb(&rgb, w, h).oriented(orientation.unwrap_or(1));
+    // A flat picture has no content to match: leave it to exact duplicates.
+    let frame_hashes = if upright.std_dev() >= FLAT_STD {
+        dihedral_hashes(&upright).to_vec()
+    } else {
+        Vec::new()
+    };
+    let curves = Curves {
+        frame_hashes,
+        ..Curves::default()
+    };
+    (metrics, curves)
+}
+
+fn hash_bytes(bytes: &[u8]) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes))
+}
+
+fn hash_file(path: &Path) -> std::io::Result<String> {
+    let mut file = File::open(path)?;
+    let mut hasher = Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(format!("{:032x}", hasher.digest128()))
+}

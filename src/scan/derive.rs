@@ -1,0 +1,191 @@
+//! Derived data, recomputable at any time without rescanning: duplicate groups and flags,
+//! from the catalog's items and metrics and the project's `framecull.toml`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use polars::prelude::*;
+
+use crate::analysis::dups::{DupInput, DupRelation, group_duplicates};
+use crate::analysis::flags::{Config, dup_flag, item_flags};
+use crate::analysis::outliers::outlier_flags;
+use crate::catalog::{Catalog, CatalogError};
+use crate::model::{DupInfo, Flag, ItemId, ItemStatus, MediaKind};
+
+pub const CONFIG_FILE: &str = "framecull.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeriveError {
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error("invalid {path}: {message}")]
+    Config { path: String, message: String },
+    #[error("statistics failed: {0}")]
+    Polars(#[from] PolarsError),
+}
+
+/// The project's config: `<project>/framecull.toml`, defaults when absent.
+pub fn load_config(project_dir: &Path) -> Result<Config, DeriveError> {
+    let path = project_dir.join(CONFIG_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => toml::from_str(&text).map_err(|e| DeriveError::Config {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+        Err(e) => Err(DeriveError::Config {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Write the default config, with every setting, when the project has none.
+pub fn write_default_config(project_dir: &Path) -> std::io::Result<()> {
+    let path = project_dir.join(CONFIG_FILE);
+    if path.exists() {
+        return Ok(());
+    }
+    let body = toml::to_string_pretty(&Config::default()).unwrap_or_default();
+    let text = format!(
+        "# framecull project settings: rules and cut-offs that shape the flags.\n\
+         # Edit, then run `framecull flags --recompute` (no rescan needed).\n\
+         # [rules] limits are off until set, e.g. min_width = 640, min_duration_secs = 0.5.\n\n{body}"
+    );
+    std::fs::write(path, text)
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct DerivedSummary {
+    pub flags: usize,
+    pub flagged_items: usize,
+    pub dup_groups: usize,
+}
+
+/// Recompute duplicate groups and every flag, and store them (replacing the old ones).
+pub fn recompute(catalog: &mut Catalog, config: &Config) -> Result<DerivedSummary, DeriveError> {
+    let items: Vec<_> = catalog
+        .items()?
+        .into_iter()
+        .filter(|i| i.status != ItemStatus::Missing)
+        .collect();
+    let metrics = catalog.all_metrics()?;
+    let hashes = catalog.all_frame_hashes()?;
+
+    let inputs: Vec<DupInput> = items
+        .iter()
+        .filter_map(|item| {
+            let m = metrics.get(&item.id)?;
+            let content = m.content_hash.as_deref();
+            let h = hashes.get(&item.id).map(Vec::as_slice).unwrap_or_default();
+            match (item.kind, h.len()) {
+                (MediaKind::Image, 8) => Some(DupInput::Picture {
+                    id: item.id,
+                    content_hash: content,
+                    variants: h.try_into().ok()?,
+                }),
+                (MediaKind::Video, n) if n > 0 => Some(DupInput::Video {
+                    id: item.id,
+                    content_hash: content,
+                    frame_hashes: h,
+                }),
+                _ => content.map(|c| DupInput::Bytes {
+                    id: item.id,
+                    content_hash: c,
+                }),
+            }
+        })
+        .collect();
+    let dups: HashMap<ItemId, DupInfo> = group_duplicates(&inputs)
+        .into_iter()
+        .map(|(id, m)| {
+            (
+                id,
+                DupInfo {
+                    group: m.group,
+                    exact: m.relation == DupRelation::Exact,
+                    like: m.like,
+                    exact_group: m.exact_group,
+                },
+            )
+        })
+        .collect();
+
+    let paths: HashMap<ItemId, &str> = items.iter().map(|i| (i.id, i.path.as_str())).collect();
+    let mut flags: Vec<(ItemId, Flag)> = Vec::new();
+    for item in &items {
+        for f in item_flags(item, metrics.get(&item.id), config) {
+            flags.push((item.id, f));
+        }
+        if let Some(d) = dups.get(&item.id) {
+            let like = paths.get(&d.like).copied().unwrap_or("another file");
+            flags.push((item.id, dup_flag(d, like, item.kind)));
+        }
+    }
+    flags.extend(outlier_flags(
+        &measures_frame(&items, &metrics)?,
+        &config.statistics,
+    )?);
+
+    let summary = DerivedSummary {
+        flags: flags.len(),
+        flagged_items: flags
+            .iter()
+            .map(|f| f.0)
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        dup_groups: dups
+            .values()
+            .map(|d| d.group)
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+    };
+    catalog.replace_derived(&dups, &flags)?;
+    Ok(summary)
+}
+
+/// One row per usable item with the measures statistics are computed on.
+fn measures_frame(
+    items: &[crate::model::Item],
+    metrics: &HashMap<ItemId, crate::model::Metrics>,
+) -> PolarsResult<DataFrame> {
+    let ok: Vec<_> = items
+        .iter()
+        .filter(|i| i.status == ItemStatus::Ok && i.kind != MediaKind::Other)
+        .collect();
+    let m = |i: &crate::model::Item| metrics.get(&i.id).filter(|m| m.undecodable.is_none());
+    let pixels =
+        |i: &crate::model::Item| Some(f64::from(i.info.width?) * f64::from(i.info.height?));
+    let video = |i: &crate::model::Item| i.kind == MediaKind::Video;
+    let column = |name: &str, f: &dyn Fn(&crate::model::Item) -> Option<f64>| {
+        Column::new(
+            name.into(),
+            ok.iter().map(|i| f(i)).collect::<Vec<Option<f64>>>(),
+        )
+    };
+    DataFrame::new(
+        ok.len(),
+        vec![
+            Column::new("id".into(), ok.iter().map(|i| i.id).collect::<Vec<i64>>()),
+            Column::new(
+                "kind".into(),
+                ok.iter().map(|i| i.kind.as_str()).collect::<Vec<_>>(),
+            ),
+            column("log_resolution", &|i| {
+                pixels(i).filter(|p| *p > 0.0).map(f64::log2)
+            }),
+            column("duration_secs", &|i| {
+                i.info.duration_secs.filter(|_| video(i))
+            }),
+            column("fps", &|i| i.info.fps.filter(|_| video(i))),
+            column("bits_per_pixel", &|i| {
+                let rate = i.info.bit_rate? as f64;
+                let per_sec = pixels(i)? * i.info.fps?;
+                (video(i) && per_sec > 0.0).then(|| rate / per_sec)
+            }),
+            column("motion_mean", &|i| m(i)?.motion_mean),
+            column("brightness", &|i| m(i)?.brightness),
+            column("sharpness", &|i| m(i)?.sharpness),
+        ],
+    )
+}
