@@ -4,6 +4,7 @@
 pub mod cuts;
 pub mod dups;
 pub mod flags;
+pub mod histogram;
 pub mod image;
 pub mod motion;
 pub mod outliers;

@@ -84,6 +84,13 @@ impl Catalog {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
+    /// Whether any item has been analysed.
+    pub fn has_metrics(&self) -> Result<bool> {
+        Ok(self
+            .conn
+            .query_row("SELECT EXISTS(SELECT 1 FROM metrics)", [], |r| r.get(0))?)
+    }
+
     /// Store analyses in one transaction.
     pub fn store_analyses(&mut self, version: u32, batch: &[AnalysisResult]) -> Result<()> {
         let now = unix_now();

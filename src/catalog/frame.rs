@@ -1,11 +1,15 @@
 //! Polars views of the catalog, built column-wise; the CLI and GUI share them.
 
+use std::collections::HashMap;
+
 use polars::prelude::*;
 
-use crate::model::Item;
+use crate::model::{Item, ItemId, Metrics};
 
-/// One row per item with the columns analytics work on.
-pub fn items_frame(items: &[Item]) -> PolarsResult<DataFrame> {
+/// One row per item with the columns analytics work on: metadata, and the deep-analysis
+/// metrics where `metrics` has them.
+pub fn items_frame(items: &[Item], metrics: &HashMap<ItemId, Metrics>) -> PolarsResult<DataFrame> {
+    let metric = |i: &Item, f: fn(&Metrics) -> Option<f64>| metrics.get(&i.id).and_then(f);
     let col_str = |name: &str, f: &dyn Fn(&Item) -> Option<&str>| {
         Column::new(name.into(), items.iter().map(f).collect::<Vec<_>>())
     };
@@ -29,6 +33,15 @@ pub fn items_frame(items: &[Item]) -> PolarsResult<DataFrame> {
         }),
         col_f64("fps", &|i| i.info.fps),
         col_f64("duration_secs", &|i| i.info.duration_secs),
+        col_f64("aspect", &|i| {
+            let (w, h) = (f64::from(i.info.width?), f64::from(i.info.height?));
+            let turned = matches!(i.info.rotation_deg, Some(90 | 270))
+                || matches!(i.info.exif_orientation, Some(5..=8));
+            Some(if turned { h / w } else { w / h })
+        }),
+        col_f64("motion_mean", &|i| metric(i, |m| m.motion_mean)),
+        col_f64("brightness", &|i| metric(i, |m| m.brightness)),
+        col_f64("sharpness", &|i| metric(i, |m| m.sharpness)),
     ];
     DataFrame::new(items.len(), columns)
 }

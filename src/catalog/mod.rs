@@ -149,6 +149,15 @@ impl Catalog {
         Ok(self.meta("dataset_root")?.map(PathBuf::from))
     }
 
+    /// The probe version the catalog's metadata was read with.
+    pub fn probe_version(&self) -> Result<Option<u32>> {
+        Ok(self.meta("probe_version")?.and_then(|v| v.parse().ok()))
+    }
+
+    pub fn set_probe_version(&self, version: u32) -> Result<()> {
+        self.set_meta("probe_version", &version.to_string())
+    }
+
     fn meta(&self, key: &str) -> Result<Option<String>> {
         Ok(self
             .conn

@@ -1,4 +1,4 @@
-//! `framecull demo`: make the demo dataset (once) and scan it.
+//! `framecull demo`: make the demo dataset (once), scan and analyse it.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -37,13 +37,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         "demo dataset: {} files ({} probed, {} unchanged), {} with problems (broken on purpose)",
         c.seen, c.probed, c.unchanged, summary.problem_files
     );
+    let options = crate::scan::deep::AnalyzeOptions::default();
+    super::analyze::run_with_progress(&mut catalog, &root, &options, &AtomicBool::new(false))?;
+    super::flags::recompute_and_report(&mut catalog)?;
     let items = catalog.items()?;
-    let stats = super::stats::compute(&crate::catalog::items_frame(&items)?)?;
+    let stats = super::stats::compute(&crate::catalog::items_frame(
+        &items,
+        &catalog.all_metrics()?,
+    )?)?;
     super::write_stdout(&super::stats::render(&stats))?;
     eprintln!(
-        "\nnext: framecull list --project {}   (or cd {} && framecull list)",
-        project.display(),
-        root.display()
+        "\nnext: framecull flags --project {0}   framecull list --project {0}",
+        project.display()
     );
     Ok(Outcome::Clean)
 }

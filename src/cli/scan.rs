@@ -74,6 +74,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Outcome::Clean
     };
     if !args.deep {
+        // Keep flags in step with the files (missing ones lose theirs, changed ones are
+        // judged on their new metadata) when the project has been analysed before.
+        if catalog.has_metrics()? {
+            super::flags::recompute_and_report(&mut catalog)?;
+        }
         return Ok(scanned);
     }
     let deep = crate::scan::deep::AnalyzeOptions {

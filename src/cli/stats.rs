@@ -6,6 +6,9 @@ use serde::Serialize;
 
 use super::list::human_bytes;
 use super::{Outcome, ProjectArg};
+use crate::analysis::histogram::{
+    HISTOGRAMS, Histogram, ResolutionGrid, histogram, resolution_grid,
+};
 use crate::catalog::items_frame;
 
 #[derive(clap::Args, Debug)]
@@ -46,12 +49,15 @@ pub struct Stats {
     /// Over files with status ok: key is the measure (width, height, megapixels, fps,
     /// duration_secs); fps and duration over videos only.
     pub distributions: Vec<(String, Summary)>,
+    /// Histograms of the measures (deep-analysis ones once `analyze` has run).
+    pub histograms: Vec<Histogram>,
+    pub resolution: ResolutionGrid,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let catalog = args.project.open()?;
     let items = catalog.items()?;
-    let stats = compute(&items_frame(&items)?)?;
+    let stats = compute(&items_frame(&items, &catalog.all_metrics()?)?)?;
     let text = if args.json {
         serde_json::to_string_pretty(&stats)?
     } else {
@@ -75,7 +81,16 @@ pub fn compute(df: &DataFrame) -> PolarsResult<Stats> {
     ] {
         distributions.push((measure.to_string(), summarise(df, measure, filter)?));
     }
+    let histograms = HISTOGRAMS
+        .iter()
+        .map(|spec| histogram(df, spec, 12))
+        .collect::<PolarsResult<Vec<_>>>()?
+        .into_iter()
+        .filter(|h| !h.counts.is_empty())
+        .collect();
     Ok(Stats {
+        histograms,
+        resolution: resolution_grid(df)?,
         files: df.height() as u64,
         size_bytes: size,
         by_kind: groups(df, "kind")?,
@@ -189,5 +204,55 @@ pub fn render(stats: &Stats) -> String {
             f(d.mean)
         );
     }
+    for h in &stats.histograms {
+        let _ = writeln!(s, "\n{} ({} without a value):", h.label, h.missing);
+        let peak = h.counts.iter().copied().max().unwrap_or(1).max(1);
+        for (i, c) in h.counts.iter().enumerate() {
+            let bar = "#".repeat(((*c as f64 / peak as f64) * 40.0).ceil() as usize);
+            let _ = writeln!(
+                s,
+                "  {:>10} - {:<10} {:>7}  {bar}",
+                short(h.edges[i]),
+                short(h.edges[i + 1]),
+                c
+            );
+        }
+    }
+    let g = &stats.resolution;
+    if !g.counts.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nresolution (rows: height, columns: width, powers of two):"
+        );
+        let _ = write!(s, "{:>8}", "");
+        for w in &g.width_edges[..g.width_edges.len() - 1] {
+            let _ = write!(s, "{:>7}", short(*w));
+        }
+        let _ = writeln!(s);
+        for (row, h) in g.counts.iter().zip(&g.height_edges) {
+            let _ = write!(s, "{:>8}", short(*h));
+            for c in row {
+                let _ = write!(s, "{:>7}", if *c == 0 { ".".into() } else { c.to_string() });
+            }
+            let _ = writeln!(s);
+        }
+    }
     s
+}
+
+fn short(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
 }

@@ -10,6 +10,9 @@ use crate::model::{MediaInfo, MediaKind, Probe};
 /// Bytes read up front; enough for the headers of nearly every image, EXIF included.
 const HEAD_LEN: u64 = 128 * 1024;
 
+/// Larger sides than this (over a million pixels) come from damaged headers.
+const MAX_SIDE: u32 = 1 << 20;
+
 /// Probe an image whose format the signature already told.
 pub fn probe_image(path: &Path, format: ImageFormat) -> Probe {
     match probe_image_inner(path, format) {
@@ -43,6 +46,11 @@ fn probe_image_inner(path: &Path, format: ImageFormat) -> Result<MediaInfo, Stri
     };
     if width == 0 || height == 0 {
         return Err(format!("image header gives a size of {width}x{height}"));
+    }
+    if width > MAX_SIDE || height > MAX_SIDE {
+        return Err(format!(
+            "image header gives an implausible size of {width}x{height} (damaged header)"
+        ));
     }
     let frames = match format {
         ImageFormat::Gif => gif_frame_count(&buf),

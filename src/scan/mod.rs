@@ -22,6 +22,9 @@ use crate::catalog::{Catalog, CatalogError, ItemUpdate, ScanCounts};
 use crate::media;
 use crate::model::{ItemStatus, MediaKind, Probe};
 
+/// Bump when probing reads files differently: the next scan re-probes every file.
+pub const PROBE_VERSION: u32 = 2;
+
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
     /// Probe threads.
@@ -105,6 +108,8 @@ pub fn scan(
     let project_dir = catalog.project_dir().to_path_buf();
     let walked = walk(root, &[project_dir]);
     let known = catalog.known_files()?;
+    // Metadata read by an older probe is read again.
+    let reprobe_all = catalog.probe_version()? != Some(PROBE_VERSION);
 
     let mut counts = ScanCounts {
         seen: walked.files.len() as u64,
@@ -114,6 +119,7 @@ pub fn scan(
         .files
         .iter()
         .filter(|f| match known.get(&f.rel_path) {
+            Some(_) if reprobe_all => true,
             Some(k) => {
                 k.status == ItemStatus::Missing
                     || k.size_bytes != f.size_bytes
@@ -152,6 +158,7 @@ pub fn scan(
             .collect();
         catalog.mark_missing(&gone)?;
         counts.missing = gone.len() as u64;
+        catalog.set_probe_version(PROBE_VERSION)?;
     }
     let problem_files = catalog.count_problems()?;
     counts.problems = problem_files;

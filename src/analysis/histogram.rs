@@ -1,0 +1,234 @@
+//! Histograms shared by the CLI and the GUI, computed with polars.
+
+use polars::prelude::*;
+use serde::Serialize;
+
+/// How a measure is binned and shown.
+#[derive(Debug, Clone, Copy)]
+pub struct HistogramSpec {
+    /// Column of the items frame.
+    pub column: &'static str,
+    pub label: &'static str,
+    /// Bin on log10 of the value (sizes, durations: spans of several orders of magnitude).
+    pub log: bool,
+}
+
+pub const HISTOGRAMS: &[HistogramSpec] = &[
+    HistogramSpec {
+        column: "duration_secs",
+        label: "duration (s)",
+        log: true,
+    },
+    HistogramSpec {
+        column: "fps",
+        label: "frame rate",
+        log: false,
+    },
+    HistogramSpec {
+        column: "aspect",
+        label: "aspect ratio (display)",
+        log: false,
+    },
+    HistogramSpec {
+        column: "motion_mean",
+        label: "motion",
+        log: true,
+    },
+    HistogramSpec {
+        column: "brightness",
+        label: "brightness",
+        log: false,
+    },
+    HistogramSpec {
+        column: "sharpness",
+        label: "sharpness",
+        log: true,
+    },
+    HistogramSpec {
+        column: "size_bytes",
+        label: "file size (bytes)",
+        log: true,
+    },
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Histogram {
+    pub column: String,
+    pub label: String,
+    /// `bins + 1` edges in the measure's own units (log-spaced when `log`).
+    pub edges: Vec<f64>,
+    pub counts: Vec<u64>,
+    /// Items without a value.
+    pub missing: u64,
+    pub log: bool,
+}
+
+/// 2-D histogram of resolution: bins of log2(width) x log2(height).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolutionGrid {
+    /// Edges in pixels, powers of two.
+    pub width_edges: Vec<f64>,
+    pub height_edges: Vec<f64>,
+    /// `counts[h][w]`.
+    pub counts: Vec<Vec<u64>>,
+}
+
+/// Equal-width bins (in log10 space when `spec.log`) between the smallest and largest value.
+pub fn histogram(df: &DataFrame, spec: &HistogramSpec, bins: usize) -> PolarsResult<Histogram> {
+    let bins = bins.max(1);
+    let mut x = col(spec.column).cast(DataType::Float64);
+    let mut valid = x.clone().is_not_null();
+    if spec.log {
+        valid = valid.and(x.clone().gt(lit(0.0)));
+    }
+    let values = df
+        .clone()
+        .lazy()
+        .filter(valid)
+        .select([x.clone().alias("v")])
+        .collect()?;
+    let raw: Vec<f64> = values.column("v")?.f64()?.into_no_null_iter().collect();
+    let missing = (df.height() - raw.len()) as u64;
+    let transformed: Vec<f64> = if spec.log {
+        raw.iter().map(|v| v.log10()).collect()
+    } else {
+        raw
+    };
+    let (lo, hi) = transformed
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+    if transformed.is_empty() {
+        return Ok(Histogram {
+            column: spec.column.into(),
+            label: spec.label.into(),
+            edges: Vec::new(),
+            counts: Vec::new(),
+            missing,
+            log: spec.log,
+        });
+    }
+    let width = if hi > lo {
+        (hi - lo) / bins as f64
+    } else {
+        1.0
+    };
+    x = col("t");
+    let binned = DataFrame::new(
+        transformed.len(),
+        vec![Column::new("t".into(), transformed)],
+    )?
+    .lazy()
+    .select([((x - lit(lo)) / lit(width))
+        .cast(DataType::Int64)
+        .alias("bin")])
+    .with_column(
+        when(col("bin").gt(lit(bins as i64 - 1)))
+            .then(lit(bins as i64 - 1))
+            .otherwise(col("bin"))
+            .alias("bin"),
+    )
+    .group_by([col("bin")])
+    .agg([len().cast(DataType::UInt64).alias("n")])
+    .collect()?;
+    let mut counts = vec![0u64; bins];
+    let b = binned.column("bin")?.i64()?;
+    let n = binned.column("n")?.u64()?;
+    for i in 0..binned.height() {
+        if let (Some(bin), Some(c)) = (b.get(i), n.get(i)) {
+            counts[bin.clamp(0, bins as i64 - 1) as usize] += c;
+        }
+    }
+    let edges = (0..=bins)
+        .map(|i| {
+            let e = lo + width * i as f64;
+            if spec.log { 10f64.powf(e) } else { e }
+        })
+        .collect();
+    Ok(Histogram {
+        column: spec.column.into(),
+        label: spec.label.into(),
+        edges,
+        counts,
+        missing,
+        log: spec.log,
+    })
+}
+
+/// Resolution heat map over the `width` and `height` columns of items with status `ok`,
+/// one bin per power of two.
+pub fn resolution_grid(df: &DataFrame) -> PolarsResult<ResolutionGrid> {
+    let out = df
+        .clone()
+        .lazy()
+        .filter(
+            col("status")
+                .eq(lit("ok"))
+                .and(col("width").is_not_null())
+                .and(col("height").is_not_null()),
+        )
+        .select([
+            col("width").cast(DataType::Float64).alias("w"),
+            col("height").cast(DataType::Float64).alias("h"),
+        ])
+        .collect()?;
+    let ws: Vec<f64> = out.column("w")?.f64()?.into_no_null_iter().collect();
+    let hs: Vec<f64> = out.column("h")?.f64()?.into_no_null_iter().collect();
+    let bin = |v: f64| v.max(1.0).log2().floor() as usize;
+    let (wmax, hmax) = (
+        ws.iter().map(|&w| bin(w)).max().unwrap_or(0),
+        hs.iter().map(|&h| bin(h)).max().unwrap_or(0),
+    );
+    let (wmin, hmin) = (
+        ws.iter().map(|&w| bin(w)).min().unwrap_or(0),
+        hs.iter().map(|&h| bin(h)).min().unwrap_or(0),
+    );
+    let mut counts = vec![vec![0u64; wmax - wmin + 1]; hmax - hmin + 1];
+    for (w, h) in ws.iter().zip(&hs) {
+        counts[bin(*h) - hmin][bin(*w) - wmin] += 1;
+    }
+    let edges = |lo: usize, hi: usize| (lo..=hi + 1).map(|e| 2f64.powi(e as i32)).collect();
+    Ok(ResolutionGrid {
+        width_edges: edges(wmin, wmax),
+        height_edges: edges(hmin, hmax),
+        counts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_fall_in_the_right_bins() {
+        let df = DataFrame::new(
+            6,
+            vec![Column::new(
+                "fps".into(),
+                [
+                    Some(10.0),
+                    Some(20.0),
+                    Some(20.0),
+                    Some(30.0),
+                    Some(30.0),
+                    None,
+                ],
+            )],
+        )
+        .unwrap();
+        let h = histogram(
+            &df,
+            &HistogramSpec {
+                column: "fps",
+                label: "fps",
+                log: false,
+            },
+            2,
+        )
+        .unwrap();
+        assert_eq!(h.edges, vec![10.0, 20.0, 30.0]);
+        assert_eq!(h.counts, vec![1, 4]);
+        assert_eq!(h.missing, 1);
+    }
+}
