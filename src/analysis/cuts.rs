@@ -42,12 +42,12 @@ struct Pending {
 /// Streaming detector: push frames in order, then `finish`.
 pub struct CutDetector {
     options: CutOptions,
-    previous: Option<Hsv>,
     /// Frames whose decision waits for look-ahead (scores of later frames, flash check).
     window: VecDeque<Pending>,
     /// Scores of the last frames already decided (for the motion guard's left side).
     history: VecDeque<f64>,
-    /// HSV of the frames around the one being decided, oldest first, for the flash check.
+    /// HSV of the latest frames, oldest first: the previous frame, and the frames around the
+    /// one being decided for the flash check.
     recent: VecDeque<(u64, Hsv)>,
     filter: MergeFilter,
     cuts: Vec<Cut>,
@@ -58,7 +58,6 @@ impl CutDetector {
         let filter = MergeFilter::new(options.min_scene_len);
         CutDetector {
             options,
-            previous: None,
             window: VecDeque::new(),
             history: VecDeque::new(),
             recent: VecDeque::new(),
@@ -70,7 +69,7 @@ impl CutDetector {
     /// Add the next frame (packed RGB24 at analysis size).
     pub fn push(&mut self, frame: u64, time_secs: f64, rgb: &[u8]) {
         let hsv = Hsv::from_rgb(rgb);
-        let score = match &self.previous {
+        let score = match self.recent.back().map(|(_, h)| h) {
             Some(prev) if prev.v.len() == hsv.v.len() => hsv.content_distance(prev),
             Some(_) => self.options.threshold * 10.0, // the frame size changed
             None => 0.0,
@@ -80,13 +79,10 @@ impl CutDetector {
             time_secs,
             score,
         });
-        if self.options.flash_window > 0 {
-            self.recent.push_back((frame, hsv.clone()));
-            while self.recent.len() > 2 * self.options.flash_window + 2 {
-                self.recent.pop_front();
-            }
+        self.recent.push_back((frame, hsv));
+        while self.recent.len() > 2 * self.options.flash_window + 2 {
+            self.recent.pop_front();
         }
-        self.previous = Some(hsv);
         while self.window.len() > self.lookahead() {
             self.decide_front();
         }

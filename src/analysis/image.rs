@@ -51,6 +51,9 @@ impl Gray {
     /// covers, with fractional edges weighted).
     pub fn resize_area(&self, w: usize, h: usize) -> Gray {
         let (w, h) = (w.max(1), h.max(1));
+        if self.width.is_multiple_of(w) && self.height.is_multiple_of(h) {
+            return self.resize_box(self.width / w, self.height / h);
+        }
         let sx = self.width as f64 / w as f64;
         let sy = self.height as f64 / h as f64;
         let mut data = Vec::with_capacity(w * h);
@@ -83,6 +86,25 @@ impl Gray {
             width: w,
             height: h,
             data,
+        }
+    }
+
+    /// Average `fx` x `fy` blocks (integer factors).
+    fn resize_box(&self, fx: usize, fy: usize) -> Gray {
+        let (w, h) = (self.width / fx, self.height / fy);
+        let mut sums = vec![0u32; w * h];
+        for y in 0..h * fy {
+            let row = &self.data[y * self.width..y * self.width + w * fx];
+            let out = &mut sums[(y / fy) * w..(y / fy + 1) * w];
+            for (o, chunk) in out.iter_mut().zip(row.chunks_exact(fx)) {
+                *o += chunk.iter().map(|&v| u32::from(v)).sum::<u32>();
+            }
+        }
+        let n = (fx * fy) as u32;
+        Gray {
+            width: w,
+            height: h,
+            data: sums.into_iter().map(|s| ((s + n / 2) / n) as u8).collect(),
         }
     }
 
@@ -137,33 +159,52 @@ pub struct Hsv {
     pub v: Vec<u8>,
 }
 
+/// OpenCV's fixed-point tables for 8-bit RGB to HSV (`hsv_shift` = 12): results are
+/// bit-identical to `cv2.cvtColor(.., COLOR_RGB2HSV)`.
+const HSV_SHIFT: u32 = 12;
+
+fn hsv_tables() -> &'static ([i32; 256], [i32; 256]) {
+    static TABLES: std::sync::OnceLock<([i32; 256], [i32; 256])> = std::sync::OnceLock::new();
+    TABLES.get_or_init(|| {
+        let mut sdiv = [0i32; 256];
+        let mut hdiv = [0i32; 256];
+        for i in 1..256 {
+            sdiv[i] = ((255u32 << HSV_SHIFT) as f64 / i as f64).round() as i32;
+            hdiv[i] = ((180u32 << HSV_SHIFT) as f64 / (6.0 * i as f64)).round() as i32;
+        }
+        (sdiv, hdiv)
+    })
+}
+
 impl Hsv {
     pub fn from_rgb(rgb: &[u8]) -> Hsv {
         let n = rgb.len() / 3;
+        let (sdiv, hdiv) = hsv_tables();
+        let round = 1 << (HSV_SHIFT - 1);
         let mut out = Hsv {
-            h: Vec::with_capacity(n),
-            s: Vec::with_capacity(n),
-            v: Vec::with_capacity(n),
+            h: vec![0; n],
+            s: vec![0; n],
+            v: vec![0; n],
         };
-        for p in rgb.chunks_exact(3) {
+        let pixels = rgb
+            .chunks_exact(3)
+            .zip(out.h.iter_mut().zip(out.s.iter_mut().zip(out.v.iter_mut())));
+        for (p, (ho, (so, vo))) in pixels {
             let (r, g, b) = (i32::from(p[0]), i32::from(p[1]), i32::from(p[2]));
             let v = r.max(g).max(b);
-            let min = r.min(g).min(b);
-            let delta = v - min;
-            let s = if v == 0 { 0 } else { (255 * delta + v / 2) / v };
-            let h = if delta == 0 {
-                0.0
-            } else if v == r {
-                60.0 * f64::from(g - b) / f64::from(delta)
+            let diff = v - r.min(g).min(b);
+            let s = (diff * sdiv[v as usize] + round) >> HSV_SHIFT;
+            let h = if v == r {
+                g - b
             } else if v == g {
-                120.0 + 60.0 * f64::from(b - r) / f64::from(delta)
+                b - r + 2 * diff
             } else {
-                240.0 + 60.0 * f64::from(r - g) / f64::from(delta)
+                r - g + 4 * diff
             };
-            let h = if h < 0.0 { h + 360.0 } else { h };
-            out.h.push(((h / 2.0).round() as u32 % 180) as u8);
-            out.s.push(s as u8);
-            out.v.push(v as u8);
+            let h = (h * hdiv[diff as usize] + round) >> HSV_SHIFT;
+            *ho = (h + if h < 0 { 180 } else { 0 }) as u8;
+            *so = s as u8;
+            *vo = v as u8;
         }
         out
     }
@@ -175,10 +216,18 @@ impl Hsv {
             if a.is_empty() || a.len() != b.len() {
                 return 0.0;
             }
+            // u32 partial sums over chunks vectorise well and cannot overflow (4096 x 255).
             let sum: u64 = a
-                .iter()
-                .zip(b)
-                .map(|(&x, &y)| u64::from(x.abs_diff(y)))
+                .chunks(4096)
+                .zip(b.chunks(4096))
+                .map(|(x, y)| {
+                    u64::from(
+                        x.iter()
+                            .zip(y)
+                            .map(|(&p, &q)| u32::from(p.abs_diff(q)))
+                            .sum::<u32>(),
+                    )
+                })
                 .sum();
             sum as f64 / a.len() as f64
         };

@@ -1,6 +1,6 @@
 //! Picture quality measures on a small grey copy: brightness, sharpness, information.
 
-use super::image::{Gray, percentile};
+use super::image::Gray;
 
 /// Long side of the grey copy quality is measured on: fixed, so sharpness compares across
 /// resolutions.
@@ -42,11 +42,11 @@ pub fn measure(rgb: &[u8], width: usize, height: usize) -> Quality {
             .sum();
         sum as f64 / (3.0 * (rgb.len() / 3) as f64)
     };
-    let values: Vec<f64> = gray.data.iter().map(|&v| f64::from(v)).collect();
+    let hist = histogram(&gray);
     Quality {
         brightness: gray.mean(),
-        brightness_p5: percentile(&values, 5.0).unwrap_or(0.0),
-        brightness_p95: percentile(&values, 95.0).unwrap_or(0.0),
+        brightness_p5: hist_percentile(&hist, gray.data.len(), 5.0),
+        brightness_p95: hist_percentile(&hist, gray.data.len(), 95.0),
         sharpness: laplacian_variance(&gray),
         entropy: entropy(&gray),
         colorfulness,
@@ -74,11 +74,32 @@ pub fn laplacian_variance(g: &Gray) -> f64 {
     sum_sq / n - mean * mean
 }
 
-pub fn entropy(g: &Gray) -> f64 {
+fn histogram(g: &Gray) -> [u64; 256] {
     let mut hist = [0u64; 256];
     for &v in &g.data {
         hist[v as usize] += 1;
     }
+    hist
+}
+
+/// Percentile of 8-bit values from their histogram (nearest rank).
+fn hist_percentile(hist: &[u64; 256], n: usize, p: f64) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * (n - 1) as f64).round() as u64;
+    let mut seen = 0;
+    for (v, &c) in hist.iter().enumerate() {
+        seen += c;
+        if seen > rank {
+            return v as f64;
+        }
+    }
+    255.0
+}
+
+pub fn entropy(g: &Gray) -> f64 {
+    let hist = histogram(g);
     let n = g.data.len() as f64;
     if n == 0.0 {
         return 0.0;

@@ -51,6 +51,8 @@ pub struct KnownFile {
     pub size_bytes: u64,
     pub mtime_ns: i64,
     pub status: ItemStatus,
+    /// The probe version the metadata was read with.
+    pub probe_version: u32,
 }
 
 /// A probed file ready to be stored.
@@ -149,15 +151,6 @@ impl Catalog {
         Ok(self.meta("dataset_root")?.map(PathBuf::from))
     }
 
-    /// The probe version the catalog's metadata was read with.
-    pub fn probe_version(&self) -> Result<Option<u32>> {
-        Ok(self.meta("probe_version")?.and_then(|v| v.parse().ok()))
-    }
-
-    pub fn set_probe_version(&self, version: u32) -> Result<()> {
-        self.set_meta("probe_version", &version.to_string())
-    }
-
     fn meta(&self, key: &str) -> Result<Option<String>> {
         Ok(self
             .conn
@@ -178,7 +171,7 @@ impl Catalog {
     pub fn known_files(&self) -> Result<HashMap<String, KnownFile>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT path, size_bytes, mtime_ns, status FROM items")?;
+            .prepare("SELECT path, size_bytes, mtime_ns, status, probe_version FROM items")?;
         let rows = stmt.query_map([], |r| {
             let status: String = r.get(3)?;
             Ok((
@@ -187,6 +180,7 @@ impl Catalog {
                     size_bytes: r.get::<_, i64>(1)? as u64,
                     mtime_ns: r.get(2)?,
                     status: ItemStatus::parse(&status).unwrap_or(ItemStatus::Error),
+                    probe_version: r.get(4)?,
                 },
             ))
         })?;
@@ -221,7 +215,13 @@ impl Catalog {
     }
 
     /// Store a batch of probed files in one transaction (insert or replace by path).
-    pub fn upsert_items(&mut self, scan_id: i64, batch: &[ItemUpdate]) -> Result<()> {
+    /// `probe_version` records how the metadata was read.
+    pub fn upsert_items(
+        &mut self,
+        scan_id: i64,
+        probe_version: u32,
+        batch: &[ItemUpdate],
+    ) -> Result<()> {
         let now = unix_now();
         let tx = self.conn.transaction()?;
         {
@@ -229,9 +229,9 @@ impl Catalog {
                 "INSERT INTO items(path, kind, status, error, size_bytes, mtime_ns, fingerprint,
                     container, codec, profile, pix_fmt, width, height, rotation_deg, sar, fps,
                     fps_base, time_base, start_secs, duration_secs, frame_count, bit_rate,
-                    has_audio, exif_orientation, probed_at, scan_id)
+                    has_audio, exif_orientation, probed_at, scan_id, probe_version)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
+                    ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)
                  ON CONFLICT(path) DO UPDATE SET kind = excluded.kind, status = excluded.status,
                     error = excluded.error, size_bytes = excluded.size_bytes,
                     mtime_ns = excluded.mtime_ns, fingerprint = excluded.fingerprint,
@@ -243,7 +243,8 @@ impl Catalog {
                     start_secs = excluded.start_secs, duration_secs = excluded.duration_secs,
                     frame_count = excluded.frame_count, bit_rate = excluded.bit_rate,
                     has_audio = excluded.has_audio, exif_orientation = excluded.exif_orientation,
-                    probed_at = excluded.probed_at, scan_id = excluded.scan_id",
+                    probed_at = excluded.probed_at, scan_id = excluded.scan_id,
+                    probe_version = excluded.probe_version",
             )?;
             for u in batch {
                 let i = &u.probe.info;
@@ -274,6 +275,7 @@ impl Catalog {
                     i.exif_orientation,
                     now,
                     scan_id,
+                    probe_version,
                 ])?;
             }
         }

@@ -48,6 +48,7 @@ pub const MIGRATIONS: &[&str] = &[
         has_audio        INTEGER,
         exif_orientation INTEGER,
         probed_at        INTEGER NOT NULL,
+        probe_version    INTEGER NOT NULL,      -- re-probed when framecull reads files differently
         scan_id          INTEGER REFERENCES scans(id)
     );
     CREATE INDEX items_status ON items(status);

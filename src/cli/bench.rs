@@ -464,12 +464,24 @@ print(json.dumps(cuts))
 print(elapsed)
 "#;
 
-/// Prints the seconds cleanvision takes to find issues in a folder.
+/// Prints the seconds cleanvision takes to find issues in a folder. cleanvision 0.3.7 aborts
+/// on the first file Pillow cannot load, so those are left out first (not timed), as
+/// ../shared/peers/cleanvision_run.py does.
 const CLEANVISION: &str = r#"
-import sys, time
+import os, sys, tempfile, time
+from PIL import Image
 from cleanvision import Imagelab
+src = os.path.abspath(sys.argv[1])
+data = tempfile.mkdtemp(prefix="cv_")
+for n in os.listdir(src):
+    try:
+        with Image.open(os.path.join(src, n)) as im:
+            im.load()
+        os.symlink(os.path.join(src, n), os.path.join(data, n))
+    except Exception:
+        pass
 t = time.perf_counter()
-lab = Imagelab(data_path=sys.argv[1]); lab.find_issues()
+lab = Imagelab(data_path=data); lab.find_issues()
 print(time.perf_counter() - t)
 "#;
 
@@ -480,13 +492,16 @@ fn run_python(python: &Path, script: &str, args: &[PathBuf]) -> Option<(f64, Opt
         eprintln!("note: {} not found: peer skipped", python.display());
         return None;
     }
+    // A script file rather than `-c`: peers that start worker processes re-import it.
+    let file = std::env::temp_dir().join(format!("framecull-peer-{}.py", std::process::id()));
+    std::fs::write(&file, script).ok()?;
     let out = Command::new(python)
-        .arg("-c")
-        .arg(script)
+        .arg(&file)
         .args(args)
         .stderr(Stdio::null())
         .output()
         .ok()?;
+    let _ = std::fs::remove_file(&file);
     let text = String::from_utf8_lossy(&out.stdout);
     let mut lines = text.lines().rev();
     let secs = lines.next()?.trim().parse().ok()?;

@@ -108,8 +108,6 @@ pub fn scan(
     let project_dir = catalog.project_dir().to_path_buf();
     let walked = walk(root, &[project_dir]);
     let known = catalog.known_files()?;
-    // Metadata read by an older probe is read again.
-    let reprobe_all = catalog.probe_version()? != Some(PROBE_VERSION);
 
     let mut counts = ScanCounts {
         seen: walked.files.len() as u64,
@@ -119,9 +117,10 @@ pub fn scan(
         .files
         .iter()
         .filter(|f| match known.get(&f.rel_path) {
-            Some(_) if reprobe_all => true,
             Some(k) => {
-                k.status == ItemStatus::Missing
+                // Metadata read by an older probe is read again.
+                k.probe_version != PROBE_VERSION
+                    || k.status == ItemStatus::Missing
                     || k.size_bytes != f.size_bytes
                     || k.mtime_ns != f.mtime_ns
             }
@@ -158,7 +157,6 @@ pub fn scan(
             .collect();
         catalog.mark_missing(&gone)?;
         counts.missing = gone.len() as u64;
-        catalog.set_probe_version(PROBE_VERSION)?;
     }
     let problem_files = catalog.count_problems()?;
     counts.problems = problem_files;
@@ -235,7 +233,7 @@ fn probe_and_store(
             let due = batch.len() >= options.batch_size
                 || (!batch.is_empty() && (disconnected || last_flush.elapsed() >= flush_every));
             if due {
-                if let Err(e) = catalog.upsert_items(scan_id, &batch) {
+                if let Err(e) = catalog.upsert_items(scan_id, PROBE_VERSION, &batch) {
                     // Stop the producers; what was committed before stays.
                     cancel.store(true, Ordering::SeqCst);
                     result = Err(ScanError::from(e));
