@@ -161,6 +161,41 @@ fn integrity_reports_truncation_vfr_and_frozen_frames() {
 }
 
 #[test]
+fn the_time_budget_stops_a_long_analysis_and_keeps_what_was_decoded() {
+    let dir = tempfile::tempdir().unwrap();
+    common::video(
+        dir.path(),
+        "v.mp4",
+        &spec(Pattern::MovingBox { speed: 4 }, 50),
+    );
+    let probe = framecull::media::probe_file(
+        &dir.path().join("v.mp4"),
+        std::time::Duration::from_secs(20),
+    );
+    let todo = AnalysisTodo {
+        id: 1,
+        path: "v.mp4".into(),
+        kind: "video".into(),
+        status: "ok".into(),
+        codec: probe.info.codec,
+        fps: probe.info.fps,
+        width: probe.info.width,
+        height: probe.info.height,
+        exif_orientation: None,
+        size_bytes: 0,
+        mtime_ns: 0,
+    };
+    let options = AnalyzeOptions {
+        file_budget: std::time::Duration::ZERO,
+        ..AnalyzeOptions::default()
+    };
+    let (m, _) = analyse_file(dir.path(), &todo, &options);
+    assert!(m.timed_out, "{m:?}");
+    assert!(m.undecodable.is_none());
+    assert!(m.decoded_frames < 50);
+}
+
+#[test]
 fn images_get_quality_and_truncated_ones_are_caught() {
     let dir = tempfile::tempdir().unwrap();
     let jpg = common::image(dir.path(), "a.jpg", ImageKind::Jpeg, 640, 480, None);

@@ -438,6 +438,14 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
             ));
         }
     }
+    if item.kind == MediaKind::Image && m.colorfulness.is_some_and(|c| c < 2.0) {
+        out.push(flag(
+            "grayscale",
+            Severity::Info,
+            s,
+            "greyscale picture (no colour)".to_string(),
+        ));
+    }
     if item.kind == MediaKind::Image
         && let Some(e) = m.entropy.filter(|e| *e < q.low_entropy_below)
     {

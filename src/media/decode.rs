@@ -85,6 +85,8 @@ impl DecodeReport {
 pub enum DecodeError {
     #[error("cannot open: {0}")]
     Open(String),
+    #[error("the time budget ran out while opening the file")]
+    TimedOut,
     #[error("no video stream")]
     NoVideo,
     #[error("no decoder for codec {0}")]
@@ -109,6 +111,9 @@ pub fn decode_frames(
         deadline.is_some_and(|d| Instant::now() > d)
     })
     .map_err(|e| {
+        if e == ff::Error::Exit {
+            return DecodeError::TimedOut;
+        }
         let detail = ffmpeg_log::take_last_error();
         DecodeError::Open(match detail {
             Some(d) => format!("{e} ({d})"),

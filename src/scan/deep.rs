@@ -200,6 +200,10 @@ pub fn analyse_file(
 }
 
 fn decode_failure(e: DecodeError, mut m: Metrics) -> (Metrics, Curves) {
+    if matches!(e, DecodeError::TimedOut) {
+        m.timed_out = true;
+        return (m, Curves::default());
+    }
     m.undecodable = Some(e.to_string());
     (m, Curves::default())
 }
