@@ -26,6 +26,7 @@ fn analyse(dir: &Path, name: &str) -> (Metrics, Curves) {
         exif_orientation: probe.info.exif_orientation,
         size_bytes: 0,
         mtime_ns: 0,
+        frame_estimate: None,
     };
     analyse_file(dir, &todo, &AnalyzeOptions::default())
 }
@@ -184,6 +185,7 @@ fn the_time_budget_stops_a_long_analysis_and_keeps_what_was_decoded() {
         exif_orientation: None,
         size_bytes: 0,
         mtime_ns: 0,
+        frame_estimate: None,
     };
     let options = AnalyzeOptions {
         file_budget: std::time::Duration::ZERO,

@@ -21,6 +21,8 @@ pub struct AnalysisTodo {
     pub exif_orientation: Option<u16>,
     pub size_bytes: u64,
     pub mtime_ns: i64,
+    /// Frames to decode, from the header or duration x fps (for scheduling).
+    pub frame_estimate: Option<f64>,
 }
 
 /// A finished analysis ready to store.
@@ -59,12 +61,13 @@ impl Catalog {
     pub fn analysis_todo(&self, version: u32) -> Result<Vec<AnalysisTodo>> {
         let mut stmt = self.conn.prepare(
             "SELECT i.id, i.path, i.kind, i.status, i.fps, i.width, i.height, i.exif_orientation,
-                    i.size_bytes, i.mtime_ns, i.codec
+                    i.size_bytes, i.mtime_ns, i.codec,
+                    COALESCE(i.frame_count, i.duration_secs * i.fps)
              FROM items i LEFT JOIN metrics m ON m.item_id = i.id
              WHERE i.status != 'missing'
                AND (m.item_id IS NULL OR m.analysis_version < ?1
                     OR m.item_size != i.size_bytes OR m.item_mtime_ns != i.mtime_ns)
-             ORDER BY i.size_bytes DESC",
+             ORDER BY i.path",
         )?;
         let rows = stmt.query_map([version], |r| {
             Ok(AnalysisTodo {
@@ -79,6 +82,7 @@ impl Catalog {
                 size_bytes: r.get::<_, i64>(8)? as u64,
                 mtime_ns: r.get(9)?,
                 codec: r.get(10)?,
+                frame_estimate: r.get(11)?,
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)

@@ -5,11 +5,10 @@ use std::fs::File;
 use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::ScanError;
@@ -81,21 +80,50 @@ pub fn analyze(
         .build()
         .map_err(|e| ScanError::Threads(e.to_string()))?;
     let (tx, rx) = sync_channel::<(usize, AnalysisResult)>(64);
+    // Estimated decode work: pixels x frames (images count as one frame).
+    let mut order: Vec<(f64, usize)> = todo
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let pixels = f64::from(t.width.unwrap_or(1)) * f64::from(t.height.unwrap_or(1));
+            let frames = t.frame_estimate.unwrap_or(1.0).max(1.0);
+            (pixels * frames, i)
+        })
+        .collect();
+    order.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let order = &order;
     let stored = std::thread::scope(|s| -> Result<u64, ScanError> {
         let todo = &todo;
         let producer = std::thread::Builder::new()
             .name("framecull-analyze".into())
             .spawn_scoped(s, move || {
-                pool.install(|| {
-                    todo.par_iter()
-                        .enumerate()
-                        .for_each_with(tx, |tx, (i, item)| {
-                            if cancel.load(Ordering::SeqCst) {
-                                return;
+                // Longest jobs first, each worker taking the next one: rayon's splitting
+                // would hand each thread a contiguous half instead.
+                let next = AtomicUsize::new(0);
+                pool.scope(|scope| {
+                    for _ in 0..options.jobs.max(1) {
+                        let (tx, next) = (tx.clone(), &next);
+                        scope.spawn(move |_| {
+                            loop {
+                                let i = next.fetch_add(1, Ordering::SeqCst);
+                                let Some(&(_, item_index)) = order.get(i) else {
+                                    break;
+                                };
+                                if cancel.load(Ordering::SeqCst) {
+                                    break;
+                                }
+                                let item = &todo[item_index];
+                                if tx
+                                    .send((item_index, analyse_guarded(root, item, options)))
+                                    .is_err()
+                                {
+                                    break;
+                                }
                             }
-                            let _ = tx.send((i, analyse_guarded(root, item, options)));
                         });
+                    }
                 });
+                drop(tx);
             })
             .map_err(|e| ScanError::Threads(e.to_string()))?;
         let mut batch = Vec::new();
