@@ -357,3 +357,58 @@ pub struct DupInfo {
     /// Smallest item id among the byte-identical members, when exact.
     pub exact_group: Option<ItemId>,
 }
+
+/// A reviewer's decision on a file or a clip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    #[default]
+    Unreviewed,
+    Accepted,
+    Rejected,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Unreviewed => "unreviewed",
+            Decision::Accepted => "accepted",
+            Decision::Rejected => "rejected",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "unreviewed" => Some(Decision::Unreviewed),
+            "accepted" => Some(Decision::Accepted),
+            "rejected" => Some(Decision::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// Review state of a file.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Review {
+    pub decision: Decision,
+    pub tags: Vec<String>,
+    pub note: Option<String>,
+}
+
+/// A part of a video chosen for training: `[start, end)` in stream timestamps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Clip {
+    pub id: i64,
+    pub item_id: ItemId,
+    pub start_pts: i64,
+    pub end_pts: i64,
+    pub time_base: Ratio,
+    pub start_secs: f64,
+    pub end_secs: f64,
+    pub start_frame: Option<i64>,
+    pub end_frame: Option<i64>,
+    pub label: Option<String>,
+    /// `manual`, `cuts` or `auto`.
+    pub origin: String,
+    pub decision: Decision,
+}

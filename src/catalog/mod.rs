@@ -3,6 +3,7 @@
 
 mod analysis;
 mod frame;
+mod review;
 mod schema;
 
 use std::collections::HashMap;

@@ -118,4 +118,40 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX flags_item ON flags(item_id);
     CREATE INDEX flags_code ON flags(code);
     "#,
+    // 3: review decisions, clips and exported manifests.
+    r#"
+    CREATE TABLE reviews (
+        item_id    INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+        decision   TEXT NOT NULL DEFAULT 'unreviewed',   -- unreviewed | accepted | rejected
+        tags       TEXT NOT NULL DEFAULT '[]',           -- JSON array of strings
+        note       TEXT,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE TABLE clips (
+        id          INTEGER PRIMARY KEY,
+        item_id     INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+        start_pts   INTEGER NOT NULL,      -- stream timestamps in time_base units, [start, end)
+        end_pts     INTEGER NOT NULL,
+        time_base   TEXT NOT NULL,
+        start_secs  REAL NOT NULL,
+        end_secs    REAL NOT NULL,
+        start_frame INTEGER,
+        end_frame   INTEGER,
+        label       TEXT,
+        origin      TEXT NOT NULL DEFAULT 'manual',   -- manual | cuts | auto
+        decision    TEXT NOT NULL DEFAULT 'unreviewed',
+        created_at  INTEGER NOT NULL
+    );
+    CREATE INDEX clips_item ON clips(item_id);
+    CREATE TABLE manifests (
+        name                TEXT NOT NULL,
+        version             INTEGER NOT NULL,
+        parent              INTEGER,
+        created_at          INTEGER NOT NULL,
+        rows                INTEGER NOT NULL,
+        rows_hash           TEXT NOT NULL,
+        catalog_fingerprint TEXT NOT NULL,
+        PRIMARY KEY (name, version)
+    );
+    "#,
 ];

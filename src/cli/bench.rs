@@ -61,6 +61,15 @@ enum Which {
         #[arg(long)]
         json: bool,
     },
+    /// Export a manifest of N clips from a generated catalog (no media files needed).
+    Export {
+        #[arg(long, default_value_t = 100_000)]
+        clips: usize,
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Metadata scan of a corpus against a per-file ffprobe loop over the same files.
     Probe {
         /// Corpus folder (e.g. ../shared/media).
@@ -132,6 +141,23 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         } => {
             let r = bench_analyze(&videos, &images, &python, repeat.max(1))?;
             print(&r, json, || r.text())
+        }
+        Which::Export {
+            clips,
+            repeat,
+            json,
+        } => {
+            let r = bench_export(clips, repeat.max(1))?;
+            print(&r, json, || {
+                format!(
+                    "export of {} clips: Parquet median {:.2} s {:?}; Parquet + JSON lines + CSV median {:.2} s {:?}",
+                    r.clips,
+                    r.parquet_median_secs,
+                    r.parquet_secs,
+                    r.all_formats_median_secs,
+                    r.all_formats_secs
+                )
+            })
         }
         Which::Probe { dir, repeat, json } => {
             let r = bench_probe(&dir, repeat.max(1))?;
@@ -603,5 +629,103 @@ fn bench_analyze(
         cleanvision_secs: c,
         speedup_vs_cleanvision: c.map(|c| c / i),
         jobs: options.jobs,
+    })
+}
+
+#[derive(Serialize)]
+struct ExportBench {
+    clips: usize,
+    parquet_secs: Vec<f64>,
+    parquet_median_secs: f64,
+    all_formats_secs: Vec<f64>,
+    all_formats_median_secs: f64,
+}
+
+/// A catalog of `n` items (every tenth a 4 s video, the rest images), written directly.
+fn generated_catalog(project: &Path, n: usize) -> anyhow::Result<Catalog> {
+    use crate::model::{MediaInfo, MediaKind, Probe, Ratio};
+    let mut catalog = Catalog::create_or_open(project, Path::new("/bench"))?;
+    let scan_id = catalog.begin_scan(Path::new("/bench"))?;
+    let batch: Vec<crate::catalog::ItemUpdate> = (0..n)
+        .map(|i| {
+            let video = i % 10 == 0;
+            crate::catalog::ItemUpdate {
+                path: format!(
+                    "d{:03}/f{i:07}.{}",
+                    i % 1000,
+                    if video { "mp4" } else { "jpg" }
+                ),
+                size_bytes: 10_000 + i as u64,
+                mtime_ns: 1,
+                fingerprint: Some(format!("{i:032x}")),
+                probe: Probe::ok(
+                    if video {
+                        MediaKind::Video
+                    } else {
+                        MediaKind::Image
+                    },
+                    MediaInfo {
+                        codec: Some("h264".into()),
+                        width: Some(1280),
+                        height: Some(720),
+                        fps: video.then_some(30.0),
+                        time_base: video.then_some(Ratio { num: 1, den: 15360 }),
+                        duration_secs: video.then_some(4.0),
+                        start_secs: video.then_some(0.0),
+                        frame_count: video.then_some(120),
+                        ..MediaInfo::default()
+                    },
+                ),
+            }
+        })
+        .collect();
+    for chunk in batch.chunks(10_000) {
+        catalog.upsert_items(scan_id, crate::scan::PROBE_VERSION, chunk)?;
+    }
+    Ok(catalog)
+}
+
+fn bench_export(n: usize, repeat: usize) -> anyhow::Result<ExportBench> {
+    use crate::manifest::{ExportOptions, Format, Include, SplitSpec};
+    let project =
+        std::env::temp_dir().join(format!("framecull-bench-export-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&project);
+    let catalog = generated_catalog(&project, n)?;
+    let config = crate::analysis::flags::Config::default();
+    let run = |formats: Vec<Format>, name: &str| -> anyhow::Result<f64> {
+        let options = ExportOptions {
+            name: name.into(),
+            formats,
+            split: Some(
+                SplitSpec::parse("train=0.8,val=0.1,test=0.1").map_err(|e| anyhow::anyhow!(e))?,
+            ),
+            split_seed: 1,
+            include: Include::Unreviewed,
+        };
+        let started = Instant::now();
+        let meta = crate::manifest::export(&catalog, &options, &config)?;
+        anyhow::ensure!(
+            meta.counts.rows as usize == n,
+            "exported {} of {n}",
+            meta.counts.rows
+        );
+        Ok(started.elapsed().as_secs_f64())
+    };
+    let mut parquet = Vec::new();
+    let mut all = Vec::new();
+    for _ in 0..repeat {
+        parquet.push(run(vec![Format::Parquet], "bench")?);
+        all.push(run(
+            vec![Format::Parquet, Format::Jsonl, Format::Csv],
+            "bench-all",
+        )?);
+    }
+    let _ = std::fs::remove_dir_all(&project);
+    Ok(ExportBench {
+        clips: n,
+        parquet_median_secs: median(parquet.clone()),
+        parquet_secs: parquet,
+        all_formats_median_secs: median(all.clone()),
+        all_formats_secs: all,
     })
 }

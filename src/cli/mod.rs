@@ -4,8 +4,10 @@
 mod analyze;
 mod bench;
 mod demo;
+mod export;
 mod flags;
 mod list;
+mod manifests;
 mod scan;
 mod stats;
 
@@ -45,6 +47,12 @@ enum Command {
     Analyze(analyze::Args),
     /// Flags grouped by code, each with its reason.
     Flags(flags::Args),
+    /// Export a new version of a manifest (Parquet, JSON lines, CSV).
+    Export(export::Args),
+    /// List manifests and their versions.
+    Manifests(manifests::ListArgs),
+    /// Clips added, removed, changed and moved between two versions of a manifest.
+    Diff(manifests::DiffArgs),
     /// List catalogued files.
     List(list::Args),
     /// Counts, sizes and distributions of the catalogued files.
@@ -97,6 +105,9 @@ pub fn main() -> ExitCode {
         Command::Scan(args) => scan::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Flags(args) => flags::run(args),
+        Command::Export(args) => export::run(args),
+        Command::Manifests(args) => manifests::list(args),
+        Command::Diff(args) => manifests::diff(args),
         Command::List(args) => list::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Demo(args) => demo::run(args),

@@ -1,0 +1,78 @@
+//! `framecull export`: write a new manifest version.
+
+use super::{Outcome, ProjectArg};
+use crate::manifest::{self, ExportOptions, Format, Include, SplitSpec};
+use crate::scan::derive;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    project: ProjectArg,
+    /// Manifest name (letters, digits, '-', '_', '.'); versions accumulate under it.
+    #[arg(long)]
+    name: String,
+    /// Output formats (repeat or comma-separate); Parquet by default.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "parquet")]
+    format: Vec<Format>,
+    /// Split shares, e.g. `train=0.8,val=0.1,test=0.1`.
+    #[arg(long)]
+    split: Option<String>,
+    /// Seed of the split assignment.
+    #[arg(long, default_value_t = 0)]
+    split_seed: u64,
+    /// `unreviewed`: accepted files and unreviewed files without error or warning flags;
+    /// `accepted`: accepted files only. Rejected files never go in.
+    #[arg(long, value_enum, default_value = "unreviewed")]
+    include: Include,
+    /// Count what would go in, per split, without writing.
+    #[arg(long)]
+    dry_run: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let catalog = args.project.open()?;
+    let split = args
+        .split
+        .as_deref()
+        .map(SplitSpec::parse)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let options = ExportOptions {
+        name: args.name,
+        formats: args.format,
+        split,
+        split_seed: args.split_seed,
+        include: args.include,
+    };
+    if args.dry_run {
+        let (_, counts) = manifest::select_rows(&catalog, &options)?;
+        super::write_stdout(&serde_json::to_string_pretty(&counts)?)?;
+        return Ok(Outcome::Clean);
+    }
+    let config = derive::load_config(catalog.project_dir())?;
+    let meta = manifest::export(&catalog, &options, &config)?;
+    if args.json {
+        super::write_stdout(&serde_json::to_string_pretty(&meta)?)?;
+    } else {
+        let dir = manifest::manifest_dir(catalog.project_dir(), &meta.name);
+        eprintln!(
+            "{} v{:04}: {} clips from {} files{}; rows hash {}",
+            meta.name,
+            meta.version,
+            meta.counts.rows,
+            meta.counts.files,
+            if meta.counts.by_split.is_empty() {
+                String::new()
+            } else {
+                format!(" ({:?})", meta.counts.by_split)
+            },
+            &meta.rows_hash[..12]
+        );
+        for file in meta.files.values() {
+            super::write_stdout(&dir.join(file).display().to_string())?;
+        }
+    }
+    Ok(Outcome::Clean)
+}
