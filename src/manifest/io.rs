@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use polars_io::SerReader;
 use polars_io::parquet::read::ParquetReader;
-use polars_io::parquet::write::ParquetWriter;
 
 use super::{ManifestError, ManifestRow};
 
@@ -183,9 +182,36 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
         .collect())
 }
 
+/// Parquet with the oldest Arrow compatibility level (`large_string`, not `string_view`):
+/// pandas cannot convert lists of string views, and every reader takes large strings.
 pub fn write_parquet(out: &mut BufWriter<File>, rows: &[ManifestRow]) -> Result<(), ManifestError> {
+    use polars_parquet::write::{
+        CompressionOptions, FileWriter, StatisticsOptions, Version, WriteOptions, row_group_iter,
+        to_parquet_schema,
+    };
     let mut df = frame_from_rows(rows)?;
-    ParquetWriter::new(out).finish(&mut df)?;
+    df.rechunk_mut();
+    let arrow_schema = df.schema().to_arrow(CompatLevel::oldest());
+    let encodings = polars_io::parquet::write::get_encodings(&arrow_schema);
+    let parquet_schema = to_parquet_schema(&arrow_schema)?;
+    let options = WriteOptions {
+        statistics: StatisticsOptions::default(),
+        version: Version::V1,
+        compression: CompressionOptions::Snappy,
+        data_page_size: None,
+    };
+    let mut writer = FileWriter::try_new(out, arrow_schema, options)?;
+    for batch in df.iter_chunks(CompatLevel::oldest(), true) {
+        let n = batch.len() as u64;
+        let group = row_group_iter(
+            batch,
+            encodings.clone(),
+            parquet_schema.fields().to_vec(),
+            options,
+        );
+        writer.write(n, group)?;
+    }
+    writer.end(None)?;
     Ok(())
 }
 
