@@ -412,3 +412,53 @@ pub struct Clip {
     pub origin: String,
     pub decision: Decision,
 }
+
+/// One change a person makes, with what it replaced, so it can be undone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "edit", rename_all = "snake_case")]
+pub enum Edit {
+    Decision {
+        item: ItemId,
+        before: Decision,
+        after: Decision,
+    },
+    Tags {
+        item: ItemId,
+        before: Vec<String>,
+        after: Vec<String>,
+    },
+    AddClip {
+        clip: Clip,
+    },
+    RemoveClip {
+        clip: Clip,
+    },
+}
+
+impl Edit {
+    /// The edit that undoes this one.
+    pub fn inverse(&self) -> Edit {
+        match self {
+            Edit::Decision {
+                item,
+                before,
+                after,
+            } => Edit::Decision {
+                item: *item,
+                before: *after,
+                after: *before,
+            },
+            Edit::Tags {
+                item,
+                before,
+                after,
+            } => Edit::Tags {
+                item: *item,
+                before: after.clone(),
+                after: before.clone(),
+            },
+            Edit::AddClip { clip } => Edit::RemoveClip { clip: clip.clone() },
+            Edit::RemoveClip { clip } => Edit::AddClip { clip: clip.clone() },
+        }
+    }
+}

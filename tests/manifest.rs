@@ -9,7 +9,7 @@ use std::path::Path;
 use framecull::analysis::flags::Config;
 use framecull::catalog::{Catalog, ItemUpdate};
 use framecull::manifest::{self, ExportOptions, Format, Include, SplitSpec};
-use framecull::model::{Clip, Decision, DupInfo, MediaInfo, MediaKind, Probe, Ratio};
+use framecull::model::{Clip, Decision, DupInfo, Edit, MediaInfo, MediaKind, Probe, Ratio};
 
 /// A catalog of `n` fake items (no files needed: export reads only the catalog). Every
 /// tenth item is a video; the rest are images. Ids and fingerprints follow `start..start+n`.
@@ -84,24 +84,26 @@ fn round_trip_versions_and_exact_diff() {
     // Two clips on one video; tags and a label survive the trip.
     for (s, e) in [(0i64, 12800i64), (25600, 38400)] {
         catalog
-            .add_clip(&Clip {
-                id: 0,
-                item_id: video.id,
-                start_pts: s,
-                end_pts: e,
-                time_base: Ratio::new(1, 12800).unwrap(),
-                start_secs: s as f64 / 12800.0,
-                end_secs: e as f64 / 12800.0,
-                start_frame: Some(s / 512),
-                end_frame: Some(e / 512),
-                label: Some("walking".into()),
-                origin: "manual".into(),
-                decision: Decision::Unreviewed,
-            })
+            .apply(vec![Edit::AddClip {
+                clip: Clip {
+                    id: 0,
+                    item_id: video.id,
+                    start_pts: s,
+                    end_pts: e,
+                    time_base: Ratio::new(1, 12800).unwrap(),
+                    start_secs: s as f64 / 12800.0,
+                    end_secs: e as f64 / 12800.0,
+                    start_frame: Some(s / 512),
+                    end_frame: Some(e / 512),
+                    label: Some("walking".into()),
+                    origin: "manual".into(),
+                    decision: Decision::Unreviewed,
+                },
+            }])
             .unwrap();
     }
     catalog
-        .set_tags(video.id, &["night".into(), "rain".into()])
+        .set_tags(video.id, vec!["night".into(), "rain".into()])
         .unwrap();
 
     let v1 = manifest::export(&catalog, &options("train"), &Config::default()).unwrap();
@@ -136,7 +138,9 @@ fn round_trip_versions_and_exact_diff() {
     assert_eq!((v2.version, v2.parent), (2, Some(1)));
     assert_eq!(v2.rows_hash, v1.rows_hash);
     let image = items.iter().find(|i| i.kind == MediaKind::Image).unwrap();
-    catalog.set_decision(image.id, Decision::Rejected).unwrap();
+    catalog
+        .set_decisions(&[image.id], Decision::Rejected)
+        .unwrap();
     let v3 = manifest::export(&catalog, &options("train"), &Config::default()).unwrap();
     assert_eq!(v3.parent, Some(2));
     assert_ne!(v3.rows_hash, v2.rows_hash);

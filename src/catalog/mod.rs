@@ -3,6 +3,7 @@
 
 mod analysis;
 mod frame;
+mod journal;
 mod review;
 mod schema;
 

@@ -8,29 +8,6 @@ use super::{Catalog, Result, unix_now};
 use crate::model::{Clip, Decision, ItemId, Ratio, Review};
 
 impl Catalog {
-    /// Set a file's decision (one transaction, durable on return).
-    pub fn set_decision(&self, item: ItemId, decision: Decision) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO reviews(item_id, decision, updated_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT(item_id) DO UPDATE SET decision = excluded.decision,
-                updated_at = excluded.updated_at",
-            params![item, decision.as_str(), unix_now()],
-        )?;
-        Ok(())
-    }
-
-    /// Set a file's tags.
-    pub fn set_tags(&self, item: ItemId, tags: &[String]) -> Result<()> {
-        let json = serde_json::to_string(tags).unwrap_or_else(|_| "[]".into());
-        self.conn.execute(
-            "INSERT INTO reviews(item_id, tags, updated_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT(item_id) DO UPDATE SET tags = excluded.tags,
-                updated_at = excluded.updated_at",
-            params![item, json, unix_now()],
-        )?;
-        Ok(())
-    }
-
     pub fn all_reviews(&self) -> Result<HashMap<ItemId, Review>> {
         let mut stmt = self
             .conn
@@ -48,30 +25,6 @@ impl Catalog {
             ))
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
-
-    /// Add a clip; returns its id.
-    pub fn add_clip(&self, clip: &Clip) -> Result<i64> {
-        self.conn.execute(
-            "INSERT INTO clips(item_id, start_pts, end_pts, time_base, start_secs, end_secs,
-                start_frame, end_frame, label, origin, decision, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            params![
-                clip.item_id,
-                clip.start_pts,
-                clip.end_pts,
-                clip.time_base.to_text(),
-                clip.start_secs,
-                clip.end_secs,
-                clip.start_frame,
-                clip.end_frame,
-                clip.label,
-                clip.origin,
-                clip.decision.as_str(),
-                unix_now()
-            ],
-        )?;
-        Ok(self.conn.last_insert_rowid())
     }
 
     /// Every clip, by item, in start order.

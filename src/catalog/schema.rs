@@ -143,6 +143,12 @@ pub const MIGRATIONS: &[&str] = &[
         created_at  INTEGER NOT NULL
     );
     CREATE INDEX clips_item ON clips(item_id);
+    CREATE TABLE ops (                          -- the operations journal: audit, undo, redo
+        id     INTEGER PRIMARY KEY,
+        at     INTEGER NOT NULL,
+        edits  TEXT NOT NULL,                   -- JSON list of edits (before and after)
+        state  TEXT NOT NULL                    -- done | undone
+    );
     CREATE TABLE manifests (
         name                TEXT NOT NULL,
         version             INTEGER NOT NULL,

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use super::{Outcome, ProjectArg};
 use crate::catalog::Catalog;
-use crate::model::{Cut, DupInfo, Flag, Item, ItemId, ItemStatus, MediaKind, Metrics};
+use crate::model::{Cut, DupInfo, Flag, Item, ItemId, ItemStatus, MediaKind, Metrics, Review};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -68,6 +68,8 @@ pub struct Row<'a> {
     pub dup_group: Option<ItemId>,
     pub dup_exact_group: Option<ItemId>,
     pub flags: Vec<FlagOut<'a>>,
+    pub decision: &'static str,
+    pub tags: Vec<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -85,6 +87,7 @@ pub struct Analysis {
     pub cuts: HashMap<ItemId, Vec<Cut>>,
     pub dups: HashMap<ItemId, DupInfo>,
     pub flags: HashMap<ItemId, Vec<Flag>>,
+    pub reviews: HashMap<ItemId, Review>,
 }
 
 impl Analysis {
@@ -94,6 +97,7 @@ impl Analysis {
             cuts: catalog.all_cuts()?,
             dups: catalog.all_dups()?,
             flags: catalog.all_flags()?,
+            reviews: catalog.all_reviews()?,
         })
     }
 }
@@ -152,6 +156,15 @@ impl<'a> Row<'a> {
                     source: f.source.as_str(),
                 })
                 .collect(),
+            decision: a
+                .reviews
+                .get(&item.id)
+                .map_or("unreviewed", |r| r.decision.as_str()),
+            tags: a
+                .reviews
+                .get(&item.id)
+                .map(|r| r.tags.iter().map(String::as_str).collect())
+                .unwrap_or_default(),
         }
     }
 }

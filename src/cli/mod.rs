@@ -8,6 +8,7 @@ mod export;
 mod flags;
 mod list;
 mod manifests;
+mod review;
 mod scan;
 mod stats;
 
@@ -47,6 +48,19 @@ enum Command {
     Analyze(analyze::Args),
     /// Flags grouped by code, each with its reason.
     Flags(flags::Args),
+    /// Accept, reject or reset files (by path or by flag code).
+    Review(review::ReviewArgs),
+    /// Add or remove a tag on files.
+    Tag(review::TagArgs),
+    /// Clips: add, list, rm, split-at-cuts.
+    Clips(review::ClipsArgs),
+    /// Undo the last review operation.
+    Undo(review::UndoArgs),
+    /// Redo the last undone operation.
+    Redo(review::UndoArgs),
+    /// Crash-safety test support: a burst of journaled edits, each acknowledged on stdout.
+    #[command(hide = true)]
+    EditBurst(review::BurstArgs),
     /// Export a new version of a manifest (Parquet, JSON lines, CSV).
     Export(export::Args),
     /// List manifests and their versions.
@@ -68,7 +82,7 @@ enum Command {
 pub struct ProjectArg {
     /// Project folder (default: `.framecull` inside the dataset, searched upwards from the
     /// current folder for commands without a dataset argument).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", global = true)]
     project: Option<PathBuf>,
 }
 
@@ -105,6 +119,12 @@ pub fn main() -> ExitCode {
         Command::Scan(args) => scan::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Flags(args) => flags::run(args),
+        Command::Review(args) => review::review(args),
+        Command::Tag(args) => review::tag(args),
+        Command::Clips(args) => review::clips(args),
+        Command::Undo(args) => review::undo(args, false),
+        Command::Redo(args) => review::undo(args, true),
+        Command::EditBurst(args) => review::edit_burst(args),
         Command::Export(args) => export::run(args),
         Command::Manifests(args) => manifests::list(args),
         Command::Diff(args) => manifests::diff(args),

@@ -320,6 +320,41 @@ fn fit(w: u32, h: u32, max_w: u32, max_h: u32) -> (u32, u32) {
     (even(f64::from(w) * scale), even(f64::from(h) * scale))
 }
 
+/// Presentation timestamps of every frame of the first video stream, in order, read from
+/// the packets (no decoding), with the stream's time base. Frame `i` is shown from
+/// `pts[i]` until `pts[i + 1]`.
+pub fn frame_timestamps(path: &Path) -> Result<(Vec<i64>, Ratio), DecodeError> {
+    ffmpeg_log::init();
+    let mut input = ff::format::input(&path).map_err(|e| DecodeError::Open(e.to_string()))?;
+    let stream = input
+        .streams()
+        .find(|s| {
+            s.parameters().medium() == Medium::Video
+                && !s.disposition().contains(Disposition::ATTACHED_PIC)
+        })
+        .ok_or(DecodeError::NoVideo)?;
+    let index = stream.index();
+    let tb = stream.time_base();
+    let time_base = Ratio::new(tb.numerator(), tb.denominator())
+        .ok_or_else(|| DecodeError::Setup("the stream has no time base".into()))?;
+    let mut pts = Vec::new();
+    loop {
+        let mut packet = ff::Packet::empty();
+        match packet.read(&mut input) {
+            Ok(()) if packet.stream() == index => {
+                if let Some(t) = packet.pts().or(packet.dts()) {
+                    pts.push(t);
+                }
+            }
+            Ok(()) => {}
+            Err(_) => break,
+        }
+    }
+    pts.sort_unstable();
+    pts.dedup();
+    Ok((pts, time_base))
+}
+
 #[cfg(test)]
 mod tests {
     use super::fit;

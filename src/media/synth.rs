@@ -38,8 +38,9 @@ pub enum Pattern {
     MovingBox { speed: u32 },
     /// The whole gradient shifts `speed` pixels per frame (a camera pan).
     Pan { speed: u32 },
-    /// Frame `i` is filled with a grey level that encodes `i` (for frame-accuracy tests):
-    /// luma = 16 + (i * 37) % 220, and a bar whose length is `i % width`.
+    /// Frame `i` shows its index (for frame-accuracy tests): the top half is 8 blocks, black
+    /// or white by the bits of `i % 256` (most significant first); the bottom half is grey at
+    /// luma 16 + (i * 37) % 220.
     Counter,
     /// Static, except frames `start..end` where a box moves `speed` pixels per frame.
     Burst { start: u32, end: u32, speed: u32 },
@@ -153,11 +154,11 @@ fn fill_frame(frame: &mut ff::frame::Video, pattern: Pattern, index: u32) {
                 }
                 Pattern::Pan { speed } => gradient(x, row, index as usize * speed as usize),
                 Pattern::Counter => {
-                    let level = 16 + (index as usize * 37) % 220;
-                    if row < h / 8 && x < (index as usize % w.max(1)) {
-                        235
+                    if row < h / 2 {
+                        let bit = 7 - (x * 8 / w.max(1)).min(7);
+                        if (index >> bit) & 1 == 1 { 235 } else { 16 }
                     } else {
-                        level as u8
+                        (16 + (index as usize * 37) % 220) as u8
                     }
                 }
             };

@@ -1,0 +1,411 @@
+//! Review from the command line: decisions, tags, clips, undo and redo. Every command is
+//! one journaled operation (the same path the GUI takes), durable when the command returns.
+
+use std::path::Path;
+
+use super::{Outcome, ProjectArg};
+use crate::catalog::Catalog;
+use crate::media::decode::frame_timestamps;
+use crate::model::{Clip, Decision, Edit, Item, ItemId, MediaKind, Ratio};
+
+#[derive(clap::Args, Debug)]
+pub struct ReviewArgs {
+    #[command(flatten)]
+    project: ProjectArg,
+    /// accept, reject or reset (back to unreviewed).
+    #[arg(value_parser = ["accept", "reject", "reset"])]
+    action: String,
+    /// Files (paths as `list` shows them).
+    paths: Vec<String>,
+    /// Also every file carrying this flag code (e.g. `--flag decode_errors`).
+    #[arg(long)]
+    flag: Vec<String>,
+}
+
+pub fn review(args: ReviewArgs) -> anyhow::Result<Outcome> {
+    let mut catalog = args.project.open()?;
+    let items = catalog.items()?;
+    let mut ids = resolve(&items, &args.paths)?;
+    if !args.flag.is_empty() {
+        let flags = catalog.all_flags()?;
+        ids.extend(
+            items
+                .iter()
+                .filter(|i| {
+                    flags
+                        .get(&i.id)
+                        .is_some_and(|fs| fs.iter().any(|f| args.flag.contains(&f.code)))
+                })
+                .map(|i| i.id),
+        );
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    anyhow::ensure!(!ids.is_empty(), "no file matches");
+    let decision = match args.action.as_str() {
+        "accept" => Decision::Accepted,
+        "reject" => Decision::Rejected,
+        _ => Decision::Unreviewed,
+    };
+    let op = catalog.set_decisions(&ids, decision)?;
+    eprintln!(
+        "{} files {}; operation {op} (undo: framecull undo)",
+        ids.len(),
+        decision.as_str()
+    );
+    Ok(Outcome::Clean)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct TagArgs {
+    #[command(flatten)]
+    project: ProjectArg,
+    #[arg(value_parser = ["add", "rm"])]
+    action: String,
+    tag: String,
+    #[arg(required = true)]
+    paths: Vec<String>,
+}
+
+pub fn tag(args: TagArgs) -> anyhow::Result<Outcome> {
+    let mut catalog = args.project.open()?;
+    let items = catalog.items()?;
+    let reviews = catalog.all_reviews()?;
+    let mut edits = Vec::new();
+    for id in resolve(&items, &args.paths)? {
+        let before = reviews.get(&id).map(|r| r.tags.clone()).unwrap_or_default();
+        let mut after: Vec<String> = before.iter().filter(|t| **t != args.tag).cloned().collect();
+        if args.action == "add" {
+            after.push(args.tag.clone());
+        }
+        if after != before {
+            edits.push(Edit::Tags {
+                item: id,
+                before,
+                after,
+            });
+        }
+    }
+    let n = edits.len();
+    if n > 0 {
+        catalog.apply(edits)?;
+    }
+    eprintln!("{n} files changed");
+    Ok(Outcome::Clean)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ClipsArgs {
+    #[command(flatten)]
+    project: ProjectArg,
+    #[command(subcommand)]
+    action: ClipsAction,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum ClipsAction {
+    /// Add a clip. START and END are seconds on the stream's clock (as `list` shows cut
+    /// times) or frame indices written `f120`; the clip is [START, END), snapped to frames.
+    Add {
+        path: String,
+        #[arg(long, allow_hyphen_values = true)]
+        start: String,
+        #[arg(long, allow_hyphen_values = true)]
+        end: String,
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// List clips (of one file, or all).
+    List {
+        path: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove clips by id.
+    Rm {
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+    /// One clip per shot, from the detected cuts (videos given, or every analysed video).
+    SplitAtCuts { paths: Vec<String> },
+}
+
+pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
+    let mut catalog = args.project.open()?;
+    let root = catalog
+        .dataset_root()?
+        .ok_or_else(|| anyhow::anyhow!("the project records no dataset folder"))?;
+    let items = catalog.items()?;
+    match args.action {
+        ClipsAction::Add {
+            path,
+            start,
+            end,
+            label,
+        } => {
+            let id = resolve(&items, &[path])?[0];
+            let item = items
+                .iter()
+                .find(|i| i.id == id)
+                .ok_or_else(|| anyhow::anyhow!("no such file"))?;
+            anyhow::ensure!(
+                item.kind == MediaKind::Video,
+                "{} is not a video",
+                item.path
+            );
+            let frames = Frames::read(&root.join(&item.path))?;
+            let s = frames.index_at(&start, false)?;
+            let e = frames.index_at(&end, true)?;
+            anyhow::ensure!(
+                e > s,
+                "the clip is empty: end {end} is not after start {start}"
+            );
+            let clip = frames.clip(id, s, e, label, "manual");
+            let op = catalog.apply(vec![Edit::AddClip { clip }])?;
+            eprintln!("clip added: frames {s}..{e}; operation {op}");
+        }
+        ClipsAction::List { path, json } => {
+            let only = path.map(|p| resolve(&items, &[p])).transpose()?;
+            let all = catalog.all_clips()?;
+            let mut rows = Vec::new();
+            for item in &items {
+                if only.as_ref().is_some_and(|o| !o.contains(&item.id)) {
+                    continue;
+                }
+                for c in all.get(&item.id).into_iter().flatten() {
+                    rows.push((item.path.clone(), c.clone()));
+                }
+            }
+            let text = if json {
+                serde_json::to_string_pretty(
+                    &rows
+                        .iter()
+                        .map(|(p, c)| serde_json::json!({"path": p, "clip": c}))
+                        .collect::<Vec<_>>(),
+                )?
+            } else {
+                rows.iter()
+                    .map(|(p, c)| {
+                        format!(
+                            "{:>6}  {}  frames {}..{}  {:.3}-{:.3} s  {}  {}",
+                            c.id,
+                            p,
+                            c.start_frame.unwrap_or(-1),
+                            c.end_frame.unwrap_or(-1),
+                            c.start_secs,
+                            c.end_secs,
+                            c.label.as_deref().unwrap_or("-"),
+                            c.origin
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            super::write_stdout(&text)?;
+        }
+        ClipsAction::Rm { ids } => {
+            let all = catalog.all_clips()?;
+            let edits: Vec<Edit> = all
+                .values()
+                .flatten()
+                .filter(|c| ids.contains(&c.id))
+                .map(|c| Edit::RemoveClip { clip: c.clone() })
+                .collect();
+            anyhow::ensure!(edits.len() == ids.len(), "no clip with some of these ids");
+            let op = catalog.apply(edits)?;
+            eprintln!("{} clips removed; operation {op}", ids.len());
+        }
+        ClipsAction::SplitAtCuts { paths } => split_at_cuts(&mut catalog, &root, &items, &paths)?,
+    }
+    Ok(Outcome::Clean)
+}
+
+fn split_at_cuts(
+    catalog: &mut Catalog,
+    root: &Path,
+    items: &[Item],
+    paths: &[String],
+) -> anyhow::Result<()> {
+    let only = (!paths.is_empty())
+        .then(|| resolve(items, paths))
+        .transpose()?;
+    let cuts = catalog.all_cuts()?;
+    let mut edits = Vec::new();
+    for item in items.iter().filter(|i| i.kind == MediaKind::Video) {
+        if only.as_ref().is_some_and(|o| !o.contains(&item.id)) {
+            continue;
+        }
+        let Some(item_cuts) = cuts.get(&item.id).filter(|c| !c.is_empty()) else {
+            continue;
+        };
+        let frames = Frames::read(&root.join(&item.path))?;
+        let mut bounds: Vec<usize> = vec![0];
+        bounds.extend(
+            item_cuts
+                .iter()
+                .map(|c| c.frame as usize)
+                .filter(|&f| f > 0 && f < frames.pts.len()),
+        );
+        bounds.push(frames.pts.len());
+        for w in bounds.windows(2) {
+            edits.push(Edit::AddClip {
+                clip: frames.clip(item.id, w[0], w[1], None, "cuts"),
+            });
+        }
+    }
+    let n = edits.len();
+    anyhow::ensure!(
+        n > 0,
+        "no analysed video with cuts (run framecull analyze first)"
+    );
+    let op = catalog.apply(edits)?;
+    eprintln!("{n} clips added at cuts; operation {op}");
+    Ok(())
+}
+
+/// A video's frame timestamps, for frame-exact boundaries.
+struct Frames {
+    pts: Vec<i64>,
+    time_base: Ratio,
+}
+
+impl Frames {
+    fn read(path: &Path) -> anyhow::Result<Self> {
+        let (pts, time_base) = frame_timestamps(path)?;
+        anyhow::ensure!(!pts.is_empty(), "{}: no frames", path.display());
+        Ok(Frames { pts, time_base })
+    }
+
+    fn secs(&self, pts: i64) -> f64 {
+        pts as f64 * self.time_base.as_f64()
+    }
+
+    /// Timestamp where frame `i` starts; `i == len` is the end of the last frame.
+    fn pts_at(&self, i: usize) -> i64 {
+        match self.pts.get(i) {
+            Some(p) => *p,
+            None => {
+                let n = self.pts.len();
+                let last = self.pts[n - 1];
+                let step = if n > 1 { last - self.pts[n - 2] } else { 1 };
+                last + step.max(1)
+            }
+        }
+    }
+
+    /// Frame index for `f120` or seconds. A start is the frame shown at that time; an end
+    /// is the first frame at or after it (exclusive bound).
+    fn index_at(&self, spec: &str, end: bool) -> anyhow::Result<usize> {
+        if let Some(f) = spec.strip_prefix('f') {
+            let i: usize = f.trim_start_matches(':').parse()?;
+            anyhow::ensure!(
+                i <= self.pts.len(),
+                "frame {i} is past the last frame ({})",
+                self.pts.len()
+            );
+            return Ok(i);
+        }
+        let t: f64 = spec
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{spec:?} is neither seconds nor a frame like f120"))?;
+        let eps = 1e-9;
+        Ok(if end {
+            self.pts
+                .iter()
+                .position(|&p| self.secs(p) >= t - eps)
+                .unwrap_or(self.pts.len())
+        } else {
+            self.pts
+                .iter()
+                .rposition(|&p| self.secs(p) <= t + eps)
+                .unwrap_or(0)
+        })
+    }
+
+    fn clip(&self, item: ItemId, s: usize, e: usize, label: Option<String>, origin: &str) -> Clip {
+        let (sp, ep) = (self.pts_at(s), self.pts_at(e));
+        Clip {
+            id: 0,
+            item_id: item,
+            start_pts: sp,
+            end_pts: ep,
+            time_base: self.time_base,
+            start_secs: self.secs(sp),
+            end_secs: self.secs(ep),
+            start_frame: Some(s as i64),
+            end_frame: Some(e as i64),
+            label,
+            origin: origin.to_string(),
+            decision: Decision::Unreviewed,
+        }
+    }
+}
+
+/// Item ids of paths as `list` shows them.
+fn resolve(items: &[Item], paths: &[String]) -> anyhow::Result<Vec<ItemId>> {
+    paths
+        .iter()
+        .map(|p| {
+            let p = p.trim_start_matches("./");
+            items
+                .iter()
+                .find(|i| i.path == p)
+                .map(|i| i.id)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{p}: not in the catalog (paths are relative to the dataset root)"
+                    )
+                })
+        })
+        .collect()
+}
+
+#[derive(clap::Args, Debug)]
+pub struct UndoArgs {
+    #[command(flatten)]
+    project: ProjectArg,
+}
+
+pub fn undo(args: UndoArgs, redo: bool) -> anyhow::Result<Outcome> {
+    let mut catalog = args.project.open()?;
+    let done = if redo {
+        catalog.redo()?
+    } else {
+        catalog.undo()?
+    };
+    match done {
+        Some(op) => eprintln!("{} operation {op}", if redo { "redid" } else { "undid" }),
+        None => eprintln!("nothing to {}", if redo { "redo" } else { "undo" }),
+    }
+    Ok(Outcome::Clean)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BurstArgs {
+    #[command(flatten)]
+    project: ProjectArg,
+    #[arg(long, default_value_t = 1000)]
+    count: usize,
+}
+
+/// Apply `count` decision edits, cycling over the files, printing `ack ITEM DECISION` after
+/// each commit: the acknowledged edits must survive a kill (crash-safety test).
+pub fn edit_burst(args: BurstArgs) -> anyhow::Result<Outcome> {
+    use std::io::Write;
+    let mut catalog = args.project.open()?;
+    let items = catalog.items()?;
+    anyhow::ensure!(!items.is_empty(), "the catalog is empty");
+    let mut out = std::io::stdout().lock();
+    for n in 0..args.count {
+        let item = items[n % items.len()].id;
+        let decision = if (n / items.len()) % 2 == 0 {
+            Decision::Accepted
+        } else {
+            Decision::Rejected
+        };
+        catalog.set_decisions(&[item], decision)?;
+        writeln!(out, "ack {item} {}", decision.as_str())?;
+        out.flush()?;
+    }
+    Ok(Outcome::Clean)
+}
