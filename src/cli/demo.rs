@@ -1,4 +1,5 @@
-//! `framecull demo`: make the demo dataset (once), scan and analyse it.
+//! `framecull demo`: make the demo dataset (once), scan and analyse it, then open it in the
+//! window (or print a summary without a display).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -13,6 +14,9 @@ pub struct Args {
     /// Where to put the demo dataset (default: the user's cache folder).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Print the summary instead of opening the window (the default without a display).
+    #[arg(long)]
+    no_window: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -50,5 +54,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         "\nnext: framecull flags --project {0}   framecull list --project {0}",
         project.display()
     );
+    let display =
+        std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    if cfg!(feature = "gui") && display && !args.no_window {
+        super::open_window(Some(root))?;
+    }
     Ok(Outcome::Clean)
 }

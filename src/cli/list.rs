@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use super::{Outcome, ProjectArg};
 use crate::catalog::Catalog;
+pub use crate::model::human_bytes;
 use crate::model::{Cut, DupInfo, Flag, Item, ItemId, ItemStatus, MediaKind, Metrics, Review};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,19 +283,4 @@ fn write_table(out: &mut impl Write, items: &[Item], a: &Analysis) -> anyhow::Re
         writeln!(out)?;
     }
     Ok(())
-}
-
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
 }

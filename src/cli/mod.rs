@@ -30,14 +30,17 @@ pub enum Outcome {
 #[command(
     name = "framecull",
     version,
-    about = "See, filter, trim and ship image and video datasets before training"
+    about = "See, filter, trim and ship image and video datasets before training",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     /// Log filter for stderr (e.g. `info`, `framecull=debug`); also FRAMECULL_LOG.
     #[arg(long, global = true)]
     log: Option<String>,
+    /// Without a command: open the window on this dataset (or project) folder.
+    dir: Option<PathBuf>,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -115,7 +118,16 @@ pub fn main() -> ExitCode {
         }
     };
     init_logging(cli.log.as_deref());
-    let result = match cli.command {
+    let Some(command) = cli.command else {
+        return match open_window(cli.dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    };
+    let result = match command {
         Command::Scan(args) => scan::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Flags(args) => flags::run(args),
@@ -141,6 +153,18 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+#[cfg(feature = "gui")]
+fn open_window(dir: Option<PathBuf>) -> anyhow::Result<()> {
+    crate::gui::run(dir)
+}
+
+#[cfg(not(feature = "gui"))]
+fn open_window(_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "this framecull was built without the window (feature `gui`); see `framecull --help`"
+    )
 }
 
 fn init_logging(filter: Option<&str>) {

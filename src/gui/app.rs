@@ -1,0 +1,629 @@
+//! The window: start screen, scan progress, dashboard (cards, brushable histograms, flags),
+//! the file table and the inspector. Panels return [`Command`]s; the app applies them in one
+//! place per frame.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant};
+
+use eframe::egui::{self, RichText, Sense};
+use egui_extras::{Column, TableBuilder};
+
+use super::jobs::{ScanJob, ScanMsg, spawn_load, spawn_scan};
+use super::theme;
+use super::view::{Filter, View, ViewRow, binned};
+use crate::catalog::PROJECT_DIR_NAME;
+
+/// Persisted between runs (eframe storage).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct State {
+    pub last_project: Option<PathBuf>,
+    pub recent: Vec<PathBuf>,
+}
+
+/// Everything the UI can ask for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Open(PathBuf),
+    Demo,
+    Rescan,
+    CancelScan,
+    Brush { column: String, lo: f64, hi: f64 },
+    ClearRange(String),
+    FilterFlag(Option<String>),
+    Select(Option<usize>),
+    Close,
+}
+
+pub struct App {
+    state: State,
+    view: Option<View>,
+    loading: Option<Receiver<Result<View, String>>>,
+    scan: Option<ScanJob>,
+    filter: Filter,
+    filtered: Vec<usize>,
+    selected: Option<usize>,
+    open_text: String,
+    message: Option<String>,
+    /// Histogram being brushed: column and the value where the drag started.
+    brushing: Option<(String, f64)>,
+    last_reload: Instant,
+}
+
+impl App {
+    pub fn new(cc: &eframe::CreationContext<'_>, dir: Option<PathBuf>) -> Self {
+        theme::apply(&cc.egui_ctx);
+        let state: State = cc
+            .storage
+            .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
+            .unwrap_or_default();
+        let mut app = App {
+            state,
+            view: None,
+            loading: None,
+            scan: None,
+            filter: Filter::default(),
+            filtered: Vec::new(),
+            selected: None,
+            open_text: String::new(),
+            message: None,
+            brushing: None,
+            last_reload: Instant::now(),
+        };
+        let start = dir.or_else(|| app.state.last_project.clone());
+        if let Some(dir) = start {
+            app.apply(Command::Open(dir));
+        }
+        app
+    }
+
+    fn apply(&mut self, command: Command) {
+        match command {
+            Command::Open(dir) => {
+                let project = if dir.join("catalog.db").is_file() {
+                    dir
+                } else {
+                    dir.join(PROJECT_DIR_NAME)
+                };
+                if project.join("catalog.db").is_file() {
+                    self.loading = Some(spawn_load(project.clone()));
+                    self.remember(project);
+                } else if dir_is_dataset(&project) {
+                    // A folder never scanned: scan it.
+                    if let Some(root) = project.parent() {
+                        self.scan = Some(spawn_scan(root.to_path_buf(), false));
+                    }
+                } else {
+                    self.message = Some(format!("{} is not a folder", project.display()));
+                }
+            }
+            Command::Demo => {
+                self.scan = Some(spawn_scan(crate::demo::default_dir(), true));
+            }
+            Command::Rescan => {
+                if let Some(v) = &self.view {
+                    self.scan = Some(spawn_scan(v.root.clone(), false));
+                }
+            }
+            Command::CancelScan => {
+                if let Some(s) = &self.scan {
+                    s.cancel.store(true, Ordering::SeqCst);
+                }
+            }
+            Command::Brush { column, lo, hi } => {
+                self.filter.ranges.retain(|r| r.0 != column);
+                self.filter.ranges.push((column, lo.min(hi), lo.max(hi)));
+                self.refilter();
+            }
+            Command::ClearRange(column) => {
+                self.filter.ranges.retain(|r| r.0 != column);
+                self.refilter();
+            }
+            Command::FilterFlag(code) => {
+                self.filter.flag = code;
+                self.refilter();
+            }
+            Command::Select(i) => self.selected = i,
+            Command::Close => {
+                self.view = None;
+                self.state.last_project = None;
+            }
+        }
+    }
+
+    fn remember(&mut self, project: PathBuf) {
+        self.state.recent.retain(|p| *p != project);
+        self.state.recent.insert(0, project.clone());
+        self.state.recent.truncate(8);
+        self.state.last_project = Some(project);
+    }
+
+    fn refilter(&mut self) {
+        self.filtered = match &self.view {
+            Some(v) => (0..v.rows.len())
+                .filter(|&i| self.filter.matches(&v.rows[i]))
+                .collect(),
+            None => Vec::new(),
+        };
+        if self.selected.is_some_and(|s| !self.filtered.contains(&s)) {
+            self.selected = None;
+        }
+    }
+
+    /// Take what background jobs finished.
+    fn poll(&mut self, ctx: &egui::Context) {
+        if let Some(rx) = &self.loading {
+            match rx.try_recv() {
+                Ok(Ok(view)) => {
+                    self.view = Some(view);
+                    self.loading = None;
+                    self.refilter();
+                }
+                Ok(Err(e)) => {
+                    self.message = Some(e);
+                    self.loading = None;
+                }
+                Err(TryRecvError::Empty) => ctx.request_repaint_after(Duration::from_millis(50)),
+                Err(TryRecvError::Disconnected) => self.loading = None,
+            }
+        }
+        let mut finished = None;
+        let mut reload = false;
+        if let Some(job) = &mut self.scan {
+            loop {
+                match job.rx.try_recv() {
+                    Ok(ScanMsg::Phase(p)) => {
+                        job.phase = p;
+                        job.started = Instant::now();
+                        job.done = 0;
+                    }
+                    Ok(ScanMsg::Progress { done, total }) => {
+                        job.done = done;
+                        job.total = total;
+                    }
+                    Ok(ScanMsg::Stored) => reload = true,
+                    Ok(ScanMsg::Finished(r)) => {
+                        finished = Some(r);
+                        break;
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        finished = Some(Err("the scan stopped unexpectedly".into()));
+                        break;
+                    }
+                }
+            }
+            ctx.request_repaint_after(Duration::from_millis(100));
+        }
+        if let Some(r) = finished {
+            self.scan = None;
+            match r {
+                Ok(project) => self.apply(Command::Open(project)),
+                Err(e) => self.message = Some(e),
+            }
+        } else if reload
+            && self.loading.is_none()
+            && self.last_reload.elapsed() > Duration::from_secs(1)
+        {
+            // Results appear while the scan runs.
+            if let Some(p) = self.scan_project() {
+                self.loading = Some(spawn_load(p));
+                self.last_reload = Instant::now();
+            }
+        }
+    }
+
+    fn scan_project(&self) -> Option<PathBuf> {
+        self.view.as_ref().map(|v| v.project.clone())
+    }
+}
+
+fn dir_is_dataset(project: &std::path::Path) -> bool {
+    project.parent().is_some_and(|p| p.is_dir())
+}
+
+impl eframe::App for App {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        let ctx = ui.ctx().clone();
+        self.poll(&ctx);
+        let mut commands = Vec::new();
+        egui::Panel::top("top").show(ui, |ui| top_bar_ui(ui, self, &mut commands));
+        if let Some(view) = &self.view {
+            let rows: Vec<&ViewRow> = self.filtered.iter().map(|&i| &view.rows[i]).collect();
+            egui::Panel::left("side")
+                .resizable(true)
+                .default_size(260.0)
+                .show(ui, |ui| {
+                    side_ui(ui, view, &rows, &self.filter, &mut commands)
+                });
+            if let Some(sel) = self.selected.and_then(|s| view.rows.get(s)) {
+                egui::Panel::right("inspector")
+                    .resizable(true)
+                    .default_size(300.0)
+                    .show(ui, |ui| inspector_ui(ui, view, sel));
+            }
+            egui::CentralPanel::default().show(ui, |ui| {
+                filter_chips_ui(ui, &self.filter, &mut commands);
+                histograms_ui(
+                    ui,
+                    view,
+                    &rows,
+                    &self.filter,
+                    &mut self.brushing,
+                    &mut commands,
+                );
+                ui.separator();
+                table_ui(ui, view, &self.filtered, self.selected, &mut commands);
+            });
+        } else {
+            egui::CentralPanel::default().show(ui, |ui| start_ui(ui, self, &mut commands));
+        }
+        for c in commands {
+            self.apply(c);
+        }
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        eframe::set_value(storage, eframe::APP_KEY, &self.state);
+    }
+}
+
+fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Command>) {
+    ui.horizontal(|ui| {
+        ui.label(RichText::new("framecull").strong().color(theme::ACCENT));
+        if let Some(v) = &app.view {
+            ui.label(v.root.display().to_string());
+            if app.scan.is_none() && ui.button("Rescan").clicked() {
+                commands.push(Command::Rescan);
+            }
+            if ui.button("Close").clicked() {
+                commands.push(Command::Close);
+            }
+        }
+        if let Some(job) = &app.scan {
+            let fraction = if job.total > 0 {
+                job.done as f32 / job.total as f32
+            } else {
+                0.0
+            };
+            let secs = job.started.elapsed().as_secs_f64().max(1e-3);
+            let rate = job.done as f64 / secs;
+            let eta = if rate > 0.0 && job.total > job.done {
+                format!("ETA {:.0} s", (job.total - job.done) as f64 / rate)
+            } else {
+                String::new()
+            };
+            ui.add(
+                egui::ProgressBar::new(fraction)
+                    .desired_width(220.0)
+                    .text(format!(
+                        "{} {}/{}  {rate:.0} files/s  {eta}",
+                        job.phase, job.done, job.total
+                    )),
+            );
+            if ui.button("Cancel").clicked() {
+                commands.push(Command::CancelScan);
+            }
+        }
+        if app.loading.is_some() {
+            ui.spinner();
+        }
+        if let Some(m) = &app.message {
+            ui.colored_label(theme::ERROR, m);
+        }
+    });
+}
+
+fn start_ui(ui: &mut egui::Ui, app: &mut App, commands: &mut Vec<Command>) {
+    ui.vertical_centered(|ui| {
+        ui.add_space(60.0);
+        ui.heading("See, filter, trim and ship your image and video datasets");
+        ui.add_space(20.0);
+        ui.horizontal(|ui| {
+            ui.label("Dataset folder:");
+            ui.text_edit_singleline(&mut app.open_text);
+            if ui.button("Open folder").clicked() && !app.open_text.trim().is_empty() {
+                commands.push(Command::Open(PathBuf::from(app.open_text.trim())));
+            }
+        });
+        ui.add_space(10.0);
+        if ui
+            .button(RichText::new("Try the demo").size(18.0))
+            .clicked()
+        {
+            commands.push(Command::Demo);
+        }
+        if !app.state.recent.is_empty() {
+            ui.add_space(20.0);
+            ui.label(RichText::new("Recent projects").strong());
+            for p in app.state.recent.clone() {
+                if ui.link(p.display().to_string()).clicked() {
+                    commands.push(Command::Open(p));
+                }
+            }
+        }
+    });
+}
+
+fn card_ui(ui: &mut egui::Ui, title: &str, value: String) {
+    egui::Frame::new()
+        .fill(theme::CARD_BG)
+        .inner_margin(theme::SPACING)
+        .corner_radius(6.0)
+        .show(ui, |ui| {
+            ui.set_min_width(100.0);
+            ui.label(RichText::new(title).small());
+            ui.label(RichText::new(value).strong().size(18.0));
+        });
+}
+
+fn side_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    rows: &[&ViewRow],
+    filter: &Filter,
+    commands: &mut Vec<Command>,
+) {
+    let flagged = view
+        .rows
+        .iter()
+        .filter(|r| {
+            r.worst()
+                .is_some_and(|s| s <= crate::model::Severity::Warning)
+        })
+        .count();
+    egui::Grid::new("cards").num_columns(2).show(ui, |ui| {
+        card_ui(
+            ui,
+            "files shown",
+            format!("{} / {}", rows.len(), view.rows.len()),
+        );
+        card_ui(ui, "size", crate::model::human_bytes(view.total_bytes));
+        ui.end_row();
+        card_ui(
+            ui,
+            "video time",
+            format!("{:.1} min", view.total_video_secs / 60.0),
+        );
+        card_ui(ui, "flagged", flagged.to_string());
+        ui.end_row();
+    });
+    ui.separator();
+    ui.label(RichText::new("Flags").strong());
+    egui::ScrollArea::vertical()
+        .id_salt("flags")
+        .show(ui, |ui| {
+            for (code, severity, count) in &view.flag_counts {
+                let selected = filter.flag.as_deref() == Some(code.as_str());
+                let text = RichText::new(format!("{code}  {count}"))
+                    .color(theme::severity_color(*severity));
+                if ui.selectable_label(selected, text).clicked() {
+                    commands.push(Command::FilterFlag((!selected).then(|| code.clone())));
+                }
+            }
+        });
+}
+
+fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut Vec<Command>) {
+    if filter.is_empty() {
+        ui.label(RichText::new("Drag across a histogram to filter").small());
+        return;
+    }
+    ui.horizontal_wrapped(|ui| {
+        for (col, lo, hi) in &filter.ranges {
+            if ui.button(format!("{col} {lo:.2}..{hi:.2}  x")).clicked() {
+                commands.push(Command::ClearRange(col.clone()));
+            }
+        }
+        if let Some(code) = &filter.flag
+            && ui.button(format!("flag {code}  x")).clicked()
+        {
+            commands.push(Command::FilterFlag(None));
+        }
+    });
+}
+
+fn histograms_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    rows: &[&ViewRow],
+    filter: &Filter,
+    brushing: &mut Option<(String, f64)>,
+    commands: &mut Vec<Command>,
+) {
+    let cell = theme::HISTOGRAM_SIZE.x + theme::SPACING;
+    let per_row = ((ui.available_width() / cell).floor() as usize).max(1);
+    for chunk in view.histograms.chunks(per_row) {
+        ui.horizontal(|ui| {
+            for h in chunk {
+                histogram_ui(ui, h, rows, filter, brushing, commands);
+            }
+        });
+    }
+}
+
+fn histogram_ui(
+    ui: &mut egui::Ui,
+    h: &crate::analysis::histogram::Histogram,
+    rows: &[&ViewRow],
+    filter: &Filter,
+    brushing: &mut Option<(String, f64)>,
+    commands: &mut Vec<Command>,
+) {
+    let subset = binned(h, rows);
+    ui.vertical(|ui| {
+        ui.label(RichText::new(&h.label).small());
+        let (rect, response) = ui.allocate_exact_size(theme::HISTOGRAM_SIZE, Sense::drag());
+        let painter = ui.painter_at(rect);
+        painter.rect_filled(rect, 4.0, theme::CARD_BG);
+        let peak = h.counts.iter().copied().max().unwrap_or(1).max(1) as f32;
+        let n = h.counts.len().max(1);
+        let w = rect.width() / n as f32;
+        for (i, (&all, &sub)) in h.counts.iter().zip(&subset).enumerate() {
+            let x = rect.left() + i as f32 * w;
+            let bar = |count: u64| {
+                let height = rect.height() * (count as f32 / peak);
+                egui::Rect::from_min_max(
+                    egui::pos2(x + 1.0, rect.bottom() - height),
+                    egui::pos2(x + w - 1.0, rect.bottom()),
+                )
+            };
+            painter.rect_filled(bar(all), 1.0, theme::BAR);
+            painter.rect_filled(bar(sub), 1.0, theme::BAR_SELECTED);
+        }
+        // Value at a screen x, in the measure's units.
+        let value_at = |x: f32| {
+            let t = ((x - rect.left()) / rect.width()).clamp(0.0, 1.0) as f64;
+            let (lo, hi) = (h.edges[0], h.edges[h.edges.len() - 1]);
+            if h.log {
+                10f64.powf(lo.log10() + t * (hi.log10() - lo.log10()))
+            } else {
+                lo + t * (hi - lo)
+            }
+        };
+        let x_of = |v: f64| {
+            let (lo, hi) = (h.edges[0], h.edges[h.edges.len() - 1]);
+            let t = if h.log {
+                (v.log10() - lo.log10()) / (hi.log10() - lo.log10())
+            } else {
+                (v - lo) / (hi - lo)
+            };
+            rect.left() + (t.clamp(0.0, 1.0) as f32) * rect.width()
+        };
+        if let Some((_, lo, hi)) = filter.ranges.iter().find(|r| r.0 == h.column) {
+            let r = egui::Rect::from_x_y_ranges(x_of(*lo)..=x_of(*hi), rect.y_range());
+            painter.rect_filled(r, 0.0, theme::BRUSH);
+        }
+        if response.drag_started()
+            && let Some(p) = response.interact_pointer_pos()
+        {
+            *brushing = Some((h.column.clone(), value_at(p.x)));
+        }
+        if response.dragged() || response.drag_stopped() {
+            if let (Some((col, start)), Some(p)) =
+                (brushing.as_ref(), response.interact_pointer_pos())
+                && *col == h.column
+            {
+                commands.push(Command::Brush {
+                    column: col.clone(),
+                    lo: *start,
+                    hi: value_at(p.x),
+                });
+            }
+            if response.drag_stopped() {
+                *brushing = None;
+            }
+        }
+    });
+}
+
+fn table_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    filtered: &[usize],
+    selected: Option<usize>,
+    commands: &mut Vec<Command>,
+) {
+    TableBuilder::new(ui)
+        .striped(true)
+        .sense(Sense::click())
+        .column(Column::initial(320.0).resizable(true))
+        .columns(Column::auto(), 6)
+        .column(Column::remainder())
+        .header(20.0, |mut header| {
+            for title in [
+                "path",
+                "kind",
+                "status",
+                "codec",
+                "resolution",
+                "duration",
+                "motion",
+                "flags",
+            ] {
+                header.col(|ui| {
+                    ui.strong(title);
+                });
+            }
+        })
+        .body(|body| {
+            body.rows(18.0, filtered.len(), |mut row| {
+                let index = filtered[row.index()];
+                let r = &view.rows[index];
+                row.set_selected(selected == Some(index));
+                let measure = |k: &str| {
+                    r.measures
+                        .get(k)
+                        .map_or(String::new(), |v| format!("{v:.2}"))
+                };
+                row.col(|ui| {
+                    ui.label(&r.path);
+                });
+                row.col(|ui| {
+                    ui.label(r.kind);
+                });
+                row.col(|ui| {
+                    let color = if r.status == "ok" {
+                        theme::INFO
+                    } else {
+                        theme::ERROR
+                    };
+                    ui.colored_label(color, r.status);
+                });
+                row.col(|ui| {
+                    ui.label(&r.codec);
+                });
+                row.col(|ui| {
+                    ui.label(&r.resolution);
+                });
+                row.col(|ui| {
+                    ui.label(measure("duration_secs"));
+                });
+                row.col(|ui| {
+                    ui.label(measure("motion_mean"));
+                });
+                row.col(|ui| {
+                    let text = r
+                        .flags
+                        .iter()
+                        .map(|f| f.0.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let color = r.worst().map_or(theme::INFO, theme::severity_color);
+                    ui.colored_label(color, text);
+                });
+                if row.response().clicked() {
+                    commands.push(Command::Select(Some(index)));
+                }
+            });
+        });
+}
+
+fn inspector_ui(ui: &mut egui::Ui, view: &View, row: &ViewRow) {
+    ui.heading("Inspector");
+    ui.label(RichText::new(&row.path).strong());
+    ui.label(format!(
+        "{}  {}  {}  {}",
+        row.kind, row.status, row.codec, row.resolution
+    ));
+    if let Some(e) = &row.error {
+        ui.colored_label(theme::ERROR, e);
+    }
+    ui.separator();
+    egui::Grid::new("measures").striped(true).show(ui, |ui| {
+        for (k, v) in &row.measures {
+            ui.label(*k);
+            ui.label(format!("{v:.3}"));
+            ui.end_row();
+        }
+    });
+    ui.separator();
+    for (code, severity, reason) in &row.flags {
+        ui.colored_label(theme::severity_color(*severity), code);
+        ui.label(reason);
+    }
+    ui.separator();
+    ui.label(RichText::new(view.root.join(&row.path).display().to_string()).small());
+}

@@ -1,0 +1,29 @@
+//! Colours and spacing: the one place the look is decided.
+
+use eframe::egui::{self, Color32};
+
+pub const ACCENT: Color32 = Color32::from_rgb(0x4C, 0x9A, 0xFF);
+pub const BAR: Color32 = Color32::from_rgb(0x5A, 0x6B, 0x82);
+pub const BAR_SELECTED: Color32 = ACCENT;
+pub const BRUSH: Color32 = Color32::from_rgba_premultiplied(0x4C, 0x9A, 0xFF, 0x30);
+pub const ERROR: Color32 = Color32::from_rgb(0xE5, 0x48, 0x4D);
+pub const WARNING: Color32 = Color32::from_rgb(0xF0, 0xA2, 0x02);
+pub const INFO: Color32 = Color32::from_rgb(0x8A, 0x94, 0xA6);
+pub const CARD_BG: Color32 = Color32::from_rgb(0x20, 0x24, 0x2B);
+pub const SPACING: f32 = 8.0;
+pub const HISTOGRAM_SIZE: egui::Vec2 = egui::vec2(260.0, 110.0);
+
+pub fn apply(ctx: &egui::Context) {
+    ctx.set_visuals(egui::Visuals::dark());
+    ctx.global_style_mut(|style| {
+        style.spacing.item_spacing = egui::vec2(SPACING, SPACING * 0.75);
+    });
+}
+
+pub fn severity_color(severity: crate::model::Severity) -> Color32 {
+    match severity {
+        crate::model::Severity::Error => ERROR,
+        crate::model::Severity::Warning => WARNING,
+        crate::model::Severity::Info => INFO,
+    }
+}

@@ -1,0 +1,247 @@
+//! What the window shows, loaded from the catalog off the UI thread, and the filters on it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram};
+use crate::catalog::{Catalog, items_frame};
+use crate::model::Severity;
+
+/// One file as the table and filters need it.
+#[derive(Debug, Clone)]
+pub struct ViewRow {
+    pub path: String,
+    pub kind: &'static str,
+    pub status: &'static str,
+    pub error: Option<String>,
+    pub codec: String,
+    pub resolution: String,
+    pub measures: BTreeMap<&'static str, f64>,
+    /// (code, severity, reason)
+    pub flags: Vec<(String, Severity, String)>,
+}
+
+impl ViewRow {
+    pub fn worst(&self) -> Option<Severity> {
+        self.flags.iter().map(|f| f.1).min()
+    }
+}
+
+/// A loaded project.
+#[derive(Debug, Clone)]
+pub struct View {
+    pub project: PathBuf,
+    pub root: PathBuf,
+    pub rows: Vec<ViewRow>,
+    pub histograms: Vec<Histogram>,
+    /// (code, worst severity, files)
+    pub flag_counts: Vec<(String, Severity, usize)>,
+    pub total_bytes: u64,
+    pub total_video_secs: f64,
+}
+
+pub fn load(project: &Path) -> anyhow::Result<View> {
+    let catalog = Catalog::open(project)?;
+    let root = catalog.dataset_root()?.unwrap_or_default();
+    let items = catalog.items()?;
+    let metrics = catalog.all_metrics()?;
+    let flags = catalog.all_flags()?;
+    let df = items_frame(&items, &metrics)?;
+    let histograms = HISTOGRAMS
+        .iter()
+        .map(|spec| histogram(&df, spec, 24))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .filter(|h| !h.counts.is_empty())
+        .collect();
+    let mut counts: BTreeMap<String, (Severity, usize)> = BTreeMap::new();
+    let mut rows = Vec::with_capacity(items.len());
+    for item in &items {
+        let m = metrics.get(&item.id);
+        let i = &item.info;
+        let mut measures = BTreeMap::new();
+        let mut put = |k: &'static str, v: Option<f64>| {
+            if let Some(v) = v {
+                measures.insert(k, v);
+            }
+        };
+        put("duration_secs", i.duration_secs);
+        put("fps", i.fps);
+        put("size_bytes", Some(item.size_bytes as f64));
+        put("motion_mean", m.and_then(|m| m.motion_mean));
+        put("brightness", m.and_then(|m| m.brightness));
+        put("sharpness", m.and_then(|m| m.sharpness));
+        if let (Some(w), Some(h)) = (i.width, i.height) {
+            let turned = matches!(i.rotation_deg, Some(90 | 270))
+                || matches!(i.exif_orientation, Some(5..=8));
+            put(
+                "aspect",
+                Some(if turned {
+                    f64::from(h) / f64::from(w)
+                } else {
+                    f64::from(w) / f64::from(h)
+                }),
+            );
+        }
+        let item_flags: Vec<(String, Severity, String)> = flags
+            .get(&item.id)
+            .into_iter()
+            .flatten()
+            .map(|f| (f.code.clone(), f.severity, f.reason.clone()))
+            .collect();
+        for (code, sev, _) in &item_flags {
+            let e = counts.entry(code.clone()).or_insert((*sev, 0));
+            e.0 = e.0.min(*sev);
+            e.1 += 1;
+        }
+        rows.push(ViewRow {
+            path: item.path.clone(),
+            kind: item.kind.as_str(),
+            status: item.status.as_str(),
+            error: item.error.clone(),
+            codec: i.codec.clone().unwrap_or_default(),
+            resolution: match (i.width, i.height) {
+                (Some(w), Some(h)) => format!("{w}x{h}"),
+                _ => String::new(),
+            },
+            measures,
+            flags: item_flags,
+        });
+    }
+    let mut flag_counts: Vec<(String, Severity, usize)> =
+        counts.into_iter().map(|(c, (s, n))| (c, s, n)).collect();
+    flag_counts.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
+    Ok(View {
+        project: project.to_path_buf(),
+        root,
+        total_bytes: items.iter().map(|i| i.size_bytes).sum(),
+        total_video_secs: items
+            .iter()
+            .filter_map(|i| {
+                i.info
+                    .duration_secs
+                    .filter(|_| i.kind == crate::model::MediaKind::Video)
+            })
+            .sum(),
+        rows,
+        histograms,
+        flag_counts,
+    })
+}
+
+/// Brushed ranges, a flag code and a path search; rows must match all.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    pub ranges: Vec<(String, f64, f64)>,
+    pub flag: Option<String>,
+    pub search: String,
+}
+
+impl Filter {
+    pub fn matches(&self, row: &ViewRow) -> bool {
+        self.ranges.iter().all(|(col, lo, hi)| {
+            row.measures
+                .get(col.as_str())
+                .is_some_and(|v| *v >= *lo && *v <= *hi)
+        }) && self
+            .flag
+            .as_ref()
+            .is_none_or(|code| row.flags.iter().any(|f| &f.0 == code))
+            && (self.search.is_empty()
+                || row
+                    .path
+                    .to_lowercase()
+                    .contains(&self.search.to_lowercase()))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty() && self.flag.is_none() && self.search.is_empty()
+    }
+}
+
+/// Counts of `rows` in the bins of `h`.
+pub fn binned(h: &Histogram, rows: &[&ViewRow]) -> Vec<u64> {
+    let mut counts = vec![0u64; h.counts.len()];
+    let (Some(&lo), Some(&hi)) = (h.edges.first(), h.edges.last()) else {
+        return counts;
+    };
+    let n = counts.len();
+    let scale = |v: f64| if h.log { v.log10() } else { v };
+    let (slo, shi) = (scale(lo), scale(hi));
+    for r in rows {
+        if let Some(&v) = r.measures.get(h.column.as_str()) {
+            if h.log && v <= 0.0 {
+                continue;
+            }
+            let t = if shi > slo {
+                (scale(v) - slo) / (shi - slo)
+            } else {
+                0.0
+            };
+            let b = ((t * n as f64) as usize).min(n - 1);
+            counts[b] += 1;
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(path: &str, duration: f64, flag: Option<&str>) -> ViewRow {
+        ViewRow {
+            path: path.into(),
+            kind: "video",
+            status: "ok",
+            error: None,
+            codec: "h264".into(),
+            resolution: "640x360".into(),
+            measures: [("duration_secs", duration)].into_iter().collect(),
+            flags: flag
+                .map(|f| vec![(f.to_string(), Severity::Warning, "why".to_string())])
+                .unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn brushed_ranges_flags_and_search_combine() {
+        let rows = [
+            row("a/x.mp4", 1.0, None),
+            row("a/y.mp4", 5.0, Some("frozen")),
+            row("b/z.mp4", 9.0, Some("frozen")),
+        ];
+        let mut f = Filter::default();
+        assert!(rows.iter().all(|r| f.matches(r)));
+        f.ranges.push(("duration_secs".into(), 4.0, 10.0));
+        assert_eq!(rows.iter().filter(|r| f.matches(r)).count(), 2);
+        f.flag = Some("frozen".into());
+        f.search = "a/".into();
+        let hits: Vec<_> = rows
+            .iter()
+            .filter(|r| f.matches(r))
+            .map(|r| r.path.as_str())
+            .collect();
+        assert_eq!(hits, vec!["a/y.mp4"]);
+    }
+
+    #[test]
+    fn subsets_are_binned_like_the_whole() {
+        let h = Histogram {
+            column: "duration_secs".into(),
+            label: "duration".into(),
+            edges: vec![0.0, 5.0, 10.0],
+            counts: vec![1, 2],
+            missing: 0,
+            log: false,
+        };
+        let rows = [
+            row("a", 1.0, None),
+            row("b", 6.0, None),
+            row("c", 10.0, None),
+        ];
+        let refs: Vec<&ViewRow> = rows.iter().collect();
+        assert_eq!(binned(&h, &refs), vec![1, 2]);
+        assert_eq!(binned(&h, &refs[..1]), vec![1, 0]);
+    }
+}
