@@ -96,7 +96,11 @@ impl Catalog {
     }
 
     /// Store analyses in one transaction.
-    pub fn store_analyses(&mut self, version: u32, batch: &[AnalysisResult]) -> Result<()> {
+    pub fn store_analyses<'a>(
+        &mut self,
+        version: u32,
+        batch: impl IntoIterator<Item = &'a AnalysisResult>,
+    ) -> Result<()> {
         let now = unix_now();
         let tx = self.conn.transaction()?;
         {

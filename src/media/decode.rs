@@ -120,13 +120,7 @@ pub fn decode_frames(
             None => e.to_string(),
         })
     })?;
-    let stream = input
-        .streams()
-        .find(|s| {
-            s.parameters().medium() == Medium::Video
-                && !s.disposition().contains(Disposition::ATTACHED_PIC)
-        })
-        .ok_or(DecodeError::NoVideo)?;
+    let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
     let index = stream.index();
     let tb = stream.time_base();
     let mut report = DecodeReport {
@@ -320,19 +314,23 @@ fn fit(w: u32, h: u32, max_w: u32, max_h: u32) -> (u32, u32) {
     (even(f64::from(w) * scale), even(f64::from(h) * scale))
 }
 
+/// The first video stream that is not an attached picture (cover art).
+fn first_video_stream(
+    input: &ff::format::context::Input,
+) -> Option<ff::format::stream::Stream<'_>> {
+    input.streams().find(|s| {
+        s.parameters().medium() == Medium::Video
+            && !s.disposition().contains(Disposition::ATTACHED_PIC)
+    })
+}
+
 /// Presentation timestamps of every frame of the first video stream, in order, read from
 /// the packets (no decoding), with the stream's time base. Frame `i` is shown from
 /// `pts[i]` until `pts[i + 1]`.
 pub fn frame_timestamps(path: &Path) -> Result<(Vec<i64>, Ratio), DecodeError> {
     ffmpeg_log::init();
     let mut input = ff::format::input(&path).map_err(|e| DecodeError::Open(e.to_string()))?;
-    let stream = input
-        .streams()
-        .find(|s| {
-            s.parameters().medium() == Medium::Video
-                && !s.disposition().contains(Disposition::ATTACHED_PIC)
-        })
-        .ok_or(DecodeError::NoVideo)?;
+    let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
     let index = stream.index();
     let tb = stream.time_base();
     let time_base = Ratio::new(tb.numerator(), tb.denominator())

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
 use xxhash_rust::xxh3::Xxh3;
@@ -126,46 +126,28 @@ pub fn analyze(
                 drop(tx);
             })
             .map_err(|e| ScanError::Threads(e.to_string()))?;
-        let mut batch = Vec::new();
-        let mut done = 0u64;
-        let mut stored = 0u64;
-        let mut last_flush = Instant::now();
-        let mut result = Ok(());
-        loop {
-            let disconnected = match rx.recv_timeout(Duration::from_millis(250)) {
-                Ok((i, r)) => {
-                    done += 1;
-                    let path = todo[i].path.clone();
-                    on_event(AnalyzeEvent::Analysed { done, total, path });
-                    batch.push(r);
-                    false
-                }
-                Err(RecvTimeoutError::Timeout) => false,
-                Err(RecvTimeoutError::Disconnected) => true,
-            };
-            let due = batch.len() >= options.batch_size
-                || (!batch.is_empty()
-                    && (disconnected || last_flush.elapsed() > Duration::from_millis(500)));
-            if due {
-                if let Err(e) = catalog.store_analyses(ANALYSIS_VERSION, &batch) {
-                    cancel.store(true, Ordering::SeqCst);
-                    result = Err(ScanError::from(e));
-                    break;
-                }
-                stored += batch.len() as u64;
-                batch.clear();
-                last_flush = Instant::now();
-                on_event(AnalyzeEvent::Committed { stored });
-            }
-            if disconnected {
-                break;
-            }
-        }
+        let stored = super::store_in_batches(
+            &rx,
+            options.batch_size,
+            Duration::from_millis(500),
+            cancel,
+            |batch: &[(usize, AnalysisResult)]| {
+                catalog.store_analyses(ANALYSIS_VERSION, batch.iter().map(|(_, r)| r))
+            },
+            |event| match event {
+                super::Batched::Received(done, (i, _)) => on_event(AnalyzeEvent::Analysed {
+                    done,
+                    total,
+                    path: todo[*i].path.clone(),
+                }),
+                super::Batched::Committed(stored) => on_event(AnalyzeEvent::Committed { stored }),
+            },
+        );
         drop(rx);
         if producer.join().is_err() {
             tracing::error!("an analysis thread panicked outside the per-file guard");
         }
-        result.map(|()| stored)
+        Ok(stored?)
     })?;
     Ok(AnalyzeSummary {
         analysed: stored,

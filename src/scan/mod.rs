@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -209,51 +209,80 @@ fn probe_and_store(
             })
             .map_err(|e| ScanError::Threads(e.to_string()))?;
 
-        let mut batch: Vec<ItemUpdate> = Vec::with_capacity(options.batch_size);
-        let mut stored = 0u64;
-        let mut done = 0u64;
-        let mut last_flush = Instant::now();
-        let mut result = Ok(());
-        loop {
-            let disconnected = match rx.recv_timeout(flush_every) {
-                Ok(update) => {
-                    done += 1;
-                    on_event(ScanEvent::Probed {
-                        done,
-                        total,
-                        path: update.path.clone(),
-                        status: update.probe.status,
-                    });
-                    batch.push(update);
-                    false
-                }
-                Err(RecvTimeoutError::Timeout) => false,
-                Err(RecvTimeoutError::Disconnected) => true,
-            };
-            let due = batch.len() >= options.batch_size
-                || (!batch.is_empty() && (disconnected || last_flush.elapsed() >= flush_every));
-            if due {
-                if let Err(e) = catalog.upsert_items(scan_id, PROBE_VERSION, &batch) {
-                    // Stop the producers; what was committed before stays.
-                    cancel.store(true, Ordering::SeqCst);
-                    result = Err(ScanError::from(e));
-                    break;
-                }
-                stored += batch.len() as u64;
-                batch.clear();
-                last_flush = Instant::now();
-                on_event(ScanEvent::Committed { stored });
-            }
-            if disconnected {
-                break;
-            }
-        }
+        let stored = store_in_batches(
+            &rx,
+            options.batch_size,
+            flush_every,
+            cancel,
+            |batch| catalog.upsert_items(scan_id, PROBE_VERSION, batch),
+            |event| match event {
+                Batched::Received(done, update) => on_event(ScanEvent::Probed {
+                    done,
+                    total,
+                    path: update.path.clone(),
+                    status: update.probe.status,
+                }),
+                Batched::Committed(stored) => on_event(ScanEvent::Committed { stored }),
+            },
+        );
         drop(rx);
         if producer.join().is_err() {
             tracing::error!("a probe thread panicked outside the per-file guard");
         }
-        result.map(|()| stored)
+        Ok(stored?)
     })
+}
+
+/// Progress of [`store_in_batches`].
+pub(crate) enum Batched<'a, T> {
+    /// The n-th result arrived.
+    Received(u64, &'a T),
+    /// This many results are durable.
+    Committed(u64),
+}
+
+/// Receive results from producer threads and store them in batches of `batch_size`, or
+/// whatever arrived within `flush_every`, until every sender is gone. On a storage error the
+/// producers are told to stop (`cancel`) and the error is returned; what was committed
+/// before stays. Returns how many results were stored.
+pub(crate) fn store_in_batches<T, E>(
+    rx: &Receiver<T>,
+    batch_size: usize,
+    flush_every: Duration,
+    cancel: &AtomicBool,
+    mut store: impl FnMut(&[T]) -> Result<(), E>,
+    mut on_event: impl FnMut(Batched<'_, T>),
+) -> Result<u64, E> {
+    let mut batch: Vec<T> = Vec::with_capacity(batch_size);
+    let (mut done, mut stored) = (0u64, 0u64);
+    let mut last_flush = Instant::now();
+    loop {
+        let disconnected = match rx.recv_timeout(flush_every) {
+            Ok(item) => {
+                done += 1;
+                on_event(Batched::Received(done, &item));
+                batch.push(item);
+                false
+            }
+            Err(RecvTimeoutError::Timeout) => false,
+            Err(RecvTimeoutError::Disconnected) => true,
+        };
+        let due = batch.len() >= batch_size
+            || (!batch.is_empty() && (disconnected || last_flush.elapsed() >= flush_every));
+        if due {
+            if let Err(e) = store(&batch) {
+                cancel.store(true, Ordering::SeqCst);
+                return Err(e);
+            }
+            stored += batch.len() as u64;
+            batch.clear();
+            last_flush = Instant::now();
+            on_event(Batched::Committed(stored));
+        }
+        if disconnected {
+            return Ok(stored);
+        }
+    }
 }
 
 /// Probe one file; a panic inside FFmpeg glue or a header parser becomes an error row.
