@@ -16,7 +16,7 @@ packages=(
   ffmpeg
   # software GPU (lavapipe) for wgpu and headless UI tests; window screenshots
   mesa-vulkan-drivers libvulkan1 libgl1-mesa-dri libegl1
-  xvfb xauth
+  xvfb xauth imagemagick xdotool
   # GUI runtime libraries used by winit/eframe
   libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6
 )

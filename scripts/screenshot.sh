@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Screenshot of the real window under Xvfb (software Vulkan), for docs and review.
-# usage: scripts/screenshot.sh OUT.png [framecull args...]   (default: the demo project)
+# usage: [ACTIONS="click X Y; drag X1 Y1 X2 Y2"] scripts/screenshot.sh OUT.png [framecull args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/screenshot.png}; shift || true
@@ -15,5 +15,23 @@ sleep 1
 DISPLAY=$display WAYLAND_DISPLAY= "$bin" "$@" >/tmp/framecull-screenshot.log 2>&1 &
 app=$!
 sleep "${WAIT_SECS:-8}"
+# Optional interactions before the shot, e.g. ACTIONS="click 357 335; drag 415 124 539 124".
+IFS=';' read -ra steps <<< "${ACTIONS:-}"
+for step in "${steps[@]}"; do
+  read -ra a <<< "$step"
+  case "${a[0]:-}" in
+    click) DISPLAY=$display xdotool mousemove "${a[1]}" "${a[2]}" click 1 ;;
+    drag)
+      DISPLAY=$display xdotool mousemove "${a[1]}" "${a[2]}" mousedown 1
+      for step in 1 2 3 4 5 6 7 8; do
+        sleep 0.15
+        DISPLAY=$display xdotool mousemove "$(( ${a[1]} + (${a[3]} - ${a[1]}) * step / 8 ))" "${a[4]}"
+      done
+      sleep 0.3
+      DISPLAY=$display xdotool mouseup 1 ;;
+  esac
+  sleep 1
+done
+sleep 2
 DISPLAY=$display import -window root "$out"
 echo "$out"

@@ -12,6 +12,7 @@ use egui_extras::{Column, TableBuilder};
 
 use super::jobs::{ScanJob, ScanMsg, spawn_load, spawn_scan};
 use super::theme;
+use super::thumbs::{THUMB_SIZE, Thumb, Thumbnails};
 use super::view::{Filter, View, ViewRow, binned};
 use crate::catalog::PROJECT_DIR_NAME;
 
@@ -21,6 +22,7 @@ use crate::catalog::PROJECT_DIR_NAME;
 pub struct State {
     pub last_project: Option<PathBuf>,
     pub recent: Vec<PathBuf>,
+    pub gallery: bool,
 }
 
 /// Everything the UI can ask for.
@@ -34,6 +36,7 @@ pub enum Command {
     ClearRange(String),
     FilterFlag(Option<String>),
     Select(Option<usize>),
+    ShowGallery(bool),
     Close,
 }
 
@@ -50,6 +53,7 @@ pub struct App {
     /// Histogram being brushed: column and the value where the drag started.
     brushing: Option<(String, f64)>,
     last_reload: Instant,
+    thumbs: Thumbnails,
 }
 
 impl App {
@@ -71,6 +75,7 @@ impl App {
             message: None,
             brushing: None,
             last_reload: Instant::now(),
+            thumbs: Thumbnails::new(),
         };
         let start = dir.or_else(|| app.state.last_project.clone());
         if let Some(dir) = start {
@@ -126,6 +131,7 @@ impl App {
                 self.refilter();
             }
             Command::Select(i) => self.selected = i,
+            Command::ShowGallery(on) => self.state.gallery = on,
             Command::Close => {
                 self.view = None;
                 self.state.last_project = None;
@@ -228,6 +234,10 @@ impl eframe::App for App {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let ctx = ui.ctx().clone();
         self.poll(&ctx);
+        self.thumbs.poll(&ctx);
+        if self.thumbs.waiting() {
+            ctx.request_repaint_after(Duration::from_millis(50));
+        }
         let mut commands = Vec::new();
         egui::Panel::top("top").show(ui, |ui| top_bar_ui(ui, self, &mut commands));
         if let Some(view) = &self.view {
@@ -255,7 +265,26 @@ impl eframe::App for App {
                     &mut commands,
                 );
                 ui.separator();
-                table_ui(ui, view, &self.filtered, self.selected, &mut commands);
+                ui.horizontal(|ui| {
+                    if ui.selectable_label(!self.state.gallery, "Table").clicked() {
+                        commands.push(Command::ShowGallery(false));
+                    }
+                    if ui.selectable_label(self.state.gallery, "Gallery").clicked() {
+                        commands.push(Command::ShowGallery(true));
+                    }
+                });
+                if self.state.gallery {
+                    gallery_ui(
+                        ui,
+                        view,
+                        &self.filtered,
+                        self.selected,
+                        &mut self.thumbs,
+                        &mut commands,
+                    );
+                } else {
+                    table_ui(ui, view, &self.filtered, self.selected, &mut commands);
+                }
             });
         } else {
             egui::CentralPanel::default().show(ui, |ui| start_ui(ui, self, &mut commands));
@@ -626,4 +655,93 @@ fn inspector_ui(ui: &mut egui::Ui, view: &View, row: &ViewRow) {
     }
     ui.separator();
     ui.label(RichText::new(view.root.join(&row.path).display().to_string()).small());
+}
+
+fn gallery_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    filtered: &[usize],
+    selected: Option<usize>,
+    thumbs: &mut Thumbnails,
+    commands: &mut Vec<Command>,
+) {
+    let tile = egui::vec2(THUMB_SIZE as f32, THUMB_SIZE as f32 * 0.75 + 20.0);
+    let per_row = ((ui.available_width() / (tile.x + theme::SPACING)).floor() as usize).max(1);
+    let rows = filtered.len().div_ceil(per_row);
+    egui::ScrollArea::vertical().id_salt("gallery").show_rows(
+        ui,
+        tile.y + theme::SPACING,
+        rows,
+        |ui, range| {
+            for r in range {
+                ui.horizontal(|ui| {
+                    for &index in filtered.iter().skip(r * per_row).take(per_row) {
+                        let row = &view.rows[index];
+                        let (rect, response) = ui.allocate_exact_size(tile, Sense::click());
+                        let image_rect =
+                            egui::Rect::from_min_size(rect.min, egui::vec2(tile.x, tile.y - 20.0));
+                        let painter = ui.painter_at(rect);
+                        painter.rect_filled(image_rect, 4.0, theme::CARD_BG);
+                        match thumbs.get(
+                            &row.key,
+                            &view.root.join(&row.path),
+                            &view.project,
+                            row.orientation,
+                        ) {
+                            Thumb::Ready(texture) => {
+                                let size = texture.size_vec2();
+                                let scale =
+                                    (image_rect.width() / size.x).min(image_rect.height() / size.y);
+                                let fitted =
+                                    egui::Rect::from_center_size(image_rect.center(), size * scale);
+                                painter.image(
+                                    texture.id(),
+                                    fitted,
+                                    egui::Rect::from_min_max(
+                                        egui::pos2(0.0, 0.0),
+                                        egui::pos2(1.0, 1.0),
+                                    ),
+                                    egui::Color32::WHITE,
+                                );
+                            }
+                            Thumb::Failed(why) => {
+                                painter.text(
+                                    image_rect.center(),
+                                    egui::Align2::CENTER_CENTER,
+                                    "cannot decode",
+                                    egui::FontId::proportional(12.0),
+                                    theme::ERROR,
+                                );
+                                response.clone().on_hover_text(why.as_str());
+                            }
+                            Thumb::Pending => {}
+                        }
+                        if let Some(severity) = row.worst() {
+                            let dot = egui::pos2(image_rect.right() - 8.0, image_rect.top() + 8.0);
+                            painter.circle_filled(dot, 5.0, theme::severity_color(severity));
+                        }
+                        if selected == Some(index) {
+                            painter.rect_stroke(
+                                image_rect,
+                                4.0,
+                                egui::Stroke::new(2.0, theme::ACCENT),
+                                egui::StrokeKind::Inside,
+                            );
+                        }
+                        let name = row.path.rsplit('/').next().unwrap_or(&row.path);
+                        painter.text(
+                            egui::pos2(rect.left() + 2.0, rect.bottom() - 10.0),
+                            egui::Align2::LEFT_CENTER,
+                            name,
+                            egui::FontId::proportional(11.0),
+                            ui.visuals().text_color(),
+                        );
+                        if response.clicked() {
+                            commands.push(Command::Select(Some(index)));
+                        }
+                    }
+                });
+            }
+        },
+    );
 }

@@ -6,6 +6,7 @@
 mod app;
 mod jobs;
 mod theme;
+mod thumbs;
 mod view;
 
 use std::path::PathBuf;

@@ -5,7 +5,8 @@ use eframe::egui::{self, Color32};
 pub const ACCENT: Color32 = Color32::from_rgb(0x4C, 0x9A, 0xFF);
 pub const BAR: Color32 = Color32::from_rgb(0x5A, 0x6B, 0x82);
 pub const BAR_SELECTED: Color32 = ACCENT;
-pub const BRUSH: Color32 = Color32::from_rgba_premultiplied(0x4C, 0x9A, 0xFF, 0x30);
+/// ACCENT at 19% opacity (premultiplied).
+pub const BRUSH: Color32 = Color32::from_rgba_premultiplied(14, 29, 48, 48);
 pub const ERROR: Color32 = Color32::from_rgb(0xE5, 0x48, 0x4D);
 pub const WARNING: Color32 = Color32::from_rgb(0xF0, 0xA2, 0x02);
 pub const INFO: Color32 = Color32::from_rgb(0x8A, 0x94, 0xA6);

@@ -11,6 +11,11 @@ use crate::model::Severity;
 #[derive(Debug, Clone)]
 pub struct ViewRow {
     pub path: String,
+    /// Thumbnail cache key: the content fingerprint (falls back to the path).
+    pub key: String,
+    /// EXIF-style orientation (1-8) that makes the picture upright: from EXIF for images,
+    /// from the rotation metadata for videos.
+    pub orientation: u16,
     pub kind: &'static str,
     pub status: &'static str,
     pub error: Option<String>,
@@ -96,6 +101,16 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         }
         rows.push(ViewRow {
             path: item.path.clone(),
+            key: item.fingerprint.clone().unwrap_or_else(|| {
+                format!("{:016x}", xxhash_rust::xxh3::xxh3_64(item.path.as_bytes()))
+            }),
+            orientation: match (i.rotation_deg, i.exif_orientation) {
+                (Some(90), _) => 6,
+                (Some(180), _) => 3,
+                (Some(270), _) => 8,
+                (_, Some(o @ 1..=8)) => o,
+                _ => 1,
+            },
             kind: item.kind.as_str(),
             status: item.status.as_str(),
             error: item.error.clone(),
@@ -192,6 +207,8 @@ mod tests {
     fn row(path: &str, duration: f64, flag: Option<&str>) -> ViewRow {
         ViewRow {
             path: path.into(),
+            key: path.into(),
+            orientation: 1,
             kind: "video",
             status: "ok",
             error: None,
