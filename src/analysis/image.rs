@@ -123,32 +123,48 @@ impl Gray {
 
     /// Apply an EXIF orientation (1-8) so the image is upright.
     pub fn oriented(&self, orientation: u16) -> Gray {
-        let (w, h) = (self.width, self.height);
-        let transposed = matches!(orientation, 5..=8);
-        let (ow, oh) = if transposed { (h, w) } else { (w, h) };
-        let mut data = vec![0u8; w * h];
-        for y in 0..oh {
-            for x in 0..ow {
-                // Source coordinates for output (x, y), per the EXIF definitions.
-                let (sx, sy) = match orientation {
-                    2 => (w - 1 - x, y),
-                    3 => (w - 1 - x, h - 1 - y),
-                    4 => (x, h - 1 - y),
-                    5 => (y, x),
-                    6 => (y, h - 1 - x),
-                    7 => (w - 1 - y, h - 1 - x),
-                    8 => (w - 1 - y, x),
-                    _ => (x, y),
-                };
-                data[y * ow + x] = self.data[sy * w + sx];
-            }
-        }
+        let (width, height, data) = orient(self.width, self.height, &self.data, 1, orientation);
         Gray {
-            width: ow,
-            height: oh,
+            width,
+            height,
             data,
         }
     }
+}
+
+/// Apply an EXIF orientation (1-8) to an image of `channels` interleaved bytes per pixel:
+/// returns the upright width, height and pixels.
+pub fn orient(
+    w: usize,
+    h: usize,
+    pixels: &[u8],
+    channels: usize,
+    orientation: u16,
+) -> (usize, usize, Vec<u8>) {
+    let (ow, oh) = if matches!(orientation, 5..=8) {
+        (h, w)
+    } else {
+        (w, h)
+    };
+    let mut out = vec![0u8; w * h * channels];
+    for y in 0..oh {
+        for x in 0..ow {
+            // Source coordinates for output (x, y), per the EXIF definitions.
+            let (sx, sy) = match orientation {
+                2 => (w - 1 - x, y),
+                3 => (w - 1 - x, h - 1 - y),
+                4 => (x, h - 1 - y),
+                5 => (y, x),
+                6 => (y, h - 1 - x),
+                7 => (w - 1 - y, h - 1 - x),
+                8 => (w - 1 - y, x),
+                _ => (x, y),
+            };
+            let (d, s) = ((y * ow + x) * channels, (sy * w + sx) * channels);
+            out[d..d + channels].copy_from_slice(&pixels[s..s + channels]);
+        }
+    }
+    (ow, oh, out)
 }
 
 /// OpenCV-compatible 8-bit HSV planes (H in 0..180, S and V in 0..=255).

@@ -132,7 +132,7 @@ fn load_or_make(
     })
     .map_err(|e| e.to_string())?;
     let (w, h, rgb) = picture.ok_or("no frame decodes")?;
-    let (w, h, rgb) = orient_rgb(w, h, &rgb, orientation);
+    let (w, h, rgb) = crate::analysis::image::orient(w, h, &rgb, 3, orientation);
     if let Some(dir) = cache.parent() {
         let _ = std::fs::create_dir_all(dir);
         let mut bytes = Vec::with_capacity(4 + rgb.len());
@@ -145,31 +145,4 @@ fn load_or_make(
         }
     }
     Ok((w, h, rgb))
-}
-
-/// Apply an EXIF orientation (1-8) to packed RGB: the picture as it should be seen.
-fn orient_rgb(w: usize, h: usize, rgb: &[u8], orientation: u16) -> (usize, usize, Vec<u8>) {
-    let (ow, oh) = if matches!(orientation, 5..=8) {
-        (h, w)
-    } else {
-        (w, h)
-    };
-    let mut out = vec![0u8; w * h * 3];
-    for y in 0..oh {
-        for x in 0..ow {
-            let (sx, sy) = match orientation {
-                2 => (w - 1 - x, y),
-                3 => (w - 1 - x, h - 1 - y),
-                4 => (x, h - 1 - y),
-                5 => (y, x),
-                6 => (y, h - 1 - x),
-                7 => (w - 1 - y, h - 1 - x),
-                8 => (w - 1 - y, x),
-                _ => (x, y),
-            };
-            let (d, s) = ((y * ow + x) * 3, (sy * w + sx) * 3);
-            out[d..d + 3].copy_from_slice(&rgb[s..s + 3]);
-        }
-    }
-    (ow, oh, out)
 }
