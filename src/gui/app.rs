@@ -11,6 +11,7 @@ use eframe::egui::{self, RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
 use super::jobs::{ScanJob, ScanMsg, spawn_load, spawn_scan};
+use super::manifests::{ExportDialog, History};
 use super::theme;
 use super::thumbs::{THUMB_SIZE, Thumb, Thumbnails};
 use super::view::{Filter, View, ViewRow, binned};
@@ -37,6 +38,8 @@ pub enum Command {
     FilterFlag(Option<String>),
     Select(Option<usize>),
     ShowGallery(bool),
+    ShowExport,
+    ShowManifests,
     Close,
 }
 
@@ -54,6 +57,8 @@ pub struct App {
     brushing: Option<(String, f64)>,
     last_reload: Instant,
     thumbs: Thumbnails,
+    export: ExportDialog,
+    history: History,
 }
 
 impl App {
@@ -76,6 +81,8 @@ impl App {
             brushing: None,
             last_reload: Instant::now(),
             thumbs: Thumbnails::new(),
+            export: ExportDialog::default(),
+            history: History::default(),
         };
         let start = dir.or_else(|| app.state.last_project.clone());
         if let Some(dir) = start {
@@ -132,6 +139,13 @@ impl App {
             }
             Command::Select(i) => self.selected = i,
             Command::ShowGallery(on) => self.state.gallery = on,
+            Command::ShowExport => self.export.open = true,
+            Command::ShowManifests => {
+                self.history.open = true;
+                if let Some(v) = &self.view {
+                    self.history.refresh(&v.project);
+                }
+            }
             Command::Close => {
                 self.view = None;
                 self.state.last_project = None;
@@ -289,6 +303,11 @@ impl eframe::App for App {
         } else {
             egui::CentralPanel::default().show(ui, |ui| start_ui(ui, self, &mut commands));
         }
+        if let Some(v) = &self.view {
+            let project = v.project.clone();
+            self.export.ui(&ctx, &project);
+            self.history.ui(&ctx, &project);
+        }
         for c in commands {
             self.apply(c);
         }
@@ -306,6 +325,12 @@ fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Command>) {
             ui.label(v.root.display().to_string());
             if app.scan.is_none() && ui.button("Rescan").clicked() {
                 commands.push(Command::Rescan);
+            }
+            if ui.button("Export…").clicked() {
+                commands.push(Command::ShowExport);
+            }
+            if ui.button("Manifests").clicked() {
+                commands.push(Command::ShowManifests);
             }
             if ui.button("Close").clicked() {
                 commands.push(Command::Close);

@@ -5,6 +5,7 @@
 
 mod app;
 mod jobs;
+mod manifests;
 mod theme;
 mod thumbs;
 mod view;
