@@ -263,3 +263,31 @@ fn acknowledged_edits_survive_sigkill() {
         );
     }
 }
+
+#[test]
+fn clips_are_proposed_where_something_moves() {
+    let data = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    // 6 s at 25 fps; a box moves from 2.0 s to 3.0 s.
+    let mut spec = VideoSpec::new("libx264", 320, 180, 25, 150);
+    spec.pattern = Pattern::Burst {
+        start: 50,
+        end: 75,
+        speed: 8,
+    };
+    common::video(data.path(), "burst.mp4", &spec);
+    project(data.path(), proj.path());
+    cli(proj.path(), &["clips", "propose", "--lead-in", "0.5"]);
+    let out = cli(proj.path(), &["clips", "list", "--json"]);
+    let clips: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    let clips = clips.as_array().unwrap();
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    let (s, e) = (
+        clips[0]["clip"]["start_secs"].as_f64().unwrap(),
+        clips[0]["clip"]["end_secs"].as_f64().unwrap(),
+    );
+    // The burst with half a second either side, to the bucket (0.5 s).
+    assert!((1.0..=1.6).contains(&s), "start {s}");
+    assert!((3.4..=4.0).contains(&e), "end {e}");
+    assert_eq!(clips[0]["clip"]["origin"], "auto");
+}

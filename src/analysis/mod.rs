@@ -9,6 +9,7 @@ pub mod image;
 pub mod motion;
 pub mod outliers;
 pub mod phash;
+pub mod proposals;
 pub mod quality;
 pub mod still;
 pub mod video;

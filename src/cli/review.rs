@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::{Outcome, ProjectArg};
+use crate::analysis::proposals::{ProposalOptions, propose};
 use crate::catalog::Catalog;
 use crate::media::decode::frame_timestamps;
 use crate::model::{Clip, Decision, Edit, Item, ItemId, MediaKind, Ratio};
@@ -128,6 +129,20 @@ enum ClipsAction {
     },
     /// One clip per shot, from the detected cuts (videos given, or every analysed video).
     SplitAtCuts { paths: Vec<String> },
+    /// Clips where something moves: motion onsets with a lead-in, within a length range.
+    Propose {
+        paths: Vec<String>,
+        /// Motion (docs/ANALYSIS.md units) from which a 0.5 s bucket counts as moving.
+        #[arg(long, default_value_t = 0.5)]
+        threshold: f32,
+        /// Seconds kept before each onset and after each end.
+        #[arg(long, default_value_t = 1.0)]
+        lead_in: f64,
+        #[arg(long, default_value_t = 1.0)]
+        min: f64,
+        #[arg(long, default_value_t = 10.0)]
+        max: f64,
+    },
 }
 
 pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
@@ -216,6 +231,21 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
             eprintln!("{} clips removed; operation {op}", ids.len());
         }
         ClipsAction::SplitAtCuts { paths } => split_at_cuts(&mut catalog, &root, &items, &paths)?,
+        ClipsAction::Propose {
+            paths,
+            threshold,
+            lead_in,
+            min,
+            max,
+        } => {
+            let options = ProposalOptions {
+                threshold,
+                lead_in_secs: lead_in,
+                min_secs: min,
+                max_secs: max,
+            };
+            propose_clips(&mut catalog, &root, &items, &paths, &options)?
+        }
     }
     Ok(Outcome::Clean)
 }
@@ -260,6 +290,48 @@ fn split_at_cuts(
     );
     let op = catalog.apply(edits)?;
     eprintln!("{n} clips added at cuts; operation {op}");
+    Ok(())
+}
+
+fn propose_clips(
+    catalog: &mut Catalog,
+    root: &Path,
+    items: &[Item],
+    paths: &[String],
+    options: &ProposalOptions,
+) -> anyhow::Result<()> {
+    let only = (!paths.is_empty())
+        .then(|| resolve(items, paths))
+        .transpose()?;
+    let mut edits = Vec::new();
+    for item in items.iter().filter(|i| i.kind == MediaKind::Video) {
+        if only.as_ref().is_some_and(|o| !o.contains(&item.id)) {
+            continue;
+        }
+        let Some(curves) = catalog.curves(item.id)?.filter(|c| !c.motion.is_empty()) else {
+            continue;
+        };
+        let frames = Frames::read(&root.join(&item.path))?;
+        let first = frames.secs(frames.pts[0]);
+        let duration = frames.secs(frames.pts_at(frames.pts.len())) - first;
+        for (a, b) in propose(&curves.motion, duration, options) {
+            let s = frames.index_at(&(first + a).to_string(), false)?;
+            let e = frames.index_at(&(first + b).to_string(), true)?;
+            if e > s {
+                edits.push(Edit::AddClip {
+                    clip: frames.clip(item.id, s, e, None, "auto"),
+                });
+            }
+        }
+    }
+    let n = edits.len();
+    anyhow::ensure!(
+        n > 0,
+        "no motion above {} in the analysed videos",
+        options.threshold
+    );
+    let op = catalog.apply(edits)?;
+    eprintln!("{n} clips proposed from motion; operation {op}");
     Ok(())
 }
 
