@@ -91,7 +91,34 @@ impl App {
         app
     }
 
-    fn apply(&mut self, command: Command) {
+    /// Files that pass the current filter.
+    pub fn shown(&self) -> usize {
+        self.filtered.len()
+    }
+
+    /// A project is loaded and no load or scan is running.
+    pub fn is_idle(&self) -> bool {
+        self.view.is_some() && self.loading.is_none() && self.scan.is_none()
+    }
+
+    pub fn is_scanning(&self) -> bool {
+        self.scan.is_some()
+    }
+
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// Path of the selected file.
+    pub fn selected_path(&self) -> Option<&str> {
+        let view = self.view.as_ref()?;
+        self.selected
+            .and_then(|i| view.rows.get(i))
+            .map(|r| r.path.as_str())
+    }
+
+    /// Apply a command, as the panels do.
+    pub fn apply(&mut self, command: Command) {
         match command {
             Command::Open(dir) => {
                 let project = if dir.join("catalog.db").is_file() {
@@ -613,7 +640,13 @@ fn table_ui(
                         .map_or(String::new(), |v| format!("{v:.2}"))
                 };
                 row.col(|ui| {
-                    ui.label(&r.path);
+                    // A selectable label: clickable from the keyboard and accessibility too.
+                    if ui
+                        .selectable_label(selected == Some(index), &r.path)
+                        .clicked()
+                    {
+                        commands.push(Command::Select(Some(index)));
+                    }
                 });
                 row.col(|ui| {
                     ui.label(r.kind);
