@@ -52,7 +52,7 @@ fn open_brush_gallery_select_scan_and_cancel() {
     });
     h.run();
     let shown = h.state().shown();
-    assert!(shown >= 1 && shown < 8, "{shown}");
+    assert!((1..8).contains(&shown), "{shown}");
     assert!(
         h.query_by_label_contains("duration_secs 0.90..1.10")
             .is_some()
@@ -89,10 +89,9 @@ fn open_brush_gallery_select_scan_and_cancel() {
     h.get_by_label("Rescan").click();
     h.step();
     assert!(h.state().is_scanning());
-    if h.state().is_scanning() {
-        if let Some(cancel) = h.query_by_label("Cancel") {
-            cancel.click();
-        }
+    // The scan may already be over on a fast machine; cancel it if it is not.
+    if let Some(cancel) = h.query_by_label("Cancel") {
+        cancel.click();
     }
     wait(&mut h, "the scan to stop", |a| {
         !a.is_scanning() && a.is_idle()
