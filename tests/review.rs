@@ -37,6 +37,13 @@ fn cli(proj: &Path, args: &[&str]) -> std::process::Output {
     out
 }
 
+/// `clips list --json`: `[{path, clip}]`.
+fn list_clips(proj: &Path) -> Vec<serde_json::Value> {
+    let out = cli(proj, &["clips", "list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    v.as_array().unwrap().clone()
+}
+
 #[test]
 fn decisions_tags_undo_redo_and_bulk_by_flag() {
     let data = tempfile::tempdir().unwrap();
@@ -160,9 +167,7 @@ fn clip_boundaries_are_frame_exact_on_variable_frame_rate_video() {
             "1.5",
         ],
     );
-    let out = cli(proj.path(), &["clips", "list", "--json"]);
-    let clips: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
-    let clips = clips.as_array().unwrap();
+    let clips = list_clips(proj.path());
     assert_eq!(clips.len(), 2);
     let shown_at = |pts: i64| frames.iter().find(|f| f.0 == pts).map(|f| f.1);
     let first = &clips[0]["clip"];
@@ -186,13 +191,9 @@ fn clip_boundaries_are_frame_exact_on_variable_frame_rate_video() {
     // Undo removes the clip, redo restores it with the same id.
     let id = second["id"].as_i64().unwrap();
     cli(proj.path(), &["undo"]);
-    let out = cli(proj.path(), &["clips", "list", "--json"]);
-    let after: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
-    assert_eq!(after.as_array().unwrap().len(), 1);
+    assert_eq!(list_clips(proj.path()).len(), 1);
     cli(proj.path(), &["redo"]);
-    let out = cli(proj.path(), &["clips", "list", "--json"]);
-    let after: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
-    assert_eq!(after[1]["clip"]["id"].as_i64(), Some(id));
+    assert_eq!(list_clips(proj.path())[1]["clip"]["id"].as_i64(), Some(id));
 }
 
 #[test]
@@ -278,9 +279,7 @@ fn clips_are_proposed_where_something_moves() {
     common::video(data.path(), "burst.mp4", &spec);
     project(data.path(), proj.path());
     cli(proj.path(), &["clips", "propose", "--lead-in", "0.5"]);
-    let out = cli(proj.path(), &["clips", "list", "--json"]);
-    let clips: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
-    let clips = clips.as_array().unwrap();
+    let clips = list_clips(proj.path());
     assert_eq!(clips.len(), 1, "{clips:?}");
     let (s, e) = (
         clips[0]["clip"]["start_secs"].as_f64().unwrap(),

@@ -1,8 +1,7 @@
 //! `framecull analyze`: deep analysis of a scanned project (also `scan --deep`).
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -36,14 +35,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         options.jobs = j.max(1);
     }
     options.file_budget = Duration::from_secs_f64(args.file_timeout.max(0.1));
-    let cancel = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&cancel);
-    let _ = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-        eprintln!("\ncancelling: finishing files in flight (Ctrl-C again to quit now)");
-    });
+    let cancel = super::cancel_on_ctrl_c();
     let summary = run_with_progress(&mut catalog, &root, &options, &cancel)?;
     if args.json {
         super::write_stdout(&serde_json::to_string_pretty(&summary)?)?;

@@ -179,6 +179,21 @@ fn init_logging(filter: Option<&str>) {
         .try_init();
 }
 
+/// A flag set by the first Ctrl-C (work stops after the files in flight); a second Ctrl-C
+/// exits at once, and SQLite's journal keeps the catalog consistent.
+pub(crate) fn cancel_on_ctrl_c() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cancel = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&cancel);
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\ncancelling: finishing files in flight (Ctrl-C again to quit now)");
+    });
+    cancel
+}
+
 /// Write text to stdout, ending with a newline; a closed pipe is not an error.
 pub(crate) fn write_stdout(text: &str) -> std::io::Result<()> {
     use std::io::Write;

@@ -1,8 +1,7 @@
 //! `framecull scan DIR`
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -50,15 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     options.file_budget = Duration::from_secs_f64(args.file_timeout.max(0.1));
 
-    let cancel = Arc::new(AtomicBool::new(false));
-    let handler_flag = Arc::clone(&cancel);
-    // A second Ctrl-C exits at once; SQLite's journal keeps the catalog consistent.
-    let _ = ctrlc::set_handler(move || {
-        if handler_flag.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-        eprintln!("\ncancelling: finishing files in flight (Ctrl-C again to quit now)");
-    });
+    let cancel = super::cancel_on_ctrl_c();
 
     let summary = run_with_progress(&mut catalog, &root, &options, &cancel)?;
     report(&summary, &project_dir, args.json)?;

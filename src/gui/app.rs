@@ -50,6 +50,9 @@ pub struct App {
     scan: Option<ScanJob>,
     filter: Filter,
     filtered: Vec<usize>,
+    /// Counts of the filtered files in each histogram's bins, recomputed when the filter
+    /// changes (not every frame).
+    subsets: Vec<Vec<u64>>,
     selected: Option<usize>,
     open_text: String,
     message: Option<String>,
@@ -75,6 +78,7 @@ impl App {
             scan: None,
             filter: Filter::default(),
             filtered: Vec::new(),
+            subsets: Vec::new(),
             selected: None,
             open_text: String::new(),
             message: None,
@@ -194,6 +198,13 @@ impl App {
                 .collect(),
             None => Vec::new(),
         };
+        self.subsets = match &self.view {
+            Some(v) => {
+                let rows: Vec<&ViewRow> = self.filtered.iter().map(|&i| &v.rows[i]).collect();
+                v.histograms.iter().map(|h| binned(h, &rows)).collect()
+            }
+            None => Vec::new(),
+        };
         if self.selected.is_some_and(|s| !self.filtered.contains(&s)) {
             self.selected = None;
         }
@@ -282,12 +293,12 @@ impl eframe::App for App {
         let mut commands = Vec::new();
         egui::Panel::top("top").show(ui, |ui| top_bar_ui(ui, self, &mut commands));
         if let Some(view) = &self.view {
-            let rows: Vec<&ViewRow> = self.filtered.iter().map(|&i| &view.rows[i]).collect();
+            let shown = self.filtered.len();
             egui::Panel::left("side")
                 .resizable(true)
                 .default_size(260.0)
                 .show(ui, |ui| {
-                    side_ui(ui, view, &rows, &self.filter, &mut commands)
+                    side_ui(ui, view, shown, &self.filter, &mut commands)
                 });
             if let Some(sel) = self.selected.and_then(|s| view.rows.get(s)) {
                 egui::Panel::right("inspector")
@@ -300,7 +311,7 @@ impl eframe::App for App {
                 histograms_ui(
                     ui,
                     view,
-                    &rows,
+                    &self.subsets,
                     &self.filter,
                     &mut self.brushing,
                     &mut commands,
@@ -443,24 +454,12 @@ fn card_ui(ui: &mut egui::Ui, title: &str, value: String) {
 fn side_ui(
     ui: &mut egui::Ui,
     view: &View,
-    rows: &[&ViewRow],
+    shown: usize,
     filter: &Filter,
     commands: &mut Vec<Command>,
 ) {
-    let flagged = view
-        .rows
-        .iter()
-        .filter(|r| {
-            r.worst()
-                .is_some_and(|s| s <= crate::model::Severity::Warning)
-        })
-        .count();
     egui::Grid::new("cards").num_columns(2).show(ui, |ui| {
-        card_ui(
-            ui,
-            "files shown",
-            format!("{} / {}", rows.len(), view.rows.len()),
-        );
+        card_ui(ui, "files shown", format!("{shown} / {}", view.rows.len()));
         card_ui(ui, "size", crate::model::human_bytes(view.total_bytes));
         ui.end_row();
         card_ui(
@@ -468,7 +467,7 @@ fn side_ui(
             "video time",
             format!("{:.1} min", view.total_video_secs / 60.0),
         );
-        card_ui(ui, "flagged", flagged.to_string());
+        card_ui(ui, "flagged", view.flagged.to_string());
         ui.end_row();
     });
     ui.separator();
@@ -509,17 +508,21 @@ fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut Vec<Comman
 fn histograms_ui(
     ui: &mut egui::Ui,
     view: &View,
-    rows: &[&ViewRow],
+    subsets: &[Vec<u64>],
     filter: &Filter,
     brushing: &mut Option<(String, f64)>,
     commands: &mut Vec<Command>,
 ) {
     let cell = theme::HISTOGRAM_SIZE.x + theme::SPACING;
     let per_row = ((ui.available_width() / cell).floor() as usize).max(1);
-    for chunk in view.histograms.chunks(per_row) {
+    let empty = Vec::new();
+    let histograms: Vec<(usize, &crate::analysis::histogram::Histogram)> =
+        view.histograms.iter().enumerate().collect();
+    for chunk in histograms.chunks(per_row) {
         ui.horizontal(|ui| {
-            for h in chunk {
-                histogram_ui(ui, h, rows, filter, brushing, commands);
+            for &(i, h) in chunk {
+                let subset = subsets.get(i).unwrap_or(&empty);
+                histogram_ui(ui, h, subset, filter, brushing, commands);
             }
         });
     }
@@ -528,12 +531,11 @@ fn histograms_ui(
 fn histogram_ui(
     ui: &mut egui::Ui,
     h: &crate::analysis::histogram::Histogram,
-    rows: &[&ViewRow],
+    subset: &[u64],
     filter: &Filter,
     brushing: &mut Option<(String, f64)>,
     commands: &mut Vec<Command>,
 ) {
-    let subset = binned(h, rows);
     ui.vertical(|ui| {
         ui.label(RichText::new(&h.label).small());
         let (rect, response) = ui.allocate_exact_size(theme::HISTOGRAM_SIZE, Sense::drag());
@@ -542,7 +544,7 @@ fn histogram_ui(
         let peak = h.counts.iter().copied().max().unwrap_or(1).max(1) as f32;
         let n = h.counts.len().max(1);
         let w = rect.width() / n as f32;
-        for (i, (&all, &sub)) in h.counts.iter().zip(&subset).enumerate() {
+        for (i, (&all, &sub)) in h.counts.iter().zip(subset).enumerate() {
             let x = rect.left() + i as f32 * w;
             let bar = |count: u64| {
                 let height = rect.height() * (count as f32 / peak);

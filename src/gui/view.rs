@@ -43,6 +43,8 @@ pub struct View {
     pub flag_counts: Vec<(String, Severity, usize)>,
     pub total_bytes: u64,
     pub total_video_secs: f64,
+    /// Files with an error or warning flag.
+    pub flagged: usize,
 }
 
 pub fn load(project: &Path) -> anyhow::Result<View> {
@@ -126,7 +128,12 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     let mut flag_counts: Vec<(String, Severity, usize)> =
         counts.into_iter().map(|(c, (s, n))| (c, s, n)).collect();
     flag_counts.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
+    let flagged = rows
+        .iter()
+        .filter(|r| r.worst().is_some_and(|s| s <= Severity::Warning))
+        .count();
     Ok(View {
+        flagged,
         project: project.to_path_buf(),
         root,
         total_bytes: items.iter().map(|i| i.size_bytes).sum(),
