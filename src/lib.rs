@@ -9,6 +9,7 @@ pub mod cli;
 pub mod demo;
 #[cfg(feature = "gui")]
 pub mod gui;
+pub mod loader;
 pub mod manifest;
 #[allow(unsafe_code)]
 pub mod media;

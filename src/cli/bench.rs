@@ -70,6 +70,29 @@ enum Which {
         #[arg(long)]
         json: bool,
     },
+    /// The data loader's CPU path on a manifest of generated 720p H.264 clips, against
+    /// `ffmpeg -threads 2 -f null` and PyAV (frame threading) plus a numpy resize and
+    /// normalisation over the same frames.
+    Load {
+        /// Where to generate the clips and their project (kept between runs).
+        #[arg(long, default_value = "/tmp/framecull-bench-load")]
+        dir: PathBuf,
+        #[arg(long, default_value_t = 8)]
+        clips: usize,
+        /// Frames per clip (30 fps).
+        #[arg(long, default_value_t = 300)]
+        frames: u32,
+        /// Loader workers (default: one per core).
+        #[arg(long)]
+        workers: Option<usize>,
+        /// Python with PyAV and numpy (the peers venv); skipped when absent.
+        #[arg(long, default_value = "/tmp/peers-venv/bin/python")]
+        python: PathBuf,
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Metadata scan of a corpus against a per-file ffprobe loop over the same files.
     Probe {
         /// Corpus folder (e.g. ../shared/media).
@@ -158,6 +181,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     r.all_formats_secs
                 )
             })
+        }
+        Which::Load {
+            dir,
+            clips,
+            frames,
+            workers,
+            python,
+            repeat,
+            json,
+        } => {
+            let r = bench_load(&dir, clips, frames, workers, &python, repeat.max(1))?;
+            print(&r, json, || r.text())
         }
         Which::Probe { dir, repeat, json } => {
             let r = bench_probe(&dir, repeat.max(1))?;
@@ -727,5 +762,207 @@ fn bench_export(n: usize, repeat: usize) -> anyhow::Result<ExportBench> {
         parquet_secs: parquet,
         all_formats_median_secs: median(all.clone()),
         all_formats_secs: all,
+    })
+}
+
+#[derive(Serialize)]
+struct LoadBench {
+    clips: usize,
+    frames: u64,
+    workers: usize,
+    device: String,
+    framecull_secs: Vec<f64>,
+    framecull_frames_per_sec: f64,
+    ffmpeg_secs: Vec<f64>,
+    ffmpeg_frames_per_sec: f64,
+    pyav_secs: Vec<f64>,
+    pyav_frames_per_sec: Option<f64>,
+    share_of_ffmpeg: f64,
+    speedup_vs_pyav: Option<f64>,
+    peak_rss_mb: Option<f64>,
+    stats: crate::loader::Stats,
+}
+
+impl LoadBench {
+    fn text(&self) -> String {
+        let s = &self.stats;
+        format!(
+            "loader on {} clips of 720p H.264 ({} frames), {} -> 8 x 16 x 3 x 224 x 224 f32:\n  \
+             framecull {:.0} frames/s (median {:?} s)\n  ffmpeg -threads 2 -f null {:.0} frames/s \
+             (median {:?} s): framecull delivers {:.0}% of it\n  PyAV (frame threading) + numpy \
+             resize/normalise: {}\n  stages (worker seconds, last run): read {:.2}, decode {:.2}, \
+             convert {:.2}, preprocess {:.2}; consumer waited {:.2} s; peak RSS {}",
+            self.clips,
+            self.frames,
+            self.device,
+            self.framecull_frames_per_sec,
+            self.framecull_secs,
+            self.ffmpeg_frames_per_sec,
+            self.ffmpeg_secs,
+            100.0 * self.share_of_ffmpeg,
+            match (self.pyav_frames_per_sec, self.speedup_vs_pyav) {
+                (Some(f), Some(x)) => format!("{f:.0} frames/s: framecull is {x:.2}x faster"),
+                _ => "skipped".into(),
+            },
+            s.read_secs,
+            s.decode_secs,
+            s.convert_secs,
+            s.preprocess_secs,
+            s.wait_secs,
+            self.peak_rss_mb
+                .map_or("unknown".into(), |m| format!("{m:.0} MB")),
+        )
+    }
+}
+
+/// PyAV with frame threading, RGB frames as numpy arrays, a centre crop and a nearest
+/// resize to 224 x 224 by indexing, then float normalisation: the usual hand-written loader.
+const PYAV_LOADER: &str = r#"
+import sys, time
+import av, numpy as np
+mean = np.array([0.485, 0.456, 0.406], dtype=np.float32)
+std = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+t = time.perf_counter()
+frames = 0
+for path in sys.argv[1:]:
+    with av.open(path) as c:
+        s = c.streams.video[0]
+        s.thread_type = "AUTO"
+        for f in c.decode(s):
+            a = f.to_ndarray(format="rgb24")
+            h, w, _ = a.shape
+            side = min(h, w)
+            y0, x0 = (h - side) // 2, (w - side) // 2
+            ys = y0 + (np.arange(224) * side // 224)
+            xs = x0 + (np.arange(224) * side // 224)
+            small = a[ys][:, xs].astype(np.float32) / 255.0
+            out = ((small - mean) / std).transpose(2, 0, 1)
+            frames += 1
+print(frames)
+print(time.perf_counter() - t)
+"#;
+
+fn bench_load(
+    dir: &Path,
+    clips: usize,
+    frames: u32,
+    workers: Option<usize>,
+    python: &Path,
+    repeat: usize,
+) -> anyhow::Result<LoadBench> {
+    use crate::loader::{Loader, LoaderConfig, Mode, Sampling, Timing};
+    use crate::manifest::{ExportOptions, Format, Include};
+    let media = dir.join("media");
+    let project = dir.join("project");
+    std::fs::create_dir_all(&media)?;
+    let mut files = Vec::new();
+    for i in 0..clips {
+        let path = media.join(format!("clip{i:03}.mp4"));
+        if !path.is_file() {
+            let mut spec = synth::VideoSpec::new("libx264", 1280, 720, 30, frames);
+            spec.pattern = Pattern::MovingBox {
+                speed: 3 + i as u32 % 5,
+            };
+            spec.noise = 6;
+            spec.gop = 30;
+            synth::write_video(&path, &spec)?;
+        }
+        files.push(path);
+    }
+    let _ = std::fs::remove_dir_all(&project);
+    scan_once(&media, &project, &ScanOptions::default())?;
+    let catalog = Catalog::open(&project)?;
+    let options = ExportOptions {
+        name: "bench".into(),
+        formats: vec![Format::Parquet],
+        split: None,
+        split_seed: 0,
+        include: Include::Unreviewed,
+    };
+    let meta = crate::manifest::export(
+        &catalog,
+        &options,
+        &crate::analysis::flags::Config::default(),
+    )?;
+    anyhow::ensure!(
+        meta.counts.rows as usize == clips,
+        "exported {} of {clips} clips",
+        meta.counts.rows
+    );
+    let manifest = crate::manifest::manifest_dir(&project, "bench");
+    // Every frame once: windows of 16 that tile each clip.
+    let mut config = LoaderConfig {
+        sampling: Sampling {
+            clip_len: Some(16),
+            max_frames: 16,
+            timing: Timing::Stride(1),
+            mode: Mode::All,
+            window_step: None,
+        },
+        device: crate::loader::DeviceChoice::Cpu,
+        ..LoaderConfig::default()
+    };
+    if let Some(w) = workers {
+        config.workers = w.max(1);
+    }
+    let workers = config.workers;
+    let (mut ours, mut ffmpeg, mut pyav) = (Vec::new(), Vec::new(), Vec::new());
+    let mut delivered = 0;
+    let mut stats = crate::loader::Stats::default();
+    let mut ffmpeg_frames = u64::from(frames) * clips as u64;
+    let mut pyav_frames = 0u64;
+    for _ in 0..repeat {
+        let mut loader = Loader::open(&manifest, None, config.clone())?;
+        let started = Instant::now();
+        for batch in loader.epoch(0) {
+            batch?;
+        }
+        ours.push(started.elapsed().as_secs_f64());
+        stats = loader.stats().clone();
+        delivered = stats.frames;
+        let started = Instant::now();
+        for f in &files {
+            let status = Command::new("ffmpeg")
+                .args(["-v", "quiet", "-nostdin", "-threads", "2", "-i"])
+                .arg(f)
+                .args(["-f", "null", "-"])
+                .status()
+                .context("ffmpeg is needed for this comparison")?;
+            anyhow::ensure!(status.success(), "ffmpeg failed on {}", f.display());
+        }
+        ffmpeg.push(started.elapsed().as_secs_f64());
+        if let Some((s, count)) = run_python(python, PYAV_LOADER, &files) {
+            pyav.push(s);
+            pyav_frames = count.and_then(|c| c.trim().parse().ok()).unwrap_or(0);
+        }
+    }
+    anyhow::ensure!(
+        stats.skipped_windows.is_empty(),
+        "windows failed: {:?}",
+        stats.errors
+    );
+    if delivered > 0 {
+        ffmpeg_frames = delivered;
+    }
+    let (o, f) = (median(ours.clone()), median(ffmpeg.clone()));
+    let ours_fps = delivered as f64 / o;
+    let ffmpeg_fps = ffmpeg_frames as f64 / f;
+    let pyav_fps =
+        (!pyav.is_empty() && pyav_frames > 0).then(|| pyav_frames as f64 / median(pyav.clone()));
+    Ok(LoadBench {
+        clips,
+        frames: delivered,
+        workers,
+        device: stats.device.clone(),
+        framecull_secs: ours,
+        framecull_frames_per_sec: ours_fps,
+        ffmpeg_secs: ffmpeg,
+        ffmpeg_frames_per_sec: ffmpeg_fps,
+        pyav_secs: pyav,
+        pyav_frames_per_sec: pyav_fps,
+        share_of_ffmpeg: ours_fps / ffmpeg_fps,
+        speedup_vs_pyav: pyav_fps.map(|p| ours_fps / p),
+        peak_rss_mb: peak_rss_mb(),
+        stats,
     })
 }

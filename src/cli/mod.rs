@@ -7,6 +7,7 @@ mod demo;
 mod export;
 mod flags;
 mod list;
+mod load_bench;
 mod manifests;
 mod review;
 mod scan;
@@ -78,6 +79,8 @@ enum Command {
     Demo(demo::Args),
     /// Benchmarks that print comparable figures (release build).
     Bench(bench::Args),
+    /// Run the data loader on a manifest: stage timings, frames/s, memory, checksum.
+    LoadBench(load_bench::Args),
 }
 
 /// Where the project (catalog) lives: `--project`, else `.framecull` in the dataset.
@@ -144,6 +147,7 @@ pub fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::LoadBench(args) => load_bench::run(args),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

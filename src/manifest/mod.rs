@@ -555,6 +555,57 @@ pub fn read_version(
     )))
 }
 
+/// Open a manifest by path: a version's metadata (`vNNNN.json`), one of its data files
+/// (`vNNNN.parquet`, `vNNNN.jsonl`), or a manifest folder (its latest version). Returns the
+/// metadata and the rows.
+pub fn open_path(path: &Path) -> Result<(VersionMeta, Vec<ManifestRow>), ManifestError> {
+    let meta_path = if path.is_dir() {
+        let mut latest: Option<(u32, PathBuf)> = None;
+        let entries = std::fs::read_dir(path).map_err(|e| ManifestError::io(path, e))?;
+        for e in entries.flatten() {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let number = file
+                .strip_prefix('v')
+                .and_then(|f| f.strip_suffix(".json"))
+                .and_then(|n| n.parse::<u32>().ok());
+            if let Some(n) = number
+                && latest.as_ref().is_none_or(|(v, _)| n > *v)
+            {
+                latest = Some((n, e.path()));
+            }
+        }
+        latest.map(|(_, p)| p).ok_or_else(|| {
+            ManifestError::Invalid(format!("no manifest version in {}", path.display()))
+        })?
+    } else {
+        path.with_extension("json")
+    };
+    let text = std::fs::read_to_string(&meta_path).map_err(|e| ManifestError::io(&meta_path, e))?;
+    let meta: VersionMeta = serde_json::from_str(&text)
+        .map_err(|e| ManifestError::Invalid(format!("{}: {e}", meta_path.display())))?;
+    let dir = meta_path.parent().unwrap_or(Path::new("."));
+    let asked = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .filter(|e| *e == "parquet" || *e == "jsonl");
+    let file = |format: &str| meta.files.get(format).map(|f| dir.join(f));
+    let rows = match asked {
+        Some("parquet") => io::read_parquet(path)?,
+        Some(_) => io::read_jsonl(path)?,
+        None => match (file("parquet"), file("jsonl")) {
+            (Some(p), _) => io::read_parquet(&p)?,
+            (None, Some(j)) => io::read_jsonl(&j)?,
+            (None, None) => {
+                return Err(ManifestError::Invalid(format!(
+                    "{}: only CSV was written; the loader reads Parquet or JSON lines",
+                    meta_path.display()
+                )));
+            }
+        },
+    };
+    Ok((meta, rows))
+}
+
 /// Differences between two versions.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Diff {

@@ -315,7 +315,7 @@ fn fit(w: u32, h: u32, max_w: u32, max_h: u32) -> (u32, u32) {
 }
 
 /// The first video stream that is not an attached picture (cover art).
-fn first_video_stream(
+pub(crate) fn first_video_stream(
     input: &ff::format::context::Input,
 ) -> Option<ff::format::stream::Stream<'_>> {
     input.streams().find(|s| {
@@ -335,10 +335,16 @@ pub fn frame_timestamps(path: &Path) -> Result<(Vec<i64>, Ratio), DecodeError> {
     let tb = stream.time_base();
     let time_base = Ratio::new(tb.numerator(), tb.denominator())
         .ok_or_else(|| DecodeError::Setup("the stream has no time base".into()))?;
+    Ok((packet_timestamps(&mut input, index), time_base))
+}
+
+/// Read every packet of stream `index` to its end: their timestamps (pts, else dts),
+/// ascending and without repeats. Leaves `input` at the end of the file.
+pub(crate) fn packet_timestamps(input: &mut ff::format::context::Input, index: usize) -> Vec<i64> {
     let mut pts = Vec::new();
     loop {
         let mut packet = ff::Packet::empty();
-        match packet.read(&mut input) {
+        match packet.read(input) {
             Ok(()) if packet.stream() == index => {
                 if let Some(t) = packet.pts().or(packet.dts()) {
                     pts.push(t);
@@ -350,7 +356,7 @@ pub fn frame_timestamps(path: &Path) -> Result<(Vec<i64>, Ratio), DecodeError> {
     }
     pts.sort_unstable();
     pts.dedup();
-    Ok((pts, time_base))
+    pts
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 pub mod decode;
 mod ffmpeg_log;
 mod image_probe;
+pub mod reader;
 pub mod sniff;
 pub mod synth;
 mod video_probe;
@@ -13,6 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub use ffmpeg_log::init;
+pub use image_probe::exif_orientation_of;
 pub use sniff::{ExtensionClass, ImageFormat, Sniffed, classify_extension, sniff};
 
 use crate::model::{ItemStatus, MediaKind, Probe};

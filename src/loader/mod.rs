@@ -1,0 +1,412 @@
+//! The bundled data loader: from a manifest to preprocessed, batched clips, deterministic and
+//! fast. No GUI dependency.
+//!
+//! - [`plan`]: windows within each clip's boundaries, shuffled per epoch, sharded, bucketed;
+//! - `source`: decode workers that own their decoders and seek to each window;
+//! - [`preprocess`]: YUV -> RGB, resize, crop, flip, normalise, layout (the CPU reference);
+//! - [`gpu`]: the same preprocessing in wgpu compute shaders; batches stay on the GPU.
+//!
+//! The same manifest, seed and settings give bit-identical batches whatever the number of
+//! workers: every window is read and preprocessed on its own, and batches are assembled in
+//! plan order.
+
+pub mod gpu;
+mod pipeline;
+pub mod plan;
+pub mod preprocess;
+mod source;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use pipeline::Epoch;
+pub use plan::{Batching, Mode, Sampling, Timing};
+pub use preprocess::{DType, Filter, Layout, OutputSpec};
+
+use crate::manifest::{self, ManifestRow};
+use crate::model::Ratio;
+
+/// How each window is cropped before resizing. Drawn once per window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Crop {
+    /// The whole frame, stretched to the output size.
+    Full,
+    /// The largest centred rectangle with the output's aspect ratio.
+    Center,
+    /// torchvision's RandomResizedCrop: an area share in `scale` and an aspect ratio in
+    /// `ratio` (log-uniform), at a random position; centre crop after 10 misses.
+    RandomResized { scale: [f32; 2], ratio: [f32; 2] },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceChoice {
+    /// A hardware GPU when there is one, else the CPU path.
+    Auto,
+    /// Any wgpu adapter, software ones (lavapipe) included; an error when there is none.
+    Gpu,
+    Cpu,
+}
+
+/// What to do with a missing, changed or undecodable file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// Leave it out and count it (a failed window leaves its batch one row shorter).
+    Skip,
+    /// Stop with an error.
+    Fail,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoaderConfig {
+    pub sampling: Sampling,
+    pub batching: Batching,
+    pub output: OutputSpec,
+    pub crop: Crop,
+    /// Probability of a left-right flip per window.
+    pub hflip: f32,
+    pub seed: u64,
+    /// Only rows of this split (all rows when `None`).
+    pub split: Option<String>,
+    /// Decode workers.
+    pub workers: usize,
+    /// Threads per decoder.
+    pub decoder_threads: usize,
+    /// Batches prepared ahead of the consumer (bounds memory).
+    pub prefetch_batches: usize,
+    pub device: DeviceChoice,
+    pub on_error: OnError,
+    /// Compare each file's content fingerprint with the manifest's before use.
+    pub verify_fingerprints: bool,
+    /// Give up on one window after this long.
+    pub window_budget_secs: f64,
+}
+
+impl Default for LoaderConfig {
+    fn default() -> Self {
+        LoaderConfig {
+            sampling: Sampling::default(),
+            batching: Batching::default(),
+            output: OutputSpec {
+                width: 224,
+                height: 224,
+                layout: Layout::Bcthw,
+                dtype: DType::F32,
+                filter: Filter::Bilinear,
+                mean: [0.485, 0.456, 0.406],
+                std: [0.229, 0.224, 0.225],
+            },
+            crop: Crop::Center,
+            hflip: 0.0,
+            seed: 0,
+            split: None,
+            workers: std::thread::available_parallelism().map_or(2, usize::from),
+            decoder_threads: 1,
+            prefetch_batches: 2,
+            device: DeviceChoice::Auto,
+            on_error: OnError::Skip,
+            verify_fingerprints: true,
+            window_budget_secs: 60.0,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoaderError {
+    #[error(transparent)]
+    Manifest(#[from] manifest::ManifestError),
+    #[error("no GPU adapter: {0}")]
+    Gpu(#[from] gpu::GpuError),
+    #[error("{path}: {reason}")]
+    File { path: PathBuf, reason: String },
+    #[error("invalid setting: {0}")]
+    Config(String),
+}
+
+/// Why a clip or window was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    Missing,
+    Changed,
+    Corrupt,
+}
+
+/// One clip as the workers read it.
+#[derive(Debug, Clone)]
+pub(crate) struct ClipSource {
+    pub clip_id: String,
+    pub path: PathBuf,
+    pub is_image: bool,
+    pub quarter_turns: u8,
+    /// Mirror left-right after rotating (EXIF orientations 2, 4, 5, 7).
+    pub mirror: bool,
+    pub start_pts: Option<i64>,
+    pub end_pts: Option<i64>,
+    pub start_secs: f64,
+    pub end_secs: f64,
+    pub time_base: Option<Ratio>,
+}
+
+/// Stage timings and counts, summed over workers (seconds of work, not wall time, except
+/// `wall_secs` and `wait_secs`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    pub device: String,
+    pub batches: u64,
+    pub windows: u64,
+    /// Real frames delivered (padding excluded).
+    pub frames: u64,
+    pub padding_frames: u64,
+    pub frames_decoded: u64,
+    pub seeks: u64,
+    pub read_secs: f64,
+    pub decode_secs: f64,
+    pub convert_secs: f64,
+    /// CPU path: resize, convert, normalise.
+    pub preprocess_secs: f64,
+    pub upload_secs: f64,
+    pub compute_secs: f64,
+    pub readback_secs: f64,
+    /// Time the consumer waited for a batch.
+    pub wait_secs: f64,
+    pub wall_secs: f64,
+    pub skipped_clips: BTreeMap<SkipReason, u64>,
+    pub skipped_windows: BTreeMap<SkipReason, u64>,
+    /// First few reasons, for the report.
+    pub errors: Vec<String>,
+    /// xxh3-64 over every batch's bytes, in order (hex).
+    pub checksum: String,
+}
+
+impl Stats {
+    pub fn frames_per_sec(&self) -> f64 {
+        if self.wall_secs > 0.0 {
+            self.frames as f64 / self.wall_secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A batch: `shape` in the layout's order, bytes of `dtype`, little-endian. Window `i` holds
+/// `lengths[i]` real frames; the rest of its `T` slots are zeros.
+pub struct Batch {
+    pub index: usize,
+    pub shape: [usize; 5],
+    pub layout: Layout,
+    pub dtype: DType,
+    pub lengths: Vec<u32>,
+    pub clip_ids: Vec<String>,
+    pub data: BatchData,
+}
+
+pub enum BatchData {
+    Host(Vec<u8>),
+    /// On the GPU, as a wgpu storage buffer.
+    Gpu(gpu::GpuBatch),
+}
+
+/// Reads a manifest into batches.
+pub struct Loader {
+    config: LoaderConfig,
+    clips: Arc<Vec<ClipSource>>,
+    extents: Vec<plan::ClipExtent>,
+    gpu: Option<gpu::Gpu>,
+    stats: Stats,
+}
+
+impl Loader {
+    /// Open a manifest (a version's `.json`, `.parquet` or `.jsonl`, or a manifest folder for
+    /// its latest version). Files are found under `root`, else the manifest's dataset root.
+    pub fn open(
+        manifest_path: &Path,
+        root: Option<&Path>,
+        config: LoaderConfig,
+    ) -> Result<Loader, LoaderError> {
+        let (meta, rows) = manifest::open_path(manifest_path)?;
+        let root = root.map_or_else(|| PathBuf::from(&meta.dataset_root), Path::to_path_buf);
+        Loader::from_rows(&rows, &root, config)
+    }
+
+    /// A loader over manifest rows whose paths are relative to `root`.
+    pub fn from_rows(
+        rows: &[ManifestRow],
+        root: &Path,
+        config: LoaderConfig,
+    ) -> Result<Loader, LoaderError> {
+        validate(&config)?;
+        let gpu = match config.device {
+            DeviceChoice::Cpu => None,
+            DeviceChoice::Gpu => Some(gpu::Gpu::new()?),
+            DeviceChoice::Auto => gpu::Gpu::new().ok().filter(|g| !g.is_software()),
+        };
+        let mut stats = Stats {
+            device: gpu.as_ref().map_or_else(
+                || format!("cpu ({} workers)", config.workers),
+                |g| format!("gpu: {}", g.adapter_description()),
+            ),
+            ..Stats::default()
+        };
+        let rows: Vec<&ManifestRow> = rows
+            .iter()
+            .filter(|r| {
+                config
+                    .split
+                    .as_ref()
+                    .is_none_or(|s| r.split.as_deref() == Some(s))
+            })
+            .filter(|r| r.kind == "video" || r.kind == "image")
+            .collect();
+        let checked = source::check_files(&rows, root, config.verify_fingerprints);
+        let mut clips = Vec::new();
+        let mut extents = Vec::new();
+        for (row, check) in rows.iter().zip(checked) {
+            if let Err((reason, message)) = check {
+                if config.on_error == OnError::Fail {
+                    return Err(LoaderError::File {
+                        path: root.join(&row.path),
+                        reason: message,
+                    });
+                }
+                *stats.skipped_clips.entry(reason).or_default() += 1;
+                if stats.errors.len() < 20 {
+                    stats.errors.push(format!("{}: {message}", row.path));
+                }
+                continue;
+            }
+            let (clip, extent) = source::clip_source(row, root);
+            clips.push(clip);
+            extents.push(extent);
+        }
+        Ok(Loader {
+            config,
+            clips: Arc::new(clips),
+            extents,
+            gpu,
+            stats,
+        })
+    }
+
+    pub fn config(&self) -> &LoaderConfig {
+        &self.config
+    }
+
+    /// Clips that will be read (after the split filter and file checks).
+    pub fn clip_count(&self) -> usize {
+        self.clips.len()
+    }
+
+    /// Which device preprocesses: the GPU adapter, or the CPU path.
+    pub fn device(&self) -> &str {
+        &self.stats.device
+    }
+
+    pub fn gpu(&self) -> Option<&gpu::Gpu> {
+        self.gpu.as_ref()
+    }
+
+    /// This rank's batches of `epoch`, without reading anything.
+    pub fn plan(&self, epoch: u64) -> Vec<plan::PlannedBatch> {
+        let windows = plan::windows(
+            &self.extents,
+            &self.config.sampling,
+            self.config.seed,
+            epoch,
+        );
+        plan::batches(
+            windows,
+            &self.config.batching,
+            self.config.sampling.clip_len,
+            self.config.seed,
+            epoch,
+        )
+    }
+
+    /// Start reading `epoch`: an iterator of batches, prepared by background workers.
+    pub fn epoch(&mut self, epoch: u64) -> Epoch<'_> {
+        let planned = self.plan(epoch);
+        Epoch::start(self, planned)
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The batch's bytes in host memory (read back from the GPU when it lives there).
+    pub fn to_host(&mut self, batch: &Batch) -> Result<Vec<u8>, LoaderError> {
+        match &batch.data {
+            BatchData::Host(bytes) => Ok(bytes.clone()),
+            BatchData::Gpu(buffer) => {
+                let gpu = self
+                    .gpu
+                    .as_ref()
+                    .ok_or_else(|| LoaderError::Config("a GPU batch without a GPU".into()))?;
+                let mut times = gpu::GpuTimes::default();
+                let bytes = buffer.read_back(gpu, &mut times)?;
+                self.stats.readback_secs += times.readback_secs;
+                Ok(bytes)
+            }
+        }
+    }
+}
+
+fn validate(config: &LoaderConfig) -> Result<(), LoaderError> {
+    let bad = |m: &str| Err(LoaderError::Config(m.to_string()));
+    let o = &config.output;
+    if o.width == 0 || o.height == 0 || o.width > 8192 || o.height > 8192 {
+        return bad("the output size must be 1..=8192 on each side");
+    }
+    if o.std.iter().any(|s| !s.is_finite() || *s <= 0.0) || o.mean.iter().any(|m| !m.is_finite()) {
+        return bad("mean must be finite and std positive");
+    }
+    if config.batching.batch_size == 0 {
+        return bad("the batch size must be at least 1");
+    }
+    if config.batching.rank >= config.batching.world_size.max(1) {
+        return bad("rank must be below the world size");
+    }
+    match config.sampling.timing {
+        Timing::Stride(0) => return bad("the stride must be at least 1"),
+        Timing::Fps(f) if f.is_nan() || f <= 0.0 => {
+            return bad("the sampling fps must be positive");
+        }
+        _ => {}
+    }
+    if config.sampling.clip_len == Some(0) || config.sampling.max_frames == 0 {
+        return bad("windows need at least one frame");
+    }
+    if !(0.0..=1.0).contains(&config.hflip) {
+        return bad("the flip probability must be in [0, 1]");
+    }
+    if let Crop::RandomResized { scale, ratio } = config.crop
+        && !(scale[0] > 0.0
+            && scale[0] <= scale[1]
+            && scale[1] <= 1.0
+            && ratio[0] > 0.0
+            && ratio[0] <= ratio[1])
+    {
+        return bad(
+            "random resized crop needs 0 < scale_min <= scale_max <= 1 and 0 < ratio_min <= ratio_max",
+        );
+    }
+    Ok(())
+}
+
+/// A time base parsed from the manifest's `"num/den"`.
+pub(crate) fn parse_time_base(text: Option<&str>) -> Option<Ratio> {
+    text.and_then(Ratio::parse)
+}
+
+/// Peak resident memory of this process (bytes), from /proc where available.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}

@@ -1,0 +1,357 @@
+//! One epoch in flight: decode workers take windows in plan order, no further ahead than a
+//! few batches of the consumer (bounded memory), and the consumer assembles batches in plan
+//! order (deterministic whatever the number of workers or their timing).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::plan::{PlannedBatch, Sample};
+use super::preprocess::{self, FrameJob, Scratch};
+use super::source::{Readers, WindowFrames};
+use super::{Batch, BatchData, ClipSource, Loader, LoaderConfig, LoaderError, OnError, SkipReason};
+use crate::media::reader::ReadTimes;
+
+/// Decoders each worker keeps open.
+const OPEN_DECODERS: usize = 4;
+
+struct Job {
+    batch: usize,
+    sample: Sample,
+    /// Frame slots of the window's batch.
+    t: u32,
+}
+
+enum Prepared {
+    /// CPU path: the window's output bytes, `t` frames (padding zeroed).
+    Bytes(Vec<u8>),
+    /// GPU path: the decoded frames, preprocessed when the batch is assembled.
+    Frames(WindowFrames),
+}
+
+struct Done {
+    job: usize,
+    result: Result<Prepared, (SkipReason, String)>,
+    times: ReadTimes,
+    preprocess_secs: f64,
+}
+
+struct Shared {
+    next_job: AtomicUsize,
+    /// Batches the consumer has taken.
+    consumed: Mutex<usize>,
+    wake: Condvar,
+    stop: AtomicBool,
+}
+
+/// The batches of one epoch, read in the background.
+pub struct Epoch<'a> {
+    loader: &'a mut Loader,
+    batches: Vec<PlannedBatch>,
+    /// Index of each batch's first job; one more entry at the end.
+    job_start: Vec<usize>,
+    next_batch: usize,
+    rx: Receiver<Done>,
+    pending: HashMap<usize, Done>,
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    started: Instant,
+    failed: bool,
+}
+
+impl<'a> Epoch<'a> {
+    pub(super) fn start(loader: &'a mut Loader, batches: Vec<PlannedBatch>) -> Epoch<'a> {
+        let mut jobs = Vec::new();
+        let mut job_start = Vec::with_capacity(batches.len() + 1);
+        for (b, batch) in batches.iter().enumerate() {
+            job_start.push(jobs.len());
+            jobs.extend(batch.samples.iter().map(|&sample| Job {
+                batch: b,
+                sample,
+                t: batch.t,
+            }));
+        }
+        job_start.push(jobs.len());
+        let jobs = Arc::new(jobs);
+        let shared = Arc::new(Shared {
+            next_job: AtomicUsize::new(0),
+            consumed: Mutex::new(0),
+            wake: Condvar::new(),
+            stop: AtomicBool::new(false),
+        });
+        let (tx, rx) = channel();
+        let gpu = loader.gpu.is_some();
+        let count = loader.config.workers.max(1).min(jobs.len().max(1));
+        let mut workers = Vec::with_capacity(count);
+        for i in 0..count {
+            let (jobs, shared, tx) = (Arc::clone(&jobs), Arc::clone(&shared), tx.clone());
+            let clips = Arc::clone(&loader.clips);
+            let config = loader.config.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("loader-{i}"))
+                .spawn(move || worker(&jobs, &clips, &config, gpu, &shared, &tx));
+            match spawned {
+                Ok(handle) => workers.push(handle),
+                Err(e) => tracing::error!("cannot start a loader worker: {e}"),
+            }
+        }
+        Epoch {
+            loader,
+            batches,
+            job_start,
+            next_batch: 0,
+            rx,
+            pending: HashMap::new(),
+            shared,
+            workers,
+            started: Instant::now(),
+            failed: false,
+        }
+    }
+
+    /// Batches this epoch will deliver (a failed window only shortens its batch).
+    pub fn len(&self) -> usize {
+        self.batches.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    fn assemble(&mut self, b: usize) -> Result<Batch, LoaderError> {
+        let (lo, hi) = (self.job_start[b], self.job_start[b + 1]);
+        let waited = Instant::now();
+        while (lo..hi).any(|j| !self.pending.contains_key(&j)) {
+            match self.rx.recv() {
+                Ok(done) => {
+                    self.pending.insert(done.job, done);
+                }
+                Err(_) => {
+                    return Err(LoaderError::Config("the loader's workers stopped".into()));
+                }
+            }
+        }
+        let stats = &mut self.loader.stats;
+        stats.wait_secs += waited.elapsed().as_secs_f64();
+        {
+            let mut consumed = self
+                .shared
+                .consumed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            *consumed = b + 1;
+            self.shared.wake.notify_all();
+        }
+        let planned = &self.batches[b];
+        let t = planned.t as usize;
+        let out = self.loader.config.output;
+        let mut lengths = Vec::new();
+        let mut clip_ids = Vec::new();
+        let mut prepared = Vec::new();
+        for (j, sample) in (lo..hi).zip(&planned.samples) {
+            let Some(done) = self.pending.remove(&j) else {
+                continue;
+            };
+            let times = &done.times;
+            stats.read_secs += times.read_secs;
+            stats.decode_secs += times.decode_secs;
+            stats.convert_secs += times.convert_secs;
+            stats.frames_decoded += times.frames_decoded;
+            stats.seeks += times.seeks;
+            stats.preprocess_secs += done.preprocess_secs;
+            let clip = &self.loader.clips[sample.clip as usize];
+            match done.result {
+                Ok(p) => {
+                    lengths.push(sample.len);
+                    clip_ids.push(clip.clip_id.clone());
+                    prepared.push(p);
+                }
+                Err((reason, message)) => {
+                    let message = format!("{}: {message}", clip.path.display());
+                    if self.loader.config.on_error == OnError::Fail {
+                        return Err(LoaderError::File {
+                            path: clip.path.clone(),
+                            reason: message,
+                        });
+                    }
+                    *stats.skipped_windows.entry(reason).or_default() += 1;
+                    if stats.errors.len() < 20 {
+                        stats.errors.push(message);
+                    }
+                }
+            }
+        }
+        let rows = lengths.len();
+        stats.batches += 1;
+        stats.windows += rows as u64;
+        let real: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+        stats.frames += real;
+        stats.padding_frames += (rows * t) as u64 - real;
+        let data = match self.loader.gpu.as_mut() {
+            None => {
+                let mut bytes = Vec::with_capacity(
+                    prepared
+                        .iter()
+                        .map(|p| match p {
+                            Prepared::Bytes(b) => b.len(),
+                            Prepared::Frames(_) => 0,
+                        })
+                        .sum(),
+                );
+                for p in prepared {
+                    if let Prepared::Bytes(b) = p {
+                        bytes.extend_from_slice(&b);
+                    }
+                }
+                BatchData::Host(bytes)
+            }
+            Some(gpu) => {
+                let mut jobs: Vec<Option<FrameJob>> = Vec::with_capacity(rows * t);
+                for p in &prepared {
+                    if let Prepared::Frames(w) = p {
+                        jobs.extend(
+                            w.frames
+                                .iter()
+                                .zip(&w.params)
+                                .map(|(frame, &params)| Some(FrameJob { frame, params })),
+                        );
+                        jobs.extend(std::iter::repeat_n(None, t - w.frames.len()));
+                    }
+                }
+                let mut times = super::gpu::GpuTimes::default();
+                let buffer = gpu.run(&jobs, &out, &mut times)?;
+                stats.upload_secs += times.upload_secs;
+                stats.compute_secs += times.compute_secs;
+                BatchData::Gpu(buffer)
+            }
+        };
+        let shape = match out.layout {
+            super::Layout::Bcthw => [rows, t, 3, out.height as usize, out.width as usize],
+            super::Layout::Bthwc => [rows, t, out.height as usize, out.width as usize, 3],
+        };
+        Ok(Batch {
+            index: b,
+            shape,
+            layout: out.layout,
+            dtype: out.dtype,
+            lengths,
+            clip_ids,
+            data,
+        })
+    }
+}
+
+impl Iterator for Epoch<'_> {
+    type Item = Result<Batch, LoaderError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.next_batch >= self.batches.len() {
+            return None;
+        }
+        let b = self.next_batch;
+        self.next_batch += 1;
+        let result = self.assemble(b);
+        self.loader.stats.wall_secs += self.started.elapsed().as_secs_f64();
+        self.started = Instant::now();
+        if result.is_err() {
+            self.failed = true;
+        }
+        Some(result)
+    }
+}
+
+impl Drop for Epoch<'_> {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.wake.notify_all();
+        for handle in self.workers.drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn worker(
+    jobs: &[Job],
+    clips: &[ClipSource],
+    config: &LoaderConfig,
+    gpu: bool,
+    shared: &Shared,
+    tx: &Sender<Done>,
+) {
+    let mut readers = Readers::new(OPEN_DECODERS, config.decoder_threads);
+    let mut scratch = Scratch::default();
+    let out = config.output;
+    let frame_bytes = out.frame_elements() * out.dtype.size_bytes();
+    let ahead = config.prefetch_batches.max(1);
+    loop {
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let j = shared.next_job.fetch_add(1, Ordering::SeqCst);
+        let Some(job) = jobs.get(j) else {
+            return;
+        };
+        {
+            let mut consumed = shared.consumed.lock().unwrap_or_else(|p| p.into_inner());
+            while job.batch >= *consumed + ahead {
+                if shared.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                consumed = shared
+                    .wake
+                    .wait(consumed)
+                    .unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        let clip = &clips[job.sample.clip as usize];
+        let mut times = ReadTimes::default();
+        let budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
+        let mut preprocess_secs = 0.0;
+        // A panic in one window (a bug, or a decoder gone wrong) fails that window only.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let window = readers.read_window(
+                clip,
+                &job.sample,
+                config.sampling.timing,
+                config.crop,
+                config.hflip,
+                &out,
+                budget,
+                &mut times,
+            )?;
+            if gpu {
+                return Ok(Prepared::Frames(window));
+            }
+            let started = Instant::now();
+            let mut bytes = vec![0u8; job.t as usize * frame_bytes];
+            for ((frame, &params), dst) in window
+                .frames
+                .iter()
+                .zip(&window.params)
+                .zip(bytes.chunks_exact_mut(frame_bytes))
+            {
+                preprocess::write_frame(Some(&FrameJob { frame, params }), &out, &mut scratch, dst);
+            }
+            preprocess_secs = started.elapsed().as_secs_f64();
+            Ok(Prepared::Bytes(bytes))
+        }))
+        .unwrap_or_else(|_| {
+            Err((
+                SkipReason::Corrupt,
+                "reading the window panicked".to_string(),
+            ))
+        });
+        let done = Done {
+            job: j,
+            result,
+            times,
+            preprocess_secs,
+        };
+        if tx.send(done).is_err() {
+            return;
+        }
+    }
+}

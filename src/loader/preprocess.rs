@@ -1,0 +1,643 @@
+//! Preprocessing of decoded frames into model input: the reference definition, run on the CPU.
+//! The GPU path (`gpu.rs`, `preprocess.wgsl`) implements the same formulas and is tested
+//! against this one.
+//!
+//! For each output pixel: its footprint in the (cropped, flipped) display image is mapped to
+//! the coded frame (rotation), the planes are sampled there (bilinear at the footprint's
+//! centre, or the exact area average), the sample is converted YUV -> RGB (BT.601 or BT.709,
+//! limited or full range), clamped to [0, 1] and normalised. Sampling happens in the YUV
+//! planes, before conversion, so both paths touch each plane the same way.
+
+use half::f16;
+
+/// A decoded frame, tightly packed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    /// Coded size (before rotation).
+    pub width: u32,
+    pub height: u32,
+    pub format: FrameFormat,
+    pub matrix: Matrix,
+    pub range: Range,
+    /// `Yuv420`: the Y plane (`width * height`), then U and V (`chroma_width * chroma_height`
+    /// each). `Rgb`: `width * height * 3` bytes, R G B per pixel.
+    pub data: Vec<u8>,
+    /// Presentation timestamp, in the stream's time base (0 for images).
+    pub pts: i64,
+}
+
+impl Frame {
+    pub fn chroma_width(&self) -> u32 {
+        self.width.div_ceil(2)
+    }
+    pub fn chroma_height(&self) -> u32 {
+        self.height.div_ceil(2)
+    }
+    /// Bytes `data` must hold for this size and format.
+    pub fn expected_len(width: u32, height: u32, format: FrameFormat) -> usize {
+        let (w, h) = (width as usize, height as usize);
+        match format {
+            FrameFormat::Yuv420 => w * h + 2 * w.div_ceil(2) * h.div_ceil(2),
+            FrameFormat::Rgb => w * h * 3,
+        }
+    }
+    /// Display size, after rotating by `quarter_turns` clockwise.
+    pub fn display_size(&self, quarter_turns: u8) -> (u32, u32) {
+        if quarter_turns % 2 == 1 {
+            (self.height, self.width)
+        } else {
+            (self.width, self.height)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameFormat {
+    Yuv420,
+    Rgb,
+}
+
+/// YUV -> RGB matrix (ignored for RGB frames).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Matrix {
+    Bt601,
+    Bt709,
+}
+
+impl Matrix {
+    /// (Kr, Kb).
+    pub fn coefficients(self) -> (f32, f32) {
+        match self {
+            Matrix::Bt601 => (0.299, 0.114),
+            Matrix::Bt709 => (0.2126, 0.0722),
+        }
+    }
+}
+
+/// Sample range (ignored for RGB frames).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Range {
+    /// Y in 16..=235, U and V in 16..=240.
+    Limited,
+    /// 0..=255.
+    Full,
+}
+
+/// How one output frame is cut from its source frame. Augmentations are drawn once per clip,
+/// so every frame of a clip carries the same crop and flip.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameParams {
+    /// Clockwise quarter turns from coded to display orientation (0..=3).
+    pub quarter_turns: u8,
+    /// Crop rectangle in display pixels: x, y, width, height (continuous coordinates, the
+    /// display image spans [0, w) x [0, h)).
+    pub crop: [f32; 4],
+    /// Mirror left-right (after the crop).
+    pub flip: bool,
+}
+
+impl FrameParams {
+    /// The whole display image, no flip.
+    pub fn full(frame: &Frame, quarter_turns: u8) -> Self {
+        let (w, h) = frame.display_size(quarter_turns);
+        FrameParams {
+            quarter_turns,
+            crop: [0.0, 0.0, w as f32, h as f32],
+            flip: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Filter {
+    Bilinear,
+    /// Average over each output pixel's footprint (bilinear where it is under a pixel).
+    Area,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// `[B, T, C, H, W]`
+    Bcthw,
+    /// `[B, T, H, W, C]`
+    Bthwc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    /// Normalised, 4 bytes little-endian.
+    F32,
+    /// Normalised, IEEE half precision, 2 bytes little-endian.
+    F16,
+    /// `round(255 * rgb)`, not normalised.
+    U8,
+}
+
+impl DType {
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F16 => 2,
+            DType::U8 => 1,
+        }
+    }
+}
+
+/// The shape and encoding of the output.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OutputSpec {
+    pub width: u32,
+    pub height: u32,
+    pub layout: Layout,
+    pub dtype: DType,
+    pub filter: Filter,
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+}
+
+impl OutputSpec {
+    /// Elements of one output frame (`3 * height * width`).
+    pub fn frame_elements(&self) -> usize {
+        3 * self.width as usize * self.height as usize
+    }
+}
+
+/// One frame to preprocess: its pixels and how to cut them. `None` in a batch is padding,
+/// written as zeros.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameJob<'a> {
+    pub frame: &'a Frame,
+    pub params: FrameParams,
+}
+
+/// Taps of a 1-D resampling: for each output position, a range of source indices and weights.
+struct Taps {
+    start: Vec<u32>,
+    len: Vec<u32>,
+    weights: Vec<f32>,
+    /// Offset of each position's weights in `weights`.
+    offset: Vec<u32>,
+}
+
+impl Taps {
+    /// Source interval `[a, b)` for each output position, on an axis of `n` samples.
+    fn new(intervals: impl Iterator<Item = (f32, f32)>, n: u32, filter: Filter) -> Taps {
+        let mut taps = Taps {
+            start: Vec::new(),
+            len: Vec::new(),
+            weights: Vec::new(),
+            offset: Vec::new(),
+        };
+        for (a, b) in intervals {
+            taps.offset.push(taps.weights.len() as u32);
+            let first = taps.weights.len();
+            let start = axis_taps(a, b, n, filter, &mut |_, w| taps.weights.push(w));
+            taps.start.push(start);
+            taps.len.push((taps.weights.len() - first) as u32);
+        }
+        taps
+    }
+}
+
+/// The reference 1-D sampling rule, shared with the shader. Calls `tap(i, w)` for source
+/// samples `start, start+1, ...` in order and returns `start`.
+///
+/// Bilinear: at the interval's centre `c`, position `c - 0.5` clamped to `[0, n-1]`, taps
+/// `floor` and `floor + 1` with weights `1 - f`, `f` (only `floor` at the last sample). Area: when the interval is
+/// wider than one sample, each sample `i` weighs its overlap with `[a, b)` (clamped to
+/// `[0, n)`), divided by the interval's clamped width; otherwise bilinear.
+pub fn axis_taps(a: f32, b: f32, n: u32, filter: Filter, tap: &mut dyn FnMut(u32, f32)) -> u32 {
+    let nf = n as f32;
+    if filter == Filter::Area && b - a > 1.0 {
+        let lo = a.clamp(0.0, nf);
+        let hi = b.clamp(0.0, nf);
+        if hi - lo > 0.0 {
+            let first = lo.floor() as u32;
+            let last = (hi.ceil() as u32).min(n);
+            let width = hi - lo;
+            for i in first..last {
+                let i_f = i as f32;
+                let w = (hi.min(i_f + 1.0) - lo.max(i_f)) / width;
+                tap(i, w);
+            }
+            return first;
+        }
+    }
+    let c = 0.5 * (a + b) - 0.5;
+    let p = c.clamp(0.0, nf - 1.0);
+    let i0 = p.floor();
+    let f = p - i0;
+    let i0 = i0 as u32;
+    tap(i0, 1.0 - f);
+    // At the last sample `f` is 0: one tap (taps are consecutive samples from `start`).
+    if i0 + 1 < n {
+        tap(i0 + 1, f);
+    }
+    i0
+}
+
+/// The coded-frame intervals of an output frame: for output column `ox` and row `oy`,
+/// the coded x-interval is `col[ox]` (or `row[oy]` when rotated a quarter turn), and so on.
+struct Footprints {
+    /// Along output x, in coded pixels.
+    along_x: Vec<(f32, f32)>,
+    /// Along output y, in coded pixels.
+    along_y: Vec<(f32, f32)>,
+    /// Output x drives the coded x axis (0 or 2 quarter turns), else the coded y axis.
+    x_is_x: bool,
+}
+
+/// Display intervals of output column `ox` (with the flip) and row `oy`, then mapped to coded
+/// coordinates. Shared formula with the shader.
+pub fn display_interval(
+    o: u32,
+    out_size: u32,
+    crop_start: f32,
+    crop_len: f32,
+    flip: bool,
+) -> (f32, f32) {
+    let n = out_size as f32;
+    let (mut u0, mut u1) = (o as f32 / n, (o + 1) as f32 / n);
+    if flip {
+        (u0, u1) = (1.0 - u1, 1.0 - u0);
+    }
+    (crop_start + u0 * crop_len, crop_start + u1 * crop_len)
+}
+
+fn footprints(frame: &Frame, params: &FrameParams, out: &OutputSpec) -> Footprints {
+    let [cx, cy, cw, ch] = params.crop;
+    let (w, h) = (frame.width as f32, frame.height as f32);
+    let q = params.quarter_turns % 4;
+    let xs: Vec<(f32, f32)> = (0..out.width)
+        .map(|o| display_interval(o, out.width, cx, cw, params.flip))
+        .collect();
+    let ys: Vec<(f32, f32)> = (0..out.height)
+        .map(|o| display_interval(o, out.height, cy, ch, false))
+        .collect();
+    // Display (dx, dy) -> coded (x, y):
+    // q=0: (dx, dy); q=1: (dy, H - dx); q=2: (W - dx, H - dy); q=3: (W - dy, dx).
+    let mirror =
+        |v: &[(f32, f32)], size: f32| v.iter().map(|&(a, b)| (size - b, size - a)).collect();
+    match q {
+        0 => Footprints {
+            along_x: xs,
+            along_y: ys,
+            x_is_x: true,
+        },
+        1 => Footprints {
+            along_x: mirror(&xs, h),
+            along_y: ys,
+            x_is_x: false,
+        },
+        2 => Footprints {
+            along_x: mirror(&xs, w),
+            along_y: mirror(&ys, h),
+            x_is_x: true,
+        },
+        _ => Footprints {
+            along_x: xs,
+            along_y: mirror(&ys, w),
+            x_is_x: false,
+        },
+    }
+}
+
+/// One plane to sample: `data[y * stride + x * step + channel]`.
+struct Plane<'a> {
+    data: &'a [u8],
+    stride: usize,
+    step: usize,
+    width: u32,
+    height: u32,
+}
+
+/// Resample one plane to the output grid; `scale` maps coded luma coordinates to the plane's
+/// (0.5 for chroma). Writes `out.width * out.height` values in 0..=255 units, row-major.
+fn resample_plane(plane: &Plane, fp: &Footprints, scale: f32, filter: Filter, dst: &mut [f32]) {
+    fn s(v: &[(f32, f32)], scale: f32) -> impl Iterator<Item = (f32, f32)> + '_ {
+        v.iter().map(move |&(a, b)| (a * scale, b * scale))
+    }
+    let (ow, oh) = (fp.along_x.len(), fp.along_y.len());
+    // Taps along each output axis, on the coded axis that output axis drives.
+    let (n_for_x, n_for_y) = if fp.x_is_x {
+        (plane.width, plane.height)
+    } else {
+        (plane.height, plane.width)
+    };
+    let tx = Taps::new(s(&fp.along_x, scale), n_for_x, filter);
+    let ty = Taps::new(s(&fp.along_y, scale), n_for_y, filter);
+    let at =
+        |x: u32, y: u32| f32::from(plane.data[y as usize * plane.stride + x as usize * plane.step]);
+    for oy in 0..oh {
+        let (ys, yl, yo) = (ty.start[oy], ty.len[oy], ty.offset[oy] as usize);
+        for ox in 0..ow {
+            let (xs, xl, xo) = (tx.start[ox], tx.len[ox], tx.offset[ox] as usize);
+            let mut acc = 0.0f32;
+            for j in 0..yl {
+                let wy = ty.weights[yo + j as usize];
+                let mut row = 0.0f32;
+                for i in 0..xl {
+                    let wx = tx.weights[xo + i as usize];
+                    // Output x drives coded x (or coded y when rotated a quarter turn).
+                    let v = if fp.x_is_x {
+                        at(xs + i, ys + j)
+                    } else {
+                        at(ys + j, xs + i)
+                    };
+                    row += wx * v;
+                }
+                acc += wy * row;
+            }
+            dst[oy * ow + ox] = acc;
+        }
+    }
+}
+
+/// YUV (0..=255 units) -> RGB in [0, 1], clamped. Shared formula with the shader.
+pub fn yuv_to_rgb(y: f32, u: f32, v: f32, matrix: Matrix, range: Range) -> [f32; 3] {
+    let (kr, kb) = matrix.coefficients();
+    let kg = 1.0 - kr - kb;
+    let (l, cb, cr) = match range {
+        Range::Limited => ((y - 16.0) / 219.0, (u - 128.0) / 224.0, (v - 128.0) / 224.0),
+        Range::Full => (y / 255.0, (u - 128.0) / 255.0, (v - 128.0) / 255.0),
+    };
+    let r = l + 2.0 * (1.0 - kr) * cr;
+    let g = l - (2.0 * kb * (1.0 - kb) / kg) * cb - (2.0 * kr * (1.0 - kr) / kg) * cr;
+    let b = l + 2.0 * (1.0 - kb) * cb;
+    [r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0)]
+}
+
+/// Scratch buffers reused across frames.
+#[derive(Default)]
+pub struct Scratch {
+    planes: [Vec<f32>; 3],
+}
+
+/// RGB in [0, 1] for every output pixel of one frame: `rgb[c][y * width + x]`.
+pub fn frame_rgb(job: &FrameJob, out: &OutputSpec, scratch: &mut Scratch) -> [Vec<f32>; 3] {
+    let frame = job.frame;
+    let n = out.width as usize * out.height as usize;
+    let fp = footprints(frame, &job.params, out);
+    for p in &mut scratch.planes {
+        p.clear();
+        p.resize(n, 0.0);
+    }
+    let (w, h) = (frame.width, frame.height);
+    match frame.format {
+        FrameFormat::Yuv420 => {
+            let (cw, ch) = (frame.chroma_width(), frame.chroma_height());
+            let luma = (w * h) as usize;
+            let chroma = (cw * ch) as usize;
+            let planes = [
+                Plane {
+                    data: &frame.data[..luma],
+                    stride: w as usize,
+                    step: 1,
+                    width: w,
+                    height: h,
+                },
+                Plane {
+                    data: &frame.data[luma..luma + chroma],
+                    stride: cw as usize,
+                    step: 1,
+                    width: cw,
+                    height: ch,
+                },
+                Plane {
+                    data: &frame.data[luma + chroma..luma + 2 * chroma],
+                    stride: cw as usize,
+                    step: 1,
+                    width: cw,
+                    height: ch,
+                },
+            ];
+            for (k, plane) in planes.iter().enumerate() {
+                let scale = if k == 0 { 1.0 } else { 0.5 };
+                resample_plane(plane, &fp, scale, out.filter, &mut scratch.planes[k]);
+            }
+            let [py, pu, pv] = &scratch.planes;
+            let mut rgb = [vec![0.0; n], vec![0.0; n], vec![0.0; n]];
+            let [r, g, b] = &mut rgb;
+            for (i, ((y, u), v)) in py.iter().zip(pu).zip(pv).enumerate() {
+                [r[i], g[i], b[i]] = yuv_to_rgb(*y, *u, *v, frame.matrix, frame.range);
+            }
+            rgb
+        }
+        FrameFormat::Rgb => {
+            let mut rgb = [vec![0.0; n], vec![0.0; n], vec![0.0; n]];
+            for (c, dst) in rgb.iter_mut().enumerate() {
+                let plane = Plane {
+                    data: &frame.data[c..],
+                    stride: 3 * w as usize,
+                    step: 3,
+                    width: w,
+                    height: h,
+                };
+                resample_plane(&plane, &fp, 1.0, out.filter, dst);
+                for v in dst.iter_mut() {
+                    *v = (*v / 255.0).clamp(0.0, 1.0);
+                }
+            }
+            rgb
+        }
+    }
+}
+
+/// The output value of one element from an RGB value in [0, 1]: normalised for float types,
+/// `round(255 v)` for u8. Shared formula with the shader.
+pub fn element_value(v: f32, channel: usize, out: &OutputSpec) -> f32 {
+    match out.dtype {
+        DType::U8 => (v * 255.0).round(),
+        DType::F32 | DType::F16 => (v - out.mean[channel]) / out.std[channel],
+    }
+}
+
+/// Write one frame's elements (in the layout's per-frame order: CHW or HWC) as bytes of the
+/// output dtype into `dst` (exactly `frame_elements * dtype size` bytes). `None`: zeros.
+pub fn write_frame(
+    job: Option<&FrameJob>,
+    out: &OutputSpec,
+    scratch: &mut Scratch,
+    dst: &mut [u8],
+) {
+    let Some(job) = job else {
+        dst.fill(0);
+        return;
+    };
+    let rgb = frame_rgb(job, out, scratch);
+    let n = out.width as usize * out.height as usize;
+    let size = out.dtype.size_bytes();
+    let mut put = |e: usize, v: f32| {
+        let at = &mut dst[e * size..(e + 1) * size];
+        match out.dtype {
+            DType::F32 => at.copy_from_slice(&v.to_le_bytes()),
+            DType::F16 => at.copy_from_slice(&f16::from_f32(v).to_le_bytes()),
+            DType::U8 => at[0] = v as u8,
+        }
+    };
+    match out.layout {
+        Layout::Bcthw => {
+            for (c, plane) in rgb.iter().enumerate() {
+                for (i, &v) in plane.iter().enumerate() {
+                    put(c * n + i, element_value(v, c, out));
+                }
+            }
+        }
+        Layout::Bthwc => {
+            for i in 0..n {
+                for (c, plane) in rgb.iter().enumerate() {
+                    put(i * 3 + c, element_value(plane[i], c, out));
+                }
+            }
+        }
+    }
+}
+
+/// Decode the output bytes back to f32 values (for comparisons and checksums).
+pub fn decode_elements(bytes: &[u8], dtype: DType) -> Vec<f32> {
+    match dtype {
+        DType::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        DType::F16 => bytes
+            .chunks_exact(2)
+            .map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        DType::U8 => bytes.iter().map(|&b| f32::from(b)).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(w: u32, h: u32, filter: Filter, dtype: DType) -> OutputSpec {
+        OutputSpec {
+            width: w,
+            height: h,
+            layout: Layout::Bcthw,
+            dtype,
+            filter,
+            mean: [0.0; 3],
+            std: [1.0; 3],
+        }
+    }
+
+    fn rgb_frame(w: u32, h: u32, f: impl Fn(u32, u32) -> [u8; 3]) -> Frame {
+        let mut data = Vec::new();
+        for y in 0..h {
+            for x in 0..w {
+                data.extend_from_slice(&f(x, y));
+            }
+        }
+        Frame {
+            width: w,
+            height: h,
+            format: FrameFormat::Rgb,
+            matrix: Matrix::Bt601,
+            range: Range::Full,
+            data,
+            pts: 0,
+        }
+    }
+
+    #[test]
+    fn grey_yuv_is_grey_rgb_in_both_ranges() {
+        for (range, y, expect) in [
+            (Range::Limited, 16.0, 0.0),
+            (Range::Limited, 235.0, 1.0),
+            (Range::Full, 255.0, 1.0),
+        ] {
+            for matrix in [Matrix::Bt601, Matrix::Bt709] {
+                let rgb = yuv_to_rgb(y, 128.0, 128.0, matrix, range);
+                for c in rgb {
+                    assert!((c - expect).abs() < 1e-6, "{range:?} {matrix:?} {rgb:?}");
+                }
+            }
+        }
+        // Pure red in BT.709 limited range: Y 63, U 102, V 240.
+        let [r, g, b] = yuv_to_rgb(63.0, 102.0, 240.0, Matrix::Bt709, Range::Limited);
+        assert!(r > 0.99 && g < 0.02 && b < 0.02, "{r} {g} {b}");
+    }
+
+    #[test]
+    fn area_average_of_a_checkerboard_is_mid_grey() {
+        let frame = rgb_frame(
+            64,
+            64,
+            |x, y| if (x + y) % 2 == 0 { [255; 3] } else { [0; 3] },
+        );
+        let out = spec(8, 8, Filter::Area, DType::F32);
+        let job = FrameJob {
+            frame: &frame,
+            params: FrameParams::full(&frame, 0),
+        };
+        let rgb = frame_rgb(&job, &out, &mut Scratch::default());
+        for v in &rgb[0] {
+            assert!((v - 0.5).abs() < 1e-5, "{v}");
+        }
+    }
+
+    #[test]
+    fn rotation_and_flip_move_a_marked_corner() {
+        // A white pixel block at the coded top-left corner.
+        let frame = rgb_frame(8, 4, |x, y| if x < 2 && y < 2 { [255; 3] } else { [0; 3] });
+        let out = spec(4, 8, Filter::Area, DType::F32);
+        // 90 degrees clockwise: the top-left corner goes to the top-right.
+        let job = FrameJob {
+            frame: &frame,
+            params: FrameParams::full(&frame, 1),
+        };
+        let rgb = frame_rgb(&job, &out, &mut Scratch::default());
+        assert!(rgb[0][3] > 0.99 && rgb[0][0] < 0.01, "{:?}", &rgb[0][..4]);
+        // Flipped: back to the top-left.
+        let mut params = FrameParams::full(&frame, 1);
+        params.flip = true;
+        let rgb = frame_rgb(
+            &FrameJob {
+                frame: &frame,
+                params,
+            },
+            &out,
+            &mut Scratch::default(),
+        );
+        assert!(rgb[0][0] > 0.99 && rgb[0][3] < 0.01, "{:?}", &rgb[0][..4]);
+    }
+
+    #[test]
+    fn layouts_hold_the_same_values() {
+        let frame = rgb_frame(16, 8, |x, y| [(x * 16) as u8, (y * 30) as u8, 200]);
+        let params = FrameParams::full(&frame, 0);
+        let job = FrameJob {
+            frame: &frame,
+            params,
+        };
+        let mut a = spec(5, 3, Filter::Bilinear, DType::F32);
+        a.mean = [0.485, 0.456, 0.406];
+        a.std = [0.229, 0.224, 0.225];
+        let b = OutputSpec {
+            layout: Layout::Bthwc,
+            ..a
+        };
+        let mut da = vec![0u8; a.frame_elements() * 4];
+        let mut db = da.clone();
+        write_frame(Some(&job), &a, &mut Scratch::default(), &mut da);
+        write_frame(Some(&job), &b, &mut Scratch::default(), &mut db);
+        let (va, vb) = (
+            decode_elements(&da, DType::F32),
+            decode_elements(&db, DType::F32),
+        );
+        for c in 0..3 {
+            for i in 0..15 {
+                assert_eq!(va[c * 15 + i], vb[i * 3 + c]);
+            }
+        }
+        // Blue is 200/255 everywhere: normalised with ImageNet's statistics.
+        let blue = (200.0 / 255.0 - 0.406) / 0.225;
+        assert!((va[2 * 15] - blue).abs() < 1e-5);
+    }
+}

@@ -1,0 +1,398 @@
+//! Reading windows: file checks, which frames a window takes (by frame index or by
+//! timestamp), decoders kept open per worker, and the crop and flip drawn per window.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use super::plan::{ClipExtent, Rng, Sample, Timing};
+use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, OutputSpec, Range};
+use super::{ClipSource, Crop, SkipReason, parse_time_base};
+use crate::manifest::ManifestRow;
+use crate::media::reader::{Picture, ReadTimes, VideoReader};
+use crate::model::Ratio;
+
+/// Check every row's file: present, and (when asked) with the fingerprint the manifest holds.
+pub(crate) fn check_files(
+    rows: &[&ManifestRow],
+    root: &Path,
+    verify: bool,
+) -> Vec<Result<(), (SkipReason, String)>> {
+    rows.par_iter()
+        .map(|row| {
+            let path = root.join(&row.path);
+            let meta = std::fs::metadata(&path)
+                .map_err(|e| (SkipReason::Missing, format!("cannot read the file: {e}")))?;
+            if !meta.is_file() {
+                return Err((SkipReason::Missing, "not a file".to_string()));
+            }
+            if verify {
+                let now = crate::scan::fingerprint(&path, meta.len())
+                    .map_err(|e| (SkipReason::Missing, format!("cannot read the file: {e}")))?;
+                if now != row.file_fingerprint {
+                    return Err((
+                        SkipReason::Changed,
+                        format!(
+                            "the file changed since the manifest was written (fingerprint {now}, manifest {})",
+                            row.file_fingerprint
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        })
+        .collect()
+}
+
+/// Quarter turns and mirror for an EXIF orientation (1..=8).
+fn exif_turns(orientation: u16) -> (u8, bool) {
+    match orientation {
+        2 => (0, true),
+        3 => (2, false),
+        4 => (2, true),
+        5 => (1, true),
+        6 => (1, false),
+        7 => (3, true),
+        8 => (3, false),
+        _ => (0, false),
+    }
+}
+
+pub(crate) fn clip_source(row: &ManifestRow, root: &Path) -> (ClipSource, ClipExtent) {
+    let path = root.join(&row.path);
+    let is_image = row.kind == "image";
+    let (quarter_turns, mirror) = if is_image {
+        exif_turns(crate::media::exif_orientation_of(&path).unwrap_or(1))
+    } else {
+        let deg = row.rotation_deg.unwrap_or(0).rem_euclid(360);
+        (((deg + 45) / 90 % 4) as u8, false)
+    };
+    let duration_secs = (row.end_secs - row.start_secs).max(0.0);
+    let frames = match (row.start_frame, row.end_frame) {
+        (Some(a), Some(b)) if b > a => (b - a) as u32,
+        _ => ((duration_secs * row.fps.unwrap_or(30.0)).round() as u32).max(1),
+    };
+    let key = u64::from_str_radix(&row.clip_id, 16)
+        .unwrap_or_else(|_| xxhash_rust::xxh3::xxh3_64(row.clip_id.as_bytes()));
+    (
+        ClipSource {
+            clip_id: row.clip_id.clone(),
+            path,
+            is_image,
+            quarter_turns,
+            mirror,
+            start_pts: row.start_pts,
+            end_pts: row.end_pts,
+            start_secs: row.start_secs,
+            end_secs: row.end_secs,
+            time_base: parse_time_base(row.time_base.as_deref()),
+        },
+        ClipExtent {
+            frames,
+            duration_secs,
+            is_image,
+            key,
+        },
+    )
+}
+
+/// Timestamps of the clip's frames, ascending: `[start_pts, end_pts)`, else by seconds.
+pub(crate) fn clip_frames(all: &[i64], time_base: Ratio, clip: &ClipSource) -> Vec<i64> {
+    if clip.is_image {
+        return all.iter().take(1).copied().collect();
+    }
+    if let (Some(a), Some(b)) = (clip.start_pts, clip.end_pts)
+        && clip.time_base.is_none_or(|tb| tb == time_base)
+    {
+        return all.iter().copied().filter(|p| *p >= a && *p < b).collect();
+    }
+    let tb = time_base.as_f64();
+    let eps = 1e-6;
+    all.iter()
+        .copied()
+        .filter(|&p| {
+            let t = p as f64 * tb;
+            t >= clip.start_secs - eps && t < clip.end_secs - eps
+        })
+        .collect()
+}
+
+/// The timestamps a window takes from the clip's frames (ascending, repeats allowed).
+pub(crate) fn window_pts(
+    frames: &[i64],
+    time_base: Ratio,
+    sample: &Sample,
+    timing: Timing,
+) -> Vec<i64> {
+    let last = frames.len().saturating_sub(1);
+    match timing {
+        Timing::Stride(stride) => (0..sample.len)
+            .map(|k| {
+                let i = sample.start as usize + k as usize * stride as usize;
+                frames[i.min(last)]
+            })
+            .collect(),
+        Timing::Fps(fps) => {
+            let tb = time_base.as_f64();
+            let t0 = frames[0] as f64 * tb;
+            (0..sample.len)
+                .map(|k| {
+                    let t = t0 + sample.start + f64::from(k) / fps;
+                    // The frame on screen at time t: the last one that starts at or before it.
+                    let shown = frames.partition_point(|&p| p as f64 * tb <= t + 1e-9);
+                    frames[shown.saturating_sub(1).min(last)]
+                })
+                .collect()
+        }
+    }
+}
+
+/// Crop (as fractions of the display size) and flip for one window.
+fn draw_augmentation(
+    seed: u64,
+    crop: Crop,
+    hflip: f32,
+    display: (u32, u32),
+    out: &OutputSpec,
+) -> ([f32; 4], bool) {
+    let mut rng = Rng::new(&[seed]);
+    let (w, h) = (f64::from(display.0), f64::from(display.1));
+    let center = |aspect: f64| {
+        if w / h > aspect {
+            let cw = h * aspect / w;
+            [((1.0 - cw) / 2.0) as f32, 0.0, cw as f32, 1.0]
+        } else {
+            let ch = w / aspect / h;
+            [0.0, ((1.0 - ch) / 2.0) as f32, 1.0, ch as f32]
+        }
+    };
+    let out_aspect = f64::from(out.width) / f64::from(out.height);
+    let rect = match crop {
+        Crop::Full => [0.0, 0.0, 1.0, 1.0],
+        Crop::Center => center(out_aspect),
+        Crop::RandomResized { scale, ratio } => {
+            let area = w * h;
+            let (lr0, lr1) = (f64::from(ratio[0]).ln(), f64::from(ratio[1]).ln());
+            let mut found = None;
+            for _ in 0..10 {
+                let target =
+                    area * (f64::from(scale[0]) + rng.next_f64() * f64::from(scale[1] - scale[0]));
+                let aspect = (lr0 + rng.next_f64() * (lr1 - lr0)).exp();
+                let cw = (target * aspect).sqrt();
+                let ch = (target / aspect).sqrt();
+                if cw <= w && ch <= h {
+                    let x = rng.next_f64() * (w - cw);
+                    let y = rng.next_f64() * (h - ch);
+                    found = Some([
+                        (x / w) as f32,
+                        (y / h) as f32,
+                        (cw / w) as f32,
+                        (ch / h) as f32,
+                    ]);
+                    break;
+                }
+            }
+            found.unwrap_or_else(|| center((w / h).clamp(f64::from(ratio[0]), f64::from(ratio[1]))))
+        }
+    };
+    let flip = hflip > 0.0 && rng.next_f64() < f64::from(hflip);
+    (rect, flip)
+}
+
+fn to_frame(p: Picture) -> Frame {
+    Frame {
+        width: p.width,
+        height: p.height,
+        format: if p.yuv420 {
+            FrameFormat::Yuv420
+        } else {
+            FrameFormat::Rgb
+        },
+        matrix: if p.bt709 {
+            Matrix::Bt709
+        } else {
+            Matrix::Bt601
+        },
+        range: if p.full_range {
+            Range::Full
+        } else {
+            Range::Limited
+        },
+        data: p.data,
+        pts: p.pts,
+    }
+}
+
+/// The frames of one window and how to cut each.
+pub(crate) struct WindowFrames {
+    pub frames: Vec<Frame>,
+    pub params: Vec<FrameParams>,
+}
+
+/// Open decoders of one worker, most recently used last.
+pub(crate) struct Readers {
+    open: Vec<(PathBuf, VideoReader)>,
+    capacity: usize,
+    threads: usize,
+}
+
+impl Readers {
+    pub fn new(capacity: usize, threads: usize) -> Readers {
+        Readers {
+            open: Vec::new(),
+            capacity: capacity.max(1),
+            threads,
+        }
+    }
+
+    fn get(&mut self, path: &Path) -> Result<&mut VideoReader, String> {
+        if let Some(i) = self.open.iter().position(|(p, _)| p == path) {
+            let entry = self.open.remove(i);
+            self.open.push(entry);
+        } else {
+            let reader = VideoReader::open(path, self.threads).map_err(|e| e.to_string())?;
+            if self.open.len() >= self.capacity {
+                self.open.remove(0);
+            }
+            self.open.push((path.to_path_buf(), reader));
+        }
+        let last = self.open.len() - 1;
+        Ok(&mut self.open[last].1)
+    }
+
+    /// Decode one window's frames and draw its augmentation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_window(
+        &mut self,
+        clip: &ClipSource,
+        sample: &Sample,
+        timing: Timing,
+        crop: Crop,
+        hflip: f32,
+        out: &OutputSpec,
+        budget: Duration,
+        times: &mut ReadTimes,
+    ) -> Result<WindowFrames, (SkipReason, String)> {
+        let corrupt = |m: String| (SkipReason::Corrupt, m);
+        let reader = self.get(&clip.path).map_err(corrupt)?;
+        let time_base = reader.time_base();
+        let frames = clip_frames(reader.frame_pts(), time_base, clip);
+        if frames.is_empty() {
+            return Err(corrupt(
+                "no frames within the clip's boundaries".to_string(),
+            ));
+        }
+        let wanted = window_pts(&frames, time_base, sample, timing);
+        let mut pictures: Vec<Option<Picture>> = vec![None; wanted.len()];
+        let deadline = Instant::now() + budget;
+        let result = reader.read(&wanted, Some(deadline), times, &mut |i, p| {
+            pictures[i] = Some(p)
+        });
+        if let Err(e) = result {
+            // Drop the decoder: its state is unknown after an error.
+            self.open.retain(|(p, _)| p != &clip.path);
+            return Err(corrupt(e.to_string()));
+        }
+        let mut out_frames = Vec::with_capacity(wanted.len());
+        let mut params = Vec::with_capacity(wanted.len());
+        let mut augmentation = None;
+        for picture in pictures {
+            let frame =
+                to_frame(picture.ok_or_else(|| corrupt("a frame was not decoded".to_string()))?);
+            let display = frame.display_size(clip.quarter_turns);
+            let (rect, flip) = *augmentation.get_or_insert_with(|| {
+                draw_augmentation(sample.aug_seed, crop, hflip, display, out)
+            });
+            let (mut x, y, w, h) = (rect[0], rect[1], rect[2], rect[3]);
+            let mut flip = flip;
+            if clip.mirror {
+                // Crop the mirrored picture: the same region of the unmirrored one, flipped.
+                x = 1.0 - x - w;
+                flip = !flip;
+            }
+            let (dw, dh) = (display.0 as f32, display.1 as f32);
+            params.push(FrameParams {
+                quarter_turns: clip.quarter_turns,
+                crop: [x * dw, y * dh, w * dw, h * dh],
+                flip,
+            });
+            out_frames.push(frame);
+        }
+        Ok(WindowFrames {
+            frames: out_frames,
+            params,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clip() -> ClipSource {
+        ClipSource {
+            clip_id: "0".into(),
+            path: PathBuf::new(),
+            is_image: false,
+            quarter_turns: 0,
+            mirror: false,
+            start_pts: None,
+            end_pts: None,
+            start_secs: 0.0,
+            end_secs: 10.0,
+            time_base: None,
+        }
+    }
+
+    #[test]
+    fn fps_sampling_follows_timestamps_not_indices() {
+        // Variable frame rate: frames at 0, 1, 3, 4, 6, 7 (ms units of 1/1000 s x 100).
+        let tb = Ratio { num: 1, den: 10 };
+        let frames = [0, 1, 3, 4, 6, 7];
+        let sample = Sample {
+            clip: 0,
+            start: 0.0,
+            len: 4,
+            aug_seed: 0,
+        };
+        // 5 fps: times 0, 0.2, 0.4, 0.6 -> frames shown then: pts 0, 1, 4, 6.
+        assert_eq!(
+            window_pts(&frames, tb, &sample, Timing::Fps(5.0)),
+            vec![0, 1, 4, 6]
+        );
+        assert_eq!(
+            window_pts(&frames, tb, &sample, Timing::Stride(2)),
+            vec![0, 3, 6, 7]
+        );
+    }
+
+    #[test]
+    fn clip_ranges_are_half_open() {
+        let tb = Ratio { num: 1, den: 10 };
+        let mut c = clip();
+        c.start_pts = Some(3);
+        c.end_pts = Some(6);
+        assert_eq!(clip_frames(&[0, 1, 3, 4, 6, 7], tb, &c), vec![3, 4]);
+        c.start_pts = None;
+        c.start_secs = 0.1;
+        c.end_secs = 0.6;
+        assert_eq!(clip_frames(&[0, 1, 3, 4, 6, 7], tb, &c), vec![1, 3, 4]);
+    }
+
+    #[test]
+    fn center_crop_has_the_output_aspect() {
+        let out = OutputSpec {
+            width: 100,
+            height: 100,
+            layout: super::super::Layout::Bcthw,
+            dtype: super::super::DType::F32,
+            filter: super::super::Filter::Bilinear,
+            mean: [0.0; 3],
+            std: [1.0; 3],
+        };
+        let (rect, flip) = draw_augmentation(1, Crop::Center, 0.0, (200, 100), &out);
+        assert_eq!(rect, [0.25, 0.0, 0.5, 1.0]);
+        assert!(!flip);
+    }
+}
