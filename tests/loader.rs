@@ -444,3 +444,30 @@ fn load_bench_reports_stages_and_a_checksum_that_repeats() {
     }
     assert!(a["device"].as_str().unwrap().starts_with("cpu"));
 }
+
+#[test]
+fn the_frame_cache_serves_later_runs_without_decoding_and_the_same_bytes() {
+    let d = dataset();
+    let cache = framecull::loader::CacheConfig {
+        dir: d.root.parent().unwrap().join("cache"),
+        short_side: 48,
+    };
+    let cfg = LoaderConfig {
+        cache: Some(cache),
+        workers: 2,
+        ..config()
+    };
+    let mut cold = Loader::open(&d.manifest, None, cfg.clone()).unwrap();
+    let a = read_all(&mut cold, 0);
+    assert_eq!(cold.stats().cache_fills, 10, "{:?}", cold.stats().errors);
+    assert!(cold.stats().frames_decoded > 0);
+    let mut warm = Loader::open(&d.manifest, None, cfg).unwrap();
+    let b = read_all(&mut warm, 0);
+    let s = warm.stats();
+    assert_eq!((s.cache_hits, s.cache_fills, s.frames_decoded), (10, 0, 0));
+    assert!(a == b, "a warm cache changed the batches");
+    // Later epochs draw other windows from the same cached clips.
+    let c = read_all(&mut warm, 1);
+    assert!(c != a);
+    assert_eq!(warm.stats().frames_decoded, 0);
+}

@@ -81,6 +81,12 @@ pub struct Args {
     no_verify: bool,
     #[arg(long, default_value_t = 2)]
     prefetch: usize,
+    /// Keep decoded clips, shrunk, in this folder for later runs and epochs.
+    #[arg(long, value_name = "DIR")]
+    cache: Option<PathBuf>,
+    /// Short side of cached frames.
+    #[arg(long, default_value_t = 256)]
+    cache_short_side: u32,
     #[arg(long)]
     json: bool,
 }
@@ -193,6 +199,10 @@ fn config(args: &Args) -> anyhow::Result<LoaderConfig> {
         OnErrorArg::Fail => OnError::Fail,
     };
     config.verify_fingerprints = !args.no_verify;
+    config.cache = args.cache.as_ref().map(|dir| loader::CacheConfig {
+        dir: dir.clone(),
+        short_side: args.cache_short_side.max(1),
+    });
     Ok(config)
 }
 
@@ -291,8 +301,8 @@ fn text(r: &Report) -> String {
         r.layout
     ));
     t.push_str(&format!(
-        "frames      {} delivered ({} padding slots), {} decoded, {} seeks\n",
-        s.frames, s.padding_frames, s.frames_decoded, s.seeks
+        "frames      {} delivered ({} padding slots), {} decoded, {} seeks; cache: {} windows read, {} clips written\n",
+        s.frames, s.padding_frames, s.frames_decoded, s.seeks, s.cache_hits, s.cache_fills
     ));
     t.push_str(&format!(
         "throughput  {:.1} frames/s, {:.1} windows/s, wall {:.3} s\n",

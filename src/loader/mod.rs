@@ -10,6 +10,7 @@
 //! workers: every window is read and preprocessed on its own, and batches are assembled in
 //! plan order.
 
+mod cache;
 pub mod gpu;
 mod pipeline;
 pub mod plan;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use cache::CacheConfig;
 pub use pipeline::Epoch;
 pub use plan::{Batching, Mode, Sampling, Timing};
 pub use preprocess::{DType, Filter, Layout, OutputSpec};
@@ -85,6 +87,8 @@ pub struct LoaderConfig {
     pub verify_fingerprints: bool,
     /// Give up on one window after this long.
     pub window_budget_secs: f64,
+    /// Keep decoded, shrunk clips on disk for later epochs.
+    pub cache: Option<CacheConfig>,
 }
 
 impl Default for LoaderConfig {
@@ -112,6 +116,7 @@ impl Default for LoaderConfig {
             on_error: OnError::Skip,
             verify_fingerprints: true,
             window_budget_secs: 60.0,
+            cache: None,
         }
     }
 }
@@ -165,6 +170,9 @@ pub struct Stats {
     pub padding_frames: u64,
     pub frames_decoded: u64,
     pub seeks: u64,
+    /// Windows read from the frame cache, and clips decoded into it.
+    pub cache_hits: u64,
+    pub cache_fills: u64,
     pub read_secs: f64,
     pub decode_secs: f64,
     pub convert_secs: f64,

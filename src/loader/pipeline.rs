@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::plan::{PlannedBatch, Sample};
 use super::preprocess::{self, FrameJob, Scratch};
@@ -37,6 +37,9 @@ struct Done {
     result: Result<Prepared, (SkipReason, String)>,
     times: ReadTimes,
     preprocess_secs: f64,
+    /// Windows read from the cache, and clips written to it.
+    cache_hits: u64,
+    cache_fills: u64,
 }
 
 struct Shared {
@@ -162,6 +165,8 @@ impl<'a> Epoch<'a> {
             stats.frames_decoded += times.frames_decoded;
             stats.seeks += times.seeks;
             stats.preprocess_secs += done.preprocess_secs;
+            stats.cache_hits += done.cache_hits;
+            stats.cache_fills += done.cache_fills;
             let clip = &self.loader.clips[sample.clip as usize];
             match done.result {
                 Ok(p) => {
@@ -281,7 +286,7 @@ fn worker(
     shared: &Shared,
     tx: &Sender<Done>,
 ) {
-    let mut readers = Readers::new(OPEN_DECODERS, config.decoder_threads);
+    let mut readers = Readers::new(OPEN_DECODERS, config.decoder_threads, config.cache.clone());
     let mut scratch = Scratch::default();
     let out = config.output;
     let frame_bytes = out.frame_elements() * out.dtype.size_bytes();
@@ -308,20 +313,11 @@ fn worker(
         }
         let clip = &clips[job.sample.clip as usize];
         let mut times = ReadTimes::default();
-        let budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
+        let (hits, fills) = (readers.cache_hits, readers.cache_fills);
         let mut preprocess_secs = 0.0;
         // A panic in one window (a bug, or a decoder gone wrong) fails that window only.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let window = readers.read_window(
-                clip,
-                &job.sample,
-                config.sampling.timing,
-                config.crop,
-                config.hflip,
-                &out,
-                budget,
-                &mut times,
-            )?;
+            let window = readers.read_window(clip, &job.sample, config, &mut times)?;
             if gpu {
                 return Ok(Prepared::Frames(window));
             }
@@ -349,6 +345,8 @@ fn worker(
             result,
             times,
             preprocess_secs,
+            cache_hits: readers.cache_hits - hits,
+            cache_fills: readers.cache_fills - fills,
         };
         if tx.send(done).is_err() {
             return;

@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::cache::CacheConfig;
 use super::plan::{ClipExtent, Rng, Sample, Timing};
 use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, OutputSpec, Range};
-use super::{ClipSource, Crop, SkipReason, parse_time_base};
+use super::{ClipSource, Crop, LoaderConfig, SkipReason, parse_time_base};
 use crate::manifest::ManifestRow;
 use crate::media::reader::{Picture, ReadTimes, VideoReader};
 use crate::model::Ratio;
@@ -200,7 +201,7 @@ fn draw_augmentation(
     (rect, flip)
 }
 
-fn to_frame(p: Picture) -> Frame {
+pub(crate) fn to_frame(p: Picture) -> Frame {
     Frame {
         width: p.width,
         height: p.height,
@@ -230,19 +231,25 @@ pub(crate) struct WindowFrames {
     pub params: Vec<FrameParams>,
 }
 
-/// Open decoders of one worker, most recently used last.
+/// Open decoders of one worker, most recently used last, and the frame cache.
 pub(crate) struct Readers {
     open: Vec<(PathBuf, VideoReader)>,
     capacity: usize,
     threads: usize,
+    cache: Option<CacheConfig>,
+    pub cache_hits: u64,
+    pub cache_fills: u64,
 }
 
 impl Readers {
-    pub fn new(capacity: usize, threads: usize) -> Readers {
+    pub fn new(capacity: usize, threads: usize, cache: Option<CacheConfig>) -> Readers {
         Readers {
             open: Vec::new(),
             capacity: capacity.max(1),
             threads,
+            cache,
+            cache_hits: 0,
+            cache_fills: 0,
         }
     }
 
@@ -261,69 +268,135 @@ impl Readers {
         Ok(&mut self.open[last].1)
     }
 
-    /// Decode one window's frames and draw its augmentation.
-    #[allow(clippy::too_many_arguments)]
-    pub fn read_window(
+    /// Forget a decoder whose state is unknown after an error.
+    fn drop_reader(&mut self, path: &Path) {
+        self.open.retain(|(p, _)| p != path);
+    }
+
+    /// The window's frames as decoded, with the clip's rotation and mirror still to apply.
+    fn decode_window(
         &mut self,
         clip: &ClipSource,
         sample: &Sample,
         timing: Timing,
-        crop: Crop,
-        hflip: f32,
-        out: &OutputSpec,
-        budget: Duration,
+        deadline: Instant,
         times: &mut ReadTimes,
-    ) -> Result<WindowFrames, (SkipReason, String)> {
-        let corrupt = |m: String| (SkipReason::Corrupt, m);
-        let reader = self.get(&clip.path).map_err(corrupt)?;
+    ) -> Result<Vec<Frame>, String> {
+        let reader = self.get(&clip.path)?;
         let time_base = reader.time_base();
         let frames = clip_frames(reader.frame_pts(), time_base, clip);
         if frames.is_empty() {
-            return Err(corrupt(
-                "no frames within the clip's boundaries".to_string(),
-            ));
+            return Err("no frames within the clip's boundaries".to_string());
         }
         let wanted = window_pts(&frames, time_base, sample, timing);
         let mut pictures: Vec<Option<Picture>> = vec![None; wanted.len()];
-        let deadline = Instant::now() + budget;
-        let result = reader.read(&wanted, Some(deadline), times, &mut |i, p| {
+        if let Err(e) = reader.read(&wanted, Some(deadline), times, &mut |i, p| {
             pictures[i] = Some(p)
-        });
-        if let Err(e) = result {
-            // Drop the decoder: its state is unknown after an error.
-            self.open.retain(|(p, _)| p != &clip.path);
-            return Err(corrupt(e.to_string()));
+        }) {
+            self.drop_reader(&clip.path);
+            return Err(e.to_string());
         }
-        let mut out_frames = Vec::with_capacity(wanted.len());
-        let mut params = Vec::with_capacity(wanted.len());
+        pictures
+            .into_iter()
+            .map(|p| {
+                p.map(to_frame)
+                    .ok_or_else(|| "a frame was not decoded".to_string())
+            })
+            .collect()
+    }
+
+    /// The window's frames from the cache (filled with the whole clip on a miss), already
+    /// rotated and mirrored.
+    fn cached_window(
+        &mut self,
+        cache: &CacheConfig,
+        clip: &ClipSource,
+        sample: &Sample,
+        timing: Timing,
+        deadline: Instant,
+        times: &mut ReadTimes,
+    ) -> Result<Vec<Frame>, String> {
+        let cached = match cache.open(clip) {
+            Some(c) => {
+                self.cache_hits += 1;
+                c
+            }
+            None => {
+                let reader = self.get(&clip.path)?;
+                let frames = clip_frames(reader.frame_pts(), reader.time_base(), clip);
+                if frames.is_empty() {
+                    return Err("no frames within the clip's boundaries".to_string());
+                }
+                let filled = cache.fill(clip, reader, &frames, deadline, times);
+                if filled.is_err() {
+                    self.drop_reader(&clip.path);
+                }
+                self.cache_fills += 1;
+                filled?
+            }
+        };
+        let wanted = window_pts(&cached.pts, cached.time_base, sample, timing);
+        cache.read(&cached, &wanted)
+    }
+
+    /// Read one window's frames and draw its augmentation.
+    pub fn read_window(
+        &mut self,
+        clip: &ClipSource,
+        sample: &Sample,
+        config: &LoaderConfig,
+        times: &mut ReadTimes,
+    ) -> Result<WindowFrames, (SkipReason, String)> {
+        let timing = config.sampling.timing;
+        let budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
+        let (frames, quarter_turns, mirror) = match self.cache.clone() {
+            Some(cache) => {
+                // Filling decodes the whole clip: a budget in proportion.
+                let deadline = Instant::now() + budget * (1 + clip_len_hint(clip) / 64);
+                let frames = self.cached_window(&cache, clip, sample, timing, deadline, times);
+                (frames, 0, false)
+            }
+            None => {
+                let frames =
+                    self.decode_window(clip, sample, timing, Instant::now() + budget, times);
+                (frames, clip.quarter_turns, clip.mirror)
+            }
+        };
+        let frames = frames.map_err(|m| (SkipReason::Corrupt, m))?;
+        let mut params = Vec::with_capacity(frames.len());
         let mut augmentation = None;
-        for picture in pictures {
-            let frame =
-                to_frame(picture.ok_or_else(|| corrupt("a frame was not decoded".to_string()))?);
-            let display = frame.display_size(clip.quarter_turns);
+        for frame in &frames {
+            let display = frame.display_size(quarter_turns);
             let (rect, flip) = *augmentation.get_or_insert_with(|| {
-                draw_augmentation(sample.aug_seed, crop, hflip, display, out)
+                draw_augmentation(
+                    sample.aug_seed,
+                    config.crop,
+                    config.hflip,
+                    display,
+                    &config.output,
+                )
             });
-            let (mut x, y, w, h) = (rect[0], rect[1], rect[2], rect[3]);
+            let [mut x, y, w, h] = rect;
             let mut flip = flip;
-            if clip.mirror {
+            if mirror {
                 // Crop the mirrored picture: the same region of the unmirrored one, flipped.
                 x = 1.0 - x - w;
                 flip = !flip;
             }
             let (dw, dh) = (display.0 as f32, display.1 as f32);
             params.push(FrameParams {
-                quarter_turns: clip.quarter_turns,
+                quarter_turns,
                 crop: [x * dw, y * dh, w * dw, h * dh],
                 flip,
             });
-            out_frames.push(frame);
         }
-        Ok(WindowFrames {
-            frames: out_frames,
-            params,
-        })
+        Ok(WindowFrames { frames, params })
     }
+}
+
+/// Frames the clip is expected to hold (for time budgets).
+fn clip_len_hint(clip: &ClipSource) -> u32 {
+    ((clip.end_secs - clip.start_secs).max(0.0) * 60.0).min(1e6) as u32
 }
 
 #[cfg(test)]

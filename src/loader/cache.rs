@@ -1,0 +1,238 @@
+//! An optional on-disk cache of decoded clips for later epochs: the first time a clip is read,
+//! all its frames are decoded once, rotated, shrunk (short side `short_side`, area filter) and
+//! written as packed RGB to one file; later windows of that clip read only their frames from
+//! it, with no demuxing or decoding.
+//!
+//! Batches come from the cached frames whether the cache was cold or warm, so a run's output
+//! does not depend on what an earlier run left behind.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::ClipSource;
+use super::preprocess::{
+    self, DType, Filter, Frame, FrameFormat, FrameJob, FrameParams, Layout, Matrix, OutputSpec,
+    Range, Scratch,
+};
+use crate::media::reader::{ReadTimes, VideoReader};
+use crate::model::Ratio;
+
+const MAGIC: &[u8] = b"framecull-frames-1\n";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheConfig {
+    pub dir: PathBuf,
+    /// Frames are stored with this short side (never enlarged).
+    pub short_side: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    width: u32,
+    height: u32,
+    time_base: String,
+    /// Timestamps of the stored frames, ascending: the clip's frames.
+    pts: Vec<i64>,
+}
+
+/// A clip in the cache.
+pub(crate) struct CachedClip {
+    path: PathBuf,
+    width: u32,
+    height: u32,
+    pub time_base: Ratio,
+    pub pts: Vec<i64>,
+    data_offset: u64,
+}
+
+impl CacheConfig {
+    fn file(&self, clip: &ClipSource) -> PathBuf {
+        self.dir
+            .join(format!("{}-{}.frames", clip.clip_id, self.short_side))
+    }
+
+    /// The clip's cached frames, when a complete cache file exists.
+    pub(crate) fn open(&self, clip: &ClipSource) -> Option<CachedClip> {
+        let path = self.file(clip);
+        let mut file = File::open(&path).ok()?;
+        let mut magic = vec![0u8; MAGIC.len()];
+        file.read_exact(&mut magic).ok()?;
+        if magic != MAGIC {
+            return None;
+        }
+        let mut len = [0u8; 8];
+        file.read_exact(&mut len).ok()?;
+        let len = u64::from_le_bytes(len);
+        let mut json = vec![0u8; usize::try_from(len).ok()?];
+        file.read_exact(&mut json).ok()?;
+        let header: Header = serde_json::from_slice(&json).ok()?;
+        let data_offset = (MAGIC.len() + 8) as u64 + len;
+        let frame = 3 * u64::from(header.width) * u64::from(header.height);
+        let size = file.metadata().ok()?.len();
+        if size != data_offset + frame * header.pts.len() as u64 {
+            return None;
+        }
+        Some(CachedClip {
+            path,
+            width: header.width,
+            height: header.height,
+            time_base: Ratio::parse(&header.time_base)?,
+            pts: header.pts,
+            data_offset,
+        })
+    }
+
+    /// Decode all of the clip's frames (`pts`), shrink them and write the cache file
+    /// (under a temporary name, then renamed: a killed run leaves no partial file).
+    pub(crate) fn fill(
+        &self,
+        clip: &ClipSource,
+        reader: &mut VideoReader,
+        pts: &[i64],
+        deadline: Instant,
+        times: &mut ReadTimes,
+    ) -> Result<CachedClip, String> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("cannot create the cache folder {}: {e}", self.dir.display()))?;
+        let path = self.file(clip);
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let result = self.write(clip, reader, pts, deadline, times, &tmp);
+        match result {
+            Ok(()) => {
+                std::fs::rename(&tmp, &path)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                self.open(clip)
+                    .ok_or_else(|| format!("the cache file {} is unreadable", path.display()))
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
+    }
+
+    fn write(
+        &self,
+        clip: &ClipSource,
+        reader: &mut VideoReader,
+        pts: &[i64],
+        deadline: Instant,
+        times: &mut ReadTimes,
+        tmp: &Path,
+    ) -> Result<(), String> {
+        let io = |e: std::io::Error| format!("cannot write {}: {e}", tmp.display());
+        let mut out = BufWriter::new(File::create(tmp).map_err(io)?);
+        let mut size: Option<(u32, u32)> = None;
+        let mut scratch = Scratch::default();
+        let mut failure: Option<String> = None;
+        let mut bytes = Vec::new();
+        let mut written = 0usize;
+        let header_pts = pts.to_vec();
+        let time_base = reader.time_base();
+        reader
+            .read(pts, Some(deadline), times, &mut |_, picture| {
+                if failure.is_some() {
+                    return;
+                }
+                let frame = super::source::to_frame(picture);
+                let (dw, dh) = frame.display_size(clip.quarter_turns);
+                let (w, h) = *size.get_or_insert_with(|| shrink(dw, dh, self.short_side));
+                let spec = OutputSpec {
+                    width: w,
+                    height: h,
+                    layout: Layout::Bthwc,
+                    dtype: DType::U8,
+                    filter: Filter::Area,
+                    mean: [0.0; 3],
+                    std: [1.0; 3],
+                };
+                let params = FrameParams {
+                    quarter_turns: clip.quarter_turns,
+                    crop: [0.0, 0.0, dw as f32, dh as f32],
+                    flip: clip.mirror,
+                };
+                if written == 0 {
+                    let header = Header {
+                        width: w,
+                        height: h,
+                        time_base: time_base.to_text(),
+                        pts: header_pts.clone(),
+                    };
+                    let json = serde_json::to_vec(&header).unwrap_or_default();
+                    let head = [MAGIC, &(json.len() as u64).to_le_bytes(), &json].concat();
+                    if let Err(e) = out.write_all(&head) {
+                        failure = Some(io(e));
+                        return;
+                    }
+                }
+                bytes.resize(spec.frame_elements(), 0);
+                preprocess::write_frame(
+                    Some(&FrameJob {
+                        frame: &frame,
+                        params,
+                    }),
+                    &spec,
+                    &mut scratch,
+                    &mut bytes,
+                );
+                if let Err(e) = out.write_all(&bytes) {
+                    failure = Some(io(e));
+                }
+                written += 1;
+            })
+            .map_err(|e| e.to_string())?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if written != pts.len() {
+            return Err(format!(
+                "decoded {written} of the clip's {} frames",
+                pts.len()
+            ));
+        }
+        let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)
+    }
+
+    /// The cached frames at `wanted` (timestamps among the clip's), as RGB frames already
+    /// rotated and mirrored.
+    pub(crate) fn read(&self, clip: &CachedClip, wanted: &[i64]) -> Result<Vec<Frame>, String> {
+        let mut file = File::open(&clip.path)
+            .map_err(|e| format!("cannot read {}: {e}", clip.path.display()))?;
+        let frame_bytes = 3 * clip.width as usize * clip.height as usize;
+        let mut frames = Vec::with_capacity(wanted.len());
+        for &p in wanted {
+            let index = clip
+                .pts
+                .binary_search(&p)
+                .map_err(|_| format!("frame {p} is not in the cache"))?;
+            let mut data = vec![0u8; frame_bytes];
+            file.seek(SeekFrom::Start(
+                clip.data_offset + (index * frame_bytes) as u64,
+            ))
+            .and_then(|_| file.read_exact(&mut data))
+            .map_err(|e| format!("cannot read {}: {e}", clip.path.display()))?;
+            frames.push(Frame {
+                width: clip.width,
+                height: clip.height,
+                format: FrameFormat::Rgb,
+                matrix: Matrix::Bt709,
+                range: Range::Full,
+                data,
+                pts: p,
+            });
+        }
+        Ok(frames)
+    }
+}
+
+/// Size with short side `short` (never enlarged), aspect kept.
+fn shrink(w: u32, h: u32, short: u32) -> (u32, u32) {
+    let scale = (f64::from(short) / f64::from(w.min(h))).min(1.0);
+    let side = |v: u32| ((f64::from(v) * scale).round() as u32).max(1);
+    (side(w), side(h))
+}
