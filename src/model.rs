@@ -413,6 +413,107 @@ pub struct Clip {
     pub decision: Decision,
 }
 
+/// A video's frame timestamps, for frame-exact boundaries: frame `i` is shown from `pts[i]`
+/// until `pts[i + 1]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameTimeline {
+    pub pts: Vec<i64>,
+    pub time_base: Ratio,
+}
+
+impl FrameTimeline {
+    pub fn secs(&self, pts: i64) -> f64 {
+        pts as f64 * self.time_base.as_f64()
+    }
+
+    /// Timestamp where frame `i` starts; `i == len` is the end of the last frame.
+    pub fn pts_at(&self, i: usize) -> i64 {
+        match self.pts.get(i) {
+            Some(p) => *p,
+            None => {
+                let n = self.pts.len();
+                let last = self.pts[n - 1];
+                let step = if n > 1 { last - self.pts[n - 2] } else { 1 };
+                last + step.max(1)
+            }
+        }
+    }
+
+    /// Frame index for `f120` or seconds. A start is the frame shown at that time; an end
+    /// is the first frame at or after it (exclusive bound).
+    pub fn len(&self) -> usize {
+        self.pts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pts.is_empty()
+    }
+
+    /// The frame shown at `t` seconds (the last one starting at or before it; 0 before the
+    /// first).
+    pub fn frame_at_secs(&self, t: f64) -> usize {
+        let eps = 1e-9;
+        self.pts
+            .partition_point(|&p| self.secs(p) <= t + eps)
+            .saturating_sub(1)
+    }
+
+    /// Frame index for `f120` or seconds. A start is the frame shown at that time; an end
+    /// is the first frame at or after it (exclusive bound).
+    pub fn index_at(&self, spec: &str, end: bool) -> Result<usize, String> {
+        if let Some(f) = spec.strip_prefix('f') {
+            let i: usize = f
+                .trim_start_matches(':')
+                .parse()
+                .map_err(|_| format!("{spec:?} is not a frame like f120"))?;
+            if i > self.pts.len() {
+                return Err(format!(
+                    "frame {i} is past the last frame ({})",
+                    self.pts.len()
+                ));
+            }
+            return Ok(i);
+        }
+        let t: f64 = spec
+            .parse()
+            .map_err(|_| format!("{spec:?} is neither seconds nor a frame like f120"))?;
+        let eps = 1e-9;
+        Ok(if end {
+            self.pts
+                .iter()
+                .position(|&p| self.secs(p) >= t - eps)
+                .unwrap_or(self.pts.len())
+        } else {
+            self.frame_at_secs(t)
+        })
+    }
+
+    pub fn clip(
+        &self,
+        item: ItemId,
+        s: usize,
+        e: usize,
+        label: Option<String>,
+        origin: &str,
+    ) -> Clip {
+        let (sp, ep) = (self.pts_at(s), self.pts_at(e));
+        Clip {
+            id: 0,
+            item_id: item,
+            start_pts: sp,
+            end_pts: ep,
+            time_base: self.time_base,
+            start_secs: self.secs(sp),
+            end_secs: self.secs(ep),
+            start_frame: Some(s as i64),
+            end_frame: Some(e as i64),
+            label,
+            origin: origin.to_string(),
+            decision: Decision::Unreviewed,
+        }
+    }
+}
+
 /// One change a person makes, with what it replaced, so it can be undone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "edit", rename_all = "snake_case")]

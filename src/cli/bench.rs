@@ -79,8 +79,8 @@ enum Which {
         dir: PathBuf,
         #[arg(long, default_value_t = 8)]
         clips: usize,
-        /// Frames per clip (30 fps).
-        #[arg(long, default_value_t = 300)]
+        /// Frames per clip (30 fps; a multiple of 16 so windows cover every frame).
+        #[arg(long, default_value_t = 320)]
         frames: u32,
         /// Loader workers (default: one per core).
         #[arg(long)]
@@ -88,6 +88,19 @@ enum Which {
         /// Python with PyAV and numpy (the peers venv); skipped when absent.
         #[arg(long, default_value = "/tmp/peers-venv/bin/python")]
         python: PathBuf,
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The player pipeline on a generated 1080p H.264 clip: decode (2 threads), convert to
+    /// the display size, upload to a wgpu texture, frame after frame.
+    #[cfg(feature = "gui")]
+    Player {
+        #[arg(long, default_value = "/tmp/framecull-bench-player")]
+        dir: PathBuf,
+        #[arg(long, default_value_t = 300)]
+        frames: u32,
         #[arg(long, default_value_t = 3)]
         repeat: usize,
         #[arg(long)]
@@ -193,6 +206,31 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         } => {
             let r = bench_load(&dir, clips, frames, workers, &python, repeat.max(1))?;
             print(&r, json, || r.text())
+        }
+        #[cfg(feature = "gui")]
+        Which::Player {
+            dir,
+            frames,
+            repeat,
+            json,
+        } => {
+            let r = bench_player(&dir, frames, repeat.max(1))?;
+            print(&r, json, || {
+                format!(
+                    "player pipeline on {} frames of 1080p H.264 -> {}x{} RGBA, upload on {}: \
+                     {:.1} frames/s median (runs {:?} s); per frame: decode {:.2} ms, convert \
+                     {:.2} ms, upload {:.2} ms",
+                    r.frames,
+                    r.display.0,
+                    r.display.1,
+                    r.adapter,
+                    r.frames_per_sec,
+                    r.secs,
+                    r.decode_ms,
+                    r.convert_ms,
+                    r.upload_ms
+                )
+            })
         }
         Which::Probe { dir, repeat, json } => {
             let r = bench_probe(&dir, repeat.max(1))?;
@@ -775,10 +813,17 @@ struct LoadBench {
     framecull_frames_per_sec: f64,
     ffmpeg_secs: Vec<f64>,
     ffmpeg_frames_per_sec: f64,
+    /// PyAV with a numpy bilinear resize (the same sampling as framecull's).
     pyav_secs: Vec<f64>,
     pyav_frames_per_sec: Option<f64>,
+    /// PyAV with a numpy nearest-neighbour resize (cheaper, coarser).
+    pyav_nearest_secs: Vec<f64>,
+    pyav_nearest_frames_per_sec: Option<f64>,
     share_of_ffmpeg: f64,
     speedup_vs_pyav: Option<f64>,
+    /// Shuffled windows: frames/s and frames decoded (GOP overhead of random access).
+    shuffled_frames_per_sec: f64,
+    shuffled_frames_decoded: u64,
     peak_rss_mb: Option<f64>,
     stats: crate::loader::Stats,
 }
@@ -788,15 +833,19 @@ impl LoadBench {
         let s = &self.stats;
         format!(
             "loader on {} clips of 720p H.264 ({} frames), {} -> 8 x 16 x 3 x 224 x 224 f32:\n  \
-             framecull {:.0} frames/s (median {:?} s)\n  ffmpeg -threads 2 -f null {:.0} frames/s \
+             framecull {:.0} frames/s (median {:?} s; windows in order, {} frames decoded)\n  \
+             shuffled windows: {:.0} frames/s ({} frames decoded: a seek and a GOP per window)\n  ffmpeg -threads 2 -f null {:.0} frames/s \
              (median {:?} s): framecull delivers {:.0}% of it\n  PyAV (frame threading) + numpy \
-             resize/normalise: {}\n  stages (worker seconds, last run): read {:.2}, decode {:.2}, \
+             bilinear resize/normalise: {}\n  PyAV + numpy nearest resize/normalise: {}\n  stages (worker seconds, last run): read {:.2}, decode {:.2}, \
              convert {:.2}, preprocess {:.2}; consumer waited {:.2} s; peak RSS {}",
             self.clips,
             self.frames,
             self.device,
             self.framecull_frames_per_sec,
             self.framecull_secs,
+            self.stats.frames_decoded,
+            self.shuffled_frames_per_sec,
+            self.shuffled_frames_decoded,
             self.ffmpeg_frames_per_sec,
             self.ffmpeg_secs,
             100.0 * self.share_of_ffmpeg,
@@ -804,6 +853,11 @@ impl LoadBench {
                 (Some(f), Some(x)) => format!("{f:.0} frames/s: framecull is {x:.2}x faster"),
                 _ => "skipped".into(),
             },
+            self.pyav_nearest_frames_per_sec
+                .map_or("skipped".into(), |f| format!(
+                    "{f:.0} frames/s: framecull is {:.2}x faster",
+                    self.framecull_frames_per_sec / f
+                )),
             s.read_secs,
             s.decode_secs,
             s.convert_secs,
@@ -815,28 +869,44 @@ impl LoadBench {
     }
 }
 
-/// PyAV with frame threading, RGB frames as numpy arrays, a centre crop and a nearest
-/// resize to 224 x 224 by indexing, then float normalisation: the usual hand-written loader.
+/// PyAV with frame threading, RGB frames as numpy arrays, a centre crop and a resize to
+/// 224 x 224 in numpy (first argument: `nearest`, by indexing, or `bilinear`, the same
+/// sampling as framecull's), then float normalisation: the usual hand-written loader.
 const PYAV_LOADER: &str = r#"
 import sys, time
 import av, numpy as np
+mode, paths = sys.argv[1], sys.argv[2:]
 mean = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 std = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+def taps(n_in, n_out, start):
+    c = np.clip(start + (np.arange(n_out) + 0.5) * n_in / n_out - 0.5, start, start + n_in - 1)
+    i0 = np.floor(c).astype(np.int64)
+    return i0, np.minimum(i0 + 1, start + n_in - 1), (c - i0).astype(np.float32)
 t = time.perf_counter()
 frames = 0
-for path in sys.argv[1:]:
+for path in paths:
     with av.open(path) as c:
         s = c.streams.video[0]
         s.thread_type = "AUTO"
+        plan = None
         for f in c.decode(s):
             a = f.to_ndarray(format="rgb24")
-            h, w, _ = a.shape
-            side = min(h, w)
-            y0, x0 = (h - side) // 2, (w - side) // 2
-            ys = y0 + (np.arange(224) * side // 224)
-            xs = x0 + (np.arange(224) * side // 224)
-            small = a[ys][:, xs].astype(np.float32) / 255.0
-            out = ((small - mean) / std).transpose(2, 0, 1)
+            if plan is None:
+                h, w, _ = a.shape
+                side = min(h, w)
+                y0, x0 = (h - side) // 2, (w - side) // 2
+                plan = (taps(side, 224, y0), taps(side, 224, x0))
+            (ya, yb, wy), (xa, xb, wx) = plan
+            if mode == "nearest":
+                small = a[ya][:, xa].astype(np.float32)
+            else:
+                ra, rb = a[ya], a[yb]
+                top = ra[:, xa].astype(np.float32)
+                top += (ra[:, xb] - top) * wx[None, :, None]
+                bot = rb[:, xa].astype(np.float32)
+                bot += (rb[:, xb] - bot) * wx[None, :, None]
+                small = top + (bot - top) * wy[:, None, None]
+            out = ((small / 255.0 - mean) / std).transpose(2, 0, 1)
             frames += 1
 print(frames)
 print(time.perf_counter() - t)
@@ -861,7 +931,7 @@ fn bench_load(
         if !path.is_file() {
             let mut spec = synth::VideoSpec::new("libx264", 1280, 720, 30, frames);
             spec.pattern = Pattern::MovingBox {
-                speed: 3 + i as u32 % 5,
+                speed: 2 + i as u32,
             };
             spec.noise = 6;
             spec.gop = 30;
@@ -900,6 +970,10 @@ fn bench_load(
             window_step: None,
         },
         device: crate::loader::DeviceChoice::Cpu,
+        batching: crate::loader::Batching {
+            shuffle: false,
+            ..crate::loader::Batching::default()
+        },
         ..LoaderConfig::default()
     };
     if let Some(w) = workers {
@@ -907,16 +981,20 @@ fn bench_load(
     }
     let workers = config.workers;
     let (mut ours, mut ffmpeg, mut pyav) = (Vec::new(), Vec::new(), Vec::new());
+    let mut pyav_nearest = Vec::new();
     let mut delivered = 0;
     let mut stats = crate::loader::Stats::default();
-    let mut ffmpeg_frames = u64::from(frames) * clips as u64;
+    // ffmpeg decodes every frame of every clip.
+    let ffmpeg_frames = u64::from(frames) * clips as u64;
     let mut pyav_frames = 0u64;
     for _ in 0..repeat {
         let mut loader = Loader::open(&manifest, None, config.clone())?;
         let started = Instant::now();
-        for batch in loader.epoch(0) {
-            batch?;
+        let mut epoch = loader.epoch(0);
+        while let Some(batch) = epoch.next() {
+            epoch.recycle(batch?);
         }
+        drop(epoch);
         ours.push(started.elapsed().as_secs_f64());
         stats = loader.stats().clone();
         delivered = stats.frames;
@@ -931,9 +1009,14 @@ fn bench_load(
             anyhow::ensure!(status.success(), "ffmpeg failed on {}", f.display());
         }
         ffmpeg.push(started.elapsed().as_secs_f64());
-        if let Some((s, count)) = run_python(python, PYAV_LOADER, &files) {
-            pyav.push(s);
-            pyav_frames = count.and_then(|c| c.trim().parse().ok()).unwrap_or(0);
+        for (mode, times) in [("bilinear", &mut pyav), ("nearest", &mut pyav_nearest)] {
+            let args: Vec<PathBuf> = std::iter::once(PathBuf::from(mode))
+                .chain(files.iter().cloned())
+                .collect();
+            if let Some((s, count)) = run_python(python, PYAV_LOADER, &args) {
+                times.push(s);
+                pyav_frames = count.and_then(|c| c.trim().parse().ok()).unwrap_or(0);
+            }
         }
     }
     anyhow::ensure!(
@@ -941,14 +1024,27 @@ fn bench_load(
         "windows failed: {:?}",
         stats.errors
     );
-    if delivered > 0 {
-        ffmpeg_frames = delivered;
-    }
+    // The same windows in shuffled order: each window then starts with a seek and decodes
+    // from the keyframe before it.
+    let shuffled = {
+        let mut config = config.clone();
+        config.batching.shuffle = true;
+        let mut loader = Loader::open(&manifest, None, config)?;
+        let mut epoch = loader.epoch(0);
+        while let Some(batch) = epoch.next() {
+            epoch.recycle(batch?);
+        }
+        drop(epoch);
+        let s = loader.stats();
+        (s.frames as f64 / s.wall_secs, s.frames_decoded)
+    };
     let (o, f) = (median(ours.clone()), median(ffmpeg.clone()));
     let ours_fps = delivered as f64 / o;
     let ffmpeg_fps = ffmpeg_frames as f64 / f;
     let pyav_fps =
         (!pyav.is_empty() && pyav_frames > 0).then(|| pyav_frames as f64 / median(pyav.clone()));
+    let pyav_nearest_fps = (!pyav_nearest.is_empty() && pyav_frames > 0)
+        .then(|| pyav_frames as f64 / median(pyav_nearest.clone()));
     Ok(LoadBench {
         clips,
         frames: delivered,
@@ -960,9 +1056,133 @@ fn bench_load(
         ffmpeg_frames_per_sec: ffmpeg_fps,
         pyav_secs: pyav,
         pyav_frames_per_sec: pyav_fps,
+        pyav_nearest_secs: pyav_nearest,
+        pyav_nearest_frames_per_sec: pyav_nearest_fps,
         share_of_ffmpeg: ours_fps / ffmpeg_fps,
         speedup_vs_pyav: pyav_fps.map(|p| ours_fps / p),
+        shuffled_frames_per_sec: shuffled.0,
+        shuffled_frames_decoded: shuffled.1,
         peak_rss_mb: peak_rss_mb(),
         stats,
     })
+}
+
+#[cfg(feature = "gui")]
+#[derive(Serialize)]
+struct PlayerBench {
+    frames: u32,
+    display: (usize, usize),
+    adapter: String,
+    secs: Vec<f64>,
+    frames_per_sec: f64,
+    decode_ms: f64,
+    convert_ms: f64,
+    upload_ms: f64,
+}
+
+/// Decode, convert and upload every frame in order, as the player does while playing.
+#[cfg(feature = "gui")]
+fn bench_player(dir: &Path, frames: u32, repeat: usize) -> anyhow::Result<PlayerBench> {
+    use crate::gui::player::Converter;
+    use crate::media::reader::{ReadTimes, VideoReader};
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("clip1080p-{frames}.mp4"));
+    if !path.is_file() {
+        let mut spec = synth::VideoSpec::new("libx264", 1920, 1080, 30, frames);
+        spec.pattern = Pattern::MovingBox { speed: 6 };
+        spec.noise = 6;
+        spec.gop = 30;
+        synth::write_video(&path, &spec)?;
+    }
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter =
+        pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
+            .map_err(|e| anyhow::anyhow!("no wgpu adapter for the upload: {e}"))?;
+    let info = adapter.get_info();
+    let (device, queue) =
+        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default()))?;
+    let mut secs = Vec::new();
+    let (mut decode, mut convert, mut upload) = (0.0, 0.0, 0.0);
+    let mut display = (0, 0);
+    for _ in 0..repeat {
+        let started = Instant::now();
+        let mut reader = VideoReader::open(&path, 2)?;
+        let pts = reader.frame_pts().to_vec();
+        let mut converter = Converter::default();
+        let mut texture: Option<wgpu::Texture> = None;
+        let (mut d, mut c, mut u) = (0.0, 0.0, 0.0);
+        for &p in &pts {
+            // One request per frame, as the player's thread receives them.
+            let t = Instant::now();
+            let mut picture = None;
+            reader.read(&[p], None, &mut ReadTimes::default(), &mut |_, pic| {
+                picture = Some(pic)
+            })?;
+            d += t.elapsed().as_secs_f64();
+            let picture = picture.ok_or_else(|| anyhow::anyhow!("frame {p} not decoded"))?;
+            let t = Instant::now();
+            let image = converter.display(picture, 0);
+            c += t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let [w, h] = image.size;
+            display = (w, h);
+            let size = wgpu::Extent3d {
+                width: w as u32,
+                height: h as u32,
+                depth_or_array_layers: 1,
+            };
+            let tex = texture.get_or_insert_with(|| {
+                device.create_texture(&wgpu::TextureDescriptor {
+                    label: Some("player"),
+                    size,
+                    mip_level_count: 1,
+                    sample_count: 1,
+                    dimension: wgpu::TextureDimension::D2,
+                    format: wgpu::TextureFormat::Rgba8UnormSrgb,
+                    usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+                    view_formats: &[],
+                })
+            });
+            let bytes: &[u8] = bytemuck_pixels(&image.pixels);
+            queue.write_texture(
+                wgpu::TexelCopyTextureInfo {
+                    texture: tex,
+                    mip_level: 0,
+                    origin: wgpu::Origin3d::ZERO,
+                    aspect: wgpu::TextureAspect::All,
+                },
+                bytes,
+                wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(4 * w as u32),
+                    rows_per_image: None,
+                },
+                size,
+            );
+            queue.submit([]);
+            device.poll(wgpu::PollType::wait_indefinitely())?;
+            u += t.elapsed().as_secs_f64();
+        }
+        secs.push(started.elapsed().as_secs_f64());
+        let n = pts.len().max(1) as f64;
+        (decode, convert, upload) = (1e3 * d / n, 1e3 * c / n, 1e3 * u / n);
+    }
+    let median_secs = median(secs.clone());
+    Ok(PlayerBench {
+        frames,
+        display,
+        adapter: format!("{} ({:?})", info.name, info.device_type),
+        frames_per_sec: f64::from(frames) / median_secs,
+        secs,
+        decode_ms: decode,
+        convert_ms: convert,
+        upload_ms: upload,
+    })
+}
+
+/// The bytes of egui's RGBA pixels, as the renderer uploads them.
+#[cfg(feature = "gui")]
+fn bytemuck_pixels(pixels: &[eframe::egui::Color32]) -> &[u8] {
+    bytemuck::cast_slice(pixels)
 }

@@ -79,7 +79,8 @@ pub struct Args {
     /// Skip the fingerprint check of each file.
     #[arg(long)]
     no_verify: bool,
-    #[arg(long, default_value_t = 2)]
+    /// Batches prepared ahead of the consumer.
+    #[arg(long, default_value_t = 4)]
     prefetch: usize,
     /// Keep decoded clips, shrunk, in this folder for later runs and epochs.
     #[arg(long, value_name = "DIR")]
@@ -234,16 +235,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     } else {
         args.batches.min(planned)
     };
-    let mut batches = Vec::with_capacity(wanted);
-    {
-        let mut epoch = loader.epoch(args.epoch);
-        for _ in 0..wanted {
-            let Some(batch) = epoch.next() else { break };
-            batches.push(batch?);
-        }
-    }
-    // Read back and hash after the timed loop for GPU batches (read-back is timed on its own).
-    for batch in &batches {
+    // Consume each batch as a training loop would: bring it to host memory (a read-back for
+    // GPU batches, timed on its own) and hash it, then let it go.
+    let mut epoch = loader.epoch(args.epoch);
+    for _ in 0..wanted {
+        let Some(batch) = epoch.next() else { break };
+        let batch = batch?;
         shape.get_or_insert(batch.shape);
         for d in batch.shape {
             hasher.update(&(d as u64).to_le_bytes());
@@ -251,9 +248,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         for l in &batch.lengths {
             hasher.update(&l.to_le_bytes());
         }
-        let bytes = loader.to_host(batch)?;
-        hasher.update(&bytes);
+        match &batch.data {
+            loader::BatchData::Host(bytes) => hasher.update(bytes),
+            loader::BatchData::Gpu(_) => hasher.update(&epoch.to_host(&batch)?),
+        }
+        epoch.recycle(batch);
     }
+    drop(epoch);
     let stats = loader.stats();
     let report = Report {
         manifest: args.manifest.display().to_string(),

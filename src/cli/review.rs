@@ -7,7 +7,7 @@ use super::{Outcome, ProjectArg};
 use crate::analysis::proposals::{ProposalOptions, propose};
 use crate::catalog::Catalog;
 use crate::media::decode::frame_timestamps;
-use crate::model::{Clip, Decision, Edit, Item, ItemId, MediaKind, Ratio};
+use crate::model::{Decision, Edit, FrameTimeline, Item, ItemId, MediaKind};
 
 #[derive(clap::Args, Debug)]
 pub struct ReviewArgs {
@@ -168,9 +168,9 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
                 "{} is not a video",
                 item.path
             );
-            let frames = Frames::read(&root.join(&item.path))?;
-            let s = frames.index_at(&start, false)?;
-            let e = frames.index_at(&end, true)?;
+            let frames = read_frames(&root.join(&item.path))?;
+            let s = frames.index_at(&start, false).map_err(anyhow::Error::msg)?;
+            let e = frames.index_at(&end, true).map_err(anyhow::Error::msg)?;
             anyhow::ensure!(
                 e > s,
                 "the clip is empty: end {end} is not after start {start}"
@@ -268,7 +268,7 @@ fn split_at_cuts(
         let Some(item_cuts) = cuts.get(&item.id).filter(|c| !c.is_empty()) else {
             continue;
         };
-        let frames = Frames::read(&root.join(&item.path))?;
+        let frames = read_frames(&root.join(&item.path))?;
         let mut bounds: Vec<usize> = vec![0];
         bounds.extend(
             item_cuts
@@ -311,12 +311,16 @@ fn propose_clips(
         let Some(curves) = catalog.curves(item.id)?.filter(|c| !c.motion.is_empty()) else {
             continue;
         };
-        let frames = Frames::read(&root.join(&item.path))?;
+        let frames = read_frames(&root.join(&item.path))?;
         let first = frames.secs(frames.pts[0]);
         let duration = frames.secs(frames.pts_at(frames.pts.len())) - first;
         for (a, b) in propose(&curves.motion, duration, options) {
-            let s = frames.index_at(&(first + a).to_string(), false)?;
-            let e = frames.index_at(&(first + b).to_string(), true)?;
+            let s = frames
+                .index_at(&(first + a).to_string(), false)
+                .map_err(anyhow::Error::msg)?;
+            let e = frames
+                .index_at(&(first + b).to_string(), true)
+                .map_err(anyhow::Error::msg)?;
             if e > s {
                 edits.push(Edit::AddClip {
                     clip: frames.clip(item.id, s, e, None, "auto"),
@@ -335,82 +339,11 @@ fn propose_clips(
     Ok(())
 }
 
-/// A video's frame timestamps, for frame-exact boundaries.
-struct Frames {
-    pts: Vec<i64>,
-    time_base: Ratio,
-}
-
-impl Frames {
-    fn read(path: &Path) -> anyhow::Result<Self> {
-        let (pts, time_base) = frame_timestamps(path)?;
-        anyhow::ensure!(!pts.is_empty(), "{}: no frames", path.display());
-        Ok(Frames { pts, time_base })
-    }
-
-    fn secs(&self, pts: i64) -> f64 {
-        pts as f64 * self.time_base.as_f64()
-    }
-
-    /// Timestamp where frame `i` starts; `i == len` is the end of the last frame.
-    fn pts_at(&self, i: usize) -> i64 {
-        match self.pts.get(i) {
-            Some(p) => *p,
-            None => {
-                let n = self.pts.len();
-                let last = self.pts[n - 1];
-                let step = if n > 1 { last - self.pts[n - 2] } else { 1 };
-                last + step.max(1)
-            }
-        }
-    }
-
-    /// Frame index for `f120` or seconds. A start is the frame shown at that time; an end
-    /// is the first frame at or after it (exclusive bound).
-    fn index_at(&self, spec: &str, end: bool) -> anyhow::Result<usize> {
-        if let Some(f) = spec.strip_prefix('f') {
-            let i: usize = f.trim_start_matches(':').parse()?;
-            anyhow::ensure!(
-                i <= self.pts.len(),
-                "frame {i} is past the last frame ({})",
-                self.pts.len()
-            );
-            return Ok(i);
-        }
-        let t: f64 = spec
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{spec:?} is neither seconds nor a frame like f120"))?;
-        let eps = 1e-9;
-        Ok(if end {
-            self.pts
-                .iter()
-                .position(|&p| self.secs(p) >= t - eps)
-                .unwrap_or(self.pts.len())
-        } else {
-            self.pts
-                .iter()
-                .rposition(|&p| self.secs(p) <= t + eps)
-                .unwrap_or(0)
-        })
-    }
-
-    fn clip(&self, item: ItemId, s: usize, e: usize, label: Option<String>, origin: &str) -> Clip {
-        let (sp, ep) = (self.pts_at(s), self.pts_at(e));
-        Clip {
-            id: 0,
-            item_id: item,
-            start_pts: sp,
-            end_pts: ep,
-            time_base: self.time_base,
-            start_secs: self.secs(sp),
-            end_secs: self.secs(ep),
-            start_frame: Some(s as i64),
-            end_frame: Some(e as i64),
-            label,
-            origin: origin.to_string(),
-            decision: Decision::Unreviewed,
-        }
-    }
+/// A video's frame timeline, read from its packets.
+fn read_frames(path: &Path) -> anyhow::Result<FrameTimeline> {
+    let (pts, time_base) = frame_timestamps(path)?;
+    anyhow::ensure!(!pts.is_empty(), "{}: no frames", path.display());
+    Ok(FrameTimeline { pts, time_base })
 }
 
 /// Item ids of paths as `list` shows them.

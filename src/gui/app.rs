@@ -10,12 +10,15 @@ use std::time::{Duration, Instant};
 use eframe::egui::{self, RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
+use super::edits::{EditRequest, EditWriter};
 use super::jobs::{ScanJob, ScanMsg, spawn_load, spawn_scan};
 use super::manifests::{ExportDialog, History};
+use super::player::{Player, TimelineAction, clip_frames, timeline_ui};
 use super::theme;
 use super::thumbs::{THUMB_SIZE, Thumb, Thumbnails};
 use super::view::{Filter, View, ViewRow, binned};
 use crate::catalog::PROJECT_DIR_NAME;
+use crate::model::{Clip, Decision, Edit};
 
 /// Persisted between runs (eframe storage).
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -24,6 +27,7 @@ pub struct State {
     pub last_project: Option<PathBuf>,
     pub recent: Vec<PathBuf>,
     pub gallery: bool,
+    pub filter: Filter,
 }
 
 /// Everything the UI can ask for.
@@ -33,7 +37,11 @@ pub enum Command {
     Demo,
     Rescan,
     CancelScan,
-    Brush { column: String, lo: f64, hi: f64 },
+    Brush {
+        column: String,
+        lo: f64,
+        hi: f64,
+    },
     ClearRange(String),
     FilterFlag(Option<String>),
     Select(Option<usize>),
@@ -41,6 +49,30 @@ pub enum Command {
     ShowExport,
     ShowManifests,
     Close,
+    /// Player: Space.
+    PlayPause,
+    /// Player: arrow keys (frames).
+    Step(i64),
+    /// Player: J (-1), K (0), L (+1).
+    Shuttle(i32),
+    SeekFrame(usize),
+    /// I: the in point of the next clip at the playhead.
+    MarkIn,
+    /// O: a clip from the in point (or the playhead) to the playhead, both frames included.
+    MarkOut,
+    /// A / R / U: the clip under the playhead, else the selected file.
+    Decide(Decision),
+    /// Bulk: every file the filter shows.
+    DecideShown(Decision),
+    RemoveClip(Clip),
+    ReshapeClip {
+        clip: Clip,
+        start: usize,
+        end: usize,
+    },
+    Undo,
+    Redo,
+    ToggleHelp,
 }
 
 pub struct App {
@@ -62,6 +94,13 @@ pub struct App {
     thumbs: Thumbnails,
     export: ExportDialog,
     history: History,
+    player: Option<Player>,
+    edits: Option<EditWriter>,
+    /// A clip edge being dragged on the timeline: (clip index, start edge).
+    clip_drag: Option<(usize, bool)>,
+    ctx: egui::Context,
+    /// The keyboard shortcuts window (F1).
+    help: bool,
 }
 
 impl App {
@@ -87,7 +126,13 @@ impl App {
             thumbs: Thumbnails::new(),
             export: ExportDialog::default(),
             history: History::default(),
+            player: None,
+            edits: None,
+            clip_drag: None,
+            ctx: cc.egui_ctx.clone(),
+            help: false,
         };
+        app.filter = app.state.filter.clone();
         let start = dir.or_else(|| app.state.last_project.clone());
         if let Some(dir) = start {
             app.apply(Command::Open(dir));
@@ -119,6 +164,44 @@ impl App {
         self.selected
             .and_then(|i| view.rows.get(i))
             .map(|r| r.path.as_str())
+    }
+
+    /// The open player (a video is selected).
+    pub fn player(&self) -> Option<&Player> {
+        self.player.as_ref()
+    }
+
+    /// Review edits asked for and not yet committed.
+    pub fn pending_edits(&self) -> usize {
+        self.edits.as_ref().map_or(0, EditWriter::pending)
+    }
+
+    /// Index of the row with this path.
+    pub fn row_index(&self, path: &str) -> Option<usize> {
+        self.view.as_ref()?.rows.iter().position(|r| r.path == path)
+    }
+
+    /// The committed decision of a file.
+    pub fn decision(&self, path: &str) -> Option<Decision> {
+        let view = self.view.as_ref()?;
+        let row = view.rows.iter().find(|r| r.path == path)?;
+        Some(
+            view.review
+                .decisions
+                .get(&row.id)
+                .copied()
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Clips of the selected file, as committed.
+    pub fn selected_clips(&self) -> &[Clip] {
+        let view = self.view.as_ref();
+        let row = view.and_then(|v| self.selected.and_then(|i| v.rows.get(i)));
+        match (view, row) {
+            (Some(v), Some(r)) => v.review.clips.get(&r.id).map_or(&[], Vec::as_slice),
+            _ => &[],
+        }
     }
 
     /// Apply a command, as the panels do.
@@ -168,7 +251,10 @@ impl App {
                 self.filter.flag = code;
                 self.refilter();
             }
-            Command::Select(i) => self.selected = i,
+            Command::Select(i) => {
+                self.selected = i;
+                self.open_player();
+            }
             Command::ShowGallery(on) => self.state.gallery = on,
             Command::ShowExport => self.export.open = true,
             Command::ShowManifests => {
@@ -179,9 +265,143 @@ impl App {
             }
             Command::Close => {
                 self.view = None;
+                self.player = None;
+                self.edits = None;
                 self.state.last_project = None;
             }
+            Command::PlayPause => {
+                if let Some(p) = &mut self.player {
+                    if p.speed == 0.0 {
+                        p.play(1.0)
+                    } else {
+                        p.pause()
+                    }
+                }
+            }
+            Command::Step(d) => {
+                if let Some(p) = &mut self.player {
+                    p.step(d);
+                }
+            }
+            Command::Shuttle(d) => {
+                if let Some(p) = &mut self.player {
+                    p.shuttle(d);
+                }
+            }
+            Command::SeekFrame(f) => {
+                if let Some(p) = &mut self.player {
+                    p.seek(f);
+                }
+            }
+            Command::MarkIn => {
+                if let Some(p) = &mut self.player {
+                    p.mark_in = Some(p.current);
+                }
+            }
+            Command::MarkOut => self.mark_out(),
+            Command::Decide(decision) => self.decide(decision),
+            Command::DecideShown(decision) => {
+                if let Some(v) = &self.view {
+                    let items = self.filtered.iter().map(|&i| v.rows[i].id).collect();
+                    self.send_edit(EditRequest::Decide { items, decision });
+                }
+            }
+            Command::RemoveClip(clip) => {
+                self.send_edit(EditRequest::Apply(vec![Edit::RemoveClip { clip }]))
+            }
+            Command::ReshapeClip { clip, start, end } => {
+                if let Some(t) = self.player.as_ref().and_then(|p| p.timeline.as_ref()) {
+                    let mut new =
+                        t.clip(clip.item_id, start, end, clip.label.clone(), &clip.origin);
+                    new.decision = clip.decision;
+                    self.send_edit(EditRequest::Apply(vec![
+                        Edit::RemoveClip { clip },
+                        Edit::AddClip { clip: new },
+                    ]));
+                }
+            }
+            Command::ToggleHelp => self.help = !self.help,
+            Command::Undo => self.send_edit(EditRequest::Undo),
+            Command::Redo => self.send_edit(EditRequest::Redo),
         }
+    }
+
+    fn send_edit(&mut self, request: EditRequest) {
+        if let Some(w) = &mut self.edits {
+            w.send(request);
+        }
+    }
+
+    /// Open the player on the selected file when it is a playable video.
+    fn open_player(&mut self) {
+        let Some(view) = &self.view else {
+            self.player = None;
+            return;
+        };
+        let row = self.selected.and_then(|i| view.rows.get(i));
+        let playable = row.filter(|r| r.kind == "video" && r.status == "ok");
+        match playable {
+            Some(r) if self.player.as_ref().is_some_and(|p| p.item == r.id) => {}
+            Some(r) => {
+                let quarter_turns = match r.orientation {
+                    6 => 1,
+                    3 => 2,
+                    8 => 3,
+                    _ => 0,
+                };
+                self.player = Some(Player::open(
+                    &self.ctx,
+                    &view.project,
+                    view.root.join(&r.path),
+                    r.id,
+                    quarter_turns,
+                ));
+            }
+            None => self.player = None,
+        }
+    }
+
+    fn mark_out(&mut self) {
+        let Some(p) = &mut self.player else {
+            return;
+        };
+        let Some(t) = &p.timeline else {
+            return;
+        };
+        let from = p.mark_in.take().unwrap_or(p.current);
+        let (s, e) = (from.min(p.current), from.max(p.current) + 1);
+        let clip = t.clip(p.item, s, e.min(t.len()), None, "manual");
+        self.send_edit(EditRequest::Apply(vec![Edit::AddClip { clip }]));
+    }
+
+    fn decide(&mut self, decision: Decision) {
+        let Some(view) = &self.view else {
+            return;
+        };
+        let Some(row) = self.selected.and_then(|i| view.rows.get(i)) else {
+            return;
+        };
+        // The clip under the playhead, when there is one.
+        if let Some(p) = &self.player
+            && let Some(t) = &p.timeline
+            && let Some(clip) = view.review.clips.get(&row.id).and_then(|clips| {
+                clips.iter().find(|c| {
+                    let (s, e) = clip_frames(c, t);
+                    (s..e).contains(&p.current)
+                })
+            })
+        {
+            let mut new = clip.clone();
+            new.decision = decision;
+            let edits = vec![
+                Edit::RemoveClip { clip: clip.clone() },
+                Edit::AddClip { clip: new },
+            ];
+            self.send_edit(EditRequest::Apply(edits));
+            return;
+        }
+        let items = vec![row.id];
+        self.send_edit(EditRequest::Decide { items, decision });
     }
 
     fn remember(&mut self, project: PathBuf) {
@@ -215,9 +435,16 @@ impl App {
         if let Some(rx) = &self.loading {
             match rx.try_recv() {
                 Ok(Ok(view)) => {
+                    if self.view.as_ref().is_none_or(|v| v.project != view.project)
+                        || self.edits.is_none()
+                    {
+                        self.edits = Some(EditWriter::start(view.project.clone()));
+                        self.player = None;
+                    }
                     self.view = Some(view);
                     self.loading = None;
                     self.refilter();
+                    self.open_player();
                 }
                 Ok(Err(e)) => {
                     self.message = Some(e);
@@ -273,6 +500,22 @@ impl App {
         }
     }
 
+    /// Take what the edit writer committed.
+    fn poll_edits(&mut self) {
+        let Some(w) = &mut self.edits else {
+            return;
+        };
+        for done in w.poll() {
+            match done.result {
+                Ok(m) => self.message = Some(m),
+                Err(e) => self.message = Some(format!("not saved: {e}")),
+            }
+            if let (Some(state), Some(view)) = (done.state, &mut self.view) {
+                view.review = state;
+            }
+        }
+    }
+
     fn scan_project(&self) -> Option<PathBuf> {
         self.view.as_ref().map(|v| v.project.clone())
     }
@@ -286,11 +529,22 @@ impl eframe::App for App {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let ctx = ui.ctx().clone();
         self.poll(&ctx);
+        self.poll_edits();
+        if let Some(p) = &mut self.player {
+            p.update(&ctx);
+        }
         self.thumbs.poll(&ctx);
-        if self.thumbs.waiting() {
-            ctx.request_repaint_after(Duration::from_millis(50));
+        if self.thumbs.waiting() || self.pending_edits() > 0 {
+            ctx.request_repaint_after(Duration::from_millis(30));
         }
         let mut commands = Vec::new();
+        if self.view.is_some() && !ctx.egui_wants_keyboard_input() {
+            shortcuts(ui, &mut commands);
+        }
+        if ui.input(|i| i.key_pressed(egui::Key::F1)) {
+            commands.push(Command::ToggleHelp);
+        }
+        help_ui(&ctx, &mut self.help);
         egui::Panel::top("top").show(ui, |ui| top_bar_ui(ui, self, &mut commands));
         if let Some(view) = &self.view {
             let shown = self.filtered.len();
@@ -301,10 +555,33 @@ impl eframe::App for App {
                     side_ui(ui, view, shown, &self.filter, &mut commands)
                 });
             if let Some(sel) = self.selected.and_then(|s| view.rows.get(s)) {
+                let clips = view
+                    .review
+                    .clips
+                    .get(&sel.id)
+                    .map_or(&[][..], Vec::as_slice);
+                let decision = view
+                    .review
+                    .decisions
+                    .get(&sel.id)
+                    .copied()
+                    .unwrap_or_default();
+                let player = self.player.as_ref();
+                let drag = &mut self.clip_drag;
                 egui::Panel::right("inspector")
                     .resizable(true)
-                    .default_size(300.0)
-                    .show(ui, |ui| inspector_ui(ui, view, sel));
+                    .default_size(if player.is_some() { 520.0 } else { 300.0 })
+                    .show(ui, |ui| {
+                        egui::ScrollArea::vertical()
+                            .id_salt("inspector")
+                            .show(ui, |ui| {
+                                inspector_ui(ui, view, sel, decision, &mut commands);
+                                if let Some(p) = player {
+                                    ui.separator();
+                                    player_ui(ui, p, clips, drag, &mut commands);
+                                }
+                            });
+                    });
             }
             egui::CentralPanel::default().show(ui, |ui| {
                 filter_chips_ui(ui, &self.filter, &mut commands);
@@ -352,6 +629,7 @@ impl eframe::App for App {
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        self.state.filter = self.filter.clone();
         eframe::set_value(storage, eframe::APP_KEY, &self.state);
     }
 }
@@ -469,6 +747,33 @@ fn side_ui(
         );
         card_ui(ui, "flagged", view.flagged.to_string());
         ui.end_row();
+    });
+    ui.separator();
+    ui.label(RichText::new("Review").strong());
+    let count = |d: Decision| view.review.decisions.values().filter(|v| **v == d).count();
+    ui.label(format!(
+        "{} accepted, {} rejected",
+        count(Decision::Accepted),
+        count(Decision::Rejected)
+    ));
+    ui.horizontal(|ui| {
+        if ui.button(format!("Accept {shown} shown")).clicked() {
+            commands.push(Command::DecideShown(Decision::Accepted));
+        }
+        if ui.button(format!("Reject {shown} shown")).clicked() {
+            commands.push(Command::DecideShown(Decision::Rejected));
+        }
+    });
+    ui.horizontal(|ui| {
+        if ui.small_button("Undo").clicked() {
+            commands.push(Command::Undo);
+        }
+        if ui.small_button("Redo").clicked() {
+            commands.push(Command::Redo);
+        }
+        if ui.small_button("Shortcuts (F1)").clicked() {
+            commands.push(Command::ToggleHelp);
+        }
     });
     ui.separator();
     ui.label(RichText::new("Flags").strong());
@@ -690,7 +995,13 @@ fn table_ui(
         });
 }
 
-fn inspector_ui(ui: &mut egui::Ui, view: &View, row: &ViewRow) {
+fn inspector_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    row: &ViewRow,
+    decision: Decision,
+    commands: &mut Vec<Command>,
+) {
     ui.heading("Inspector");
     ui.label(RichText::new(&row.path).strong());
     ui.label(format!(
@@ -700,6 +1011,19 @@ fn inspector_ui(ui: &mut egui::Ui, view: &View, row: &ViewRow) {
     if let Some(e) = &row.error {
         ui.colored_label(theme::ERROR, e);
     }
+    ui.horizontal(|ui| {
+        ui.label("review:");
+        ui.colored_label(theme::decision_color(decision), decision.as_str());
+        for (label, d) in [
+            ("Accept (A)", Decision::Accepted),
+            ("Reject (R)", Decision::Rejected),
+            ("Reset (U)", Decision::Unreviewed),
+        ] {
+            if ui.small_button(label).clicked() {
+                commands.push(Command::Decide(d));
+            }
+        }
+    });
     ui.separator();
     egui::Grid::new("measures").striped(true).show(ui, |ui| {
         for (k, v) in &row.measures {
@@ -715,6 +1039,151 @@ fn inspector_ui(ui: &mut egui::Ui, view: &View, row: &ViewRow) {
     }
     ui.separator();
     ui.label(RichText::new(view.root.join(&row.path).display().to_string()).small());
+}
+
+/// The player, its timeline and the clips of the video.
+fn player_ui(
+    ui: &mut egui::Ui,
+    player: &Player,
+    clips: &[Clip],
+    drag: &mut Option<(usize, bool)>,
+    commands: &mut Vec<Command>,
+) {
+    player.picture_ui(ui);
+    ui.horizontal(|ui| {
+        let play = if player.speed == 0.0 {
+            "Play (Space)"
+        } else {
+            "Pause (Space)"
+        };
+        if ui.button(play).clicked() {
+            commands.push(Command::PlayPause);
+        }
+        if ui.button("< frame").clicked() {
+            commands.push(Command::Step(-1));
+        }
+        if ui.button("frame >").clicked() {
+            commands.push(Command::Step(1));
+        }
+        if ui.button("In (I)").clicked() {
+            commands.push(Command::MarkIn);
+        }
+        if ui.button("Out (O)").clicked() {
+            commands.push(Command::MarkOut);
+        }
+    });
+    ui.label(RichText::new(player.position_text()).monospace());
+    if let Some(action) = timeline_ui(ui, player, clips, drag) {
+        commands.push(match action {
+            TimelineAction::Seek(f) => Command::SeekFrame(f),
+            TimelineAction::Reshape { clip, start, end } => {
+                Command::ReshapeClip { clip, start, end }
+            }
+        });
+    }
+    if let Some(m) = player.mark_in {
+        ui.colored_label(
+            theme::ACCEPTED,
+            format!("in at frame {m}: step, then O to close the clip"),
+        );
+    }
+    ui.label(RichText::new(format!("Clips ({})", clips.len())).strong());
+    for clip in clips {
+        ui.horizontal(|ui| {
+            let frames = match (clip.start_frame, clip.end_frame) {
+                (Some(s), Some(e)) => format!("frames {s}..{e}"),
+                _ => String::new(),
+            };
+            ui.colored_label(theme::decision_color(clip.decision), clip.decision.as_str());
+            ui.label(format!(
+                "{:.3}-{:.3} s  {frames}  {}",
+                clip.start_secs,
+                clip.end_secs,
+                clip.label.as_deref().unwrap_or(&clip.origin)
+            ));
+            if ui.small_button("go").clicked()
+                && let Some(t) = &player.timeline
+            {
+                commands.push(Command::SeekFrame(clip_frames(clip, t).0));
+            }
+            if ui.small_button("remove").clicked() {
+                commands.push(Command::RemoveClip(clip.clone()));
+            }
+        });
+    }
+}
+
+/// Keyboard shortcuts (when no text field has the keyboard).
+fn shortcuts(ui: &egui::Ui, commands: &mut Vec<Command>) {
+    use egui::Key;
+    ui.input(|i| {
+        let shift = i.modifiers.shift;
+        let command = i.modifiers.command;
+        for (key, c) in [
+            (Key::Space, Command::PlayPause),
+            (Key::ArrowRight, Command::Step(if shift { 10 } else { 1 })),
+            (Key::ArrowLeft, Command::Step(if shift { -10 } else { -1 })),
+            (Key::J, Command::Shuttle(-1)),
+            (Key::K, Command::Shuttle(0)),
+            (Key::L, Command::Shuttle(1)),
+            (Key::I, Command::MarkIn),
+            (Key::O, Command::MarkOut),
+        ] {
+            if !command && i.key_pressed(key) {
+                commands.push(c);
+            }
+        }
+        if !command {
+            for (key, d) in [
+                (Key::A, Decision::Accepted),
+                (Key::R, Decision::Rejected),
+                (Key::U, Decision::Unreviewed),
+            ] {
+                if i.key_pressed(key) {
+                    commands.push(Command::Decide(d));
+                }
+            }
+        }
+        if command && i.key_pressed(Key::Z) {
+            commands.push(if shift { Command::Redo } else { Command::Undo });
+        }
+        if command && i.key_pressed(Key::Y) {
+            commands.push(Command::Redo);
+        }
+    });
+}
+
+/// Every shortcut, in a window (F1).
+fn help_ui(ctx: &egui::Context, open: &mut bool) {
+    egui::Window::new("Keyboard shortcuts")
+        .open(open)
+        .resizable(false)
+        .collapsible(false)
+        .show(ctx, |ui| {
+            egui::Grid::new("keys").striped(true).show(ui, |ui| {
+                for (k, what) in [
+                    ("Space", "play / pause"),
+                    ("Left Right", "previous / next frame (Shift: 10 frames)"),
+                    (
+                        "J K L",
+                        "play backward / pause / play forward (again: faster)",
+                    ),
+                    ("I", "in point of a clip at the playhead"),
+                    ("O", "out point: adds the clip (both frames included)"),
+                    (
+                        "A R U",
+                        "accept / reject / reset the clip under the playhead, else the file",
+                    ),
+                    ("Ctrl+Z", "undo"),
+                    ("Ctrl+Shift+Z, Ctrl+Y", "redo"),
+                    ("F1", "this window"),
+                ] {
+                    ui.monospace(k);
+                    ui.label(what);
+                    ui.end_row();
+                }
+            });
+        });
 }
 
 fn gallery_ui(

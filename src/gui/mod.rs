@@ -4,8 +4,10 @@
 //! `--no-default-features` to prove the library, CLI and loader carry no GUI crate.
 
 mod app;
+mod edits;
 mod jobs;
 mod manifests;
+pub mod player;
 mod theme;
 mod thumbs;
 mod view;

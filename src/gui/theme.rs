@@ -7,6 +7,7 @@ pub const BAR: Color32 = Color32::from_rgb(0x5A, 0x6B, 0x82);
 pub const BAR_SELECTED: Color32 = ACCENT;
 /// ACCENT at 19% opacity (premultiplied).
 pub const BRUSH: Color32 = Color32::from_rgba_premultiplied(14, 29, 48, 48);
+pub const ACCEPTED: Color32 = Color32::from_rgb(0x3F, 0xB9, 0x50);
 pub const ERROR: Color32 = Color32::from_rgb(0xE5, 0x48, 0x4D);
 pub const WARNING: Color32 = Color32::from_rgb(0xF0, 0xA2, 0x02);
 pub const INFO: Color32 = Color32::from_rgb(0x8A, 0x94, 0xA6);
@@ -26,5 +27,13 @@ pub fn severity_color(severity: crate::model::Severity) -> Color32 {
         crate::model::Severity::Error => ERROR,
         crate::model::Severity::Warning => WARNING,
         crate::model::Severity::Info => INFO,
+    }
+}
+
+pub fn decision_color(decision: crate::model::Decision) -> Color32 {
+    match decision {
+        crate::model::Decision::Accepted => ACCEPTED,
+        crate::model::Decision::Rejected => ERROR,
+        crate::model::Decision::Unreviewed => INFO,
     }
 }

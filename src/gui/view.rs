@@ -10,6 +10,7 @@ use crate::model::Severity;
 /// One file as the table and filters need it.
 #[derive(Debug, Clone)]
 pub struct ViewRow {
+    pub id: crate::model::ItemId,
     pub path: String,
     /// Thumbnail cache key: the content fingerprint (falls back to the path).
     pub key: String,
@@ -45,6 +46,8 @@ pub struct View {
     pub total_video_secs: f64,
     /// Files with an error or warning flag.
     pub flagged: usize,
+    /// Decisions and clips, as committed.
+    pub review: super::edits::ReviewState,
 }
 
 pub fn load(project: &Path) -> anyhow::Result<View> {
@@ -102,6 +105,7 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
             e.1 += 1;
         }
         rows.push(ViewRow {
+            id: item.id,
             path: item.path.clone(),
             key: item.fingerprint.clone().unwrap_or_else(|| {
                 format!("{:016x}", xxhash_rust::xxh3::xxh3_64(item.path.as_bytes()))
@@ -132,7 +136,9 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         .iter()
         .filter(|r| r.worst().is_some_and(|s| s <= Severity::Warning))
         .count();
+    let review = super::edits::review_state(&catalog)?;
     Ok(View {
+        review,
         flagged,
         project: project.to_path_buf(),
         root,
@@ -152,7 +158,8 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
 }
 
 /// Brushed ranges, a flag code and a path search; rows must match all.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Filter {
     pub ranges: Vec<(String, f64, f64)>,
     pub flag: Option<String>,
@@ -213,6 +220,7 @@ mod tests {
 
     fn row(path: &str, duration: f64, flag: Option<&str>) -> ViewRow {
         ViewRow {
+            id: 0,
             path: path.into(),
             key: path.into(),
             orientation: 1,

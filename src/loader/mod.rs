@@ -111,7 +111,7 @@ impl Default for LoaderConfig {
             split: None,
             workers: std::thread::available_parallelism().map_or(2, usize::from),
             decoder_threads: 1,
-            prefetch_batches: 2,
+            prefetch_batches: 4,
             device: DeviceChoice::Auto,
             on_error: OnError::Skip,
             verify_fingerprints: true,
@@ -227,6 +227,8 @@ pub struct Loader {
     extents: Vec<plan::ClipExtent>,
     gpu: Option<gpu::Gpu>,
     stats: Stats,
+    /// Host batch buffers given back with [`Loader::recycle`].
+    spare_batches: Vec<Vec<u8>>,
 }
 
 impl Loader {
@@ -298,6 +300,7 @@ impl Loader {
             extents,
             gpu,
             stats,
+            spare_batches: Vec::new(),
         })
     }
 
@@ -344,6 +347,15 @@ impl Loader {
 
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// Give a used batch back: its memory holds a later batch (no fresh pages per batch).
+    pub fn recycle(&mut self, batch: Batch) {
+        if let BatchData::Host(bytes) = batch.data
+            && self.spare_batches.len() < 2
+        {
+            self.spare_batches.push(bytes);
+        }
     }
 
     /// The batch's bytes in host memory (read back from the GPU when it lives there).

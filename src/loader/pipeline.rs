@@ -3,7 +3,7 @@
 //! order (deterministic whatever the number of workers or their timing).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -19,7 +19,6 @@ use crate::media::reader::ReadTimes;
 const OPEN_DECODERS: usize = 4;
 
 struct Job {
-    batch: usize,
     sample: Sample,
     /// Frame slots of the window's batch.
     t: u32,
@@ -43,11 +42,66 @@ struct Done {
 }
 
 struct Shared {
-    next_job: AtomicUsize,
-    /// Batches the consumer has taken.
-    consumed: Mutex<usize>,
+    queue: Mutex<Queue>,
+    /// Window buffers the consumer has copied out, for workers to fill again (no fresh
+    /// allocation and page faults per window).
+    pool: Mutex<Vec<Vec<u8>>>,
     wake: Condvar,
     stop: AtomicBool,
+}
+
+/// Which windows are taken, and how far the consumer is.
+struct Queue {
+    taken: Vec<bool>,
+    untaken: usize,
+    /// Batches the consumer has taken.
+    consumed: usize,
+}
+
+/// Windows a worker may take: those of the batches within `ahead` of the consumer.
+/// Among them it takes, in this order of preference:
+/// 1. the next window of the clip it just read, when close after it: the open decoder goes
+///    on without a seek (two workers alternating over one clip would each decode all of it);
+/// 2. else the first window of a clip (decoding starts at a keyframe, nothing is wasted);
+/// 3. else the middle of the longest run of free windows when the window before that run is
+///    taken (someone is likely reading on from it), or the run's first window.
+///
+/// Output does not depend on this: batches are assembled in plan order.
+fn pick(jobs: &[Job], taken: &[bool], last: Option<(u32, f64)>, near: f64) -> Option<usize> {
+    if let Some((clip, start)) = last {
+        let next = (0..taken.len())
+            .filter(|&j| !taken[j] && jobs[j].sample.clip == clip)
+            .filter(|&j| jobs[j].sample.start > start && jobs[j].sample.start - start <= near)
+            .min_by(|&a, &b| jobs[a].sample.start.total_cmp(&jobs[b].sample.start));
+        if next.is_some() {
+            return next;
+        }
+    }
+    // The first window of a clip nobody reads yet: decoding starts at a keyframe.
+    if let Some(j) = (0..taken.len()).find(|&j| !taken[j] && jobs[j].sample.start == 0.0) {
+        return Some(j);
+    }
+    let mut best: Option<(usize, usize)> = None;
+    let mut j = 0;
+    while j < taken.len() {
+        if taken[j] {
+            j += 1;
+            continue;
+        }
+        let run_start = j;
+        while j < taken.len() && !taken[j] {
+            j += 1;
+        }
+        if best.is_none_or(|(_, len)| j - run_start > len) {
+            best = Some((run_start, j - run_start));
+        }
+    }
+    let (start, len) = best?;
+    Some(if start > 0 && taken[start - 1] {
+        start + len / 2
+    } else {
+        start
+    })
 }
 
 /// The batches of one epoch, read in the background.
@@ -69,33 +123,40 @@ impl<'a> Epoch<'a> {
     pub(super) fn start(loader: &'a mut Loader, batches: Vec<PlannedBatch>) -> Epoch<'a> {
         let mut jobs = Vec::new();
         let mut job_start = Vec::with_capacity(batches.len() + 1);
-        for (b, batch) in batches.iter().enumerate() {
+        for batch in &batches {
             job_start.push(jobs.len());
-            jobs.extend(batch.samples.iter().map(|&sample| Job {
-                batch: b,
-                sample,
-                t: batch.t,
-            }));
+            jobs.extend(
+                batch
+                    .samples
+                    .iter()
+                    .map(|&sample| Job { sample, t: batch.t }),
+            );
         }
         job_start.push(jobs.len());
         let jobs = Arc::new(jobs);
         let shared = Arc::new(Shared {
-            next_job: AtomicUsize::new(0),
-            consumed: Mutex::new(0),
+            queue: Mutex::new(Queue {
+                taken: vec![false; jobs.len()],
+                untaken: jobs.len(),
+                consumed: 0,
+            }),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
+            pool: Mutex::new(Vec::new()),
         });
+        let job_start_shared = Arc::new(job_start.clone());
         let (tx, rx) = channel();
         let gpu = loader.gpu.is_some();
         let count = loader.config.workers.max(1).min(jobs.len().max(1));
         let mut workers = Vec::with_capacity(count);
         for i in 0..count {
             let (jobs, shared, tx) = (Arc::clone(&jobs), Arc::clone(&shared), tx.clone());
+            let job_start = Arc::clone(&job_start_shared);
             let clips = Arc::clone(&loader.clips);
             let config = loader.config.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("loader-{i}"))
-                .spawn(move || worker(&jobs, &clips, &config, gpu, &shared, &tx));
+                .spawn(move || worker(&jobs, &job_start, &clips, &config, gpu, &shared, &tx));
             match spawned {
                 Ok(handle) => workers.push(handle),
                 Err(e) => tracing::error!("cannot start a loader worker: {e}"),
@@ -124,6 +185,16 @@ impl<'a> Epoch<'a> {
         self.batches.is_empty()
     }
 
+    /// A batch's bytes in host memory (read back from the GPU when it lives there).
+    pub fn to_host(&mut self, batch: &Batch) -> Result<Vec<u8>, LoaderError> {
+        self.loader.to_host(batch)
+    }
+
+    /// Give a used batch back: its memory holds a later batch (no fresh pages per batch).
+    pub fn recycle(&mut self, batch: Batch) {
+        self.loader.recycle(batch);
+    }
+
     fn assemble(&mut self, b: usize) -> Result<Batch, LoaderError> {
         let (lo, hi) = (self.job_start[b], self.job_start[b + 1]);
         let waited = Instant::now();
@@ -140,12 +211,8 @@ impl<'a> Epoch<'a> {
         let stats = &mut self.loader.stats;
         stats.wait_secs += waited.elapsed().as_secs_f64();
         {
-            let mut consumed = self
-                .shared
-                .consumed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            *consumed = b + 1;
+            let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            queue.consumed = b + 1;
             self.shared.wake.notify_all();
         }
         let planned = &self.batches[b];
@@ -197,18 +264,23 @@ impl<'a> Epoch<'a> {
         stats.padding_frames += (rows * t) as u64 - real;
         let data = match self.loader.gpu.as_mut() {
             None => {
-                let mut bytes = Vec::with_capacity(
-                    prepared
-                        .iter()
-                        .map(|p| match p {
-                            Prepared::Bytes(b) => b.len(),
-                            Prepared::Frames(_) => 0,
-                        })
-                        .sum(),
-                );
+                let total = prepared
+                    .iter()
+                    .map(|p| match p {
+                        Prepared::Bytes(b) => b.len(),
+                        Prepared::Frames(_) => 0,
+                    })
+                    .sum();
+                let mut bytes = self.loader.spare_batches.pop().unwrap_or_default();
+                bytes.clear();
+                bytes.reserve(total);
+                let mut pool = self.shared.pool.lock().unwrap_or_else(|p| p.into_inner());
                 for p in prepared {
                     if let Prepared::Bytes(b) = p {
                         bytes.extend_from_slice(&b);
+                        if pool.len() < 2 * self.workers.len() {
+                            pool.push(b);
+                        }
                     }
                 }
                 BatchData::Host(bytes)
@@ -280,6 +352,7 @@ impl Drop for Epoch<'_> {
 
 fn worker(
     jobs: &[Job],
+    job_start: &[usize],
     clips: &[ClipSource],
     config: &LoaderConfig,
     gpu: bool,
@@ -291,26 +364,42 @@ fn worker(
     let out = config.output;
     let frame_bytes = out.frame_elements() * out.dtype.size_bytes();
     let ahead = config.prefetch_batches.max(1);
+    // A window this close after the last one read goes on with the open decoder.
+    let near = match config.sampling.timing {
+        super::Timing::Stride(stride) => {
+            f64::from(stride)
+                * f64::from(
+                    config
+                        .sampling
+                        .clip_len
+                        .unwrap_or(config.sampling.max_frames),
+                )
+                * 2.0
+        }
+        super::Timing::Fps(_) => 4.0,
+    };
+    let mut last: Option<(u32, f64)> = None;
     loop {
         if shared.stop.load(Ordering::SeqCst) {
             return;
         }
-        let j = shared.next_job.fetch_add(1, Ordering::SeqCst);
-        let Some(job) = jobs.get(j) else {
-            return;
-        };
-        {
-            let mut consumed = shared.consumed.lock().unwrap_or_else(|p| p.into_inner());
-            while job.batch >= *consumed + ahead {
-                if shared.stop.load(Ordering::SeqCst) {
+        let j = {
+            let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if shared.stop.load(Ordering::SeqCst) || queue.untaken == 0 {
                     return;
                 }
-                consumed = shared
-                    .wake
-                    .wait(consumed)
-                    .unwrap_or_else(|p| p.into_inner());
+                let limit = job_start[(queue.consumed + ahead).min(job_start.len() - 1)];
+                if let Some(j) = pick(jobs, &queue.taken[..limit], last, near) {
+                    queue.taken[j] = true;
+                    queue.untaken -= 1;
+                    break j;
+                }
+                queue = shared.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
             }
-        }
+        };
+        let job = &jobs[j];
+        last = Some((job.sample.clip, job.sample.start));
         let clip = &clips[job.sample.clip as usize];
         let mut times = ReadTimes::default();
         let (hits, fills) = (readers.cache_hits, readers.cache_fills);
@@ -322,7 +411,16 @@ fn worker(
                 return Ok(Prepared::Frames(window));
             }
             let started = Instant::now();
-            let mut bytes = vec![0u8; job.t as usize * frame_bytes];
+            let size = job.t as usize * frame_bytes;
+            let mut bytes = shared
+                .pool
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop()
+                .unwrap_or_default();
+            // Padding slots must read as zeros; frames overwrite the rest.
+            bytes.resize(size, 0);
+            bytes[window.frames.len().min(job.t as usize) * frame_bytes..].fill(0);
             for ((frame, &params), dst) in window
                 .frames
                 .iter()
@@ -332,6 +430,7 @@ fn worker(
                 preprocess::write_frame(Some(&FrameJob { frame, params }), &out, &mut scratch, dst);
             }
             preprocess_secs = started.elapsed().as_secs_f64();
+            readers.recycle(&clip.path, window.frames.into_iter().map(|f| f.data));
             Ok(Prepared::Bytes(bytes))
         }))
         .unwrap_or_else(|_| {

@@ -316,7 +316,19 @@ struct Plane<'a> {
 
 /// Resample one plane to the output grid; `scale` maps coded luma coordinates to the plane's
 /// (0.5 for chroma). Writes `out.width * out.height` values in 0..=255 units, row-major.
-fn resample_plane(plane: &Plane, fp: &Footprints, scale: f32, filter: Filter, dst: &mut [f32]) {
+///
+/// The sum order is part of the definition (the shader follows it, so both paths agree to
+/// the bit): for each tap along the coded x axis, in order, the taps along the coded y axis
+/// (whole rows of the plane) are summed first. That order also makes the first pass a
+/// weighted sum of contiguous rows, which the compiler vectorises.
+fn resample_plane(
+    plane: &Plane,
+    fp: &Footprints,
+    scale: f32,
+    filter: Filter,
+    buf: &mut Vec<f32>,
+    dst: &mut [f32],
+) {
     fn s(v: &[(f32, f32)], scale: f32) -> impl Iterator<Item = (f32, f32)> + '_ {
         v.iter().map(move |&(a, b)| (a * scale, b * scale))
     }
@@ -329,59 +341,119 @@ fn resample_plane(plane: &Plane, fp: &Footprints, scale: f32, filter: Filter, ds
     };
     let tx = Taps::new(s(&fp.along_x, scale), n_for_x, filter);
     let ty = Taps::new(s(&fp.along_y, scale), n_for_y, filter);
-    let at =
-        |x: u32, y: u32| f32::from(plane.data[y as usize * plane.stride + x as usize * plane.step]);
-    for oy in 0..oh {
-        let (ys, yl, yo) = (ty.start[oy], ty.len[oy], ty.offset[oy] as usize);
-        for ox in 0..ow {
-            let (xs, xl, xo) = (tx.start[ox], tx.len[ox], tx.offset[ox] as usize);
-            let mut acc = 0.0f32;
-            for j in 0..yl {
-                let wy = ty.weights[yo + j as usize];
-                let mut row = 0.0f32;
-                for i in 0..xl {
-                    let wx = tx.weights[xo + i as usize];
-                    // Output x drives coded x (or coded y when rotated a quarter turn).
-                    let v = if fp.x_is_x {
-                        at(xs + i, ys + j)
-                    } else {
-                        at(ys + j, xs + i)
-                    };
-                    row += wx * v;
+    // Coded rows come from `rows` taps, coded columns from `cols` taps. With 0 or 2 quarter
+    // turns an output row is one set of coded rows; with 1 or 3, an output column is.
+    let (rows, cols) = if fp.x_is_x { (&ty, &tx) } else { (&tx, &ty) };
+    let lo = cols.start.iter().copied().min().unwrap_or(0) as usize;
+    let hi = (0..cols.start.len())
+        .map(|k| (cols.start[k] + cols.len[k]) as usize)
+        .max()
+        .unwrap_or(0);
+    buf.clear();
+    buf.resize(hi.max(lo), 0.0);
+    let step = plane.step;
+    for r in 0..rows.start.len() {
+        // Pass 1: the weighted sum of this output line's coded rows, over the columns used.
+        let line = &mut buf[lo..hi];
+        line.fill(0.0);
+        let (first, count, offset) = (
+            rows.start[r] as usize,
+            rows.len[r] as usize,
+            rows.offset[r] as usize,
+        );
+        for j in 0..count {
+            let w = rows.weights[offset + j];
+            let start = (first + j) * plane.stride + lo * step;
+            let src = &plane.data[start..start + (hi - lo - 1) * step + 1];
+            if step == 1 {
+                for (acc, &v) in line.iter_mut().zip(src) {
+                    *acc += w * f32::from(v);
                 }
-                acc += wy * row;
+            } else {
+                for (acc, &v) in line.iter_mut().zip(src.iter().step_by(step)) {
+                    *acc += w * f32::from(v);
+                }
             }
+        }
+        // Pass 2: the column taps of every output sample on this line.
+        for c in 0..cols.start.len() {
+            let (first, count, offset) = (
+                cols.start[c] as usize,
+                cols.len[c] as usize,
+                cols.offset[c] as usize,
+            );
+            let mut acc = 0.0f32;
+            for i in 0..count {
+                acc += cols.weights[offset + i] * buf[first + i];
+            }
+            let (ox, oy) = if fp.x_is_x { (c, r) } else { (r, c) };
             dst[oy * ow + ox] = acc;
         }
     }
+    debug_assert_eq!(dst.len(), ow * oh);
 }
 
 /// YUV (0..=255 units) -> RGB in [0, 1], clamped. Shared formula with the shader.
 pub fn yuv_to_rgb(y: f32, u: f32, v: f32, matrix: Matrix, range: Range) -> [f32; 3] {
-    let (kr, kb) = matrix.coefficients();
-    let kg = 1.0 - kr - kb;
-    let (l, cb, cr) = match range {
-        Range::Limited => ((y - 16.0) / 219.0, (u - 128.0) / 224.0, (v - 128.0) / 224.0),
-        Range::Full => (y / 255.0, (u - 128.0) / 255.0, (v - 128.0) / 255.0),
-    };
-    let r = l + 2.0 * (1.0 - kr) * cr;
-    let g = l - (2.0 * kb * (1.0 - kb) / kg) * cb - (2.0 * kr * (1.0 - kr) / kg) * cr;
-    let b = l + 2.0 * (1.0 - kb) * cb;
-    [r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0)]
+    YuvToRgb::new(matrix, range).convert(y, u, v)
+}
+
+/// [`yuv_to_rgb`] with its constants worked out once (the same values, bit for bit: each
+/// constant is the parenthesised sub-expression the formula evaluates first).
+#[derive(Debug, Clone, Copy)]
+pub struct YuvToRgb {
+    full: bool,
+    r_cr: f32,
+    g_cb: f32,
+    g_cr: f32,
+    b_cb: f32,
+}
+
+impl YuvToRgb {
+    pub fn new(matrix: Matrix, range: Range) -> Self {
+        let (kr, kb) = matrix.coefficients();
+        let kg = 1.0 - kr - kb;
+        YuvToRgb {
+            full: range == Range::Full,
+            r_cr: 2.0 * (1.0 - kr),
+            g_cb: 2.0 * kb * (1.0 - kb) / kg,
+            g_cr: 2.0 * kr * (1.0 - kr) / kg,
+            b_cb: 2.0 * (1.0 - kb),
+        }
+    }
+
+    #[inline]
+    pub fn convert(&self, y: f32, u: f32, v: f32) -> [f32; 3] {
+        let (l, cb, cr) = if self.full {
+            (y / 255.0, (u - 128.0) / 255.0, (v - 128.0) / 255.0)
+        } else {
+            ((y - 16.0) / 219.0, (u - 128.0) / 224.0, (v - 128.0) / 224.0)
+        };
+        let r = l + self.r_cr * cr;
+        let g = l - self.g_cb * cb - self.g_cr * cr;
+        let b = l + self.b_cb * cb;
+        [r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0)]
+    }
 }
 
 /// Scratch buffers reused across frames.
 #[derive(Default)]
 pub struct Scratch {
     planes: [Vec<f32>; 3],
+    line: Vec<f32>,
+    rgb: [Vec<f32>; 3],
 }
 
 /// RGB in [0, 1] for every output pixel of one frame: `rgb[c][y * width + x]`.
-pub fn frame_rgb(job: &FrameJob, out: &OutputSpec, scratch: &mut Scratch) -> [Vec<f32>; 3] {
+pub fn frame_rgb<'s>(
+    job: &FrameJob,
+    out: &OutputSpec,
+    scratch: &'s mut Scratch,
+) -> &'s [Vec<f32>; 3] {
     let frame = job.frame;
     let n = out.width as usize * out.height as usize;
     let fp = footprints(frame, &job.params, out);
-    for p in &mut scratch.planes {
+    for p in scratch.planes.iter_mut().chain(scratch.rgb.iter_mut()) {
         p.clear();
         p.resize(n, 0.0);
     }
@@ -416,19 +488,25 @@ pub fn frame_rgb(job: &FrameJob, out: &OutputSpec, scratch: &mut Scratch) -> [Ve
             ];
             for (k, plane) in planes.iter().enumerate() {
                 let scale = if k == 0 { 1.0 } else { 0.5 };
-                resample_plane(plane, &fp, scale, out.filter, &mut scratch.planes[k]);
+                resample_plane(
+                    plane,
+                    &fp,
+                    scale,
+                    out.filter,
+                    &mut scratch.line,
+                    &mut scratch.planes[k],
+                );
             }
             let [py, pu, pv] = &scratch.planes;
-            let mut rgb = [vec![0.0; n], vec![0.0; n], vec![0.0; n]];
-            let [r, g, b] = &mut rgb;
-            for (i, ((y, u), v)) in py.iter().zip(pu).zip(pv).enumerate() {
-                [r[i], g[i], b[i]] = yuv_to_rgb(*y, *u, *v, frame.matrix, frame.range);
+            let [r, g, b] = &mut scratch.rgb;
+            let to_rgb = YuvToRgb::new(frame.matrix, frame.range);
+            let out = r.iter_mut().zip(g.iter_mut()).zip(b.iter_mut());
+            for (((r, g), b), ((y, u), v)) in out.zip(py.iter().zip(pu).zip(pv)) {
+                [*r, *g, *b] = to_rgb.convert(*y, *u, *v);
             }
-            rgb
         }
         FrameFormat::Rgb => {
-            let mut rgb = [vec![0.0; n], vec![0.0; n], vec![0.0; n]];
-            for (c, dst) in rgb.iter_mut().enumerate() {
+            for (c, dst) in scratch.rgb.iter_mut().enumerate() {
                 let plane = Plane {
                     data: &frame.data[c..],
                     stride: 3 * w as usize,
@@ -436,14 +514,14 @@ pub fn frame_rgb(job: &FrameJob, out: &OutputSpec, scratch: &mut Scratch) -> [Ve
                     width: w,
                     height: h,
                 };
-                resample_plane(&plane, &fp, 1.0, out.filter, dst);
+                resample_plane(&plane, &fp, 1.0, out.filter, &mut scratch.line, dst);
                 for v in dst.iter_mut() {
                     *v = (*v / 255.0).clamp(0.0, 1.0);
                 }
             }
-            rgb
         }
     }
+    &scratch.rgb
 }
 
 /// The output value of one element from an RGB value in [0, 1]: normalised for float types,
@@ -470,27 +548,48 @@ pub fn write_frame(
     let rgb = frame_rgb(job, out, scratch);
     let n = out.width as usize * out.height as usize;
     let size = out.dtype.size_bytes();
-    let mut put = |e: usize, v: f32| {
-        let at = &mut dst[e * size..(e + 1) * size];
-        match out.dtype {
-            DType::F32 => at.copy_from_slice(&v.to_le_bytes()),
-            DType::F16 => at.copy_from_slice(&f16::from_f32(v).to_le_bytes()),
-            DType::U8 => at[0] = v as u8,
-        }
-    };
     match out.layout {
+        // Channel planes: each channel's elements are contiguous.
         Layout::Bcthw => {
             for (c, plane) in rgb.iter().enumerate() {
-                for (i, &v) in plane.iter().enumerate() {
-                    put(c * n + i, element_value(v, c, out));
-                }
+                let values = plane.iter().map(|&v| element_value(v, c, out));
+                encode(
+                    values,
+                    out.dtype,
+                    &mut dst[c * n * size..(c + 1) * n * size],
+                );
             }
         }
         Layout::Bthwc => {
-            for i in 0..n {
-                for (c, plane) in rgb.iter().enumerate() {
-                    put(i * 3 + c, element_value(plane[i], c, out));
-                }
+            let [r, g, b] = rgb;
+            let values = r.iter().zip(g).zip(b).flat_map(|((&r, &g), &b)| {
+                [
+                    element_value(r, 0, out),
+                    element_value(g, 1, out),
+                    element_value(b, 2, out),
+                ]
+            });
+            encode(values, out.dtype, dst);
+        }
+    }
+}
+
+/// Element values as little-endian bytes of `dtype`.
+fn encode(values: impl Iterator<Item = f32>, dtype: DType, dst: &mut [u8]) {
+    match dtype {
+        DType::F32 => {
+            for (d, v) in dst.chunks_exact_mut(4).zip(values) {
+                d.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        DType::F16 => {
+            for (d, v) in dst.chunks_exact_mut(2).zip(values) {
+                d.copy_from_slice(&f16::from_f32(v).to_le_bytes());
+            }
+        }
+        DType::U8 => {
+            for (d, v) in dst.iter_mut().zip(values) {
+                *d = v as u8;
             }
         }
     }
@@ -576,7 +675,8 @@ mod tests {
             frame: &frame,
             params: FrameParams::full(&frame, 0),
         };
-        let rgb = frame_rgb(&job, &out, &mut Scratch::default());
+        let mut scratch = Scratch::default();
+        let rgb = frame_rgb(&job, &out, &mut scratch);
         for v in &rgb[0] {
             assert!((v - 0.5).abs() < 1e-5, "{v}");
         }
@@ -592,18 +692,20 @@ mod tests {
             frame: &frame,
             params: FrameParams::full(&frame, 1),
         };
-        let rgb = frame_rgb(&job, &out, &mut Scratch::default());
+        let mut scratch = Scratch::default();
+        let rgb = frame_rgb(&job, &out, &mut scratch);
         assert!(rgb[0][3] > 0.99 && rgb[0][0] < 0.01, "{:?}", &rgb[0][..4]);
         // Flipped: back to the top-left.
         let mut params = FrameParams::full(&frame, 1);
         params.flip = true;
+        let mut scratch2 = Scratch::default();
         let rgb = frame_rgb(
             &FrameJob {
                 frame: &frame,
                 params,
             },
             &out,
-            &mut Scratch::default(),
+            &mut scratch2,
         );
         assert!(rgb[0][0] > 0.99 && rgb[0][3] < 0.01, "{:?}", &rgb[0][..4]);
     }

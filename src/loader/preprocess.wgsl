@@ -231,24 +231,23 @@ fn sample(p: Plane, fp: Footprint, scale: f32) -> f32 {
     let ay = fp.along_y * scale;
     let tx = axis_taps(ax.x, ax.y, n_for_x, globals.out_filter);
     let ty = axis_taps(ay.x, ay.y, n_for_y, globals.out_filter);
-    // Summed in the reference's order: rows over x, then over y.
+    // Summed in the reference's order: for each tap along the coded x axis, the taps along
+    // the coded y axis first.
+    var cols = tx;
+    var rows = ty;
+    if !fp.x_is_x {
+        cols = ty;
+        rows = tx;
+    }
     var acc = 0.0;
-    for (var j = 0u; j < ty.count; j++) {
-        let wy = tap_weight(ty, j);
-        let iy = tap_index(ty, j);
-        var row = 0.0;
-        for (var i = 0u; i < tx.count; i++) {
-            let wx = tap_weight(tx, i);
-            let ix = tap_index(tx, i);
-            var v: f32;
-            if fp.x_is_x {
-                v = texel(p, ix, iy);
-            } else {
-                v = texel(p, iy, ix);
-            }
-            row += wx * v;
+    for (var i = 0u; i < cols.count; i++) {
+        let wx = tap_weight(cols, i);
+        let ix = tap_index(cols, i);
+        var col = 0.0;
+        for (var j = 0u; j < rows.count; j++) {
+            col += tap_weight(rows, j) * texel(p, ix, tap_index(rows, j));
         }
-        acc += wy * row;
+        acc += wx * col;
     }
     return acc;
 }

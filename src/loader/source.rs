@@ -268,6 +268,14 @@ impl Readers {
         Ok(&mut self.open[last].1)
     }
 
+    /// Hand picture buffers back to the decoder of `path` for its next frames.
+    pub fn recycle(&mut self, path: &Path, buffers: impl Iterator<Item = Vec<u8>>) {
+        if let Some((_, reader)) = self.open.iter_mut().find(|(p, _)| p == path) {
+            reader.spare.extend(buffers);
+            reader.spare.truncate(64);
+        }
+    }
+
     /// Forget a decoder whose state is unknown after an error.
     fn drop_reader(&mut self, path: &Path) {
         self.open.retain(|(p, _)| p != path);

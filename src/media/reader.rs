@@ -88,6 +88,9 @@ pub struct VideoReader {
     ordinal: Option<usize>,
     scaler: Option<(scaling::Context, Pixel, u32, u32, Pixel)>,
     converted: Option<ff::frame::Video>,
+    /// Buffers of pictures the caller is done with, reused for the next ones (large frames
+    /// would otherwise cost fresh pages every time).
+    pub spare: Vec<Vec<u8>>,
 }
 
 /// Continue decoding instead of seeking when the next wanted frame is at most this many
@@ -138,6 +141,7 @@ impl VideoReader {
             ordinal: Some(0),
             scaler: None,
             converted: None,
+            spare: Vec::new(),
         })
     }
 
@@ -331,7 +335,9 @@ impl VideoReader {
         };
         if matches!(format, Pixel::YUV420P | Pixel::YUVJ420P) {
             let (cw, ch) = (w.div_ceil(2) as usize, h.div_ceil(2) as usize);
-            let mut data = Vec::with_capacity(w as usize * h as usize + 2 * cw * ch);
+            let mut data = self.spare.pop().unwrap_or_default();
+            data.clear();
+            data.reserve(w as usize * h as usize + 2 * cw * ch);
             copy_plane(frame, 0, w as usize, h as usize, &mut data);
             copy_plane(frame, 1, cw, ch, &mut data);
             copy_plane(frame, 2, cw, ch, &mut data);
@@ -371,7 +377,8 @@ impl VideoReader {
             height: h,
             message: e.to_string(),
         })?;
-        let mut data = Vec::new();
+        let mut data = self.spare.pop().unwrap_or_default();
+        data.clear();
         if to_rgb {
             copy_plane(out, 0, 3 * w as usize, h as usize, &mut data);
         } else {

@@ -1,0 +1,178 @@
+//! Review edits, committed off the UI thread: one writer thread owns a catalog connection and
+//! commits each action as its own journaled transaction as soon as it is asked, then reports
+//! the reviews and clips as they now stand. What the window shows as done is on disk.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+
+use crate::catalog::Catalog;
+use crate::model::{Clip, Decision, Edit, ItemId};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EditRequest {
+    /// Journaled edits, one operation.
+    Apply(Vec<Edit>),
+    Decide {
+        items: Vec<ItemId>,
+        decision: Decision,
+    },
+    Undo,
+    Redo,
+}
+
+/// The review state after an operation.
+#[derive(Debug, Clone, Default)]
+pub struct ReviewState {
+    pub decisions: HashMap<ItemId, Decision>,
+    pub clips: HashMap<ItemId, Vec<Clip>>,
+}
+
+pub struct EditDone {
+    pub result: Result<String, String>,
+    pub state: Option<ReviewState>,
+}
+
+/// The writer thread of one project.
+pub struct EditWriter {
+    tx: Sender<EditRequest>,
+    rx: Receiver<EditDone>,
+    /// Requests sent and not yet reported.
+    pending: usize,
+}
+
+impl EditWriter {
+    pub fn start(project: PathBuf) -> EditWriter {
+        let (tx, requests) = channel::<EditRequest>();
+        let (done, rx) = channel();
+        let spawned = std::thread::Builder::new()
+            .name("framecull-edits".into())
+            .spawn(move || {
+                let catalog = Catalog::open(&project);
+                let mut catalog = match catalog {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = done.send(EditDone {
+                            result: Err(format!("cannot open the catalog: {e}")),
+                            state: None,
+                        });
+                        return;
+                    }
+                };
+                for request in requests {
+                    let result = apply(&mut catalog, request);
+                    let state = review_state(&catalog).ok();
+                    if done.send(EditDone { result, state }).is_err() {
+                        return;
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start the edit writer: {e}");
+        }
+        EditWriter { tx, rx, pending: 0 }
+    }
+
+    pub fn send(&mut self, request: EditRequest) {
+        if self.tx.send(request).is_ok() {
+            self.pending += 1;
+        }
+    }
+
+    /// Edits asked for and not yet committed.
+    pub fn pending(&self) -> usize {
+        self.pending
+    }
+
+    /// What the writer finished since the last call.
+    pub fn poll(&mut self) -> Vec<EditDone> {
+        let mut out = Vec::new();
+        loop {
+            match self.rx.try_recv() {
+                Ok(d) => {
+                    self.pending = self.pending.saturating_sub(1);
+                    out.push(d);
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    if self.pending > 0 {
+                        self.pending = 0;
+                        out.push(EditDone {
+                            result: Err("the edit writer stopped".into()),
+                            state: None,
+                        });
+                    }
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+fn apply(catalog: &mut Catalog, request: EditRequest) -> Result<String, String> {
+    let e = |e: crate::catalog::CatalogError| e.to_string();
+    match request {
+        EditRequest::Apply(edits) => {
+            let what = describe(&edits);
+            catalog
+                .apply(edits)
+                .map(|op| format!("{what} (operation {op})"))
+                .map_err(e)
+        }
+        EditRequest::Decide { items, decision } => {
+            let n = items.len();
+            catalog
+                .set_decisions(&items, decision)
+                .map(|op| {
+                    format!(
+                        "{} {n} file{} (operation {op})",
+                        decision.as_str(),
+                        if n == 1 { "" } else { "s" }
+                    )
+                })
+                .map_err(e)
+        }
+        EditRequest::Undo => catalog
+            .undo()
+            .map(|op| {
+                op.map_or("nothing to undo".into(), |op| {
+                    format!("undid operation {op}")
+                })
+            })
+            .map_err(e),
+        EditRequest::Redo => catalog
+            .redo()
+            .map(|op| {
+                op.map_or("nothing to redo".into(), |op| {
+                    format!("redid operation {op}")
+                })
+            })
+            .map_err(e),
+    }
+}
+
+fn describe(edits: &[Edit]) -> String {
+    match edits {
+        [Edit::AddClip { clip }] => format!(
+            "clip added: frames {}..{} ({:.3}-{:.3} s)",
+            clip.start_frame.unwrap_or_default(),
+            clip.end_frame.unwrap_or_default(),
+            clip.start_secs,
+            clip.end_secs
+        ),
+        [Edit::RemoveClip { .. }] => "clip removed".into(),
+        _ => format!("{} edits", edits.len()),
+    }
+}
+
+pub fn review_state(catalog: &Catalog) -> Result<ReviewState, crate::catalog::CatalogError> {
+    Ok(ReviewState {
+        decisions: catalog
+            .all_reviews()?
+            .into_iter()
+            .map(|(id, r)| (id, r.decision))
+            .collect(),
+        clips: catalog.all_clips()?,
+    })
+}

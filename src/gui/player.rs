@@ -1,0 +1,530 @@
+//! The player: a decode thread per open video that hands the UI the frames it asks for
+//! (converted to display size, rotated), a clock that picks the frame to show at the video's
+//! own rate, and the timeline under it (motion curve, cuts, clips, playhead).
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::time::Instant;
+
+use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, Sense, Stroke, TextureHandle, vec2};
+
+use super::theme;
+use crate::catalog::Catalog;
+use crate::loader::preprocess::{
+    self, DType, Filter, Frame, FrameFormat, FrameJob, FrameParams, Layout, Matrix, OutputSpec,
+    Range, Scratch,
+};
+use crate::media::reader::{Picture, ReadTimes, VideoReader};
+use crate::model::{Clip, Curves, Decision, FrameTimeline, ItemId};
+
+/// Frames are shown at most this size (after rotation).
+pub const MAX_DISPLAY: (u32, u32) = (960, 540);
+
+enum Msg {
+    Opened {
+        timeline: FrameTimeline,
+        curves: Option<Curves>,
+    },
+    Frame {
+        index: usize,
+        image: ColorImage,
+    },
+    Error(String),
+}
+
+/// One open video.
+pub struct Player {
+    pub item: ItemId,
+    pub path: PathBuf,
+    pub timeline: Option<FrameTimeline>,
+    pub curves: Option<Curves>,
+    /// The frame the playhead is on (what the next shown frame will be).
+    pub current: usize,
+    /// The frame in the texture.
+    shown: Option<(usize, ColorImage)>,
+    texture: Option<TextureHandle>,
+    requested: Option<usize>,
+    /// Playback speed (frames of video time per second of wall time); 0 is paused.
+    pub speed: f64,
+    clock: Option<(Instant, f64)>,
+    pub mark_in: Option<usize>,
+    pub error: Option<String>,
+    tx: Sender<usize>,
+    rx: Receiver<Msg>,
+}
+
+impl Player {
+    pub fn open(
+        ctx: &egui::Context,
+        project: &Path,
+        path: PathBuf,
+        item: ItemId,
+        quarter_turns: u8,
+    ) -> Player {
+        let (tx, requests) = channel();
+        let (reply, rx) = channel();
+        let (ctx2, project, file) = (ctx.clone(), project.to_path_buf(), path.clone());
+        let spawned = std::thread::Builder::new()
+            .name("framecull-player".into())
+            .spawn(move || {
+                decode_thread(
+                    &file,
+                    &project,
+                    item,
+                    quarter_turns,
+                    &requests,
+                    &reply,
+                    &ctx2,
+                )
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start the player thread: {e}");
+        }
+        Player {
+            item,
+            path,
+            timeline: None,
+            curves: None,
+            current: 0,
+            shown: None,
+            texture: None,
+            requested: None,
+            speed: 0.0,
+            clock: None,
+            mark_in: None,
+            error: None,
+            tx,
+            rx,
+        }
+    }
+
+    pub fn frames(&self) -> usize {
+        self.timeline.as_ref().map_or(0, FrameTimeline::len)
+    }
+
+    /// The frame in the texture and its pixels (RGBA), once decoded.
+    pub fn shown(&self) -> Option<(usize, &ColorImage)> {
+        self.shown.as_ref().map(|(i, img)| (*i, img))
+    }
+
+    /// The shown frame is the one the playhead is on.
+    pub fn is_settled(&self) -> bool {
+        self.speed == 0.0 && self.shown.as_ref().is_some_and(|(i, _)| *i == self.current)
+    }
+
+    pub fn seek(&mut self, frame: usize) {
+        let last = self.frames().saturating_sub(1);
+        self.current = frame.min(last);
+        if self.speed != 0.0 {
+            self.start_clock();
+        }
+    }
+
+    pub fn step(&mut self, delta: i64) {
+        self.pause();
+        let target = (self.current as i64 + delta).max(0) as usize;
+        self.seek(target);
+    }
+
+    pub fn pause(&mut self) {
+        self.speed = 0.0;
+        self.clock = None;
+    }
+
+    pub fn play(&mut self, speed: f64) {
+        self.speed = speed;
+        self.start_clock();
+    }
+
+    /// J/K/L: L plays forward (again: faster), J backward (again: faster), K pauses.
+    pub fn shuttle(&mut self, direction: i32) {
+        let speed = match direction {
+            0 => 0.0,
+            d if (d > 0) == (self.speed > 0.0) && self.speed != 0.0 => {
+                (self.speed * 2.0).clamp(-8.0, 8.0)
+            }
+            d => f64::from(d.signum()),
+        };
+        if speed == 0.0 {
+            self.pause()
+        } else {
+            self.play(speed)
+        }
+    }
+
+    fn start_clock(&mut self) {
+        let secs = self
+            .timeline
+            .as_ref()
+            .map_or(0.0, |t| t.secs(t.pts_at(self.current)));
+        self.clock = Some((Instant::now(), secs));
+    }
+
+    /// Take decoded frames, advance the clock, ask for the frame to show.
+    pub fn update(&mut self, ctx: &egui::Context) {
+        loop {
+            match self.rx.try_recv() {
+                Ok(Msg::Opened { timeline, curves }) => {
+                    self.timeline = Some(timeline);
+                    self.curves = curves;
+                    self.requested = None;
+                }
+                Ok(Msg::Frame { index, image }) => {
+                    let options = egui::TextureOptions::LINEAR;
+                    match &mut self.texture {
+                        Some(t) => t.set(image.clone(), options),
+                        None => {
+                            self.texture = Some(ctx.load_texture("player", image.clone(), options))
+                        }
+                    }
+                    self.shown = Some((index, image));
+                    if self.requested == Some(index) {
+                        self.requested = None;
+                    }
+                }
+                Ok(Msg::Error(e)) => {
+                    self.error = Some(e);
+                    self.requested = None;
+                    self.pause();
+                }
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        let Some(timeline) = &self.timeline else {
+            return;
+        };
+        if let Some((started, secs)) = self.clock {
+            let t = secs + started.elapsed().as_secs_f64() * self.speed;
+            let first = timeline.secs(timeline.pts_at(0));
+            let target = timeline.frame_at_secs(t.max(first));
+            let last = timeline.len().saturating_sub(1);
+            self.current = target.min(last);
+            let at_end = (self.speed > 0.0 && self.current == last)
+                || (self.speed < 0.0 && self.current == 0);
+            if at_end {
+                self.pause();
+            }
+            ctx.request_repaint();
+        }
+        let have = self.shown.as_ref().map(|(i, _)| *i);
+        if have != Some(self.current) && self.requested != Some(self.current) {
+            // Ask only when the thread is free, so it never falls behind the clock.
+            if (self.requested.is_none() || self.speed == 0.0) && self.tx.send(self.current).is_ok()
+            {
+                self.requested = Some(self.current);
+            }
+        }
+    }
+
+    /// The picture, fitted to the width available.
+    pub fn picture_ui(&self, ui: &mut egui::Ui) {
+        if let Some(e) = &self.error {
+            ui.colored_label(theme::ERROR, e);
+        }
+        let Some(texture) = &self.texture else {
+            ui.label(if self.timeline.is_some() {
+                "decoding…"
+            } else {
+                "opening…"
+            });
+            return;
+        };
+        let size = texture.size_vec2();
+        let width = ui.available_width().min(size.x.max(1.0) * 2.0);
+        let scale = width / size.x.max(1.0);
+        ui.image((texture.id(), size * scale));
+    }
+
+    /// "frame 120 / 300 · 4.000 s" of the playhead.
+    pub fn position_text(&self) -> String {
+        match &self.timeline {
+            Some(t) if !t.is_empty() => format!(
+                "frame {} / {} · {:.3} s{}",
+                self.current,
+                t.len(),
+                t.secs(t.pts_at(self.current)) - t.secs(t.pts_at(0)),
+                if self.speed != 0.0 {
+                    format!(" · {:+}x", self.speed)
+                } else {
+                    String::new()
+                }
+            ),
+            _ => "opening…".into(),
+        }
+    }
+}
+
+/// What the timeline reports back.
+pub enum TimelineAction {
+    Seek(usize),
+    /// A clip's edge was dragged: the clip and its new frame range.
+    Reshape {
+        clip: Clip,
+        start: usize,
+        end: usize,
+    },
+}
+
+/// The timeline: motion curve, scene cuts, clips, the in mark and the playhead. Click or drag
+/// to seek; drag a clip's edge to move it.
+pub fn timeline_ui(
+    ui: &mut egui::Ui,
+    player: &Player,
+    clips: &[Clip],
+    drag: &mut Option<(usize, bool)>,
+) -> Option<TimelineAction> {
+    let timeline = player.timeline.as_ref()?;
+    if timeline.is_empty() {
+        return None;
+    }
+    let n = timeline.len();
+    let (rect, response) =
+        ui.allocate_exact_size(vec2(ui.available_width(), 72.0), Sense::click_and_drag());
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 3.0, theme::CARD_BG);
+    let t0 = timeline.secs(timeline.pts_at(0));
+    let duration = (timeline.secs(timeline.pts_at(n)) - t0).max(1e-6);
+    let x_of_secs =
+        |s: f64| rect.left() + ((s - t0) / duration).clamp(0.0, 1.0) as f32 * rect.width();
+    let x_of_frame = |f: usize| x_of_secs(timeline.secs(timeline.pts_at(f)));
+    let frame_of_x = |x: f32| {
+        let s = t0 + f64::from(((x - rect.left()) / rect.width()).clamp(0.0, 1.0)) * duration;
+        timeline.frame_at_secs(s).min(n - 1)
+    };
+    let curve = Rect::from_min_max(rect.min, Pos2::new(rect.max.x, rect.max.y - 18.0));
+    if let Some(curves) = &player.curves {
+        // Motion per 0.5 s bucket, scaled to the largest value.
+        let peak = curves
+            .motion
+            .iter()
+            .copied()
+            .fold(0.0f32, f32::max)
+            .max(1e-6);
+        let points: Vec<Pos2> = curves
+            .motion
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                Pos2::new(
+                    x_of_secs(t0 + (i as f64 + 0.5) * 0.5),
+                    curve.bottom() - m / peak * (curve.height() - 4.0),
+                )
+            })
+            .collect();
+        painter.add(egui::Shape::line(points, Stroke::new(1.5, theme::BAR)));
+        for cut in &curves.cuts {
+            let x = x_of_secs(t0 + cut.time_secs);
+            painter.line_segment(
+                [Pos2::new(x, curve.top()), Pos2::new(x, curve.bottom())],
+                Stroke::new(1.0, theme::WARNING),
+            );
+        }
+    }
+    let strip = Rect::from_min_max(Pos2::new(rect.left(), rect.bottom() - 16.0), rect.max);
+    for clip in clips {
+        let (s, e) = clip_frames(clip, timeline);
+        let r = Rect::from_min_max(
+            Pos2::new(x_of_frame(s), strip.top()),
+            Pos2::new(x_of_frame(e), strip.bottom()),
+        );
+        let color = match clip.decision {
+            Decision::Accepted => theme::ACCEPTED,
+            Decision::Rejected => theme::ERROR,
+            Decision::Unreviewed => theme::ACCENT,
+        };
+        painter.rect_filled(r, 2.0, color.gamma_multiply(0.7));
+    }
+    if let Some(m) = player.mark_in {
+        let x = x_of_frame(m);
+        painter.line_segment(
+            [Pos2::new(x, rect.top()), Pos2::new(x, rect.bottom())],
+            Stroke::new(2.0, theme::ACCEPTED),
+        );
+    }
+    let x = x_of_frame(player.current);
+    painter.line_segment(
+        [Pos2::new(x, rect.top()), Pos2::new(x, rect.bottom())],
+        Stroke::new(2.0, Color32::WHITE),
+    );
+
+    // Dragging a clip edge (grabbed within 5 px), else seeking.
+    if response.drag_started()
+        && let Some(p) = response.interact_pointer_pos()
+        && p.y >= strip.top() - 4.0
+    {
+        for (i, clip) in clips.iter().enumerate() {
+            let (s, e) = clip_frames(clip, timeline);
+            if (p.x - x_of_frame(s)).abs() < 5.0 {
+                *drag = Some((i, true));
+            } else if (p.x - x_of_frame(e)).abs() < 5.0 {
+                *drag = Some((i, false));
+            }
+        }
+    }
+    let pointer = response.interact_pointer_pos();
+    if let Some((i, is_start)) = *drag
+        && let Some(clip) = clips.get(i)
+    {
+        if response.drag_stopped() {
+            *drag = None;
+            let (s, e) = clip_frames(clip, timeline);
+            let f = pointer.map_or(if is_start { s } else { e }, |p| frame_of_x(p.x));
+            let (start, end) = if is_start {
+                (f.min(e - 1), e)
+            } else {
+                (s, (f + 1).max(s + 1).min(n))
+            };
+            if (start, end) != (s, e) {
+                return Some(TimelineAction::Reshape {
+                    clip: clip.clone(),
+                    start,
+                    end,
+                });
+            }
+        }
+        return None;
+    }
+    if (response.clicked() || response.dragged())
+        && let Some(p) = pointer
+    {
+        return Some(TimelineAction::Seek(frame_of_x(p.x)));
+    }
+    None
+}
+
+/// A clip's frame range `[start, end)` on this timeline (from its timestamps).
+pub fn clip_frames(clip: &Clip, timeline: &FrameTimeline) -> (usize, usize) {
+    let s = timeline.pts.partition_point(|&p| p < clip.start_pts);
+    let e = timeline
+        .pts
+        .partition_point(|&p| p < clip.end_pts)
+        .max(s + 1);
+    (s, e)
+}
+
+fn decode_thread(
+    path: &Path,
+    project: &Path,
+    item: ItemId,
+    quarter_turns: u8,
+    requests: &Receiver<usize>,
+    reply: &Sender<Msg>,
+    ctx: &egui::Context,
+) {
+    let send = |m: Msg| {
+        let ok = reply.send(m).is_ok();
+        ctx.request_repaint();
+        ok
+    };
+    // Two decoder threads: playback of large frames on few cores.
+    let mut reader = match VideoReader::open(path, 2) {
+        Ok(r) => r,
+        Err(e) => {
+            send(Msg::Error(format!("cannot play: {e}")));
+            return;
+        }
+    };
+    let timeline = FrameTimeline {
+        pts: reader.frame_pts().to_vec(),
+        time_base: reader.time_base(),
+    };
+    if timeline.is_empty() {
+        send(Msg::Error("no frames".into()));
+        return;
+    }
+    let curves = Catalog::open(project)
+        .ok()
+        .and_then(|c| c.curves(item).ok().flatten());
+    if !send(Msg::Opened {
+        timeline: timeline.clone(),
+        curves,
+    }) {
+        return;
+    }
+    let mut converter = Converter::default();
+    while let Ok(mut index) = requests.recv() {
+        // Only the latest request matters (seeking while dragging).
+        while let Ok(i) = requests.try_recv() {
+            index = i;
+        }
+        let Some(&pts) = timeline.pts.get(index) else {
+            continue;
+        };
+        let mut picture = None;
+        let mut times = ReadTimes::default();
+        let read = reader.read(&[pts], None, &mut times, &mut |_, p| picture = Some(p));
+        let msg = match (read, picture) {
+            (Ok(()), Some(p)) => Msg::Frame {
+                index,
+                image: converter.display(p, quarter_turns),
+            },
+            (Err(e), _) => Msg::Error(format!("frame {index}: {e}")),
+            (Ok(()), None) => Msg::Error(format!("frame {index} was not decoded")),
+        };
+        if !send(msg) {
+            return;
+        }
+    }
+}
+
+/// Decoded pictures to display images: rotated, fitted within [`MAX_DISPLAY`].
+#[derive(Default)]
+pub struct Converter {
+    scratch: Scratch,
+    rgb: Vec<u8>,
+}
+
+impl Converter {
+    pub fn display(&mut self, p: Picture, quarter_turns: u8) -> ColorImage {
+        let frame = Frame {
+            width: p.width,
+            height: p.height,
+            format: if p.yuv420 {
+                FrameFormat::Yuv420
+            } else {
+                FrameFormat::Rgb
+            },
+            matrix: if p.bt709 {
+                Matrix::Bt709
+            } else {
+                Matrix::Bt601
+            },
+            range: if p.full_range {
+                Range::Full
+            } else {
+                Range::Limited
+            },
+            data: p.data,
+            pts: p.pts,
+        };
+        let (dw, dh) = frame.display_size(quarter_turns);
+        let scale = (f64::from(MAX_DISPLAY.0) / f64::from(dw))
+            .min(f64::from(MAX_DISPLAY.1) / f64::from(dh))
+            .min(1.0);
+        let (w, h) = (
+            ((f64::from(dw) * scale).round() as u32).max(1),
+            ((f64::from(dh) * scale).round() as u32).max(1),
+        );
+        let out = OutputSpec {
+            width: w,
+            height: h,
+            layout: Layout::Bthwc,
+            dtype: DType::U8,
+            filter: Filter::Bilinear,
+            mean: [0.0; 3],
+            std: [1.0; 3],
+        };
+        self.rgb.resize(out.frame_elements(), 0);
+        let params = FrameParams::full(&frame, quarter_turns);
+        preprocess::write_frame(
+            Some(&FrameJob {
+                frame: &frame,
+                params,
+            }),
+            &out,
+            &mut self.scratch,
+            &mut self.rgb,
+        );
+        ColorImage::from_rgb([w as usize, h as usize], &self.rgb)
+    }
+}
