@@ -354,23 +354,36 @@ fn resample_plane(
     let step = plane.step;
     for r in 0..rows.start.len() {
         // Pass 1: the weighted sum of this output line's coded rows, over the columns used.
+        // `0 + w0 a + w1 b` in the reference's order is `w0 a + w1 b` exactly (the products
+        // are never -0), so one or two rows are summed in one go.
         let line = &mut buf[lo..hi];
-        line.fill(0.0);
         let (first, count, offset) = (
             rows.start[r] as usize,
             rows.len[r] as usize,
             rows.offset[r] as usize,
         );
-        for j in 0..count {
-            let w = rows.weights[offset + j];
+        let row = |j: usize| {
             let start = (first + j) * plane.stride + lo * step;
-            let src = &plane.data[start..start + (hi - lo - 1) * step + 1];
-            if step == 1 {
-                for (acc, &v) in line.iter_mut().zip(src) {
-                    *acc += w * f32::from(v);
+            &plane.data[start..start + (hi - lo - 1) * step + 1]
+        };
+        let weight = |j: usize| rows.weights[offset + j];
+        if step == 1 {
+            // Contiguous rows (YUV planes): loops the compiler vectorises.
+            match count {
+                1 => weighted_row(line, weight(0), row(0)),
+                2 => weighted_rows(line, weight(0), row(0), weight(1), row(1)),
+                _ => {
+                    line.fill(0.0);
+                    for j in 0..count {
+                        add_weighted_row(line, weight(j), row(j));
+                    }
                 }
-            } else {
-                for (acc, &v) in line.iter_mut().zip(src.iter().step_by(step)) {
+            }
+        } else {
+            line.fill(0.0);
+            for j in 0..count {
+                let w = weight(j);
+                for (acc, &v) in line.iter_mut().zip(row(j).iter().step_by(step)) {
                     *acc += w * f32::from(v);
                 }
             }
@@ -391,6 +404,24 @@ fn resample_plane(
         }
     }
     debug_assert_eq!(dst.len(), ow * oh);
+}
+
+fn weighted_row(line: &mut [f32], w0: f32, a: &[u8]) {
+    for (acc, &a) in line.iter_mut().zip(a) {
+        *acc = w0 * f32::from(a);
+    }
+}
+
+fn weighted_rows(line: &mut [f32], w0: f32, a: &[u8], w1: f32, b: &[u8]) {
+    for ((acc, &a), &b) in line.iter_mut().zip(a).zip(b) {
+        *acc = w0 * f32::from(a) + w1 * f32::from(b);
+    }
+}
+
+fn add_weighted_row(line: &mut [f32], w: f32, a: &[u8]) {
+    for (acc, &a) in line.iter_mut().zip(a) {
+        *acc += w * f32::from(a);
+    }
 }
 
 /// YUV (0..=255 units) -> RGB in [0, 1], clamped. Shared formula with the shader.
