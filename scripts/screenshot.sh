@@ -21,7 +21,10 @@ for step in "${steps[@]}"; do
   read -ra a <<< "$step"
   case "${a[0]:-}" in
     click) DISPLAY=$display xdotool mousemove "${a[1]}" "${a[2]}" click 1 ;;
-    key) DISPLAY=$display xdotool key "${a[@]:1}" ;;
+    key)
+      # Without a window manager nothing gives the window keyboard focus: give it first.
+      DISPLAY=$display xdotool search --name framecull windowfocus 2>/dev/null || true
+      DISPLAY=$display xdotool key --delay 60 "${a[@]:1}" ;;
     drag)
       DISPLAY=$display xdotool mousemove "${a[1]}" "${a[2]}" mousedown 1
       for step in 1 2 3 4 5 6 7 8; do

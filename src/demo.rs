@@ -77,6 +77,14 @@ fn pattern(name: &str, speed: u32) -> Pattern {
         "box" => Pattern::MovingBox { speed },
         "pan" => Pattern::Pan { speed },
         "counter" => Pattern::Counter,
+        // Four shots of 45 frames: hard cuts for the timeline.
+        "shots" => Pattern::Shots { len: 45 },
+        // Still, then a burst of motion in the middle third.
+        "burst" => Pattern::Burst {
+            start: 60,
+            end: 110,
+            speed,
+        },
         _ => Pattern::Static,
     }
 }

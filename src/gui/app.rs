@@ -73,6 +73,8 @@ pub enum Command {
     Undo,
     Redo,
     ToggleHelp,
+    /// Up / Down: the previous or next file the filter shows.
+    SelectNext(i64),
 }
 
 pub struct App {
@@ -88,6 +90,10 @@ pub struct App {
     selected: Option<usize>,
     open_text: String,
     message: Option<String>,
+    /// The last committed edit.
+    status: Option<String>,
+    /// The selection moved by keyboard: bring it into view once.
+    scroll_to_selected: Option<()>,
     /// Histogram being brushed: column and the value where the drag started.
     brushing: Option<(String, f64)>,
     last_reload: Instant,
@@ -121,6 +127,8 @@ impl App {
             selected: None,
             open_text: String::new(),
             message: None,
+            status: None,
+            scroll_to_selected: None,
             brushing: None,
             last_reload: Instant::now(),
             thumbs: Thumbnails::new(),
@@ -206,6 +214,7 @@ impl App {
 
     /// Apply a command, as the panels do.
     pub fn apply(&mut self, command: Command) {
+        tracing::debug!(?command, "apply");
         match command {
             Command::Open(dir) => {
                 let project = if dir.join("catalog.db").is_file() {
@@ -321,6 +330,19 @@ impl App {
                 }
             }
             Command::ToggleHelp => self.help = !self.help,
+            Command::SelectNext(d) => {
+                let at = self
+                    .selected
+                    .and_then(|s| self.filtered.iter().position(|&i| i == s));
+                let next = match at {
+                    Some(p) => (p as i64 + d).clamp(0, self.filtered.len() as i64 - 1) as usize,
+                    None => 0,
+                };
+                if let Some(&i) = self.filtered.get(next) {
+                    self.scroll_to_selected = Some(());
+                    self.apply(Command::Select(Some(i)));
+                }
+            }
             Command::Undo => self.send_edit(EditRequest::Undo),
             Command::Redo => self.send_edit(EditRequest::Redo),
         }
@@ -507,7 +529,7 @@ impl App {
         };
         for done in w.poll() {
             match done.result {
-                Ok(m) => self.message = Some(m),
+                Ok(m) => self.status = Some(m),
                 Err(e) => self.message = Some(format!("not saved: {e}")),
             }
             if let (Some(state), Some(view)) = (done.state, &mut self.view) {
@@ -538,7 +560,11 @@ impl eframe::App for App {
             ctx.request_repaint_after(Duration::from_millis(30));
         }
         let mut commands = Vec::new();
-        if self.view.is_some() && !ctx.egui_wants_keyboard_input() {
+        if self.view.is_some() && !ctx.text_edit_focused() {
+            // Shortcuts win over egui's focus moves (arrows) and clicks (Space) on buttons.
+            if let Some(id) = ctx.memory(|m| m.focused()) {
+                ctx.memory_mut(|m| m.surrender_focus(id));
+            }
             shortcuts(ui, &mut commands);
         }
         if ui.input(|i| i.key_pressed(egui::Key::F1)) {
@@ -575,11 +601,16 @@ impl eframe::App for App {
                         egui::ScrollArea::vertical()
                             .id_salt("inspector")
                             .show(ui, |ui| {
-                                inspector_ui(ui, view, sel, decision, &mut commands);
-                                if let Some(p) = player {
-                                    ui.separator();
-                                    player_ui(ui, p, clips, drag, &mut commands);
-                                }
+                                inspector_ui(
+                                    ui,
+                                    view,
+                                    sel,
+                                    decision,
+                                    player,
+                                    clips,
+                                    drag,
+                                    &mut commands,
+                                );
                             });
                     });
             }
@@ -612,7 +643,15 @@ impl eframe::App for App {
                         &mut commands,
                     );
                 } else {
-                    table_ui(ui, view, &self.filtered, self.selected, &mut commands);
+                    let scroll_to = self.scroll_to_selected.take().and(self.selected);
+                    table_ui(
+                        ui,
+                        view,
+                        &self.filtered,
+                        self.selected,
+                        scroll_to,
+                        &mut commands,
+                    );
                 }
             });
         } else {
@@ -682,6 +721,9 @@ fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Command>) {
         }
         if let Some(m) = &app.message {
             ui.colored_label(theme::ERROR, m);
+        }
+        if let Some(s) = &app.status {
+            ui.colored_label(theme::INFO, format!("saved: {s}"));
         }
     });
 }
@@ -912,9 +954,16 @@ fn table_ui(
     view: &View,
     filtered: &[usize],
     selected: Option<usize>,
+    scroll_to: Option<usize>,
     commands: &mut Vec<Command>,
 ) {
-    TableBuilder::new(ui)
+    // One line per row: long values are cut, not wrapped.
+    ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Truncate);
+    let mut table = TableBuilder::new(ui);
+    if let Some(row) = scroll_to.and_then(|s| filtered.iter().position(|&i| i == s)) {
+        table = table.scroll_to_row(row, None);
+    }
+    table
         .striped(true)
         .sense(Sense::click())
         .column(Column::initial(320.0).resizable(true))
@@ -995,11 +1044,15 @@ fn table_ui(
         });
 }
 
+#[allow(clippy::too_many_arguments)]
 fn inspector_ui(
     ui: &mut egui::Ui,
     view: &View,
     row: &ViewRow,
     decision: Decision,
+    player: Option<&Player>,
+    clips: &[Clip],
+    drag: &mut Option<(usize, bool)>,
     commands: &mut Vec<Command>,
 ) {
     ui.heading("Inspector");
@@ -1024,6 +1077,10 @@ fn inspector_ui(
             }
         }
     });
+    if let Some(p) = player {
+        ui.separator();
+        player_ui(ui, p, clips, drag, commands);
+    }
     ui.separator();
     egui::Grid::new("measures").striped(true).show(ui, |ui| {
         for (k, v) in &row.measures {
@@ -1119,10 +1176,19 @@ fn shortcuts(ui: &egui::Ui, commands: &mut Vec<Command>) {
     ui.input(|i| {
         let shift = i.modifiers.shift;
         let command = i.modifiers.command;
+        // Several presses can land in one frame (key repeat, fast typing): count them.
+        let step = if shift { 10 } else { 1 };
+        let right = i.num_presses(Key::ArrowRight) as i64;
+        let left = i.num_presses(Key::ArrowLeft) as i64;
+        if !command && right != left {
+            commands.push(Command::Step(step * (right - left)));
+        }
+        let down = i.num_presses(Key::ArrowDown) as i64 - i.num_presses(Key::ArrowUp) as i64;
+        if !command && down != 0 {
+            commands.push(Command::SelectNext(down));
+        }
         for (key, c) in [
             (Key::Space, Command::PlayPause),
-            (Key::ArrowRight, Command::Step(if shift { 10 } else { 1 })),
-            (Key::ArrowLeft, Command::Step(if shift { -10 } else { -1 })),
             (Key::J, Command::Shuttle(-1)),
             (Key::K, Command::Shuttle(0)),
             (Key::L, Command::Shuttle(1)),
@@ -1163,6 +1229,7 @@ fn help_ui(ctx: &egui::Context, open: &mut bool) {
             egui::Grid::new("keys").striped(true).show(ui, |ui| {
                 for (k, what) in [
                     ("Space", "play / pause"),
+                    ("Up Down", "previous / next file"),
                     ("Left Right", "previous / next frame (Shift: 10 frames)"),
                     (
                         "J K L",

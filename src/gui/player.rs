@@ -229,9 +229,10 @@ impl Player {
             });
             return;
         };
-        let size = texture.size_vec2();
-        let width = ui.available_width().min(size.x.max(1.0) * 2.0);
-        let scale = width / size.x.max(1.0);
+        // Fit the width, and at most 45% of the window's height (room for the timeline).
+        let size = texture.size_vec2().max(vec2(1.0, 1.0));
+        let max_h = ui.ctx().content_rect().height() * 0.45;
+        let scale = (ui.available_width() / size.x).min(max_h / size.y).min(2.0);
         ui.image((texture.id(), size * scale));
     }
 
