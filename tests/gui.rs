@@ -301,3 +301,20 @@ fn player_shows_the_stored_boundary_frame_on_the_corpus_variable_frame_rate_file
         );
     }
 }
+
+/// Rendered on the software adapter (lavapipe) and compared with the committed images in
+/// tests/snapshots (`UPDATE_SNAPSHOTS=1` rewrites them).
+#[test]
+fn snapshots_of_the_start_screen_and_the_shortcuts_window() {
+    use egui_kittest::SnapshotOptions;
+    let mut h = Harness::builder()
+        .with_size(eframe::egui::vec2(900.0, 560.0))
+        .wgpu()
+        .build_eframe(|cc| App::new(cc, None));
+    h.run();
+    let options = SnapshotOptions::new().threshold(0.6).max_failed_pixels(100);
+    h.snapshot_options("start_screen", &options);
+    h.state_mut().apply(Command::ToggleHelp);
+    h.run();
+    h.snapshot_options("shortcuts_window", &options);
+}

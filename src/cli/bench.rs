@@ -95,6 +95,18 @@ enum Which {
     },
     /// The player pipeline on a generated 1080p H.264 clip: decode (2 threads), convert to
     /// the display size, upload to a wgpu texture, frame after frame.
+    /// The window on a generated catalog of N items: apply a brush filter and lay out one
+    /// frame (table, then gallery), with egui's layout and tessellation, no GPU.
+    #[cfg(feature = "gui")]
+    Gui {
+        #[arg(long, default_value_t = 100_000)]
+        items: usize,
+        /// Frames measured per view.
+        #[arg(long, default_value_t = 30)]
+        frames: usize,
+        #[arg(long)]
+        json: bool,
+    },
     #[cfg(feature = "gui")]
     Player {
         #[arg(long, default_value = "/tmp/framecull-bench-player")]
@@ -206,6 +218,31 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         } => {
             let r = bench_load(&dir, clips, frames, workers, &python, repeat.max(1))?;
             print(&r, json, || r.text())
+        }
+        #[cfg(feature = "gui")]
+        Which::Gui {
+            items,
+            frames,
+            json,
+        } => {
+            let r = bench_gui(items, frames.max(1))?;
+            print(&r, json, || {
+                format!(
+                    "window on {} items (load {:.2} s off the UI thread): brush + one frame, \
+                     table: median {:.2} ms, p95 {:.2} ms; gallery: median {:.2} ms, p95 {:.2} ms; \
+                     {} .. {} files shown; peak RSS {}",
+                    r.items,
+                    r.load_secs,
+                    r.table_median_ms,
+                    r.table_p95_ms,
+                    r.gallery_median_ms,
+                    r.gallery_p95_ms,
+                    r.shown_min,
+                    r.shown_max,
+                    r.peak_rss_mb
+                        .map_or("unknown".into(), |m| format!("{m:.0} MB"))
+                )
+            })
         }
         #[cfg(feature = "gui")]
         Which::Player {
@@ -728,7 +765,7 @@ fn generated_catalog(project: &Path, n: usize) -> anyhow::Result<Catalog> {
                     i % 1000,
                     if video { "mp4" } else { "jpg" }
                 ),
-                size_bytes: 10_000 + i as u64,
+                size_bytes: 10_000 + (i as u64 * 104_729) % 5_000_000,
                 mtime_ns: 1,
                 fingerprint: Some(format!("{i:032x}")),
                 probe: Probe::ok(
@@ -739,11 +776,11 @@ fn generated_catalog(project: &Path, n: usize) -> anyhow::Result<Catalog> {
                     },
                     MediaInfo {
                         codec: Some("h264".into()),
-                        width: Some(1280),
-                        height: Some(720),
-                        fps: video.then_some(30.0),
+                        width: Some([640, 1280, 1920, 3840][i % 4]),
+                        height: Some([360, 720, 1080, 2160][i % 4]),
+                        fps: video.then_some([24.0, 25.0, 30.0, 60.0][i / 7 % 4]),
                         time_base: video.then_some(Ratio { num: 1, den: 15360 }),
-                        duration_secs: video.then_some(4.0),
+                        duration_secs: video.then_some(1.0 + (i * 7919 % 600) as f64 / 10.0),
                         start_secs: video.then_some(0.0),
                         frame_count: video.then_some(120),
                         ..MediaInfo::default()
@@ -1185,4 +1222,93 @@ fn bench_player(dir: &Path, frames: u32, repeat: usize) -> anyhow::Result<Player
 #[cfg(feature = "gui")]
 fn bytemuck_pixels(pixels: &[eframe::egui::Color32]) -> &[u8] {
     bytemuck::cast_slice(pixels)
+}
+
+#[cfg(feature = "gui")]
+#[derive(Serialize)]
+struct GuiBench {
+    items: usize,
+    load_secs: f64,
+    table_ms: Vec<f64>,
+    table_median_ms: f64,
+    table_p95_ms: f64,
+    gallery_ms: Vec<f64>,
+    gallery_median_ms: f64,
+    gallery_p95_ms: f64,
+    shown_min: usize,
+    shown_max: usize,
+    peak_rss_mb: Option<f64>,
+}
+
+/// Brush, then one whole frame (layout and tessellation) at 1400x860, as the window does on
+/// each drag step.
+#[cfg(feature = "gui")]
+fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
+    use crate::gui::{App, Command, State};
+    use eframe::egui;
+    let project = std::env::temp_dir().join(format!("framecull-bench-gui-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&project);
+    drop(generated_catalog(&project, items)?);
+    let ctx = egui::Context::default();
+    let input = || egui::RawInput {
+        screen_rect: Some(egui::Rect::from_min_size(
+            egui::Pos2::ZERO,
+            egui::vec2(1400.0, 860.0),
+        )),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let mut app = App::with_state(&ctx, State::default(), Some(project.clone()));
+    while !app.is_idle() {
+        anyhow::ensure!(
+            started.elapsed().as_secs() < 300,
+            "the catalog did not load"
+        );
+        let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let load_secs = started.elapsed().as_secs_f64();
+    let mut shown = Vec::new();
+    let mut measure = |app: &mut App, gallery: bool| {
+        app.apply(Command::ShowGallery(gallery));
+        let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+        let mut ms = Vec::with_capacity(frames);
+        for k in 0..frames {
+            // A drag step on the duration histogram: a new range every frame.
+            let lo = 1.0 + (k % 20) as f64;
+            let t = Instant::now();
+            app.apply(Command::Brush {
+                column: "duration_secs".into(),
+                lo,
+                hi: lo + 25.0,
+            });
+            let out = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+            let _ = ctx.tessellate(out.shapes, out.pixels_per_point);
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+            shown.push(app.shown());
+        }
+        ms
+    };
+    let table = measure(&mut app, false);
+    let gallery = measure(&mut app, true);
+    let p95 = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1]
+    };
+    drop(app);
+    let _ = std::fs::remove_dir_all(&project);
+    Ok(GuiBench {
+        items,
+        load_secs,
+        table_median_ms: median(table.clone()),
+        table_p95_ms: p95(&table),
+        table_ms: table,
+        gallery_median_ms: median(gallery.clone()),
+        gallery_p95_ms: p95(&gallery),
+        gallery_ms: gallery,
+        shown_min: shown.iter().copied().min().unwrap_or(0),
+        shown_max: shown.iter().copied().max().unwrap_or(0),
+        peak_rss_mb: peak_rss_mb(),
+    })
 }

@@ -111,11 +111,16 @@ pub struct App {
 
 impl App {
     pub fn new(cc: &eframe::CreationContext<'_>, dir: Option<PathBuf>) -> Self {
-        theme::apply(&cc.egui_ctx);
         let state: State = cc
             .storage
             .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
             .unwrap_or_default();
+        App::with_state(&cc.egui_ctx, state, dir)
+    }
+
+    /// An app on an egui context of the caller's (benchmarks, tests), from a saved state.
+    pub fn with_state(ctx: &egui::Context, state: State, dir: Option<PathBuf>) -> Self {
+        theme::apply(ctx);
         let mut app = App {
             state,
             view: None,
@@ -137,7 +142,7 @@ impl App {
             player: None,
             edits: None,
             clip_drag: None,
-            ctx: cc.egui_ctx.clone(),
+            ctx: ctx.clone(),
             help: false,
         };
         app.filter = app.state.filter.clone();
@@ -549,6 +554,18 @@ fn dir_is_dataset(project: &std::path::Path) -> bool {
 
 impl eframe::App for App {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.frame_ui(ui);
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        self.state.filter = self.filter.clone();
+        eframe::set_value(storage, eframe::APP_KEY, &self.state);
+    }
+}
+
+impl App {
+    /// One frame of the whole window.
+    pub fn frame_ui(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
         self.poll(&ctx);
         self.poll_edits();
@@ -666,11 +683,6 @@ impl eframe::App for App {
             self.apply(c);
         }
     }
-
-    fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        self.state.filter = self.filter.clone();
-        eframe::set_value(storage, eframe::APP_KEY, &self.state);
-    }
 }
 
 fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Command>) {
@@ -734,8 +746,9 @@ fn start_ui(ui: &mut egui::Ui, app: &mut App, commands: &mut Vec<Command>) {
         ui.heading("See, filter, trim and ship your image and video datasets");
         ui.add_space(20.0);
         ui.horizontal(|ui| {
-            ui.label("Dataset folder:");
-            ui.text_edit_singleline(&mut app.open_text);
+            let label = ui.label("Dataset folder:");
+            ui.text_edit_singleline(&mut app.open_text)
+                .labelled_by(label.id);
             if ui.button("Open folder").clicked() && !app.open_text.trim().is_empty() {
                 commands.push(Command::Open(PathBuf::from(app.open_text.trim())));
             }
