@@ -95,8 +95,9 @@ enum Which {
     },
     /// The player pipeline on a generated 1080p H.264 clip: decode (2 threads), convert to
     /// the display size, upload to a wgpu texture, frame after frame.
-    /// The window on a generated catalog of N items: apply a brush filter and lay out one
-    /// frame (table, then gallery), with egui's layout and tessellation, no GPU.
+    /// The window on a generated catalog of N items: apply a brush filter (file size, about
+    /// half the items) and lay out one frame (table, then gallery), with egui's layout and
+    /// tessellation, no GPU.
     #[cfg(feature = "gui")]
     Gui {
         #[arg(long, default_value_t = 100_000)]
@@ -1274,13 +1275,14 @@ fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
         let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
         let mut ms = Vec::with_capacity(frames);
         for k in 0..frames {
-            // A drag step on the duration histogram: a new range every frame.
-            let lo = 1.0 + (k % 20) as f64;
+            // A drag step on the file size histogram (every item has a size): a new range,
+            // about half the files, every frame.
+            let lo = 10_000.0 + (k % 20) as f64 * 100_000.0;
             let t = Instant::now();
             app.apply(Command::Brush {
-                column: "duration_secs".into(),
+                column: "size_bytes".into(),
                 lo,
-                hi: lo + 25.0,
+                hi: lo + 2_500_000.0,
             });
             let out = ctx.run_ui(input(), |ui| app.frame_ui(ui));
             let _ = ctx.tessellate(out.shapes, out.pixels_per_point);

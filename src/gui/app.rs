@@ -440,19 +440,24 @@ impl App {
 
     fn refilter(&mut self) {
         self.filtered = match &self.view {
-            Some(v) => (0..v.rows.len())
-                .filter(|&i| self.filter.matches(&v.rows[i]))
-                .collect(),
+            Some(v) => self.filter.select(&v.rows, &v.columns),
             None => Vec::new(),
         };
         self.subsets = match &self.view {
-            Some(v) => {
-                let rows: Vec<&ViewRow> = self.filtered.iter().map(|&i| &v.rows[i]).collect();
-                v.histograms.iter().map(|h| binned(h, &rows)).collect()
-            }
+            Some(v) => v
+                .histograms
+                .iter()
+                .map(|h| match v.columns.get(h.column.as_str()) {
+                    Some(values) => binned(h, values, &self.filtered),
+                    None => vec![0; h.counts.len()],
+                })
+                .collect(),
             None => Vec::new(),
         };
-        if self.selected.is_some_and(|s| !self.filtered.contains(&s)) {
+        if self
+            .selected
+            .is_some_and(|s| self.filtered.binary_search(&s).is_err())
+        {
             self.selected = None;
         }
     }

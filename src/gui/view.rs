@@ -48,6 +48,24 @@ pub struct View {
     pub flagged: usize,
     /// Decisions and clips, as committed.
     pub review: super::edits::ReviewState,
+    /// Each measure as a column over `rows` (NaN where a file has none): filters and
+    /// histogram subsets run over these, not row by row.
+    pub columns: Columns,
+}
+
+pub type Columns = std::collections::HashMap<&'static str, Vec<f64>>;
+
+/// The measures of `rows` as columns.
+pub fn columns_of(rows: &[ViewRow]) -> Columns {
+    let mut columns = Columns::new();
+    for (i, row) in rows.iter().enumerate() {
+        for (&k, &v) in &row.measures {
+            columns
+                .entry(k)
+                .or_insert_with(|| vec![f64::NAN; rows.len()])[i] = v;
+        }
+    }
+    columns
 }
 
 pub fn load(project: &Path) -> anyhow::Result<View> {
@@ -137,7 +155,9 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         .filter(|r| r.worst().is_some_and(|s| s <= Severity::Warning))
         .count();
     let review = super::edits::review_state(&catalog)?;
+    let columns = columns_of(&rows);
     Ok(View {
+        columns,
         review,
         flagged,
         project: project.to_path_buf(),
@@ -167,6 +187,36 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Indices of the rows that match, ascending: ranges column by column, then flags and
+    /// the path search on what is left.
+    pub fn select(&self, rows: &[ViewRow], columns: &Columns) -> Vec<usize> {
+        let mut keep = vec![true; rows.len()];
+        for (column, lo, hi) in &self.ranges {
+            match columns.get(column.as_str()) {
+                // NaN (no value) is in no range.
+                Some(values) => {
+                    for (k, v) in keep.iter_mut().zip(values) {
+                        *k &= *v >= *lo && *v <= *hi;
+                    }
+                }
+                None => keep.fill(false),
+            }
+        }
+        let search = self.search.to_lowercase();
+        keep.iter()
+            .zip(rows)
+            .enumerate()
+            .filter(|(_, (k, row))| {
+                **k && self
+                    .flag
+                    .as_ref()
+                    .is_none_or(|code| row.flags.iter().any(|f| &f.0 == code))
+                    && (search.is_empty() || row.path.to_lowercase().contains(&search))
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     pub fn matches(&self, row: &ViewRow) -> bool {
         self.ranges.iter().all(|(col, lo, hi)| {
             row.measures
@@ -188,8 +238,8 @@ impl Filter {
     }
 }
 
-/// Counts of `rows` in the bins of `h`.
-pub fn binned(h: &Histogram, rows: &[&ViewRow]) -> Vec<u64> {
+/// Counts of the rows at `indices` in the bins of `h` (its column given as `values`).
+pub fn binned(h: &Histogram, values: &[f64], indices: &[usize]) -> Vec<u64> {
     let mut counts = vec![0u64; h.counts.len()];
     let (Some(&lo), Some(&hi)) = (h.edges.first(), h.edges.last()) else {
         return counts;
@@ -197,8 +247,9 @@ pub fn binned(h: &Histogram, rows: &[&ViewRow]) -> Vec<u64> {
     let n = counts.len();
     let scale = |v: f64| if h.log { v.log10() } else { v };
     let (slo, shi) = (scale(lo), scale(hi));
-    for r in rows {
-        if let Some(&v) = r.measures.get(h.column.as_str()) {
+    for &i in indices {
+        let v = values[i];
+        if !v.is_nan() {
             if h.log && v <= 0.0 {
                 continue;
             }
@@ -247,6 +298,8 @@ mod tests {
         assert!(rows.iter().all(|r| f.matches(r)));
         f.ranges.push(("duration_secs".into(), 4.0, 10.0));
         assert_eq!(rows.iter().filter(|r| f.matches(r)).count(), 2);
+        let columns = columns_of(&rows);
+        assert_eq!(f.select(&rows, &columns), vec![1, 2]);
         f.flag = Some("frozen".into());
         f.search = "a/".into();
         let hits: Vec<_> = rows
@@ -272,8 +325,9 @@ mod tests {
             row("b", 6.0, None),
             row("c", 10.0, None),
         ];
-        let refs: Vec<&ViewRow> = rows.iter().collect();
-        assert_eq!(binned(&h, &refs), vec![1, 2]);
-        assert_eq!(binned(&h, &refs[..1]), vec![1, 0]);
+        let columns = columns_of(&rows);
+        let values = &columns["duration_secs"];
+        assert_eq!(binned(&h, values, &[0, 1, 2]), vec![1, 2]);
+        assert_eq!(binned(&h, values, &[0]), vec![1, 0]);
     }
 }
