@@ -318,3 +318,59 @@ fn snapshots_of_the_start_screen_and_the_shortcuts_window() {
     h.run();
     h.snapshot_options("shortcuts_window", &options);
 }
+
+#[test]
+fn split_at_cuts_with_a_label_and_tags_from_the_inspector() {
+    use eframe::egui::accesskit::Role;
+    use framecull::media::synth::{Pattern, VideoSpec};
+    let data = tempfile::tempdir().unwrap();
+    let mut shots = VideoSpec::new("libx264", 160, 96, 25, 75);
+    shots.pattern = Pattern::Shots { len: 25 };
+    common::video(data.path(), "shots.mp4", &shots);
+    let out = common::run(&["scan", data.path().to_str().unwrap(), "--deep"]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    let project = data.path().join(".framecull");
+
+    let mut h = harness(data.path());
+    wait(&mut h, "the project to load", App::is_idle);
+    h.state_mut().apply(Command::Select(Some(0)));
+    wait(&mut h, "the player", |a| {
+        a.player()
+            .is_some_and(|p| p.is_settled() && p.curves.is_some())
+    });
+    h.get_by_role_and_label(Role::TextInput, "label for new clips:")
+        .focus();
+    h.run();
+    h.get_by_role_and_label(Role::TextInput, "label for new clips:")
+        .type_text("interview");
+    h.run();
+    h.get_by_label("Split at cuts").click();
+    h.step();
+    wait(&mut h, "the clips", |a| a.pending_edits() == 0);
+    let mut clips = catalog_clips(&project);
+    clips.sort_by_key(|c| c.start_frame);
+    let frames: Vec<_> = clips
+        .iter()
+        .map(|c| (c.start_frame.unwrap(), c.end_frame.unwrap()))
+        .collect();
+    assert_eq!(frames, [(0, 25), (25, 50), (50, 75)]);
+    assert!(
+        clips
+            .iter()
+            .all(|c| c.label.as_deref() == Some("interview") && c.origin == "cuts")
+    );
+
+    h.get_by_role_and_label(Role::TextInput, "tags:").focus();
+    h.run();
+    h.get_by_role_and_label(Role::TextInput, "tags:")
+        .type_text("outdoor, day");
+    h.run();
+    h.get_by_label("Set tags").click();
+    h.step();
+    wait(&mut h, "the tags", |a| a.pending_edits() == 0);
+    let reviews = framecull::catalog::Catalog::open(&project)
+        .unwrap()
+        .all_reviews()
+        .unwrap();
+    assert_eq!(reviews.values().next().unwrap().tags, ["day", "outdoor"]);
+}

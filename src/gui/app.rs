@@ -75,6 +75,13 @@ pub enum Command {
     ToggleHelp,
     /// Up / Down: the previous or next file the filter shows.
     SelectNext(i64),
+    /// One clip per shot of the open video, at its scene cuts.
+    SplitAtCuts,
+    /// Clips where the motion curve shows motion (lead-in, minimum and maximum length from
+    /// the defaults of `framecull clips propose`).
+    ProposeClips,
+    /// Replace the selected file's tags (comma separated).
+    SetTags(String),
 }
 
 pub struct App {
@@ -107,6 +114,10 @@ pub struct App {
     ctx: egui::Context,
     /// The keyboard shortcuts window (F1).
     help: bool,
+    /// Label given to the clips made next.
+    clip_label: String,
+    /// The tags field of the inspector, and the file it was filled for.
+    tags_text: (Option<crate::model::ItemId>, String),
 }
 
 impl App {
@@ -144,6 +155,8 @@ impl App {
             clip_drag: None,
             ctx: ctx.clone(),
             help: false,
+            clip_label: String::new(),
+            tags_text: (None, String::new()),
         };
         app.filter = app.state.filter.clone();
         let start = dir.or_else(|| app.state.last_project.clone());
@@ -335,6 +348,25 @@ impl App {
                 }
             }
             Command::ToggleHelp => self.help = !self.help,
+            Command::SplitAtCuts => self.split_at_cuts(),
+            Command::ProposeClips => self.propose_clips(),
+            Command::SetTags(text) => {
+                let item = self
+                    .view
+                    .as_ref()
+                    .and_then(|v| self.selected.and_then(|i| v.rows.get(i)))
+                    .map(|r| r.id);
+                if let Some(item) = item {
+                    let mut tags: Vec<String> = text
+                        .split(',')
+                        .map(|t| t.trim().to_string())
+                        .filter(|t| !t.is_empty())
+                        .collect();
+                    tags.sort();
+                    tags.dedup();
+                    self.send_edit(EditRequest::Tags { item, tags });
+                }
+            }
             Command::SelectNext(d) => {
                 let at = self
                     .selected
@@ -388,17 +420,82 @@ impl App {
         }
     }
 
-    fn mark_out(&mut self) {
-        let Some(p) = &mut self.player else {
+    /// Clips `[a, b)` (frame indices) of the open video, labelled with the label field.
+    fn add_clips(&mut self, ranges: &[(usize, usize)], origin: &str) {
+        let Some(p) = &self.player else {
             return;
         };
         let Some(t) = &p.timeline else {
             return;
         };
+        let label = Some(self.clip_label.trim().to_string()).filter(|l| !l.is_empty());
+        let edits: Vec<Edit> = ranges
+            .iter()
+            .filter(|(a, b)| b > a)
+            .map(|&(a, b)| Edit::AddClip {
+                clip: t.clip(p.item, a, b.min(t.len()), label.clone(), origin),
+            })
+            .collect();
+        if edits.is_empty() {
+            self.message = Some("no clips to add".into());
+        } else {
+            self.send_edit(EditRequest::Apply(edits));
+        }
+    }
+
+    fn split_at_cuts(&mut self) {
+        let Some(p) = &self.player else {
+            return;
+        };
+        let (Some(t), Some(curves)) = (&p.timeline, &p.curves) else {
+            self.message = Some("no analysis for this video yet (framecull analyze)".into());
+            return;
+        };
+        let mut bounds = vec![0];
+        bounds.extend(
+            curves
+                .cuts
+                .iter()
+                .map(|c| c.frame as usize)
+                .filter(|&f| f > 0 && f < t.len()),
+        );
+        bounds.push(t.len());
+        let ranges: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+        self.add_clips(&ranges, "cuts");
+    }
+
+    fn propose_clips(&mut self) {
+        use crate::analysis::proposals::{ProposalOptions, propose};
+        let Some(p) = &self.player else {
+            return;
+        };
+        let (Some(t), Some(curves)) = (&p.timeline, &p.curves) else {
+            self.message = Some("no analysis for this video yet (framecull analyze)".into());
+            return;
+        };
+        let t0 = t.secs(t.pts_at(0));
+        let duration = t.secs(t.pts_at(t.len())) - t0;
+        let ranges: Vec<(usize, usize)> =
+            propose(&curves.motion, duration, &ProposalOptions::default())
+                .into_iter()
+                .map(|(a, b)| {
+                    let end = t.pts.partition_point(|&p| t.secs(p) < t0 + b - 1e-9);
+                    (t.frame_at_secs(t0 + a), end)
+                })
+                .collect();
+        self.add_clips(&ranges, "auto");
+    }
+
+    fn mark_out(&mut self) {
+        let Some(p) = &mut self.player else {
+            return;
+        };
+        if p.timeline.is_none() {
+            return;
+        }
         let from = p.mark_in.take().unwrap_or(p.current);
         let (s, e) = (from.min(p.current), from.max(p.current) + 1);
-        let clip = t.clip(p.item, s, e.min(t.len()), None, "manual");
-        self.send_edit(EditRequest::Apply(vec![Edit::AddClip { clip }]));
+        self.add_clips(&[(s, e)], "manual");
     }
 
     fn decide(&mut self, decision: Decision) {
@@ -584,7 +681,12 @@ impl App {
         let mut commands = Vec::new();
         if self.view.is_some() && !ctx.text_edit_focused() {
             // Shortcuts win over egui's focus moves (arrows) and clicks (Space) on buttons.
-            if let Some(id) = ctx.memory(|m| m.focused()) {
+            let key = ui.input(|i| {
+                i.events
+                    .iter()
+                    .any(|e| matches!(e, egui::Event::Key { pressed: true, .. }))
+            });
+            if key && let Some(id) = ctx.memory(|m| m.focused()) {
                 ctx.memory_mut(|m| m.surrender_focus(id));
             }
             shortcuts(ui, &mut commands);
@@ -616,6 +718,15 @@ impl App {
                     .unwrap_or_default();
                 let player = self.player.as_ref();
                 let drag = &mut self.clip_drag;
+                if self.tags_text.0 != Some(sel.id) {
+                    let tags = view.review.tags.get(&sel.id).cloned().unwrap_or_default();
+                    self.tags_text = (Some(sel.id), tags.join(", "));
+                }
+                let fields = Fields {
+                    tags: &mut self.tags_text.1,
+                    label: &mut self.clip_label,
+                    drag,
+                };
                 egui::Panel::right("inspector")
                     .resizable(true)
                     .default_size(if player.is_some() { 520.0 } else { 300.0 })
@@ -630,7 +741,7 @@ impl App {
                                     decision,
                                     player,
                                     clips,
-                                    drag,
+                                    fields,
                                     &mut commands,
                                 );
                             });
@@ -1062,6 +1173,13 @@ fn table_ui(
         });
 }
 
+/// Editable state of the inspector that lives in the app between frames.
+struct Fields<'a> {
+    tags: &'a mut String,
+    label: &'a mut String,
+    drag: &'a mut Option<(usize, bool)>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn inspector_ui(
     ui: &mut egui::Ui,
@@ -1070,7 +1188,7 @@ fn inspector_ui(
     decision: Decision,
     player: Option<&Player>,
     clips: &[Clip],
-    drag: &mut Option<(usize, bool)>,
+    fields: Fields,
     commands: &mut Vec<Command>,
 ) {
     ui.heading("Inspector");
@@ -1095,9 +1213,19 @@ fn inspector_ui(
             }
         }
     });
+    ui.horizontal(|ui| {
+        let label = ui.label("tags:");
+        let edit = ui
+            .add(egui::TextEdit::singleline(fields.tags).hint_text("comma, separated"))
+            .labelled_by(label.id);
+        let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        if ui.small_button("Set tags").clicked() || enter {
+            commands.push(Command::SetTags(fields.tags.clone()));
+        }
+    });
     if let Some(p) = player {
         ui.separator();
-        player_ui(ui, p, clips, drag, commands);
+        player_ui(ui, p, clips, fields.label, fields.drag, commands);
     }
     ui.separator();
     egui::Grid::new("measures").striped(true).show(ui, |ui| {
@@ -1121,6 +1249,7 @@ fn player_ui(
     ui: &mut egui::Ui,
     player: &Player,
     clips: &[Clip],
+    label: &mut String,
     drag: &mut Option<(usize, bool)>,
     commands: &mut Vec<Command>,
 ) {
@@ -1162,6 +1291,17 @@ fn player_ui(
             format!("in at frame {m}: step, then O to close the clip"),
         );
     }
+    ui.horizontal(|ui| {
+        let text = ui.label("label for new clips:");
+        ui.add(egui::TextEdit::singleline(label).desired_width(120.0))
+            .labelled_by(text.id);
+        if ui.small_button("Split at cuts").clicked() {
+            commands.push(Command::SplitAtCuts);
+        }
+        if ui.small_button("Propose from motion").clicked() {
+            commands.push(Command::ProposeClips);
+        }
+    });
     ui.label(RichText::new(format!("Clips ({})", clips.len())).strong());
     for clip in clips {
         ui.horizontal(|ui| {

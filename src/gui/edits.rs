@@ -17,6 +17,10 @@ pub enum EditRequest {
         items: Vec<ItemId>,
         decision: Decision,
     },
+    Tags {
+        item: ItemId,
+        tags: Vec<String>,
+    },
     Undo,
     Redo,
 }
@@ -25,6 +29,7 @@ pub enum EditRequest {
 #[derive(Debug, Clone, Default)]
 pub struct ReviewState {
     pub decisions: HashMap<ItemId, Decision>,
+    pub tags: HashMap<ItemId, Vec<String>>,
     pub clips: HashMap<ItemId, Vec<Clip>>,
 }
 
@@ -133,6 +138,13 @@ fn apply(catalog: &mut Catalog, request: EditRequest) -> Result<String, String> 
                 })
                 .map_err(e)
         }
+        EditRequest::Tags { item, tags } => {
+            let text = tags.join(", ");
+            catalog
+                .set_tags(item, tags)
+                .map(|op| format!("tags [{text}] (operation {op})"))
+                .map_err(e)
+        }
         EditRequest::Undo => catalog
             .undo()
             .map(|op| {
@@ -167,9 +179,13 @@ fn describe(edits: &[Edit]) -> String {
 }
 
 pub fn review_state(catalog: &Catalog) -> Result<ReviewState, crate::catalog::CatalogError> {
+    let reviews = catalog.all_reviews()?;
     Ok(ReviewState {
-        decisions: catalog
-            .all_reviews()?
+        tags: reviews
+            .iter()
+            .map(|(id, r)| (*id, r.tags.clone()))
+            .collect(),
+        decisions: reviews
             .into_iter()
             .map(|(id, r)| (id, r.decision))
             .collect(),
