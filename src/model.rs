@@ -270,6 +270,14 @@ pub struct Curves {
     pub cuts: Vec<Cut>,
     /// Perceptual hashes of one frame per second (videos), for near-duplicate sequences.
     pub frame_hashes: Vec<u64>,
+    /// Times (seconds from the first frame) of frames decoded with errors, at most
+    /// [`Curves::MAX_ERRORS`]: the timeline's error markers.
+    #[serde(default)]
+    pub error_secs: Vec<f64>,
+}
+
+impl Curves {
+    pub const MAX_ERRORS: usize = 1000;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -310,3 +310,53 @@ fn deep_scan_flags_problems_and_groups_duplicates() {
             .any(|g| g["code"] == "image_truncated")
     );
 }
+
+#[test]
+fn frames_decoded_with_errors_are_located_for_the_timeline_and_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec(Pattern::MovingBox { speed: 5 }, 100);
+    s.noise = 10;
+    s.gop = 25;
+    let path = common::video(dir.path(), "damaged.mp4", &s);
+    // Overwrite a stretch in the middle of the frame data (the index is at the end).
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    for (i, b) in bytes[mid..mid + 3000].iter_mut().enumerate() {
+        *b = (i * 97 % 251) as u8;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let (m, c) = analyse(dir.path(), "damaged.mp4");
+    assert!(m.decode_errors > 0, "{m:?}");
+    assert!(
+        !c.error_secs.is_empty(),
+        "decode errors {} but no positions",
+        m.decode_errors
+    );
+    // Within the clip, and the damage is in the middle of the file, not at its start.
+    assert!(
+        c.error_secs.iter().all(|&t| (0.0..=4.0).contains(&t)),
+        "{:?}",
+        c.error_secs
+    );
+    assert!(c.error_secs[0] > 0.4, "{:?}", c.error_secs);
+
+    // A deep scan stores them, and the catalog gives them back.
+    let project = dir.path().join("project");
+    let out = common::run(&[
+        "scan",
+        "--deep",
+        dir.path().to_str().unwrap(),
+        "--project",
+        project.to_str().unwrap(),
+    ]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    let catalog = framecull::catalog::Catalog::open(&project).unwrap();
+    let item = catalog
+        .items()
+        .unwrap()
+        .into_iter()
+        .find(|i| i.path == "damaged.mp4")
+        .unwrap();
+    let stored = catalog.curves(item.id).unwrap().unwrap();
+    assert_eq!(stored.error_secs, c.error_secs);
+}

@@ -39,6 +39,8 @@ pub struct VideoAnalyzer {
     next_sample: f64,
     samples: Vec<quality::Quality>,
     frame_hashes: Vec<u64>,
+    /// Times of frames decoded with errors, from the first frame.
+    error_secs: Vec<f64>,
 }
 
 impl VideoAnalyzer {
@@ -64,6 +66,7 @@ impl VideoAnalyzer {
             next_sample: f64::NEG_INFINITY,
             samples: Vec::new(),
             frame_hashes: Vec::new(),
+            error_secs: Vec::new(),
         }
     }
 
@@ -80,8 +83,11 @@ impl VideoAnalyzer {
         }
         // Later measures run on a monotonic clock even when timestamps are not.
         let time = self.last_time.map_or(time, |prev| time.max(prev));
-        self.first_time.get_or_insert(time);
+        let first = *self.first_time.get_or_insert(time);
         self.last_time = Some(time);
+        if f.corrupt && self.error_secs.len() < Curves::MAX_ERRORS {
+            self.error_secs.push(time - first);
+        }
 
         let size = (f.coded_width, f.coded_height);
         match self.size {
@@ -199,6 +205,7 @@ impl VideoAnalyzer {
             motion: motion.curve,
             cuts: self.cuts.finish(),
             frame_hashes: self.frame_hashes,
+            error_secs: self.error_secs,
         };
         (metrics, curves)
     }

@@ -116,8 +116,8 @@ impl Catalog {
                     ?32, ?33, ?34, ?35)",
             )?;
             let mut c_stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO curves(item_id, motion, cuts, frame_hashes)
-                 VALUES (?1, ?2, ?3, ?4)",
+                "INSERT OR REPLACE INTO curves(item_id, motion, cuts, frame_hashes, errors)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
             for r in batch {
                 let m = &r.metrics;
@@ -164,6 +164,7 @@ impl Catalog {
                     f32_blob(&r.curves.motion),
                     cuts,
                     u64_blob(&r.curves.frame_hashes),
+                    serde_json::to_string(&r.curves.error_secs).unwrap_or_else(|_| "[]".into()),
                 ])?;
             }
         }
@@ -227,18 +228,22 @@ impl Catalog {
         Ok(self
             .conn
             .query_row(
-                "SELECT motion, cuts, frame_hashes FROM curves WHERE item_id = ?1",
+                "SELECT motion, cuts, frame_hashes, errors FROM curves WHERE item_id = ?1",
                 [id],
                 |r| {
                     let motion: Option<Vec<u8>> = r.get(0)?;
                     let cuts: Option<String> = r.get(1)?;
                     let hashes: Option<Vec<u8>> = r.get(2)?;
+                    let errors: Option<String> = r.get(3)?;
                     Ok(Curves {
                         motion: motion.as_deref().map(blob_f32).unwrap_or_default(),
                         cuts: cuts
                             .and_then(|c| serde_json::from_str::<Vec<Cut>>(&c).ok())
                             .unwrap_or_default(),
                         frame_hashes: hashes.as_deref().map(blob_u64).unwrap_or_default(),
+                        error_secs: errors
+                            .and_then(|e| serde_json::from_str(&e).ok())
+                            .unwrap_or_default(),
                     })
                 },
             )

@@ -160,4 +160,8 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (name, version)
     );
     "#,
+    // 4: where in a video the decode errors are (the timeline's markers).
+    r#"
+    ALTER TABLE curves ADD COLUMN errors TEXT;  -- JSON [seconds from the first frame]
+    "#,
 ];

@@ -313,6 +313,17 @@ pub fn timeline_ui(
             })
             .collect();
         painter.add(egui::Shape::line(points, Stroke::new(1.5, theme::BAR)));
+        // Frames decoded with errors: red ticks under the curve.
+        for &e in &curves.error_secs {
+            let x = x_of_secs(t0 + e);
+            painter.line_segment(
+                [
+                    Pos2::new(x, curve.bottom() - 10.0),
+                    Pos2::new(x, curve.bottom()),
+                ],
+                Stroke::new(1.5, theme::ERROR),
+            );
+        }
         for cut in &curves.cuts {
             let x = x_of_secs(t0 + cut.time_secs);
             painter.line_segment(

@@ -22,7 +22,7 @@ use crate::media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_fram
 use crate::model::{Curves, Metrics};
 
 /// Bump when an analysis changes what it stores: older results are recomputed.
-pub const ANALYSIS_VERSION: u32 = 1;
+pub const ANALYSIS_VERSION: u32 = 2;
 
 #[derive(Debug, Clone)]
 pub struct AnalyzeOptions {
