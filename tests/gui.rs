@@ -72,7 +72,7 @@ fn open_brush_gallery_select_scan_and_cancel() {
 
     // Select a file in the table: the inspector shows its path.
     h.get_by_label("clips/h264.mp4").click();
-    h.run();
+    h.run_steps(10);
     assert_eq!(h.state().selected_path(), Some("clips/h264.mp4"));
     assert_eq!(
         h.query_all_by_label("clips/h264.mp4").count(),
@@ -80,9 +80,32 @@ fn open_brush_gallery_select_scan_and_cancel() {
         "table and inspector"
     );
 
+    // Ctrl+click adds a second file; R rejects both, and only them.
+    h.get_by_label("clips/vp9.webm")
+        .click_modifiers(eframe::egui::Modifiers::COMMAND);
+    h.run_steps(10);
+    assert!(h.query_by_label_contains("2 files selected").is_some());
+    h.key_press(eframe::egui::Key::R);
+    h.step();
+    wait(&mut h, "the decisions", |a| a.pending_edits() == 0);
+    let project = data.path().join(".framecull");
+    let reviews = framecull::catalog::Catalog::open(&project)
+        .unwrap()
+        .all_reviews()
+        .unwrap();
+    assert_eq!(reviews.len(), 2);
+    assert_eq!(
+        h.state().decision("clips/h264.mp4"),
+        Some(framecull::model::Decision::Rejected)
+    );
+    assert_eq!(
+        h.state().decision("clips/vp9.webm"),
+        Some(framecull::model::Decision::Rejected)
+    );
+
     // The gallery tab.
     h.get_by_label("Gallery").click();
-    h.run();
+    h.run_steps(10);
     assert!(h.state().state().gallery);
 
     // Start a scan and cancel it: the window stays usable and the project reloads.
@@ -340,10 +363,10 @@ fn split_at_cuts_with_a_label_and_tags_from_the_inspector() {
     });
     h.get_by_role_and_label(Role::TextInput, "label for new clips:")
         .focus();
-    h.run();
+    h.run_steps(5);
     h.get_by_role_and_label(Role::TextInput, "label for new clips:")
         .type_text("interview");
-    h.run();
+    h.run_steps(5);
     h.get_by_label("Split at cuts").click();
     h.step();
     wait(&mut h, "the clips", |a| a.pending_edits() == 0);
@@ -361,10 +384,10 @@ fn split_at_cuts_with_a_label_and_tags_from_the_inspector() {
     );
 
     h.get_by_role_and_label(Role::TextInput, "tags:").focus();
-    h.run();
+    h.run_steps(5);
     h.get_by_role_and_label(Role::TextInput, "tags:")
         .type_text("outdoor, day");
-    h.run();
+    h.run_steps(5);
     h.get_by_label("Set tags").click();
     h.step();
     wait(&mut h, "the tags", |a| a.pending_edits() == 0);

@@ -82,6 +82,10 @@ pub enum Command {
     ProposeClips,
     /// Replace the selected file's tags (comma separated).
     SetTags(String),
+    /// Ctrl+click: add a file to the selection, or take it out.
+    TogglePick(usize),
+    /// Shift+click: select every shown file from the selected one to this one.
+    PickRange(usize),
 }
 
 pub struct App {
@@ -95,6 +99,8 @@ pub struct App {
     /// changes (not every frame).
     subsets: Vec<Vec<u64>>,
     selected: Option<usize>,
+    /// Every selected file (the inspector shows `selected`); A / R apply to all of them.
+    picked: std::collections::BTreeSet<usize>,
     open_text: String,
     message: Option<String>,
     /// The last committed edit.
@@ -141,6 +147,7 @@ impl App {
             filtered: Vec::new(),
             subsets: Vec::new(),
             selected: None,
+            picked: std::collections::BTreeSet::new(),
             open_text: String::new(),
             message: None,
             status: None,
@@ -280,6 +287,30 @@ impl App {
             }
             Command::Select(i) => {
                 self.selected = i;
+                self.picked = i.into_iter().collect();
+                self.open_player();
+            }
+            Command::TogglePick(i) => {
+                if !self.picked.remove(&i) {
+                    self.picked.insert(i);
+                    self.selected = Some(i);
+                } else if self.selected == Some(i) {
+                    self.selected = self.picked.iter().next().copied();
+                }
+                self.open_player();
+            }
+            Command::PickRange(i) => {
+                let from = self
+                    .selected
+                    .and_then(|s| self.filtered.iter().position(|&f| f == s));
+                let to = self.filtered.iter().position(|&f| f == i);
+                if let (Some(a), Some(b)) = (from, to) {
+                    self.picked
+                        .extend(self.filtered[a.min(b)..=a.max(b)].iter().copied());
+                } else {
+                    self.picked.insert(i);
+                }
+                self.selected = Some(i);
                 self.open_player();
             }
             Command::ShowGallery(on) => self.state.gallery = on,
@@ -502,6 +533,11 @@ impl App {
         let Some(view) = &self.view else {
             return;
         };
+        if self.picked.len() > 1 {
+            let items = self.picked.iter().map(|&i| view.rows[i].id).collect();
+            self.send_edit(EditRequest::Decide { items, decision });
+            return;
+        }
         let Some(row) = self.selected.and_then(|i| view.rows.get(i)) else {
             return;
         };
@@ -551,6 +587,8 @@ impl App {
                 .collect(),
             None => Vec::new(),
         };
+        let filtered = &self.filtered;
+        self.picked.retain(|i| filtered.binary_search(i).is_ok());
         if self
             .selected
             .is_some_and(|s| self.filtered.binary_search(&s).is_err())
@@ -698,11 +736,12 @@ impl App {
         egui::Panel::top("top").show(ui, |ui| top_bar_ui(ui, self, &mut commands));
         if let Some(view) = &self.view {
             let shown = self.filtered.len();
+            let picked = self.picked.len();
             egui::Panel::left("side")
                 .resizable(true)
                 .default_size(260.0)
                 .show(ui, |ui| {
-                    side_ui(ui, view, shown, &self.filter, &mut commands)
+                    side_ui(ui, view, shown, picked, &self.filter, &mut commands)
                 });
             if let Some(sel) = self.selected.and_then(|s| view.rows.get(s)) {
                 let clips = view
@@ -771,7 +810,7 @@ impl App {
                         ui,
                         view,
                         &self.filtered,
-                        self.selected,
+                        &self.picked,
                         &mut self.thumbs,
                         &mut commands,
                     );
@@ -782,6 +821,7 @@ impl App {
                         view,
                         &self.filtered,
                         self.selected,
+                        &self.picked,
                         scroll_to,
                         &mut commands,
                     );
@@ -904,6 +944,7 @@ fn side_ui(
     ui: &mut egui::Ui,
     view: &View,
     shown: usize,
+    picked: usize,
     filter: &Filter,
     commands: &mut Vec<Command>,
 ) {
@@ -927,6 +968,12 @@ fn side_ui(
         count(Decision::Accepted),
         count(Decision::Rejected)
     ));
+    if picked > 1 {
+        ui.colored_label(
+            theme::ACCENT,
+            format!("{picked} files selected: A / R / U apply to all"),
+        );
+    }
     ui.horizontal(|ui| {
         if ui.button(format!("Accept {shown} shown")).clicked() {
             commands.push(Command::DecideShown(Decision::Accepted));
@@ -1083,6 +1130,7 @@ fn table_ui(
     view: &View,
     filtered: &[usize],
     selected: Option<usize>,
+    picked: &std::collections::BTreeSet<usize>,
     scroll_to: Option<usize>,
     commands: &mut Vec<Command>,
 ) {
@@ -1118,7 +1166,7 @@ fn table_ui(
             body.rows(18.0, filtered.len(), |mut row| {
                 let index = filtered[row.index()];
                 let r = &view.rows[index];
-                row.set_selected(selected == Some(index));
+                row.set_selected(picked.contains(&index));
                 let measure = |k: &str| {
                     r.measures
                         .get(k)
@@ -1130,7 +1178,7 @@ fn table_ui(
                         .selectable_label(selected == Some(index), &r.path)
                         .clicked()
                     {
-                        commands.push(Command::Select(Some(index)));
+                        commands.push(click_command(ui.ctx(), index));
                     }
                 });
                 row.col(|ui| {
@@ -1166,8 +1214,9 @@ fn table_ui(
                     let color = r.worst().map_or(theme::INFO, theme::severity_color);
                     ui.colored_label(color, text);
                 });
-                if row.response().clicked() {
-                    commands.push(Command::Select(Some(index)));
+                let response = row.response();
+                if response.clicked() {
+                    commands.push(click_command(&response.ctx, index));
                 }
             });
         });
@@ -1415,7 +1464,7 @@ fn gallery_ui(
     ui: &mut egui::Ui,
     view: &View,
     filtered: &[usize],
-    selected: Option<usize>,
+    picked: &std::collections::BTreeSet<usize>,
     thumbs: &mut Thumbnails,
     commands: &mut Vec<Command>,
 ) {
@@ -1474,7 +1523,7 @@ fn gallery_ui(
                             let dot = egui::pos2(image_rect.right() - 8.0, image_rect.top() + 8.0);
                             painter.circle_filled(dot, 5.0, theme::severity_color(severity));
                         }
-                        if selected == Some(index) {
+                        if picked.contains(&index) {
                             painter.rect_stroke(
                                 image_rect,
                                 4.0,
@@ -1491,11 +1540,24 @@ fn gallery_ui(
                             ui.visuals().text_color(),
                         );
                         if response.clicked() {
-                            commands.push(Command::Select(Some(index)));
+                            commands.push(click_command(ui.ctx(), index));
                         }
                     }
                 });
             }
         },
     );
+}
+
+/// What a click on a file does: select it, or with Ctrl add it (or take it out), or with
+/// Shift select the range from the selected file.
+fn click_command(ctx: &egui::Context, index: usize) -> Command {
+    let modifiers = ctx.input(|i| i.modifiers);
+    if modifiers.command {
+        Command::TogglePick(index)
+    } else if modifiers.shift {
+        Command::PickRange(index)
+    } else {
+        Command::Select(Some(index))
+    }
 }
