@@ -86,6 +86,8 @@ pub enum Command {
     TogglePick(usize),
     /// Shift+click: select every shown file from the selected one to this one.
     PickRange(usize),
+    /// The system's folder picker (on its own thread; the window keeps drawing).
+    Browse,
 }
 
 pub struct App {
@@ -102,6 +104,8 @@ pub struct App {
     /// Every selected file (the inspector shows `selected`); A / R apply to all of them.
     picked: std::collections::BTreeSet<usize>,
     open_text: String,
+    /// A folder picker in flight.
+    browse: Option<Receiver<Option<PathBuf>>>,
     message: Option<String>,
     /// The last committed edit.
     status: Option<String>,
@@ -149,6 +153,7 @@ impl App {
             selected: None,
             picked: std::collections::BTreeSet::new(),
             open_text: String::new(),
+            browse: None,
             message: None,
             status: None,
             scroll_to_selected: None,
@@ -289,6 +294,26 @@ impl App {
                 self.selected = i;
                 self.picked = i.into_iter().collect();
                 self.open_player();
+            }
+            Command::Browse => {
+                if self.browse.is_none() {
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    let spawned = std::thread::Builder::new()
+                        .name("framecull-browse".into())
+                        .spawn(move || {
+                            let _ = tx.send(
+                                rfd::FileDialog::new()
+                                    .set_title("Open a dataset folder")
+                                    .pick_folder(),
+                            );
+                        });
+                    match spawned {
+                        Ok(_) => self.browse = Some(rx),
+                        Err(e) => {
+                            self.message = Some(format!("cannot open the folder picker: {e}"))
+                        }
+                    }
+                }
             }
             Command::TogglePick(i) => {
                 if !self.picked.remove(&i) {
@@ -599,6 +624,22 @@ impl App {
 
     /// Take what background jobs finished.
     fn poll(&mut self, ctx: &egui::Context) {
+        if let Some(rx) = &self.browse {
+            match rx.try_recv() {
+                Ok(Some(dir)) => {
+                    self.browse = None;
+                    self.apply(Command::Open(dir));
+                }
+                Ok(None) => self.browse = None,
+                Err(TryRecvError::Empty) => ctx.request_repaint_after(Duration::from_millis(100)),
+                Err(TryRecvError::Disconnected) => {
+                    self.browse = None;
+                    self.message = Some(
+                        "no folder picker on this system (needs the XDG desktop portal or zenity): type the path".into(),
+                    );
+                }
+            }
+        }
         if let Some(rx) = &self.loading {
             match rx.try_recv() {
                 Ok(Ok(view)) => {
@@ -907,6 +948,9 @@ fn start_ui(ui: &mut egui::Ui, app: &mut App, commands: &mut Vec<Command>) {
                 .labelled_by(label.id);
             if ui.button("Open folder").clicked() && !app.open_text.trim().is_empty() {
                 commands.push(Command::Open(PathBuf::from(app.open_text.trim())));
+            }
+            if ui.button("Browse…").clicked() {
+                commands.push(Command::Browse);
             }
         });
         ui.add_space(10.0);
