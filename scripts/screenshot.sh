@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Screenshot of the real window under Xvfb (software Vulkan), for docs and review.
-# usage: [ACTIONS="click X Y; drag X1 Y1 X2 Y2; key Right Right i"] scripts/screenshot.sh OUT.png [framecull args...]
+# usage: [ACTIONS="click X Y; move X Y; drag X1 Y1 X2 Y2; key Right Right i"] scripts/screenshot.sh OUT.png [framecull args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/screenshot.png}; shift || true
@@ -21,6 +21,7 @@ for step in "${steps[@]}"; do
   read -ra a <<< "$step"
   case "${a[0]:-}" in
     click) DISPLAY=$display xdotool mousemove "${a[1]}" "${a[2]}" click 1 ;;
+    move) DISPLAY=$display xdotool mousemove "${a[1]}" "${a[2]}" ;;
     key)
       # Without a window manager nothing gives the window keyboard focus: give it first.
       DISPLAY=$display xdotool search --name framecull windowfocus 2>/dev/null || true

@@ -1529,39 +1529,74 @@ fn gallery_ui(
                             egui::Rect::from_min_size(rect.min, egui::vec2(tile.x, tile.y - 20.0));
                         let painter = ui.painter_at(rect);
                         painter.rect_filled(image_rect, 4.0, theme::CARD_BG);
-                        match thumbs.get(
-                            &row.key,
-                            &view.root.join(&row.path),
-                            &view.project,
-                            row.orientation,
-                        ) {
-                            Thumb::Ready(texture) => {
-                                let size = texture.size_vec2();
-                                let scale =
-                                    (image_rect.width() / size.x).min(image_rect.height() / size.y);
-                                let fitted =
-                                    egui::Rect::from_center_size(image_rect.center(), size * scale);
-                                painter.image(
-                                    texture.id(),
-                                    fitted,
-                                    egui::Rect::from_min_max(
-                                        egui::pos2(0.0, 0.0),
-                                        egui::pos2(1.0, 1.0),
-                                    ),
-                                    egui::Color32::WHITE,
+                        // Hovering a video scrubs through frames spread over it.
+                        let scrub = response
+                            .hover_pos()
+                            .filter(|_| row.kind == "video" && row.status == "ok")
+                            .and_then(|pos| {
+                                let frames = thumbs.scrub(
+                                    &row.key,
+                                    &view.root.join(&row.path),
+                                    &view.project,
+                                    row.orientation,
                                 );
+                                let t = ((pos.x - rect.left()) / rect.width()).clamp(0.0, 0.999);
+                                let i = (t * frames.len() as f32) as usize;
+                                frames.get(i).map(|f| (f.clone(), t))
+                            });
+                        if let Some((texture, t)) = &scrub {
+                            let size = texture.size_vec2();
+                            let scale =
+                                (image_rect.width() / size.x).min(image_rect.height() / size.y);
+                            let fitted =
+                                egui::Rect::from_center_size(image_rect.center(), size * scale);
+                            let uv = egui::Rect::from_min_max(
+                                egui::pos2(0.0, 0.0),
+                                egui::pos2(1.0, 1.0),
+                            );
+                            painter.image(texture.id(), fitted, uv, egui::Color32::WHITE);
+                            let bar = egui::Rect::from_min_size(
+                                egui::pos2(image_rect.left(), image_rect.bottom() - 3.0),
+                                egui::vec2(image_rect.width() * t, 3.0),
+                            );
+                            painter.rect_filled(bar, 0.0, theme::ACCENT);
+                        } else {
+                            match thumbs.get(
+                                &row.key,
+                                &view.root.join(&row.path),
+                                &view.project,
+                                row.orientation,
+                            ) {
+                                Thumb::Ready(texture) => {
+                                    let size = texture.size_vec2();
+                                    let scale = (image_rect.width() / size.x)
+                                        .min(image_rect.height() / size.y);
+                                    let fitted = egui::Rect::from_center_size(
+                                        image_rect.center(),
+                                        size * scale,
+                                    );
+                                    painter.image(
+                                        texture.id(),
+                                        fitted,
+                                        egui::Rect::from_min_max(
+                                            egui::pos2(0.0, 0.0),
+                                            egui::pos2(1.0, 1.0),
+                                        ),
+                                        egui::Color32::WHITE,
+                                    );
+                                }
+                                Thumb::Failed(why) => {
+                                    painter.text(
+                                        image_rect.center(),
+                                        egui::Align2::CENTER_CENTER,
+                                        "cannot decode",
+                                        egui::FontId::proportional(12.0),
+                                        theme::ERROR,
+                                    );
+                                    response.clone().on_hover_text(why.as_str());
+                                }
+                                Thumb::Pending => {}
                             }
-                            Thumb::Failed(why) => {
-                                painter.text(
-                                    image_rect.center(),
-                                    egui::Align2::CENTER_CENTER,
-                                    "cannot decode",
-                                    egui::FontId::proportional(12.0),
-                                    theme::ERROR,
-                                );
-                                response.clone().on_hover_text(why.as_str());
-                            }
-                            Thumb::Pending => {}
                         }
                         if let Some(severity) = row.worst() {
                             let dot = egui::pos2(image_rect.right() - 8.0, image_rect.top() + 8.0);

@@ -479,14 +479,29 @@ fn decode_thread(
     }
 }
 
-/// Decoded pictures to display images: rotated, fitted within [`MAX_DISPLAY`].
-#[derive(Default)]
+/// Decoded pictures to display images: rotated, fitted within a maximum size
+/// ([`MAX_DISPLAY`] by default).
 pub struct Converter {
     scratch: Scratch,
     rgb: Vec<u8>,
+    max: (u32, u32),
+}
+
+impl Default for Converter {
+    fn default() -> Self {
+        Converter::with_max_size(MAX_DISPLAY)
+    }
 }
 
 impl Converter {
+    pub fn with_max_size(max: (u32, u32)) -> Self {
+        Converter {
+            scratch: Scratch::default(),
+            rgb: Vec::new(),
+            max,
+        }
+    }
+
     pub fn display(&mut self, p: Picture, quarter_turns: u8) -> ColorImage {
         let frame = Frame {
             width: p.width,
@@ -510,8 +525,8 @@ impl Converter {
             pts: p.pts,
         };
         let (dw, dh) = frame.display_size(quarter_turns);
-        let scale = (f64::from(MAX_DISPLAY.0) / f64::from(dw))
-            .min(f64::from(MAX_DISPLAY.1) / f64::from(dh))
+        let scale = (f64::from(self.max.0) / f64::from(dw))
+            .min(f64::from(self.max.1) / f64::from(dh))
             .min(1.0);
         let (w, h) = (
             ((f64::from(dw) * scale).round() as u32).max(1),

@@ -1,6 +1,8 @@
 //! Thumbnails: decoded off the UI thread by one worker, cached on disk in the project folder
 //! (`thumbs/<fingerprint>.rgb`: width and height as u16 LE, then packed RGB), uploaded as
-//! textures by the UI when they arrive.
+//! textures by the UI when they arrive. Videos also get a scrub strip on first hover:
+//! [`SCRUB_FRAMES`] frames spread over the video (`thumbs/<fingerprint>-scrub.rgb`: count,
+//! width and height as u16 LE, then the frames).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -13,6 +15,9 @@ use crate::media::decode::{DecodeOptions, decode_frames};
 /// Longest side of a thumbnail, pixels.
 pub const THUMB_SIZE: u32 = 160;
 
+/// Frames of a video's scrub strip.
+pub const SCRUB_FRAMES: usize = 8;
+
 pub enum Thumb {
     Pending,
     Ready(egui::TextureHandle),
@@ -24,15 +29,21 @@ struct Request {
     file: PathBuf,
     cache: PathBuf,
     orientation: u16,
+    /// A scrub strip, not the thumbnail.
+    scrub: bool,
 }
 
-type Done = (String, Result<(usize, usize, Vec<u8>), String>);
+/// Frames of one request: size, then each frame's packed RGB.
+type Frames = (usize, usize, Vec<Vec<u8>>);
+type Done = (String, bool, Result<Frames, String>);
 
 pub struct Thumbnails {
     tx: Option<Sender<Request>>,
     rx: Receiver<Done>,
     thumbs: HashMap<String, Thumb>,
     requested: HashSet<String>,
+    scrubs: HashMap<String, Vec<egui::TextureHandle>>,
+    scrub_requested: HashSet<String>,
 }
 
 impl Thumbnails {
@@ -43,8 +54,13 @@ impl Thumbnails {
             .name("framecull-thumbs".into())
             .spawn(move || {
                 while let Ok(r) = req_rx.recv() {
-                    let result = load_or_make(&r.file, &r.cache, r.orientation);
-                    if done_tx.send((r.key, result)).is_err() {
+                    let result = if r.scrub {
+                        load_or_make_scrub(&r.file, &r.cache, r.orientation)
+                    } else {
+                        load_or_make(&r.file, &r.cache, r.orientation)
+                            .map(|(w, h, rgb)| (w, h, vec![rgb]))
+                    };
+                    if done_tx.send((r.key, r.scrub, result)).is_err() {
                         break;
                     }
                 }
@@ -61,6 +77,8 @@ impl Thumbnails {
             rx: done_rx,
             thumbs: HashMap::new(),
             requested: HashSet::new(),
+            scrubs: HashMap::new(),
+            scrub_requested: HashSet::new(),
         }
     }
 
@@ -75,6 +93,7 @@ impl Thumbnails {
                     .join("thumbs")
                     .join(format!("{key}-{orientation}.rgb")),
                 orientation,
+                scrub: false,
             };
             if let Some(tx) = &self.tx {
                 let _ = tx.send(request);
@@ -83,16 +102,64 @@ impl Thumbnails {
         self.thumbs.get(key).unwrap_or(&Thumb::Pending)
     }
 
+    /// A video's scrub frames, asking for them when they are not there yet (empty until
+    /// they arrive, and for videos that cannot be read).
+    pub fn scrub(
+        &mut self,
+        key: &str,
+        file: &Path,
+        project: &Path,
+        orientation: u16,
+    ) -> &[egui::TextureHandle] {
+        if !self.scrub_requested.contains(key) {
+            self.scrub_requested.insert(key.to_string());
+            let request = Request {
+                key: key.to_string(),
+                file: file.to_path_buf(),
+                cache: project
+                    .join("thumbs")
+                    .join(format!("{key}-{orientation}-scrub.rgb")),
+                orientation,
+                scrub: true,
+            };
+            if let Some(tx) = &self.tx {
+                let _ = tx.send(request);
+            }
+        }
+        self.scrubs.get(key).map_or(&[], Vec::as_slice)
+    }
+
     /// Upload what the worker finished; returns whether anything arrived.
     pub fn poll(&mut self, ctx: &egui::Context) -> bool {
         let mut any = false;
-        while let Ok((key, result)) = self.rx.try_recv() {
+        while let Ok((key, scrub, result)) = self.rx.try_recv() {
             any = true;
+            if scrub {
+                let textures = result
+                    .map(|(w, h, frames)| {
+                        frames
+                            .iter()
+                            .enumerate()
+                            .map(|(i, rgb)| {
+                                let image = egui::ColorImage::from_rgb([w, h], rgb);
+                                ctx.load_texture(
+                                    format!("{key}-scrub-{i}"),
+                                    image,
+                                    egui::TextureOptions::LINEAR,
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                self.scrubs.insert(key, textures);
+                continue;
+            }
             let thumb = match result {
-                Ok((w, h, rgb)) => {
-                    let image = egui::ColorImage::from_rgb([w, h], &rgb);
+                Ok((w, h, frames)) if !frames.is_empty() => {
+                    let image = egui::ColorImage::from_rgb([w, h], &frames[0]);
                     Thumb::Ready(ctx.load_texture(&key, image, egui::TextureOptions::LINEAR))
                 }
+                Ok(_) => Thumb::Failed("no frame decodes".into()),
                 Err(e) => Thumb::Failed(e),
             };
             self.thumbs.insert(key, thumb);
@@ -101,7 +168,7 @@ impl Thumbnails {
     }
 
     pub fn waiting(&self) -> bool {
-        self.requested.len() > self.thumbs.len()
+        self.requested.len() > self.thumbs.len() || self.scrub_requested.len() > self.scrubs.len()
     }
 }
 
@@ -145,4 +212,75 @@ fn load_or_make(
         }
     }
     Ok((w, h, rgb))
+}
+
+/// [`SCRUB_FRAMES`] frames spread evenly over a video, each upright and fitted within
+/// [`THUMB_SIZE`]; from the disk cache when it is there.
+fn load_or_make_scrub(file: &Path, cache: &Path, orientation: u16) -> Result<Frames, String> {
+    use crate::gui::player::Converter;
+    use crate::media::reader::{ReadTimes, VideoReader};
+    if let Ok(bytes) = std::fs::read(cache)
+        && bytes.len() > 6
+    {
+        let field = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]) as usize;
+        let (n, w, h) = (field(0), field(2), field(4));
+        if n > 0 && bytes.len() == 6 + n * w * h * 3 {
+            let frames = bytes[6..]
+                .chunks_exact(w * h * 3)
+                .map(<[u8]>::to_vec)
+                .collect();
+            return Ok((w, h, frames));
+        }
+    }
+    let quarter_turns = match orientation {
+        6 => 1,
+        3 => 2,
+        8 => 3,
+        _ => 0,
+    };
+    let mut reader = VideoReader::open(file, 1).map_err(|e| e.to_string())?;
+    let pts = reader.frame_pts().to_vec();
+    if pts.is_empty() {
+        return Err("no frames".into());
+    }
+    let mut converter = Converter::with_max_size((THUMB_SIZE, THUMB_SIZE));
+    let mut frames = Vec::new();
+    let mut size = (0, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    for k in 0..SCRUB_FRAMES {
+        let at = pts[(k * 2 + 1) * pts.len() / (2 * SCRUB_FRAMES)];
+        let mut picture = None;
+        reader
+            .read(
+                &[at],
+                Some(deadline),
+                &mut ReadTimes::default(),
+                &mut |_, p| picture = Some(p),
+            )
+            .map_err(|e| e.to_string())?;
+        let image = converter.display(picture.ok_or("a frame did not decode")?, quarter_turns);
+        size = (image.size[0], image.size[1]);
+        frames.push(
+            image
+                .pixels
+                .iter()
+                .flat_map(|c| [c.r(), c.g(), c.b()])
+                .collect::<Vec<u8>>(),
+        );
+    }
+    if let Some(dir) = cache.parent() {
+        let _ = std::fs::create_dir_all(dir);
+        let mut bytes = Vec::new();
+        for v in [frames.len(), size.0, size.1] {
+            bytes.extend_from_slice(&(v as u16).to_le_bytes());
+        }
+        for f in &frames {
+            bytes.extend_from_slice(f);
+        }
+        let tmp = cache.with_extension("tmp");
+        if std::fs::write(&tmp, &bytes).is_ok() {
+            let _ = std::fs::rename(&tmp, cache);
+        }
+    }
+    Ok((size.0, size.1, frames))
 }
