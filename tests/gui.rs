@@ -70,6 +70,27 @@ fn open_brush_gallery_select_scan_and_cancel() {
     h.run();
     assert_eq!(h.state().shown(), 8);
 
+    // The path search, then sorting by a column (again: the other way).
+    use eframe::egui::accesskit::Role;
+    h.get_by_role_and_label(Role::TextInput, "path contains:")
+        .focus();
+    h.run();
+    h.get_by_role_and_label(Role::TextInput, "path contains:")
+        .type_text("CLIPS/");
+    h.run();
+    assert_eq!(h.state().shown(), 5, "{:?}", h.state().shown_paths());
+    h.get_by_label("duration").click();
+    h.run();
+    let sorted = h.state().shown_paths();
+    assert_eq!(sorted[0], "clips/rotated.mp4", "{sorted:?}"); // 10 frames at 30 fps
+    h.get_by_label("duration ^").click();
+    h.run();
+    assert_eq!(h.state().shown_paths()[0], "clips/h264.mp4"); // 1 s
+    assert_eq!(h.state().shown_paths().last(), Some(&"clips/garbage.mp4")); // none: last
+    h.state_mut().apply(Command::Search(String::new()));
+    h.run();
+    assert_eq!(h.state().shown(), 8);
+
     // Select a file in the table: the inspector shows its path.
     h.get_by_label("clips/h264.mp4").click();
     h.run_steps(10);

@@ -28,6 +28,8 @@ pub struct State {
     pub recent: Vec<PathBuf>,
     pub gallery: bool,
     pub filter: Filter,
+    /// Table order: column and ascending.
+    pub sort: Option<(String, bool)>,
 }
 
 /// Everything the UI can ask for.
@@ -88,6 +90,10 @@ pub enum Command {
     PickRange(usize),
     /// The system's folder picker (on its own thread; the window keeps drawing).
     Browse,
+    /// Show only paths containing this text (case-insensitive).
+    Search(String),
+    /// Sort the table by this column (again: the other way).
+    SortBy(&'static str),
 }
 
 pub struct App {
@@ -204,6 +210,18 @@ impl App {
             .map(|r| r.path.as_str())
     }
 
+    /// Paths the filter shows, in display order.
+    pub fn shown_paths(&self) -> Vec<&str> {
+        match &self.view {
+            Some(v) => self
+                .filtered
+                .iter()
+                .map(|&i| v.rows[i].path.as_str())
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
     /// The open player (a video is selected).
     pub fn player(&self) -> Option<&Player> {
         self.player.as_ref()
@@ -294,6 +312,17 @@ impl App {
                 self.selected = i;
                 self.picked = i.into_iter().collect();
                 self.open_player();
+            }
+            Command::Search(text) => {
+                self.filter.search = text;
+                self.refilter();
+            }
+            Command::SortBy(column) => {
+                self.state.sort = match self.state.sort.take() {
+                    Some((c, asc)) if c == column => Some((c, !asc)),
+                    _ => Some((column.to_string(), true)),
+                };
+                self.refilter();
             }
             Command::Browse => {
                 if self.browse.is_none() {
@@ -614,10 +643,13 @@ impl App {
         };
         let filtered = &self.filtered;
         self.picked.retain(|i| filtered.binary_search(i).is_ok());
-        if self
+        let gone = self
             .selected
-            .is_some_and(|s| self.filtered.binary_search(&s).is_err())
-        {
+            .is_some_and(|s| self.filtered.binary_search(&s).is_err());
+        if let (Some(view), Some((column, ascending))) = (&self.view, &self.state.sort) {
+            sort_rows(view, &mut self.filtered, column, *ascending);
+        }
+        if gone {
             self.selected = None;
         }
     }
@@ -845,6 +877,15 @@ impl App {
                     if ui.selectable_label(self.state.gallery, "Gallery").clicked() {
                         commands.push(Command::ShowGallery(true));
                     }
+                    ui.separator();
+                    let label = ui.label("path contains:");
+                    let mut text = self.filter.search.clone();
+                    let edit = ui
+                        .add(egui::TextEdit::singleline(&mut text).desired_width(220.0))
+                        .labelled_by(label.id);
+                    if edit.changed() {
+                        commands.push(Command::Search(text));
+                    }
                 });
                 if self.state.gallery {
                     gallery_ui(
@@ -864,6 +905,7 @@ impl App {
                         self.selected,
                         &self.picked,
                         scroll_to,
+                        self.state.sort.as_ref().map(|(c, a)| (c.as_str(), *a)),
                         &mut commands,
                     );
                 }
@@ -1169,6 +1211,7 @@ fn histogram_ui(
     });
 }
 
+#[allow(clippy::too_many_arguments)]
 fn table_ui(
     ui: &mut egui::Ui,
     view: &View,
@@ -1176,6 +1219,7 @@ fn table_ui(
     selected: Option<usize>,
     picked: &std::collections::BTreeSet<usize>,
     scroll_to: Option<usize>,
+    sort: Option<(&str, bool)>,
     commands: &mut Vec<Command>,
 ) {
     // One line per row: long values are cut, not wrapped.
@@ -1187,22 +1231,21 @@ fn table_ui(
     table
         .striped(true)
         .sense(Sense::click())
-        .column(Column::initial(320.0).resizable(true))
-        .columns(Column::auto(), 6)
+        .column(Column::initial(300.0).resizable(true))
+        .columns(Column::auto(), TABLE_COLUMNS.len() - 2)
         .column(Column::remainder())
         .header(20.0, |mut header| {
-            for title in [
-                "path",
-                "kind",
-                "status",
-                "codec",
-                "resolution",
-                "duration",
-                "motion",
-                "flags",
-            ] {
+            for &(key, title) in TABLE_COLUMNS {
                 header.col(|ui| {
-                    ui.strong(title);
+                    let arrow = match sort {
+                        Some((c, true)) if c == key => " ^",
+                        Some((c, false)) if c == key => " v",
+                        _ => "",
+                    };
+                    let text = RichText::new(format!("{title}{arrow}")).strong();
+                    if ui.add(egui::Button::new(text).frame(false)).clicked() {
+                        commands.push(Command::SortBy(key));
+                    }
                 });
             }
         })
@@ -1247,6 +1290,33 @@ fn table_ui(
                 });
                 row.col(|ui| {
                     ui.label(measure("motion_mean"));
+                });
+                row.col(|ui| {
+                    ui.label(measure("fps"));
+                });
+                row.col(|ui| {
+                    ui.label(
+                        r.measures
+                            .get("size_bytes")
+                            .map_or(String::new(), |v| crate::model::human_bytes(*v as u64)),
+                    );
+                });
+                row.col(|ui| {
+                    ui.label(measure("brightness"));
+                });
+                row.col(|ui| {
+                    ui.label(measure("sharpness"));
+                });
+                row.col(|ui| {
+                    let d = view
+                        .review
+                        .decisions
+                        .get(&r.id)
+                        .copied()
+                        .unwrap_or_default();
+                    if d != Decision::Unreviewed {
+                        ui.colored_label(theme::decision_color(d), d.as_str());
+                    }
                 });
                 row.col(|ui| {
                     let text = r
@@ -1638,5 +1708,58 @@ fn click_command(ctx: &egui::Context, index: usize) -> Command {
         Command::PickRange(index)
     } else {
         Command::Select(Some(index))
+    }
+}
+
+/// Table columns: sort key and title. Keys are measure names, or `path`, `kind`,
+/// `status`, `codec`, `resolution`, `flags`, `review`.
+const TABLE_COLUMNS: &[(&str, &str)] = &[
+    ("path", "path"),
+    ("kind", "kind"),
+    ("status", "status"),
+    ("codec", "codec"),
+    ("resolution", "resolution"),
+    ("duration_secs", "duration"),
+    ("motion_mean", "motion"),
+    ("fps", "fps"),
+    ("size_bytes", "size"),
+    ("brightness", "brightness"),
+    ("sharpness", "sharpness"),
+    ("review", "review"),
+    ("flags", "flags"),
+];
+
+/// Order `rows` (indices into the view) by a table column; files without a value last.
+fn sort_rows(view: &View, rows: &mut [usize], column: &str, ascending: bool) {
+    let flip = |o: std::cmp::Ordering| if ascending { o } else { o.reverse() };
+    if let Some(values) = view.columns.get(column) {
+        rows.sort_by(|&a, &b| match (values[a].is_nan(), values[b].is_nan()) {
+            (false, false) => flip(values[a].total_cmp(&values[b])),
+            (x, y) => x.cmp(&y),
+        });
+        return;
+    }
+    let text = |i: usize| -> String {
+        let r = &view.rows[i];
+        match column {
+            "kind" => r.kind.to_string(),
+            "status" => r.status.to_string(),
+            "codec" => r.codec.clone(),
+            "resolution" => r.resolution.clone(),
+            "review" => view
+                .review
+                .decisions
+                .get(&r.id)
+                .copied()
+                .unwrap_or_default()
+                .as_str()
+                .to_string(),
+            "flags" => format!("{:04}", r.flags.len()),
+            _ => r.path.clone(),
+        }
+    };
+    rows.sort_by_cached_key(|&i| text(i));
+    if !ascending {
+        rows.reverse();
     }
 }
