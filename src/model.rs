@@ -536,6 +536,11 @@ pub enum Edit {
         before: Vec<String>,
         after: Vec<String>,
     },
+    Note {
+        item: ItemId,
+        before: Option<String>,
+        after: Option<String>,
+    },
     AddClip {
         clip: Clip,
     },
@@ -562,6 +567,15 @@ impl Edit {
                 before,
                 after,
             } => Edit::Tags {
+                item: *item,
+                before: after.clone(),
+                after: before.clone(),
+            },
+            Edit::Note {
+                item,
+                before,
+                after,
+            } => Edit::Note {
                 item: *item,
                 before: after.clone(),
                 after: before.clone(),

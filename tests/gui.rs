@@ -417,4 +417,20 @@ fn split_at_cuts_with_a_label_and_tags_from_the_inspector() {
         .all_reviews()
         .unwrap();
     assert_eq!(reviews.values().next().unwrap().tags, ["day", "outdoor"]);
+
+    h.get_by_role_and_label(Role::TextInput, "note:").focus();
+    h.run_steps(5);
+    h.get_by_role_and_label(Role::TextInput, "note:")
+        .type_text("keep for night tests");
+    h.run_steps(5);
+    h.get_by_label("Set note").click();
+    h.step();
+    wait(&mut h, "the note", |a| a.pending_edits() == 0);
+    let reviews = framecull::catalog::Catalog::open(&project)
+        .unwrap()
+        .all_reviews()
+        .unwrap();
+    let review = reviews.values().next().unwrap();
+    assert_eq!(review.note.as_deref(), Some("keep for night tests"));
+    assert_eq!(review.tags, ["day", "outdoor"], "the note keeps the tags");
 }

@@ -58,6 +58,17 @@ impl Catalog {
         }])
     }
 
+    /// Replace a file's note (none when `note` is empty) as one operation.
+    pub fn set_note(&mut self, item: ItemId, note: Option<String>) -> Result<i64> {
+        let before = self.all_reviews()?.remove(&item).and_then(|r| r.note);
+        let after = note.filter(|n| !n.trim().is_empty());
+        self.apply(vec![Edit::Note {
+            item,
+            before,
+            after,
+        }])
+    }
+
     /// Undo the latest operation still done. Returns its id, or `None` when there is none.
     pub fn undo(&mut self) -> Result<Option<i64>> {
         let tx = self.conn.transaction()?;
@@ -126,6 +137,16 @@ fn apply_edit(tx: &Transaction, edit: Edit) -> Result<Edit> {
                     serde_json::to_string(after).unwrap_or_default(),
                     unix_now()
                 ],
+            )?;
+        }
+        Edit::Note {
+            item, ref after, ..
+        } => {
+            tx.execute(
+                "INSERT INTO reviews(item_id, note, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(item_id) DO UPDATE SET note = excluded.note,
+                    updated_at = excluded.updated_at",
+                params![item, after, unix_now()],
             )?;
         }
         Edit::AddClip { mut clip } => {

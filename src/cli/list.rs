@@ -71,6 +71,7 @@ pub struct Row<'a> {
     pub flags: Vec<FlagOut<'a>>,
     pub decision: &'static str,
     pub tags: Vec<&'a str>,
+    pub note: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -166,6 +167,7 @@ impl<'a> Row<'a> {
                 .get(&item.id)
                 .map(|r| r.tags.iter().map(String::as_str).collect())
                 .unwrap_or_default(),
+            note: a.reviews.get(&item.id).and_then(|r| r.note.as_deref()),
         }
     }
 }

@@ -56,6 +56,8 @@ enum Command {
     Review(review::ReviewArgs),
     /// Add or remove a tag on files.
     Tag(review::TagArgs),
+    /// Set or remove a file's note.
+    Note(review::NoteArgs),
     /// Clips: add, list, rm, split-at-cuts.
     Clips(review::ClipsArgs),
     /// Undo the last review operation.
@@ -137,6 +139,7 @@ pub fn main() -> ExitCode {
         Command::Review(args) => review::review(args),
         Command::Tag(args) => review::tag(args),
         Command::Clips(args) => review::clips(args),
+        Command::Note(args) => review::note(args),
         Command::Undo(args) => review::undo(args, false),
         Command::Redo(args) => review::undo(args, true),
         Command::EditBurst(args) => review::edit_burst(args),

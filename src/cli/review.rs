@@ -96,6 +96,24 @@ pub fn tag(args: TagArgs) -> anyhow::Result<Outcome> {
 }
 
 #[derive(clap::Args, Debug)]
+pub struct NoteArgs {
+    #[command(flatten)]
+    project: ProjectArg,
+    path: String,
+    /// The note; empty or absent removes it.
+    text: Option<String>,
+}
+
+pub fn note(args: NoteArgs) -> anyhow::Result<Outcome> {
+    let mut catalog = args.project.open()?;
+    let items = catalog.items()?;
+    let id = resolve(&items, std::slice::from_ref(&args.path))?[0];
+    let op = catalog.set_note(id, args.text)?;
+    eprintln!("note saved; operation {op}");
+    Ok(Outcome::Clean)
+}
+
+#[derive(clap::Args, Debug)]
 pub struct ClipsArgs {
     #[command(flatten)]
     project: ProjectArg,

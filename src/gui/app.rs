@@ -84,6 +84,8 @@ pub enum Command {
     ProposeClips,
     /// Replace the selected file's tags (comma separated).
     SetTags(String),
+    /// Replace the selected file's note (empty: none).
+    SetNote(String),
     /// Ctrl+click: add a file to the selection, or take it out.
     TogglePick(usize),
     /// Shift+click: select every shown file from the selected one to this one.
@@ -132,8 +134,8 @@ pub struct App {
     help: bool,
     /// Label given to the clips made next.
     clip_label: String,
-    /// The tags field of the inspector, and the file it was filled for.
-    tags_text: (Option<crate::model::ItemId>, String),
+    /// The tags and note fields of the inspector, and the file they were filled for.
+    tags_text: (Option<crate::model::ItemId>, String, String),
 }
 
 impl App {
@@ -174,7 +176,7 @@ impl App {
             ctx: ctx.clone(),
             help: false,
             clip_label: String::new(),
-            tags_text: (None, String::new()),
+            tags_text: (None, String::new(), String::new()),
         };
         app.filter = app.state.filter.clone();
         let start = dir.or_else(|| app.state.last_project.clone());
@@ -435,6 +437,16 @@ impl App {
             Command::ToggleHelp => self.help = !self.help,
             Command::SplitAtCuts => self.split_at_cuts(),
             Command::ProposeClips => self.propose_clips(),
+            Command::SetNote(note) => {
+                let item = self
+                    .view
+                    .as_ref()
+                    .and_then(|v| self.selected.and_then(|i| v.rows.get(i)))
+                    .map(|r| r.id);
+                if let Some(item) = item {
+                    self.send_edit(EditRequest::Note { item, note });
+                }
+            }
             Command::SetTags(text) => {
                 let item = self
                     .view
@@ -832,10 +844,12 @@ impl App {
                 let drag = &mut self.clip_drag;
                 if self.tags_text.0 != Some(sel.id) {
                     let tags = view.review.tags.get(&sel.id).cloned().unwrap_or_default();
-                    self.tags_text = (Some(sel.id), tags.join(", "));
+                    let note = view.review.notes.get(&sel.id).cloned().unwrap_or_default();
+                    self.tags_text = (Some(sel.id), tags.join(", "), note);
                 }
                 let fields = Fields {
                     tags: &mut self.tags_text.1,
+                    note: &mut self.tags_text.2,
                     label: &mut self.clip_label,
                     drag,
                 };
@@ -1339,6 +1353,7 @@ fn table_ui(
 /// Editable state of the inspector that lives in the app between frames.
 struct Fields<'a> {
     tags: &'a mut String,
+    note: &'a mut String,
     label: &'a mut String,
     drag: &'a mut Option<(usize, bool)>,
 }
@@ -1384,6 +1399,16 @@ fn inspector_ui(
         let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
         if ui.small_button("Set tags").clicked() || enter {
             commands.push(Command::SetTags(fields.tags.clone()));
+        }
+    });
+    ui.horizontal(|ui| {
+        let label = ui.label("note:");
+        let edit = ui
+            .add(egui::TextEdit::singleline(fields.note).hint_text("why, for whom"))
+            .labelled_by(label.id);
+        let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        if ui.small_button("Set note").clicked() || enter {
+            commands.push(Command::SetNote(fields.note.clone()));
         }
     });
     if let Some(p) = player {

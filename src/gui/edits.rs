@@ -21,6 +21,10 @@ pub enum EditRequest {
         item: ItemId,
         tags: Vec<String>,
     },
+    Note {
+        item: ItemId,
+        note: String,
+    },
     Undo,
     Redo,
 }
@@ -30,6 +34,7 @@ pub enum EditRequest {
 pub struct ReviewState {
     pub decisions: HashMap<ItemId, Decision>,
     pub tags: HashMap<ItemId, Vec<String>>,
+    pub notes: HashMap<ItemId, String>,
     pub clips: HashMap<ItemId, Vec<Clip>>,
 }
 
@@ -145,6 +150,10 @@ fn apply(catalog: &mut Catalog, request: EditRequest) -> Result<String, String> 
                 .map(|op| format!("tags [{text}] (operation {op})"))
                 .map_err(e)
         }
+        EditRequest::Note { item, note } => catalog
+            .set_note(item, Some(note))
+            .map(|op| format!("note (operation {op})"))
+            .map_err(e),
         EditRequest::Undo => catalog
             .undo()
             .map(|op| {
@@ -184,6 +193,10 @@ pub fn review_state(catalog: &Catalog) -> Result<ReviewState, crate::catalog::Ca
         tags: reviews
             .iter()
             .map(|(id, r)| (*id, r.tags.clone()))
+            .collect(),
+        notes: reviews
+            .iter()
+            .filter_map(|(id, r)| r.note.clone().map(|n| (*id, n)))
             .collect(),
         decisions: reviews
             .into_iter()
