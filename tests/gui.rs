@@ -14,8 +14,11 @@ use framecull::gui::{App, Command};
 
 fn harness(dir: &Path) -> Harness<'static, App> {
     let dir = dir.to_path_buf();
+    // Background threads (player, thumbnails) ask for repaints: allow a few more steps for
+    // `run` to settle on a slow machine.
     Harness::builder()
         .with_size(eframe::egui::vec2(1400.0, 860.0))
+        .with_max_steps(24)
         .build_eframe(move |cc| App::new(cc, Some(dir)))
 }
 
