@@ -437,3 +437,50 @@ fn split_at_cuts_with_a_label_and_tags_from_the_inspector() {
     assert_eq!(review.note.as_deref(), Some("keep for night tests"));
     assert_eq!(review.tags, ["day", "outdoor"], "the note keeps the tags");
 }
+
+/// The acceptance path on the demo project, rendered on the software adapter: open it, brush
+/// a histogram and see the gallery count change, select a file and see its path in the
+/// inspector, start and cancel a scan.
+#[test]
+fn demo_project_on_the_software_adapter() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    let out = common::run(&["demo", "--dir", demo.to_str().unwrap(), "--no-window"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let project = demo.clone();
+    let mut h = Harness::builder()
+        .with_size(eframe::egui::vec2(1400.0, 860.0))
+        .with_max_steps(24)
+        .wgpu()
+        .build_eframe(move |cc| App::new(cc, Some(project)));
+    wait(&mut h, "the demo to load", App::is_idle);
+    let all = h.state().shown();
+    assert!(all >= 40, "{all} files");
+    h.state_mut().apply(Command::ShowGallery(true));
+    h.run_steps(5);
+    h.state_mut().apply(Command::Brush {
+        column: "duration_secs".into(),
+        lo: 0.5,
+        hi: 2.5,
+    });
+    h.run_steps(5);
+    let brushed = h.state().shown();
+    assert!(0 < brushed && brushed < all, "{brushed} of {all}");
+    let first = h.state().shown_paths()[0].to_string();
+    let index = h.state().row_index(&first).unwrap();
+    h.state_mut().apply(Command::Select(Some(index)));
+    h.run_steps(10);
+    assert!(
+        h.query_by_label(&first).is_some(),
+        "{first} not in the inspector"
+    );
+    h.get_by_label("Rescan").click();
+    h.step();
+    if let Some(cancel) = h.query_by_label("Cancel") {
+        cancel.click();
+    }
+    wait(&mut h, "the scan to stop", |a| {
+        !a.is_scanning() && a.is_idle()
+    });
+    assert!(h.state().shown() >= brushed);
+}
