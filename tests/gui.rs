@@ -244,6 +244,38 @@ fn player_marks_a_clip_with_i_and_o_undo_redo_decisions_and_bulk_reject() {
     wait(&mut h, "redo", settled);
     assert_eq!(catalog_clips(&project).len(), 1);
 
+    // Dragging the clip's end on the timeline moves it (frame 9 -> about 20); undo puts it back.
+    h.run_steps(3);
+    let (from, to) = {
+        let p = h.state().player().unwrap();
+        (p.timeline_point(9).unwrap(), p.timeline_point(20).unwrap())
+    };
+    h.hover_at(from);
+    h.step();
+    h.drag_at(from);
+    h.step();
+    for k in 1..=6 {
+        h.hover_at(from.lerp(to, k as f32 / 6.0));
+        h.step();
+    }
+    h.drop_at(to);
+    h.step();
+    wait(&mut h, "the reshaped clip", settled);
+    let clips = catalog_clips(&project);
+    assert_eq!(clips.len(), 1);
+    assert_eq!(clips[0].start_frame, Some(5));
+    let end = clips[0].end_frame.unwrap();
+    assert!((18..=23).contains(&end), "end frame {end}");
+    assert_eq!(clips[0].end_pts, pts[end as usize]);
+    h.key_press_modifiers(Modifiers::COMMAND, Key::Z);
+    h.step();
+    wait(&mut h, "undo of the drag", settled);
+    let clips = catalog_clips(&project);
+    assert_eq!(
+        (clips[0].start_frame, clips[0].end_frame),
+        (Some(5), Some(9))
+    );
+
     // A on a frame outside the clip accepts the file; R inside the clip rejects the clip.
     h.state_mut().apply(Command::SeekFrame(30));
     wait(&mut h, "frame 30", settled);

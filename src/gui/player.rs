@@ -49,6 +49,8 @@ pub struct Player {
     clock: Option<(Instant, f64)>,
     pub mark_in: Option<usize>,
     pub error: Option<String>,
+    /// Where the timeline was last drawn (screen points), for tests that drag on it.
+    timeline_rect: std::cell::Cell<Option<Rect>>,
     tx: Sender<usize>,
     rx: Receiver<Msg>,
 }
@@ -93,6 +95,7 @@ impl Player {
             clock: None,
             mark_in: None,
             error: None,
+            timeline_rect: std::cell::Cell::new(None),
             tx,
             rx,
         }
@@ -236,6 +239,17 @@ impl Player {
         ui.image((texture.id(), size * scale));
     }
 
+    /// Screen position of frame `frame`'s start on the clip strip of the timeline (as last
+    /// drawn).
+    pub fn timeline_point(&self, frame: usize) -> Option<Pos2> {
+        let (rect, t) = (self.timeline_rect.get()?, self.timeline.as_ref()?);
+        let n = t.len();
+        let t0 = t.secs(t.pts_at(0));
+        let duration = (t.secs(t.pts_at(n)) - t0).max(1e-6);
+        let x = rect.left() + ((t.secs(t.pts_at(frame)) - t0) / duration) as f32 * rect.width();
+        Some(Pos2::new(x, rect.bottom() - 8.0))
+    }
+
     /// "frame 120 / 300 · 4.000 s" of the playhead.
     pub fn position_text(&self) -> String {
         match &self.timeline {
@@ -281,6 +295,7 @@ pub fn timeline_ui(
     let n = timeline.len();
     let (rect, response) =
         ui.allocate_exact_size(vec2(ui.available_width(), 72.0), Sense::click_and_drag());
+    player.timeline_rect.set(Some(rect));
     let painter = ui.painter_at(rect);
     painter.rect_filled(rect, 3.0, theme::CARD_BG);
     let t0 = timeline.secs(timeline.pts_at(0));
@@ -360,8 +375,11 @@ pub fn timeline_ui(
     );
 
     // Dragging a clip edge (grabbed within 5 px), else seeking.
+    // Where the press began: by the time a drag is recognised the pointer has moved on.
     if response.drag_started()
-        && let Some(p) = response.interact_pointer_pos()
+        && let Some(p) = ui
+            .input(|i| i.pointer.press_origin())
+            .or(response.interact_pointer_pos())
         && p.y >= strip.top() - 4.0
     {
         for (i, clip) in clips.iter().enumerate() {
