@@ -586,6 +586,21 @@ impl Edit {
     }
 }
 
+/// What makes a picture with EXIF orientation `orientation` (1-8) upright: clockwise quarter
+/// turns, then a left-right mirror. Videos' rotations map to 1, 6, 3 and 8.
+pub fn orientation_turns(orientation: u16) -> (u8, bool) {
+    match orientation {
+        2 => (0, true),
+        3 => (2, false),
+        4 => (2, true),
+        5 => (1, true),
+        6 => (1, false),
+        7 => (3, true),
+        8 => (3, false),
+        _ => (0, false),
+    }
+}
+
 /// `1.5 MiB`: sizes for people.
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

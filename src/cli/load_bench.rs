@@ -269,7 +269,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         } else {
             0.0
         },
-        peak_rss_bytes: loader::peak_rss_bytes(),
+        peak_rss_bytes: super::peak_rss_bytes(),
         checksum: format!("{:016x}", hasher.digest()),
         stats,
     };

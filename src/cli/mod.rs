@@ -201,6 +201,14 @@ pub(crate) fn cancel_on_ctrl_c() -> std::sync::Arc<std::sync::atomic::AtomicBool
     cancel
 }
 
+/// Peak resident memory of this process (bytes), from /proc where available.
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 /// Write text to stdout, ending with a newline; a closed pipe is not an error.
 pub(crate) fn write_stdout(text: &str) -> std::io::Result<()> {
     use std::io::Write;

@@ -117,6 +117,8 @@ pub struct App {
     message: Option<String>,
     /// The last committed edit.
     status: Option<String>,
+    /// Every row in the table's sort order (see `resort`).
+    sort_order: Option<Vec<usize>>,
     /// The selection moved by keyboard: bring it into view once.
     scroll_to_selected: Option<()>,
     /// Histogram being brushed: column and the value where the drag started.
@@ -165,6 +167,7 @@ impl App {
             message: None,
             status: None,
             scroll_to_selected: None,
+            sort_order: None,
             brushing: None,
             last_reload: Instant::now(),
             thumbs: Thumbnails::new(),
@@ -206,10 +209,7 @@ impl App {
 
     /// Path of the selected file.
     pub fn selected_path(&self) -> Option<&str> {
-        let view = self.view.as_ref()?;
-        self.selected
-            .and_then(|i| view.rows.get(i))
-            .map(|r| r.path.as_str())
+        self.selected_row().map(|r| r.path.as_str())
     }
 
     /// Paths the filter shows, in display order.
@@ -254,12 +254,16 @@ impl App {
 
     /// Clips of the selected file, as committed.
     pub fn selected_clips(&self) -> &[Clip] {
-        let view = self.view.as_ref();
-        let row = view.and_then(|v| self.selected.and_then(|i| v.rows.get(i)));
-        match (view, row) {
+        match (&self.view, self.selected_row()) {
             (Some(v), Some(r)) => v.review.clips.get(&r.id).map_or(&[], Vec::as_slice),
             _ => &[],
         }
+    }
+
+    /// The file the inspector shows.
+    fn selected_row(&self) -> Option<&ViewRow> {
+        let view = self.view.as_ref()?;
+        self.selected.and_then(|i| view.rows.get(i))
     }
 
     /// Apply a command, as the panels do.
@@ -324,6 +328,7 @@ impl App {
                     Some((c, asc)) if c == column => Some((c, !asc)),
                     _ => Some((column.to_string(), true)),
                 };
+                self.resort();
                 self.refilter();
             }
             Command::Browse => {
@@ -438,22 +443,12 @@ impl App {
             Command::SplitAtCuts => self.split_at_cuts(),
             Command::ProposeClips => self.propose_clips(),
             Command::SetNote(note) => {
-                let item = self
-                    .view
-                    .as_ref()
-                    .and_then(|v| self.selected.and_then(|i| v.rows.get(i)))
-                    .map(|r| r.id);
-                if let Some(item) = item {
+                if let Some(item) = self.selected_row().map(|r| r.id) {
                     self.send_edit(EditRequest::Note { item, note });
                 }
             }
             Command::SetTags(text) => {
-                let item = self
-                    .view
-                    .as_ref()
-                    .and_then(|v| self.selected.and_then(|i| v.rows.get(i)))
-                    .map(|r| r.id);
-                if let Some(item) = item {
+                if let Some(item) = self.selected_row().map(|r| r.id) {
                     let mut tags: Vec<String> = text
                         .split(',')
                         .map(|t| t.trim().to_string())
@@ -499,12 +494,8 @@ impl App {
         match playable {
             Some(r) if self.player.as_ref().is_some_and(|p| p.item == r.id) => {}
             Some(r) => {
-                let quarter_turns = match r.orientation {
-                    6 => 1,
-                    3 => 2,
-                    8 => 3,
-                    _ => 0,
-                };
+                // Videos carry rotations only (no mirror).
+                let (quarter_turns, _) = crate::model::orientation_turns(r.orientation);
                 self.player = Some(Player::open(
                     &self.ctx,
                     &view.project,
@@ -637,6 +628,18 @@ impl App {
         self.state.last_project = Some(project);
     }
 
+    /// Every row in the table's sort order, when a sort is chosen.
+    fn resort(&mut self) {
+        self.sort_order = match (&self.view, &self.state.sort) {
+            (Some(view), Some((column, ascending))) => {
+                let mut all: Vec<usize> = (0..view.rows.len()).collect();
+                sort_rows(view, &mut all, column, *ascending);
+                Some(all)
+            }
+            _ => None,
+        };
+    }
+
     fn refilter(&mut self) {
         self.filtered = match &self.view {
             Some(v) => self.filter.select(&v.rows, &v.columns),
@@ -658,8 +661,14 @@ impl App {
         let gone = self
             .selected
             .is_some_and(|s| self.filtered.binary_search(&s).is_err());
-        if let (Some(view), Some((column, ascending))) = (&self.view, &self.state.sort) {
-            sort_rows(view, &mut self.filtered, column, *ascending);
+        // Table order: walk the sorted list once (no sort per filter change, a brush drag
+        // refilters every frame).
+        if let Some(order) = &self.sort_order {
+            let mut keep = vec![false; order.len()];
+            for &i in &self.filtered {
+                keep[i] = true;
+            }
+            self.filtered = order.iter().copied().filter(|&i| keep[i]).collect();
         }
         if gone {
             self.selected = None;
@@ -694,6 +703,7 @@ impl App {
                         self.player = None;
                     }
                     self.view = Some(view);
+                    self.resort();
                     self.loading = None;
                     self.refilter();
                     self.open_player();
@@ -764,6 +774,10 @@ impl App {
             }
             if let (Some(state), Some(view)) = (done.state, &mut self.view) {
                 view.review = state;
+                if self.state.sort.as_ref().is_some_and(|(c, _)| c == "review") {
+                    self.resort();
+                    self.refilter();
+                }
             }
         }
     }

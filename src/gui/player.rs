@@ -3,6 +3,7 @@
 //! own rate, and the timeline under it (motion curve, cuts, clips, playhead).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::time::Instant;
 
@@ -10,10 +11,7 @@ use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, Sense, Stroke, Texture
 
 use super::theme;
 use crate::catalog::Catalog;
-use crate::loader::preprocess::{
-    self, DType, Filter, Frame, FrameFormat, FrameJob, FrameParams, Layout, Matrix, OutputSpec,
-    Range, Scratch,
-};
+use crate::loader::preprocess::{self, Filter, Frame, FrameJob, FrameParams, OutputSpec, Scratch};
 use crate::media::reader::{Picture, ReadTimes, VideoReader};
 use crate::model::{Clip, Curves, Decision, FrameTimeline, ItemId};
 
@@ -41,7 +39,8 @@ pub struct Player {
     /// The frame the playhead is on (what the next shown frame will be).
     pub current: usize,
     /// The frame in the texture.
-    shown: Option<(usize, ColorImage)>,
+    /// Shared with the texture: no copy of the pixels per frame.
+    shown: Option<(usize, Arc<ColorImage>)>,
     texture: Option<TextureHandle>,
     requested: Option<usize>,
     /// Playback speed (frames of video time per second of wall time); 0 is paused.
@@ -107,7 +106,7 @@ impl Player {
 
     /// The frame in the texture and its pixels (RGBA), once decoded.
     pub fn shown(&self) -> Option<(usize, &ColorImage)> {
-        self.shown.as_ref().map(|(i, img)| (*i, img))
+        self.shown.as_ref().map(|(i, img)| (*i, img.as_ref()))
     }
 
     /// The shown frame is the one the playhead is on.
@@ -173,11 +172,13 @@ impl Player {
                     self.requested = None;
                 }
                 Ok(Msg::Frame { index, image }) => {
+                    let image = Arc::new(image);
                     let options = egui::TextureOptions::LINEAR;
                     match &mut self.texture {
-                        Some(t) => t.set(image.clone(), options),
+                        Some(t) => t.set(Arc::clone(&image), options),
                         None => {
-                            self.texture = Some(ctx.load_texture("player", image.clone(), options))
+                            self.texture =
+                                Some(ctx.load_texture("player", Arc::clone(&image), options))
                         }
                     }
                     self.shown = Some((index, image));
@@ -521,27 +522,7 @@ impl Converter {
     }
 
     pub fn display(&mut self, p: Picture, quarter_turns: u8) -> ColorImage {
-        let frame = Frame {
-            width: p.width,
-            height: p.height,
-            format: if p.yuv420 {
-                FrameFormat::Yuv420
-            } else {
-                FrameFormat::Rgb
-            },
-            matrix: if p.bt709 {
-                Matrix::Bt709
-            } else {
-                Matrix::Bt601
-            },
-            range: if p.full_range {
-                Range::Full
-            } else {
-                Range::Limited
-            },
-            data: p.data,
-            pts: p.pts,
-        };
+        let frame = Frame::from(p);
         let (dw, dh) = frame.display_size(quarter_turns);
         let scale = (f64::from(self.max.0) / f64::from(dw))
             .min(f64::from(self.max.1) / f64::from(dh))
@@ -550,15 +531,7 @@ impl Converter {
             ((f64::from(dw) * scale).round() as u32).max(1),
             ((f64::from(dh) * scale).round() as u32).max(1),
         );
-        let out = OutputSpec {
-            width: w,
-            height: h,
-            layout: Layout::Bthwc,
-            dtype: DType::U8,
-            filter: Filter::Bilinear,
-            mean: [0.0; 3],
-            std: [1.0; 3],
-        };
+        let out = OutputSpec::rgb8(w, h, Filter::Bilinear);
         self.rgb.resize(out.frame_elements(), 0);
         let params = FrameParams::full(&frame, quarter_turns);
         preprocess::write_frame(

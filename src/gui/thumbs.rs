@@ -232,12 +232,7 @@ fn load_or_make_scrub(file: &Path, cache: &Path, orientation: u16) -> Result<Fra
             return Ok((w, h, frames));
         }
     }
-    let quarter_turns = match orientation {
-        6 => 1,
-        3 => 2,
-        8 => 3,
-        _ => 0,
-    };
+    let (quarter_turns, _) = crate::model::orientation_turns(orientation);
     let mut reader = VideoReader::open(file, 1).map_err(|e| e.to_string())?;
     let pts = reader.frame_pts().to_vec();
     if pts.is_empty() {

@@ -217,22 +217,6 @@ impl Filter {
             .collect()
     }
 
-    pub fn matches(&self, row: &ViewRow) -> bool {
-        self.ranges.iter().all(|(col, lo, hi)| {
-            row.measures
-                .get(col.as_str())
-                .is_some_and(|v| *v >= *lo && *v <= *hi)
-        }) && self
-            .flag
-            .as_ref()
-            .is_none_or(|code| row.flags.iter().any(|f| &f.0 == code))
-            && (self.search.is_empty()
-                || row
-                    .path
-                    .to_lowercase()
-                    .contains(&self.search.to_lowercase()))
-    }
-
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty() && self.flag.is_none() && self.search.is_empty()
     }
@@ -294,18 +278,18 @@ mod tests {
             row("a/y.mp4", 5.0, Some("frozen")),
             row("b/z.mp4", 9.0, Some("frozen")),
         ];
-        let mut f = Filter::default();
-        assert!(rows.iter().all(|r| f.matches(r)));
-        f.ranges.push(("duration_secs".into(), 4.0, 10.0));
-        assert_eq!(rows.iter().filter(|r| f.matches(r)).count(), 2);
         let columns = columns_of(&rows);
+        let mut f = Filter::default();
+        assert_eq!(f.select(&rows, &columns), vec![0, 1, 2]);
+        f.ranges.push(("duration_secs".into(), 4.0, 10.0));
+        assert_eq!(f.select(&rows, &columns).len(), 2);
         assert_eq!(f.select(&rows, &columns), vec![1, 2]);
         f.flag = Some("frozen".into());
-        f.search = "a/".into();
-        let hits: Vec<_> = rows
-            .iter()
-            .filter(|r| f.matches(r))
-            .map(|r| r.path.as_str())
+        f.search = "A/".into();
+        let hits: Vec<_> = f
+            .select(&rows, &columns)
+            .into_iter()
+            .map(|i| rows[i].path.as_str())
             .collect();
         assert_eq!(hits, vec!["a/y.mp4"]);
     }

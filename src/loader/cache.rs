@@ -15,8 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ClipSource;
 use super::preprocess::{
-    self, DType, Filter, Frame, FrameFormat, FrameJob, FrameParams, Layout, Matrix, OutputSpec,
-    Range, Scratch,
+    self, Filter, Frame, FrameFormat, FrameJob, FrameParams, Matrix, OutputSpec, Range, Scratch,
 };
 use crate::media::reader::{ReadTimes, VideoReader};
 use crate::model::Ratio;
@@ -138,18 +137,10 @@ impl CacheConfig {
                 if failure.is_some() {
                     return;
                 }
-                let frame = super::source::to_frame(picture);
+                let frame = Frame::from(picture);
                 let (dw, dh) = frame.display_size(clip.quarter_turns);
                 let (w, h) = *size.get_or_insert_with(|| shrink(dw, dh, self.short_side));
-                let spec = OutputSpec {
-                    width: w,
-                    height: h,
-                    layout: Layout::Bthwc,
-                    dtype: DType::U8,
-                    filter: Filter::Area,
-                    mean: [0.0; 3],
-                    std: [1.0; 3],
-                };
+                let spec = OutputSpec::rgb8(w, h, Filter::Area);
                 let params = FrameParams {
                     quarter_turns: clip.quarter_turns,
                     crop: [0.0, 0.0, dw as f32, dh as f32],

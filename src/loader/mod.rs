@@ -125,7 +125,7 @@ impl Default for LoaderConfig {
 pub enum LoaderError {
     #[error(transparent)]
     Manifest(#[from] manifest::ManifestError),
-    #[error("no GPU adapter: {0}")]
+    #[error("GPU: {0}")]
     Gpu(#[from] gpu::GpuError),
     #[error("{path}: {reason}")]
     File { path: PathBuf, reason: String },
@@ -416,17 +416,4 @@ fn validate(config: &LoaderConfig) -> Result<(), LoaderError> {
         );
     }
     Ok(())
-}
-
-/// A time base parsed from the manifest's `"num/den"`.
-pub(crate) fn parse_time_base(text: Option<&str>) -> Option<Ratio> {
-    text.and_then(Ratio::parse)
-}
-
-/// Peak resident memory of this process (bytes), from /proc where available.
-pub fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }

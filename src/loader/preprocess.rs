@@ -26,6 +26,32 @@ pub struct Frame {
     pub pts: i64,
 }
 
+impl From<crate::media::reader::Picture> for Frame {
+    fn from(p: crate::media::reader::Picture) -> Frame {
+        Frame {
+            width: p.width,
+            height: p.height,
+            format: if p.yuv420 {
+                FrameFormat::Yuv420
+            } else {
+                FrameFormat::Rgb
+            },
+            matrix: if p.bt709 {
+                Matrix::Bt709
+            } else {
+                Matrix::Bt601
+            },
+            range: if p.full_range {
+                Range::Full
+            } else {
+                Range::Limited
+            },
+            data: p.data,
+            pts: p.pts,
+        }
+    }
+}
+
 impl Frame {
     pub fn chroma_width(&self) -> u32 {
         self.width.div_ceil(2)
@@ -159,6 +185,20 @@ pub struct OutputSpec {
 }
 
 impl OutputSpec {
+    /// Packed RGB8 pictures (`[H, W, C]` u8, not normalised): display copies, thumbnails,
+    /// the frame cache.
+    pub fn rgb8(width: u32, height: u32, filter: Filter) -> OutputSpec {
+        OutputSpec {
+            width,
+            height,
+            layout: Layout::Bthwc,
+            dtype: DType::U8,
+            filter,
+            mean: [0.0; 3],
+            std: [1.0; 3],
+        }
+    }
+
     /// Elements of one output frame (`3 * height * width`).
     pub fn frame_elements(&self) -> usize {
         3 * self.width as usize * self.height as usize

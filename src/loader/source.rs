@@ -8,63 +8,63 @@ use rayon::prelude::*;
 
 use super::cache::CacheConfig;
 use super::plan::{ClipExtent, Rng, Sample, Timing};
-use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, OutputSpec, Range};
-use super::{ClipSource, Crop, LoaderConfig, SkipReason, parse_time_base};
+use super::preprocess::{Frame, FrameParams, OutputSpec};
+use super::{ClipSource, Crop, LoaderConfig, SkipReason};
 use crate::manifest::ManifestRow;
 use crate::media::reader::{Picture, ReadTimes, VideoReader};
 use crate::model::Ratio;
 
 /// Check every row's file: present, and (when asked) with the fingerprint the manifest holds.
+/// Each file is read once, however many clips it has.
 pub(crate) fn check_files(
     rows: &[&ManifestRow],
     root: &Path,
     verify: bool,
 ) -> Vec<Result<(), (SkipReason, String)>> {
-    rows.par_iter()
-        .map(|row| {
-            let path = root.join(&row.path);
-            let meta = std::fs::metadata(&path)
-                .map_err(|e| (SkipReason::Missing, format!("cannot read the file: {e}")))?;
-            if !meta.is_file() {
-                return Err((SkipReason::Missing, "not a file".to_string()));
-            }
-            if verify {
-                let now = crate::scan::fingerprint(&path, meta.len())
-                    .map_err(|e| (SkipReason::Missing, format!("cannot read the file: {e}")))?;
-                if now != row.file_fingerprint {
-                    return Err((
-                        SkipReason::Changed,
-                        format!(
-                            "the file changed since the manifest was written (fingerprint {now}, manifest {})",
-                            row.file_fingerprint
-                        ),
-                    ));
-                }
-            }
-            Ok(())
+    let mut paths: Vec<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    // The file's fingerprint now (or an empty string when not asked for).
+    let found: std::collections::HashMap<&str, Result<String, (SkipReason, String)>> = paths
+        .par_iter()
+        .map(|&rel| {
+            let path = root.join(rel);
+            let unreadable =
+                |e: std::io::Error| (SkipReason::Missing, format!("cannot read the file: {e}"));
+            let result = std::fs::metadata(&path)
+                .map_err(unreadable)
+                .and_then(|meta| {
+                    if !meta.is_file() {
+                        return Err((SkipReason::Missing, "not a file".to_string()));
+                    }
+                    if !verify {
+                        return Ok(String::new());
+                    }
+                    crate::scan::fingerprint(&path, meta.len()).map_err(unreadable)
+                });
+            (rel, result)
+        })
+        .collect();
+    rows.iter()
+        .map(|row| match &found[row.path.as_str()] {
+            Err(e) => Err(e.clone()),
+            Ok(now) if verify && *now != row.file_fingerprint => Err((
+                SkipReason::Changed,
+                format!(
+                    "the file changed since the manifest was written (fingerprint {now}, manifest {})",
+                    row.file_fingerprint
+                ),
+            )),
+            Ok(_) => Ok(()),
         })
         .collect()
-}
-
-/// Quarter turns and mirror for an EXIF orientation (1..=8).
-fn exif_turns(orientation: u16) -> (u8, bool) {
-    match orientation {
-        2 => (0, true),
-        3 => (2, false),
-        4 => (2, true),
-        5 => (1, true),
-        6 => (1, false),
-        7 => (3, true),
-        8 => (3, false),
-        _ => (0, false),
-    }
 }
 
 pub(crate) fn clip_source(row: &ManifestRow, root: &Path) -> (ClipSource, ClipExtent) {
     let path = root.join(&row.path);
     let is_image = row.kind == "image";
     let (quarter_turns, mirror) = if is_image {
-        exif_turns(crate::media::exif_orientation_of(&path).unwrap_or(1))
+        crate::model::orientation_turns(crate::media::exif_orientation_of(&path).unwrap_or(1))
     } else {
         let deg = row.rotation_deg.unwrap_or(0).rem_euclid(360);
         (((deg + 45) / 90 % 4) as u8, false)
@@ -87,7 +87,7 @@ pub(crate) fn clip_source(row: &ManifestRow, root: &Path) -> (ClipSource, ClipEx
             end_pts: row.end_pts,
             start_secs: row.start_secs,
             end_secs: row.end_secs,
-            time_base: parse_time_base(row.time_base.as_deref()),
+            time_base: row.time_base.as_deref().and_then(Ratio::parse),
         },
         ClipExtent {
             frames,
@@ -201,30 +201,6 @@ fn draw_augmentation(
     (rect, flip)
 }
 
-pub(crate) fn to_frame(p: Picture) -> Frame {
-    Frame {
-        width: p.width,
-        height: p.height,
-        format: if p.yuv420 {
-            FrameFormat::Yuv420
-        } else {
-            FrameFormat::Rgb
-        },
-        matrix: if p.bt709 {
-            Matrix::Bt709
-        } else {
-            Matrix::Bt601
-        },
-        range: if p.full_range {
-            Range::Full
-        } else {
-            Range::Limited
-        },
-        data: p.data,
-        pts: p.pts,
-    }
-}
-
 /// The frames of one window and how to cut each.
 pub(crate) struct WindowFrames {
     pub frames: Vec<Frame>,
@@ -237,6 +213,8 @@ pub(crate) struct Readers {
     capacity: usize,
     threads: usize,
     cache: Option<CacheConfig>,
+    /// Clips found in (or written to) the cache, by clip id.
+    known: std::collections::HashMap<String, super::cache::CachedClip>,
     pub cache_hits: u64,
     pub cache_fills: u64,
 }
@@ -250,6 +228,7 @@ impl Readers {
             cache,
             cache_hits: 0,
             cache_fills: 0,
+            known: std::collections::HashMap::new(),
         }
     }
 
@@ -281,6 +260,16 @@ impl Readers {
         self.open.retain(|(p, _)| p != path);
     }
 
+    /// The clip's decoder and the timestamps of its frames within its boundaries.
+    fn clip_reader(&mut self, clip: &ClipSource) -> Result<(&mut VideoReader, Vec<i64>), String> {
+        let reader = self.get(&clip.path)?;
+        let frames = clip_frames(reader.frame_pts(), reader.time_base(), clip);
+        if frames.is_empty() {
+            return Err("no frames within the clip's boundaries".to_string());
+        }
+        Ok((reader, frames))
+    }
+
     /// The window's frames as decoded, with the clip's rotation and mirror still to apply.
     fn decode_window(
         &mut self,
@@ -290,12 +279,8 @@ impl Readers {
         deadline: Instant,
         times: &mut ReadTimes,
     ) -> Result<Vec<Frame>, String> {
-        let reader = self.get(&clip.path)?;
+        let (reader, frames) = self.clip_reader(clip)?;
         let time_base = reader.time_base();
-        let frames = clip_frames(reader.frame_pts(), time_base, clip);
-        if frames.is_empty() {
-            return Err("no frames within the clip's boundaries".to_string());
-        }
         let wanted = window_pts(&frames, time_base, sample, timing);
         let mut pictures: Vec<Option<Picture>> = vec![None; wanted.len()];
         if let Err(e) = reader.read(&wanted, Some(deadline), times, &mut |i, p| {
@@ -307,7 +292,7 @@ impl Readers {
         pictures
             .into_iter()
             .map(|p| {
-                p.map(to_frame)
+                p.map(Frame::from)
                     .ok_or_else(|| "a frame was not decoded".to_string())
             })
             .collect()
@@ -324,27 +309,24 @@ impl Readers {
         deadline: Instant,
         times: &mut ReadTimes,
     ) -> Result<Vec<Frame>, String> {
-        let cached = match cache.open(clip) {
-            Some(c) => {
-                self.cache_hits += 1;
-                c
+        // Headers of cached clips are read once per worker.
+        if self.known.contains_key(&clip.clip_id) {
+            self.cache_hits += 1;
+        } else if let Some(c) = cache.open(clip) {
+            self.cache_hits += 1;
+            self.known.insert(clip.clip_id.clone(), c);
+        } else {
+            let (reader, frames) = self.clip_reader(clip)?;
+            let filled = cache.fill(clip, reader, &frames, deadline, times);
+            if filled.is_err() {
+                self.drop_reader(&clip.path);
             }
-            None => {
-                let reader = self.get(&clip.path)?;
-                let frames = clip_frames(reader.frame_pts(), reader.time_base(), clip);
-                if frames.is_empty() {
-                    return Err("no frames within the clip's boundaries".to_string());
-                }
-                let filled = cache.fill(clip, reader, &frames, deadline, times);
-                if filled.is_err() {
-                    self.drop_reader(&clip.path);
-                }
-                self.cache_fills += 1;
-                filled?
-            }
-        };
+            self.cache_fills += 1;
+            self.known.insert(clip.clip_id.clone(), filled?);
+        }
+        let cached = &self.known[&clip.clip_id];
         let wanted = window_pts(&cached.pts, cached.time_base, sample, timing);
-        cache.read(&cached, &wanted)
+        cache.read(cached, &wanted)
     }
 
     /// Read one window's frames and draw its augmentation.
