@@ -193,10 +193,25 @@ pub struct FrameView<'a> {
     pub coded_height: u32,
     /// The decoder concealed errors in this frame.
     pub corrupt: bool,
-    /// Packed RGB24, `width * height * 3` bytes.
-    pub rgb: &'a [u8],
+    /// The R, G and B planes, `width * height` bytes each.
+    pub planes: [&'a [u8]; 3],
+    /// Full-range BT.601 luma of the same pixels (`width * height` bytes), when the decoder
+    /// had it at hand; else derive it from `rgb`.
+    pub luma: Option<&'a [u8]>,
     pub width: usize,
     pub height: usize,
+}
+
+impl FrameView<'_> {
+    /// The picture as packed RGB24.
+    pub fn rgb24(&self) -> Vec<u8> {
+        let [r, g, b] = self.planes;
+        let mut rgb = Vec::with_capacity(self.width * self.height * 3);
+        for ((&r, &g), &b) in r.iter().zip(g).zip(b).take(self.width * self.height) {
+            rgb.extend_from_slice(&[r, g, b]);
+        }
+        rgb
+    }
 }
 
 /// A hard cut: the first frame of a new shot.

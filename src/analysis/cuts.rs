@@ -66,9 +66,15 @@ impl CutDetector {
         }
     }
 
-    /// Add the next frame (packed RGB24 at analysis size).
-    pub fn push(&mut self, frame: u64, time_secs: f64, rgb: &[u8]) {
-        let hsv = Hsv::from_rgb(rgb);
+    /// Add the next frame (R, G and B planes at analysis size).
+    pub fn push(&mut self, frame: u64, time_secs: f64, rgb: [&[u8]; 3]) {
+        // The planes of the frame that leaves the look-back window are reused.
+        let mut hsv = if self.recent.len() > 2 * self.options.flash_window + 1 {
+            self.recent.pop_front().map(|(_, h)| h).unwrap_or_default()
+        } else {
+            Hsv::default()
+        };
+        hsv.set_from_planes(rgb);
         let score = match self.recent.back().map(|(_, h)| h) {
             Some(prev) if prev.v.len() == hsv.v.len() => hsv.content_distance(prev),
             Some(_) => self.options.threshold * 10.0, // the frame size changed
@@ -223,8 +229,8 @@ impl MergeFilter {
 mod tests {
     use super::*;
 
-    fn solid(rgb: [u8; 3]) -> Vec<u8> {
-        rgb.repeat(16 * 9)
+    fn solid(rgb: [u8; 3]) -> [Vec<u8>; 3] {
+        rgb.map(|c| vec![c; 16 * 9])
     }
 
     #[test]
@@ -233,7 +239,8 @@ mod tests {
         let mut frame = 0;
         let mut push = |d: &mut CutDetector, rgb: [u8; 3], n: usize| {
             for _ in 0..n {
-                d.push(frame, frame as f64 / 25.0, &solid(rgb));
+                let [r, g, b] = solid(rgb);
+                d.push(frame, frame as f64 / 25.0, [&r, &g, &b]);
                 frame += 1;
             }
         };

@@ -8,22 +8,52 @@ pub struct Gray {
     pub data: Vec<u8>,
 }
 
+/// BT.601 luma of one RGB pixel.
+fn luma(r: u8, g: u8, b: u8) -> u8 {
+    ((77 * u32::from(r) + 150 * u32::from(g) + 29 * u32::from(b) + 128) >> 8) as u8
+}
+
 impl Gray {
     /// Luma (BT.601 weights) of packed RGB24.
     pub fn from_rgb(rgb: &[u8], width: usize, height: usize) -> Gray {
-        let data = rgb
-            .chunks_exact(3)
-            .take(width * height)
-            .map(|p| {
-                ((77 * u32::from(p[0]) + 150 * u32::from(p[1]) + 29 * u32::from(p[2]) + 128) >> 8)
-                    as u8
-            })
-            .collect();
-        Gray {
+        let mut g = Gray {
             width,
             height,
-            data,
-        }
+            data: Vec::new(),
+        };
+        g.set_from_rgb(rgb, width, height);
+        g
+    }
+
+    /// Become the luma of packed RGB24, reusing this buffer.
+    pub fn set_from_rgb(&mut self, rgb: &[u8], width: usize, height: usize) {
+        self.data.clear();
+        self.data.extend(
+            rgb.chunks_exact(3)
+                .take(width * height)
+                .map(|p| luma(p[0], p[1], p[2])),
+        );
+        (self.width, self.height) = (width, height);
+    }
+
+    /// Become the luma of R, G and B planes, reusing this buffer.
+    pub fn set_from_planes(&mut self, [r, g, b]: [&[u8]; 3], width: usize, height: usize) {
+        self.data.clear();
+        self.data.extend(
+            r.iter()
+                .zip(g)
+                .zip(b)
+                .take(width * height)
+                .map(|((&r, &g), &b)| luma(r, g, b)),
+        );
+        (self.width, self.height) = (width, height);
+    }
+
+    /// Become a copy of `luma` (`width * height` bytes), reusing this buffer.
+    pub fn set(&mut self, luma: &[u8], width: usize, height: usize) {
+        self.data.clear();
+        self.data.extend_from_slice(&luma[..width * height]);
+        (self.width, self.height) = (width, height);
     }
 
     pub fn mean(&self) -> f64 {
@@ -175,54 +205,53 @@ pub struct Hsv {
     pub v: Vec<u8>,
 }
 
-/// OpenCV's fixed-point tables for 8-bit RGB to HSV (`hsv_shift` = 12): results are
-/// bit-identical to `cv2.cvtColor(.., COLOR_RGB2HSV)`.
-const HSV_SHIFT: u32 = 12;
-
-fn hsv_tables() -> &'static ([i32; 256], [i32; 256]) {
-    static TABLES: std::sync::OnceLock<([i32; 256], [i32; 256])> = std::sync::OnceLock::new();
-    TABLES.get_or_init(|| {
-        let mut sdiv = [0i32; 256];
-        let mut hdiv = [0i32; 256];
-        for i in 1..256 {
-            sdiv[i] = ((255u32 << HSV_SHIFT) as f64 / i as f64).round() as i32;
-            hdiv[i] = ((180u32 << HSV_SHIFT) as f64 / (6.0 * i as f64)).round() as i32;
-        }
-        (sdiv, hdiv)
-    })
+/// Nearest integer of `x` in +-2^21, halves rounded up as OpenCV's fixed point does, by
+/// the float's bits: adding 1.5 x 2^23 leaves the integer in the low mantissa bits (rounded
+/// to even; the 1/1024 nudge sends exact halves up), a conversion that vectorises (`as i32`
+/// does not, for its saturation).
+fn round_half_up(x: f32) -> i32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (x + 1.0 / 1024.0 + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32
 }
 
 impl Hsv {
-    pub fn from_rgb(rgb: &[u8]) -> Hsv {
-        let n = rgb.len() / 3;
-        let (sdiv, hdiv) = hsv_tables();
-        let round = 1 << (HSV_SHIFT - 1);
-        let mut out = Hsv {
-            h: vec![0; n],
-            s: vec![0; n],
-            v: vec![0; n],
-        };
-        let pixels = rgb
-            .chunks_exact(3)
-            .zip(out.h.iter_mut().zip(out.s.iter_mut().zip(out.v.iter_mut())));
-        for (p, (ho, (so, vo))) in pixels {
-            let (r, g, b) = (i32::from(p[0]), i32::from(p[1]), i32::from(p[2]));
-            let v = r.max(g).max(b);
-            let diff = v - r.min(g).min(b);
-            let s = (diff * sdiv[v as usize] + round) >> HSV_SHIFT;
-            let h = if v == r {
+    /// Convert R, G and B planes (of equal length) into these planes, reusing their buffers.
+    /// Written so the compiler vectorises it (the quotients in `f32`); a value can differ
+    /// from OpenCV's fixed-point tables by one level where the exact quotient is within
+    /// their rounding error of a half.
+    pub fn set_from_planes(&mut self, [r, g, b]: [&[u8]; 3]) {
+        let n = r.len().min(g.len()).min(b.len());
+        for plane in [&mut self.h, &mut self.s, &mut self.v] {
+            plane.resize(n, 0);
+        }
+        let pixels = r.iter().zip(g).zip(b).zip(
+            self.h
+                .iter_mut()
+                .zip(self.s.iter_mut())
+                .zip(self.v.iter_mut()),
+        );
+        for (((&r, &g), &b), ((ho, so), vo)) in pixels {
+            let (r, g, b) = (i32::from(r), i32::from(g), i32::from(b));
+            let max = if r > g { r } else { g };
+            let max = if max > b { max } else { b };
+            let min = if r < g { r } else { g };
+            let min = if min < b { min } else { b };
+            let diff = max - min;
+            let sector = if max == r {
                 g - b
-            } else if v == g {
+            } else if max == g {
                 b - r + 2 * diff
             } else {
                 r - g + 4 * diff
             };
-            let h = (h * hdiv[diff as usize] + round) >> HSV_SHIFT;
-            *ho = (h + if h < 0 { 180 } else { 0 }) as u8;
-            *so = s as u8;
-            *vo = v as u8;
+            // Both quotients are 0 where their numerator is (black, grey).
+            let sat = (diff * 255) as f32 / (if max > 1 { max } else { 1 }) as f32;
+            let hue = (sector * 30) as f32 / (if diff > 1 { diff } else { 1 }) as f32;
+            let hue = round_half_up(hue);
+            *ho = (hue + if hue < 0 { 180 } else { 0 }) as u8;
+            *so = round_half_up(sat) as u8;
+            *vo = max as u8;
         }
-        out
     }
 
     /// PySceneDetect's ContentDetector score: the mean absolute change of hue, saturation
@@ -273,10 +302,68 @@ mod tests {
 
     #[test]
     fn hsv_matches_opencv_conventions() {
-        let hsv = Hsv::from_rgb(&[255, 0, 0, 0, 255, 0, 0, 0, 255, 128, 128, 128]);
+        let mut hsv = Hsv::default();
+        hsv.set_from_planes([&[255, 0, 0, 128], &[0, 255, 0, 128], &[0, 0, 255, 128]]);
         assert_eq!(hsv.h, vec![0, 60, 120, 0]);
         assert_eq!(hsv.s, vec![255, 255, 255, 0]);
         assert_eq!(hsv.v, vec![255, 255, 255, 128]);
+    }
+
+    /// OpenCV's 8-bit RGB to HSV (`cvtColor`, fixed-point tables with `hsv_shift` = 12).
+    fn opencv_hsv(r: i32, g: i32, b: i32) -> [i32; 3] {
+        let v = r.max(g).max(b);
+        let diff = v - r.min(g).min(b);
+        let table = |num: f64, i: i32| {
+            if i == 0 {
+                0
+            } else {
+                (num * 4096.0 / f64::from(i)).round() as i32
+            }
+        };
+        let s = (diff * table(255.0, v) + 2048) >> 12;
+        let h = if v == r {
+            g - b
+        } else if v == g {
+            b - r + 2 * diff
+        } else {
+            r - g + 4 * diff
+        };
+        let h = (h * table(30.0, diff) + 2048) >> 12;
+        [if h < 0 { h + 180 } else { h }, s, v]
+    }
+
+    #[test]
+    fn hsv_is_within_one_level_of_opencv() {
+        let levels: Vec<u8> = (0..=255).step_by(5).collect();
+        let (mut r, mut g, mut b) = (Vec::new(), Vec::new(), Vec::new());
+        for &x in &levels {
+            for &y in &levels {
+                for &z in &levels {
+                    r.push(x);
+                    g.push(y);
+                    b.push(z);
+                }
+            }
+        }
+        let mut hsv = Hsv::default();
+        hsv.set_from_planes([&r, &g, &b]);
+        let mut exact = 0;
+        for i in 0..r.len() {
+            let want = opencv_hsv(i32::from(r[i]), i32::from(g[i]), i32::from(b[i]));
+            let got = [hsv.h[i], hsv.s[i], hsv.v[i]].map(i32::from);
+            for c in 0..3 {
+                // Hue wraps: 0 and 179 are one level apart.
+                let d = (got[c] - want[c]).abs();
+                let d = if c == 0 { d.min(180 - d) } else { d };
+                assert!(
+                    d <= 1,
+                    "rgb {:?}: {got:?} against {want:?}",
+                    (r[i], g[i], b[i])
+                );
+            }
+            exact += usize::from(got == want);
+        }
+        assert!(exact * 100 >= r.len() * 95, "{exact} of {} exact", r.len());
     }
 
     #[test]

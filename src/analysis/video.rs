@@ -36,6 +36,7 @@ pub struct VideoAnalyzer {
     black: u64,
     frozen: u64,
     previous_gray: Option<Gray>,
+    spare_gray: Option<Gray>,
     next_sample: f64,
     samples: Vec<quality::Quality>,
     frame_hashes: Vec<u64>,
@@ -63,6 +64,7 @@ impl VideoAnalyzer {
             black: 0,
             frozen: 0,
             previous_gray: None,
+            spare_gray: None,
             next_sample: f64::NEG_INFINITY,
             samples: Vec::new(),
             frame_hashes: Vec::new(),
@@ -96,7 +98,16 @@ impl VideoAnalyzer {
         }
         self.size = Some(size);
 
-        let gray = Gray::from_rgb(f.rgb, f.width, f.height);
+        // The previous frame's buffer takes this frame's luma.
+        let mut gray = self.spare_gray.take().unwrap_or_else(|| Gray {
+            width: 0,
+            height: 0,
+            data: Vec::new(),
+        });
+        match f.luma {
+            Some(luma) => gray.set(luma, f.width, f.height),
+            None => gray.set_from_planes(f.planes, f.width, f.height),
+        }
         let small = motion_gray(&gray);
         self.motion.push(&small, time);
         if let Some(prev) = &self.previous_gray
@@ -116,17 +127,17 @@ impl VideoAnalyzer {
         if small.mean() < BLACK_MEAN && (bright as f64) < 0.02 * small.data.len() as f64 {
             self.black += 1;
         }
-        self.cuts.push(f.index, time, f.rgb);
+        self.cuts.push(f.index, time, f.planes);
 
         if time >= self.next_sample {
             self.next_sample = time + SAMPLE_EVERY_SECS;
             self.samples
-                .push(quality::measure(f.rgb, f.width, f.height));
+                .push(quality::measure(&f.rgb24(), f.width, f.height));
             if gray.std_dev() >= FLAT_STD {
                 self.frame_hashes.push(phash(&gray));
             }
         }
-        self.previous_gray = Some(gray);
+        self.spare_gray = self.previous_gray.replace(gray);
     }
 
     /// Metrics and curves of the frames seen. `declared_duration_secs` (from the container)

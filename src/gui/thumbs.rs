@@ -194,7 +194,7 @@ fn load_or_make(
     };
     let mut picture = None;
     decode_frames(file, &options, 2, &mut |f| {
-        picture = Some((f.width, f.height, f.rgb.to_vec()));
+        picture = Some((f.width, f.height, f.rgb24()));
         false
     })
     .map_err(|e| e.to_string())?;

@@ -1,5 +1,6 @@
 //! Decoding to small frames: one pass over a video (or one image) with FFmpeg, each frame
-//! scaled to a small packed RGB copy for analysis. Errors are counted, not fatal: a damaged
+//! scaled to a small planar RGB copy for analysis (box averages for 8-bit planar YUV, else
+//! swscale's area filter). Errors are counted, not fatal: a damaged
 //! stream yields the frames FFmpeg can conceal, plus a report of what went wrong.
 
 use std::path::Path;
@@ -12,6 +13,7 @@ use ff::media::Type as Medium;
 use ff::software::scaling;
 use ffmpeg_next as ff;
 
+use crate::media::downscale::YuvBox;
 use crate::media::ffmpeg_log;
 use crate::model::{FrameView, Ratio};
 
@@ -214,9 +216,70 @@ pub fn decode_frames(
 
 #[derive(Default)]
 struct FrameState {
-    scaler: Option<(scaling::Context, Pixel, u32, u32)>,
-    scaled: Option<ff::frame::Video>,
-    packed: Vec<u8>,
+    /// The converter for the current format and size.
+    converter: Option<(Converter, Pixel, u32, u32)>,
+    planes: [Vec<u8>; 3],
+}
+
+/// How decoded frames become the small planar RGB copy.
+enum Converter {
+    /// 8-bit planar YUV: box averages of the planes (see [`crate::media::downscale`]).
+    Box(Box<YuvBox>),
+    /// Everything else: swscale's area filter, into its own frame.
+    Sws(scaling::Context, ff::frame::Video),
+}
+
+impl Converter {
+    fn new(fmt: Pixel, w: u32, h: u32, dw: u32, dh: u32) -> Result<Converter, ff::Error> {
+        let chroma_shift = match fmt {
+            Pixel::YUV420P | Pixel::YUVJ420P => Some((1, 1)),
+            Pixel::YUV422P | Pixel::YUVJ422P => Some((1, 0)),
+            Pixel::YUV444P | Pixel::YUVJ444P => Some((0, 0)),
+            _ => None,
+        };
+        let boxes = chroma_shift
+            .and_then(|c| YuvBox::new(w as usize, h as usize, c, dw as usize, dh as usize));
+        if let Some(b) = boxes {
+            return Ok(Converter::Box(Box::new(b)));
+        }
+        let sws = scaling::Context::get(fmt, w, h, Pixel::GBRP, dw, dh, scaling::Flags::AREA)?;
+        Ok(Converter::Sws(
+            sws,
+            ff::frame::Video::new(Pixel::GBRP, dw, dh),
+        ))
+    }
+
+    /// Convert `frame` into `planes` (R, G and B, `dw` x `dh` each, no padding).
+    fn run(
+        &mut self,
+        frame: &ff::frame::Video,
+        dw: usize,
+        dh: usize,
+        planes: &mut [Vec<u8>; 3],
+    ) -> Result<(), ff::Error> {
+        match self {
+            Converter::Box(b) => {
+                let full_range = matches!(
+                    frame.format(),
+                    Pixel::YUVJ420P | Pixel::YUVJ422P | Pixel::YUVJ444P
+                ) || frame.color_range() == ff::color::Range::JPEG;
+                let plane = |i: usize| (frame.data(i), frame.stride(i));
+                b.run([plane(0), plane(1), plane(2)], full_range, planes);
+            }
+            Converter::Sws(sws, out) => {
+                sws.run(frame, out)?;
+                // GBRP holds G, B, R in planes 0, 1, 2.
+                for (plane, index) in planes.iter_mut().zip([2, 0, 1]) {
+                    let (stride, data) = (out.stride(index), out.data(index));
+                    plane.clear();
+                    for row in 0..dh {
+                        plane.extend_from_slice(&data[row * stride..row * stride + dw]);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Receive every frame the decoder has ready. Returns `false` when the callback asked to stop.
@@ -254,39 +317,30 @@ fn drain(
         }
         let (dw, dh) = fit(w, h, options.max_width, options.max_height);
         let rebuild =
-            !matches!(&state.scaler, Some((_, f, sw, sh)) if *f == fmt && *sw == w && *sh == h);
+            !matches!(&state.converter, Some((_, f, sw, sh)) if *f == fmt && *sw == w && *sh == h);
         if rebuild {
-            match scaling::Context::get(fmt, w, h, Pixel::RGB24, dw, dh, scaling::Flags::AREA) {
-                Ok(s) => {
-                    state.scaler = Some((s, fmt, w, h));
-                    state.scaled = None;
-                }
+            match Converter::new(fmt, w, h, dw, dh) {
+                Ok(c) => state.converter = Some((c, fmt, w, h)),
                 Err(e) => {
+                    state.converter = None;
                     report.error(format!("cannot convert {fmt:?} {w}x{h}: {e}"));
                     continue;
                 }
             }
         }
-        let Some((scaler, ..)) = state.scaler.as_mut() else {
+        let Some((converter, ..)) = state.converter.as_mut() else {
             continue;
         };
-        let out = state
-            .scaled
-            .get_or_insert_with(|| ff::frame::Video::new(Pixel::RGB24, dw, dh));
-        if let Err(e) = scaler.run(&frame, out) {
+        let (dw, dh) = (dw as usize, dh as usize);
+        if let Err(e) = converter.run(&frame, dw, dh, &mut state.planes) {
             report.error(format!("frame {}: conversion failed: {e}", report.frames));
             continue;
         }
-        let (dw, dh) = (dw as usize, dh as usize);
-        let stride = out.stride(0);
-        let data = out.data(0);
-        state.packed.clear();
-        for row in 0..dh {
-            state
-                .packed
-                .extend_from_slice(&data[row * stride..row * stride + dw * 3]);
-        }
         let pts = frame.timestamp();
+        let luma = match converter {
+            Converter::Box(b) => Some(b.luma()),
+            Converter::Sws(..) => None,
+        };
         let view = FrameView {
             index: report.frames,
             pts,
@@ -294,7 +348,8 @@ fn drain(
             coded_width: w,
             coded_height: h,
             corrupt,
-            rgb: &state.packed,
+            planes: [&state.planes[0], &state.planes[1], &state.planes[2]],
+            luma,
             width: dw,
             height: dh,
         };

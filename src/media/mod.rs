@@ -1,6 +1,7 @@
 //! The only place that touches FFmpeg, image headers and `unsafe`.
 
 pub mod decode;
+pub mod downscale;
 mod ffmpeg_log;
 mod image_probe;
 pub mod reader;

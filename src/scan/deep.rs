@@ -283,7 +283,7 @@ fn analyse_image(
     };
     let mut picture: Option<(Vec<u8>, usize, usize)> = None;
     let report = match decode_frames(path, &options, lowres, &mut |f| {
-        picture = Some((f.rgb.to_vec(), f.width, f.height));
+        picture = Some((f.rgb24(), f.width, f.height));
         false
     }) {
         Ok(r) => r,

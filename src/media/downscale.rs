@@ -1,0 +1,428 @@
+//! The analysis copy of 8-bit planar YUV frames without swscale: each plane is averaged over
+//! boxes (every source pixel counts once, in exactly one output pixel), then the small planes
+//! are converted to planar RGB with BT.601 coefficients, as swscale's default conversion does.
+//!
+//! swscale's area filter spends most of its time filtering every source row horizontally with
+//! fractional weights; summing rows first (a vectorised add over whole rows) and then the
+//! columns of each box costs a fraction of that for the same averaging. Box edges are rounded
+//! to whole source pixels, so a box is at most one pixel wider than the exact area.
+
+/// Averages one plane of `src_w` x `src_h` into `dst_w` x `dst_h` boxes.
+#[derive(Debug, Clone)]
+pub struct BoxPlane {
+    src_w: usize,
+    dst_w: usize,
+    /// Box edges along x and y: box `i` covers `[edges[i], edges[i + 1])`.
+    x_edges: Vec<usize>,
+    y_edges: Vec<usize>,
+    /// 2^16 / box width (and height), so the mean is `(sum * inv_x * inv_y) >> 32`.
+    inv_x: Vec<u64>,
+    inv_y: Vec<u64>,
+    /// Column sums of the current band of rows.
+    acc: Vec<u16>,
+    /// The narrowest box (the others are at most one column wider).
+    min_box_w: usize,
+}
+
+/// Tallest box the `u16` column sums can hold (257 x 255 < 65,536).
+const MAX_BOX_ROWS: usize = 257;
+
+impl BoxPlane {
+    /// `None` when the output is larger than the source along an axis, or a box would be too
+    /// tall for the column sums.
+    pub fn new(src_w: usize, src_h: usize, dst_w: usize, dst_h: usize) -> Option<BoxPlane> {
+        if dst_w == 0 || dst_h == 0 || dst_w > src_w || dst_h > src_h {
+            return None;
+        }
+        if src_h.div_ceil(dst_h) > MAX_BOX_ROWS {
+            return None;
+        }
+        let edges = |src: usize, dst: usize| -> Vec<usize> {
+            (0..=dst).map(|i| (i * src + dst / 2) / dst).collect()
+        };
+        let inv = |edges: &[usize]| -> Vec<u64> {
+            edges
+                .windows(2)
+                .map(|e| ((1u64 << 16) + (e[1] - e[0]) as u64 / 2) / (e[1] - e[0]) as u64)
+                .collect()
+        };
+        let x_edges = edges(src_w, dst_w);
+        let y_edges = edges(src_h, dst_h);
+        // Rounded edges of a shrink are strictly increasing: every box holds a pixel.
+        debug_assert!(x_edges.windows(2).all(|e| e[1] > e[0]));
+        debug_assert!(y_edges.windows(2).all(|e| e[1] > e[0]));
+        Some(BoxPlane {
+            min_box_w: src_w / dst_w,
+            src_w,
+            dst_w,
+            inv_x: inv(&x_edges),
+            inv_y: inv(&y_edges),
+            x_edges,
+            y_edges,
+            acc: vec![0; src_w],
+        })
+    }
+
+    /// Average `src` (rows `stride` bytes apart) into `out` (`dst_w` x `dst_h`, packed).
+    pub fn run(&mut self, src: &[u8], stride: usize, out: &mut [u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { self.run_avx2(src, stride, out) };
+        }
+        self.run_any(src, stride, out);
+    }
+
+    /// [`BoxPlane::run`] compiled for AVX2: the row sums take twice the columns per
+    /// instruction.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn run_avx2(&mut self, src: &[u8], stride: usize, out: &mut [u8]) {
+        self.run_any(src, stride, out);
+    }
+
+    #[inline(always)]
+    fn run_any(&mut self, src: &[u8], stride: usize, out: &mut [u8]) {
+        let (src_w, dst_w) = (self.src_w, self.dst_w);
+        for (oy, out_row) in out.chunks_exact_mut(dst_w).enumerate() {
+            let (y0, y1) = (self.y_edges[oy], self.y_edges[oy + 1]);
+            let rows = (y0..y1).map(|y| &src[y * stride..y * stride + src_w]);
+            for (i, row) in rows.enumerate() {
+                if i == 0 {
+                    for (a, &s) in self.acc.iter_mut().zip(row) {
+                        *a = u16::from(s);
+                    }
+                } else {
+                    for (a, &s) in self.acc.iter_mut().zip(row) {
+                        *a += u16::from(s);
+                    }
+                }
+            }
+            let inv_y = self.inv_y[oy];
+            let boxes = Boxes {
+                acc: &self.acc,
+                edges: &self.x_edges,
+                inv_x: &self.inv_x,
+                inv_y,
+            };
+            if src_w == self.min_box_w * dst_w {
+                // Every box is equally wide: with the width known at compile time, the sums
+                // vectorise (as interleaved loads).
+                let area = (self.min_box_w * (y1 - y0)) as u32;
+                let inv = ((1 << 24) + area / 2) / area;
+                let acc = &self.acc;
+                match self.min_box_w {
+                    1 => sum_exact::<1>(acc, inv, out_row),
+                    2 => sum_exact::<2>(acc, inv, out_row),
+                    3 => sum_exact::<3>(acc, inv, out_row),
+                    4 => sum_exact::<4>(acc, inv, out_row),
+                    5 => sum_exact::<5>(acc, inv, out_row),
+                    6 => sum_exact::<6>(acc, inv, out_row),
+                    7 => sum_exact::<7>(acc, inv, out_row),
+                    8 => sum_exact::<8>(acc, inv, out_row),
+                    _ => boxes.sum_into::<0>(out_row),
+                }
+                continue;
+            }
+            // Box widths are the ratio rounded down or up: with the narrower width known at
+            // compile time, each box is a fixed run of adds plus at most one more.
+            match self.min_box_w {
+                1 => boxes.sum_into::<1>(out_row),
+                2 => boxes.sum_into::<2>(out_row),
+                3 => boxes.sum_into::<3>(out_row),
+                4 => boxes.sum_into::<4>(out_row),
+                5 => boxes.sum_into::<5>(out_row),
+                6 => boxes.sum_into::<6>(out_row),
+                7 => boxes.sum_into::<7>(out_row),
+                8 => boxes.sum_into::<8>(out_row),
+                _ => boxes.sum_into::<0>(out_row),
+            }
+        }
+    }
+}
+
+/// Means of `K`-wide boxes of `acc` whose area has the reciprocal `inv` (2^24 / area).
+#[inline(always)]
+fn sum_exact<const K: usize>(acc: &[u16], inv: u32, out: &mut [u8]) {
+    for (o, cols) in out.iter_mut().zip(acc.chunks_exact(K)) {
+        let sum: u32 = cols.iter().map(|&a| u32::from(a)).sum();
+        // sum <= 255 x area, so this stays below 2^32 and the mean below 256.
+        *o = ((sum * inv + (1 << 23)) >> 24) as u8;
+    }
+}
+
+/// One band's column sums and the horizontal boxes over them.
+struct Boxes<'a> {
+    acc: &'a [u16],
+    edges: &'a [usize],
+    inv_x: &'a [u64],
+    inv_y: u64,
+}
+
+impl Boxes<'_> {
+    /// Sum each box of `acc`, `K` columns at a time (0: any width), and write the means.
+    #[inline(always)]
+    fn sum_into<const K: usize>(&self, out: &mut [u8]) {
+        for ((o, e), &inv_x) in out.iter_mut().zip(self.edges.windows(2)).zip(self.inv_x) {
+            let cols = &self.acc[e[0]..e[1]];
+            let sum: u32 = if K == 0 {
+                cols.iter().map(|&a| u32::from(a)).sum()
+            } else {
+                let (head, rest) = cols.split_at(K);
+                head.iter().map(|&a| u32::from(a)).sum::<u32>()
+                    + rest.first().map_or(0, |&a| u32::from(a))
+            };
+            let mean = (u64::from(sum) * inv_x * self.inv_y + (1 << 31)) >> 32;
+            *o = mean.min(255) as u8;
+        }
+    }
+}
+
+/// Box-averages planar 8-bit YUV (4:2:0, 4:2:2 or 4:4:4) to planar RGB. Chroma keeps its
+/// subsampling at the small size (a 4:2:0 frame gets one chroma sample per 2x2 output
+/// pixels), which quarters the chroma work and adds no detail the source did not have.
+#[derive(Debug, Clone)]
+pub struct YuvBox {
+    luma: BoxPlane,
+    chroma: BoxPlane,
+    shift: (u32, u32),
+    width: usize,
+    height: usize,
+    y: Vec<u8>,
+    u: Vec<u8>,
+    v: Vec<u8>,
+    /// `y` in full range.
+    gray: Vec<u8>,
+}
+
+impl YuvBox {
+    /// `chroma_shift` is (log2 horizontal, log2 vertical) chroma subsampling. `None` where
+    /// the small size is not a multiple of the subsampling or [`BoxPlane::new`] refuses a
+    /// plane.
+    pub fn new(
+        src_w: usize,
+        src_h: usize,
+        chroma_shift: (u32, u32),
+        dst_w: usize,
+        dst_h: usize,
+    ) -> Option<YuvBox> {
+        let (sx, sy) = chroma_shift;
+        if sx > 1 || sy > 1 || !dst_w.is_multiple_of(1 << sx) || !dst_h.is_multiple_of(1 << sy) {
+            return None;
+        }
+        let (cw, ch) = (src_w.div_ceil(1 << sx), src_h.div_ceil(1 << sy));
+        let (dcw, dch) = (dst_w >> sx, dst_h >> sy);
+        Some(YuvBox {
+            luma: BoxPlane::new(src_w, src_h, dst_w, dst_h)?,
+            chroma: BoxPlane::new(cw, ch, dcw, dch)?,
+            shift: chroma_shift,
+            width: dst_w,
+            height: dst_h,
+            y: vec![0; dst_w * dst_h],
+            u: vec![0; dcw * dch],
+            v: vec![0; dcw * dch],
+            gray: vec![0; dst_w * dst_h],
+        })
+    }
+
+    /// Average the three planes (`(data, stride)` each) and write the R, G and B planes
+    /// (`dst_w * dst_h` bytes each) into `rgb`.
+    pub fn run(&mut self, planes: [(&[u8], usize); 3], full_range: bool, rgb: &mut [Vec<u8>; 3]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { self.run_avx2(planes, full_range, rgb) };
+        }
+        self.run_any(planes, full_range, rgb);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn run_avx2(&mut self, planes: [(&[u8], usize); 3], full_range: bool, rgb: &mut [Vec<u8>; 3]) {
+        self.run_any(planes, full_range, rgb);
+    }
+
+    #[inline(always)]
+    fn run_any(&mut self, planes: [(&[u8], usize); 3], full_range: bool, rgb: &mut [Vec<u8>; 3]) {
+        self.luma.run(planes[0].0, planes[0].1, &mut self.y);
+        self.chroma.run(planes[1].0, planes[1].1, &mut self.u);
+        self.chroma.run(planes[2].0, planes[2].1, &mut self.v);
+        let m = Bt601::new(full_range);
+        for (l, &y) in self.gray.iter_mut().zip(&self.y) {
+            *l = m.full_luma(y);
+        }
+        let (w, (sx, sy)) = (self.width, self.shift);
+        let chroma_w = w >> sx;
+        let (mut u_row, mut v_row) = (vec![0u8; w], vec![0u8; w]);
+        let [r_out, g_out, b_out] = rgb;
+        for plane in [&mut *r_out, &mut *g_out, &mut *b_out] {
+            plane.resize(w * self.height, 0);
+        }
+        let rows = r_out
+            .chunks_exact_mut(w)
+            .zip(g_out.chunks_exact_mut(w))
+            .zip(b_out.chunks_exact_mut(w))
+            .zip(self.y.chunks_exact(w));
+        for (row, (((r, g), b), luma)) in rows.enumerate() {
+            if row & ((1 << sy) - 1) == 0 {
+                let c = (row >> sy) * chroma_w;
+                let (u, v) = (&self.u[c..c + chroma_w], &self.v[c..c + chroma_w]);
+                if sx == 0 {
+                    u_row.copy_from_slice(u);
+                    v_row.copy_from_slice(v);
+                } else {
+                    for ((uo, vo), (&u, &v)) in u_row
+                        .chunks_exact_mut(2)
+                        .zip(v_row.chunks_exact_mut(2))
+                        .zip(u.iter().zip(v))
+                    {
+                        uo.fill(u);
+                        vo.fill(v);
+                    }
+                }
+            }
+            let pixels = r
+                .iter_mut()
+                .zip(g.iter_mut())
+                .zip(b.iter_mut())
+                .zip(luma.iter().zip(&u_row).zip(&v_row));
+            for (((r, g), b), ((&y, &u), &v)) in pixels {
+                [*r, *g, *b] = m.rgb(y, u, v);
+            }
+        }
+    }
+}
+
+impl YuvBox {
+    /// Full-range luma of the last frame [`YuvBox::run`] converted.
+    pub fn luma(&self) -> &[u8] {
+        &self.gray
+    }
+}
+
+/// BT.601 YUV to RGB in 16.16 fixed point.
+struct Bt601 {
+    y_offset: i32,
+    y_gain: i32,
+    rv: i32,
+    gu: i32,
+    gv: i32,
+    bu: i32,
+}
+
+impl Bt601 {
+    fn new(full_range: bool) -> Self {
+        let fixed = |f: f64| (f * 65536.0).round() as i32;
+        // Chroma gains for Kr = 0.299, Kb = 0.114; limited range stretches Y by 255/219 and
+        // chroma by 255/224.
+        let (y_offset, y_gain, c) = if full_range {
+            (0, 1.0, 1.0)
+        } else {
+            (16, 255.0 / 219.0, 255.0 / 224.0)
+        };
+        Bt601 {
+            y_offset,
+            y_gain: fixed(y_gain),
+            rv: fixed(1.402 * c),
+            gu: fixed(0.344_136 * c),
+            gv: fixed(0.714_136 * c),
+            bu: fixed(1.772 * c),
+        }
+    }
+
+    #[inline(always)]
+    fn full_luma(&self, y: u8) -> u8 {
+        (((i32::from(y) - self.y_offset) * self.y_gain + (1 << 15)) >> 16).clamp(0, 255) as u8
+    }
+
+    #[inline(always)]
+    fn rgb(&self, y: u8, u: u8, v: u8) -> [u8; 3] {
+        let y = (i32::from(y) - self.y_offset) * self.y_gain + (1 << 15);
+        let (u, v) = (i32::from(u) - 128, i32::from(v) - 128);
+        let clamp = |x: i32| (x >> 16).clamp(0, 255) as u8;
+        [
+            clamp(y + self.rv * v),
+            clamp(y - self.gu * u - self.gv * v),
+            clamp(y + self.bu * u),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boxes_average_every_source_pixel_once() {
+        // 10 x 4 -> 4 x 2: boxes 3,2,3,2 wide (edges 0,3,5,8,10), 2 rows tall.
+        let src: Vec<u8> = (0..40).map(|i| (i * 6) as u8).collect();
+        let mut p = BoxPlane::new(10, 4, 4, 2).expect("shrink");
+        let mut out = [0u8; 8];
+        p.run(&src, 10, &mut out);
+        let mean = |xs: std::ops::Range<usize>, ys: std::ops::Range<usize>| {
+            let (mut s, mut n) = (0.0, 0.0);
+            for y in ys {
+                for x in xs.clone() {
+                    s += f64::from(src[y * 10 + x]);
+                    n += 1.0;
+                }
+            }
+            (s / n).round() as u8
+        };
+        let edges = [0, 3, 5, 8, 10];
+        for oy in 0..2 {
+            for ox in 0..4 {
+                let want = mean(edges[ox]..edges[ox + 1], oy * 2..oy * 2 + 2);
+                assert_eq!(out[oy * 4 + ox], want, "box ({ox}, {oy})");
+            }
+        }
+    }
+
+    #[test]
+    fn strided_rows_and_refusals() {
+        // Stride padding is ignored.
+        let mut src = vec![255u8; 8 * 2];
+        for row in src.chunks_mut(8) {
+            row[..4].fill(100);
+        }
+        let mut p = BoxPlane::new(4, 2, 2, 1).expect("shrink");
+        let mut out = [0u8; 2];
+        p.run(&src, 8, &mut out);
+        assert_eq!(out, [100, 100]);
+        assert!(BoxPlane::new(2, 2, 4, 2).is_none(), "no upscaling");
+        assert!(
+            BoxPlane::new(4, 600, 2, 2).is_none(),
+            "box taller than the sums hold"
+        );
+    }
+
+    #[test]
+    fn colours_convert_like_bt601() {
+        let limited = Bt601::new(false);
+        assert_eq!(limited.rgb(16, 128, 128), [0, 0, 0]);
+        assert_eq!(limited.rgb(235, 128, 128), [255, 255, 255]);
+        // Limited-range red (81, 90, 240).
+        let [r, g, b] = limited.rgb(81, 90, 240);
+        assert!(r >= 253 && g <= 2 && b <= 2, "{r} {g} {b}");
+        let full = Bt601::new(true);
+        assert_eq!(full.rgb(0, 128, 128), [0, 0, 0]);
+        assert_eq!(full.rgb(128, 128, 128), [128, 128, 128]);
+    }
+
+    #[test]
+    fn yuv420_frame_to_rgb() {
+        // 8 x 4 grey frame with a limited-range white left half.
+        let mut y = vec![16u8; 32];
+        for row in y.chunks_mut(8) {
+            row[..4].fill(235);
+        }
+        let (u, v) = (vec![128u8; 8], vec![128u8; 8]);
+        let mut s = YuvBox::new(8, 4, (1, 1), 4, 2).expect("shrink");
+        let mut rgb = [Vec::new(), Vec::new(), Vec::new()];
+        s.run([(&y, 8), (&u, 4), (&v, 4)], false, &mut rgb);
+        for plane in &rgb {
+            assert_eq!(plane, &[255, 255, 0, 0, 255, 255, 0, 0]);
+        }
+        assert_eq!(s.luma(), &[255, 255, 0, 0, 255, 255, 0, 0]);
+    }
+}
