@@ -8,6 +8,23 @@ pub struct Gray {
     pub data: Vec<u8>,
 }
 
+/// For each of `dst` output cells over `src` input cells: the first input cell it covers and
+/// the covered fraction of each input cell from there.
+fn area_taps(src: usize, dst: usize) -> Vec<(usize, Vec<f64>)> {
+    let scale = src as f64 / dst as f64;
+    (0..dst)
+        .map(|o| {
+            let (a, b) = (o as f64 * scale, (o + 1) as f64 * scale);
+            let first = a.floor() as usize;
+            let weights = (first..src)
+                .take_while(|&i| (i as f64) < b)
+                .map(|i| (b.min(i as f64 + 1.0) - a.max(i as f64)).max(0.0))
+                .collect();
+            (first, weights)
+        })
+        .collect()
+}
+
 /// BT.601 luma of one RGB pixel.
 fn luma(r: u8, g: u8, b: u8) -> u8 {
     ((77 * u32::from(r) + 150 * u32::from(g) + 29 * u32::from(b) + 128) >> 8) as u8
@@ -84,33 +101,35 @@ impl Gray {
         if self.width.is_multiple_of(w) && self.height.is_multiple_of(h) {
             return self.resize_box(self.width / w, self.height / h);
         }
-        let sx = self.width as f64 / w as f64;
-        let sy = self.height as f64 / h as f64;
-        let mut data = Vec::with_capacity(w * h);
-        for oy in 0..h {
-            let (y0, y1) = (oy as f64 * sy, (oy + 1) as f64 * sy);
-            for ox in 0..w {
-                let (x0, x1) = (ox as f64 * sx, (ox + 1) as f64 * sx);
-                let mut sum = 0.0;
-                let mut area = 0.0;
-                let mut y = y0.floor() as usize;
-                while (y as f64) < y1 && y < self.height {
-                    let wy = (y1.min(y as f64 + 1.0) - y0.max(y as f64)).max(0.0);
-                    let mut x = x0.floor() as usize;
-                    while (x as f64) < x1 && x < self.width {
-                        let wx = (x1.min(x as f64 + 1.0) - x0.max(x as f64)).max(0.0);
-                        sum += f64::from(self.data[y * self.width + x]) * wx * wy;
-                        area += wx * wy;
-                        x += 1;
-                    }
-                    y += 1;
-                }
-                data.push(if area > 0.0 {
-                    (sum / area).round() as u8
-                } else {
-                    0
-                });
+        // Separable: each output column (row) takes the input columns (rows) it covers, with
+        // the covered fraction as weight; rows are filtered first, then combined.
+        let xs = area_taps(self.width, w);
+        let ys = area_taps(self.height, h);
+        let mut rows = vec![0f64; self.height * w];
+        for (src, out) in self
+            .data
+            .chunks_exact(self.width)
+            .zip(rows.chunks_exact_mut(w))
+        {
+            for (o, (start, weights)) in out.iter_mut().zip(&xs) {
+                *o = weights
+                    .iter()
+                    .zip(&src[*start..])
+                    .map(|(wt, &v)| wt * f64::from(v))
+                    .sum();
             }
+        }
+        let area = (self.width as f64 / w as f64) * (self.height as f64 / h as f64);
+        let mut data = Vec::with_capacity(w * h);
+        let mut line = vec![0f64; w];
+        for (start, weights) in &ys {
+            line.fill(0.0);
+            for (wt, row) in weights.iter().zip(rows.chunks_exact(w).skip(*start)) {
+                for (l, &v) in line.iter_mut().zip(row) {
+                    *l += wt * v;
+                }
+            }
+            data.extend(line.iter().map(|&sum| (sum / area).round() as u8));
         }
         Gray {
             width: w,
@@ -374,6 +393,38 @@ mod tests {
             data: vec![0, 100, 200, 200, 0, 100, 200, 200],
         };
         assert_eq!(g.resize_area(2, 1).data, vec![50, 200]);
+    }
+
+    #[test]
+    fn fractional_area_resize_weights_partly_covered_pixels() {
+        // 5 x 3 to 2 x 2: each output covers 2.5 columns and 1.5 rows.
+        let g = Gray {
+            width: 5,
+            height: 3,
+            data: (0..15).map(|v| v * 10).collect(),
+        };
+        let at = |x: usize, y: usize| f64::from(g.data[y * 5 + x]);
+        let cell = |xs: [(usize, f64); 3], ys: [(usize, f64); 2]| {
+            let mut sum = 0.0;
+            for (y, wy) in ys {
+                for (x, wx) in xs {
+                    sum += at(x, y) * wx * wy;
+                }
+            }
+            (sum / 3.75).round() as u8
+        };
+        let (left, right) = (
+            [(0, 1.0), (1, 1.0), (2, 0.5)],
+            [(2, 0.5), (3, 1.0), (4, 1.0)],
+        );
+        let (top, bottom) = ([(0, 1.0), (1, 0.5)], [(1, 0.5), (2, 1.0)]);
+        let want = vec![
+            cell(left, top),
+            cell(right, top),
+            cell(left, bottom),
+            cell(right, bottom),
+        ];
+        assert_eq!(g.resize_area(2, 2).data, want);
     }
 
     #[test]
