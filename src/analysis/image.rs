@@ -280,24 +280,28 @@ impl Hsv {
             if a.is_empty() || a.len() != b.len() {
                 return 0.0;
             }
-            // u32 partial sums over chunks vectorise well and cannot overflow (4096 x 255).
-            let sum: u64 = a
-                .chunks(4096)
-                .zip(b.chunks(4096))
-                .map(|(x, y)| {
-                    u64::from(
-                        x.iter()
-                            .zip(y)
-                            .map(|(&p, &q)| u32::from(p.abs_diff(q)))
-                            .sum::<u32>(),
-                    )
-                })
-                .sum();
-            sum as f64 / a.len() as f64
+            sum_abs_diff(a, b) as f64 / a.len() as f64
         };
         (mean_abs(&self.h, &other.h) + mean_abs(&self.s, &other.s) + mean_abs(&self.v, &other.v))
             / 3.0
     }
+}
+
+/// Sum of absolute differences of two equally long byte slices (extra bytes of the longer
+/// one are ignored).
+pub fn sum_abs_diff(a: &[u8], b: &[u8]) -> u64 {
+    // u32 partial sums over chunks vectorise well and cannot overflow (4096 x 255).
+    a.chunks(4096)
+        .zip(b.chunks(4096))
+        .map(|(x, y)| {
+            let part: u32 = x
+                .iter()
+                .zip(y)
+                .map(|(&p, &q)| u32::from(p.abs_diff(q)))
+                .sum();
+            u64::from(part)
+        })
+        .sum()
 }
 
 /// Percentile (0..=100) of a non-empty slice of values, by linear interpolation.

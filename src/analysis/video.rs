@@ -2,7 +2,7 @@
 //! hashes, accumulated frame by frame.
 
 use super::cuts::{CutDetector, CutOptions};
-use super::image::{Gray, percentile};
+use super::image::{Gray, percentile, sum_abs_diff};
 use super::motion::{MotionMeter, motion_gray};
 use super::phash::phash;
 use super::quality;
@@ -113,12 +113,7 @@ impl VideoAnalyzer {
         if let Some(prev) = &self.previous_gray
             && prev.data.len() == gray.data.len()
         {
-            let diff: u64 = prev
-                .data
-                .iter()
-                .zip(&gray.data)
-                .map(|(a, b)| u64::from(a.abs_diff(*b)))
-                .sum();
+            let diff = sum_abs_diff(&prev.data, &gray.data);
             if (diff as f64) / (gray.data.len() as f64) < FROZEN_DIFF {
                 self.frozen += 1;
             }
