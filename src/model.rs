@@ -179,7 +179,7 @@ pub struct Item {
     pub info: MediaInfo,
 }
 
-/// One decoded frame, scaled down to a small packed RGB copy; valid during a callback.
+/// One decoded frame, scaled down to a small planar RGB copy; valid during a callback.
 #[derive(Debug)]
 pub struct FrameView<'a> {
     /// 0-based index in presentation (output) order.
