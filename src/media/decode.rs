@@ -416,7 +416,46 @@ pub(crate) fn packet_timestamps(input: &mut ff::format::context::Input, index: u
 
 #[cfg(test)]
 mod tests {
-    use super::fit;
+    use super::*;
+    use crate::media::synth::{ImageKind, Pattern, write_image};
+
+    /// Mean of each of the R, G and B planes of the first frame of `path`.
+    fn channel_means(path: &Path) -> [f64; 3] {
+        let mut means = None;
+        decode_frames(path, &DecodeOptions::default(), 0, &mut |f| {
+            means = Some(
+                f.planes
+                    .map(|p| p.iter().map(|&v| f64::from(v)).sum::<f64>() / p.len() as f64),
+            );
+            false
+        })
+        .expect("decodes");
+        means.expect("a frame")
+    }
+
+    #[test]
+    fn box_and_swscale_paths_agree_on_colour() {
+        // The same coloured shots as PNG (RGB: swscale into planar GBRP) and JPEG (8-bit
+        // YUV: the box path). A plane swap or a wrong range would move a mean by far more.
+        let dir = tempfile::tempdir().expect("tempdir");
+        for shot in 0..6 {
+            let pattern = Pattern::Shots { len: 1 };
+            let png = dir.path().join(format!("{shot}.png"));
+            let jpg = dir.path().join(format!("{shot}.jpg"));
+            write_image(&png, ImageKind::Png, 640, 360, pattern, shot, None).expect("png");
+            write_image(&jpg, ImageKind::Jpeg, 640, 360, pattern, shot, None).expect("jpeg");
+            let (a, b) = (channel_means(&png), channel_means(&jpg));
+            for c in 0..3 {
+                assert!(
+                    (a[c] - b[c]).abs() < 4.0,
+                    "shot {shot}, channel {c}: PNG {a:?} against JPEG {b:?}"
+                );
+            }
+            let spread = a.iter().copied().fold(f64::MIN, f64::max)
+                - a.iter().copied().fold(f64::MAX, f64::min);
+            assert!(spread > 20.0, "shot {shot} is coloured: {a:?}");
+        }
+    }
 
     #[test]
     fn fit_keeps_aspect_and_never_upscales() {
