@@ -129,7 +129,7 @@ fn clip_boundaries_are_frame_exact_on_variable_frame_rate_video() {
     // Decode every frame: its timestamp and the frame index its pixels encode.
     let mut frames: Vec<(i64, u64)> = Vec::new();
     decode_frames(&path, &DecodeOptions::default(), 0, &mut |f| {
-        let gray = Gray::from_rgb(&f.rgb24(), f.width, f.height);
+        let gray = Gray::from_planes(f.planes, f.width, f.height);
         frames.push((f.pts.unwrap(), counter_index(&gray)));
         true
     })

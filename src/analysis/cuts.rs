@@ -68,8 +68,8 @@ impl CutDetector {
 
     /// Add the next frame (R, G and B planes at analysis size).
     pub fn push(&mut self, frame: u64, time_secs: f64, rgb: [&[u8]; 3]) {
-        // The planes of the frame that leaves the look-back window are reused.
-        let mut hsv = if self.recent.len() > 2 * self.options.flash_window + 1 {
+        // A full look-back window gives up its oldest frame, whose planes are reused.
+        let mut hsv = if self.recent.len() >= self.look_back() {
             self.recent.pop_front().map(|(_, h)| h).unwrap_or_default()
         } else {
             Hsv::default()
@@ -86,12 +86,15 @@ impl CutDetector {
             score,
         });
         self.recent.push_back((frame, hsv));
-        while self.recent.len() > 2 * self.options.flash_window + 2 {
-            self.recent.pop_front();
-        }
         while self.window.len() > self.lookahead() {
             self.decide_front();
         }
+    }
+
+    /// Frames whose HSV is kept: the previous frame, and the frames around the one being
+    /// decided for the flash check.
+    fn look_back(&self) -> usize {
+        2 * self.options.flash_window + 2
     }
 
     fn lookahead(&self) -> usize {

@@ -1,7 +1,7 @@
 //! Small grey images and the pixel operations the analyses share.
 
 /// An 8-bit single-channel image, row-major, no padding.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Gray {
     pub width: usize,
     pub height: usize,
@@ -31,26 +31,11 @@ fn luma(r: u8, g: u8, b: u8) -> u8 {
 }
 
 impl Gray {
-    /// Luma (BT.601 weights) of packed RGB24.
-    pub fn from_rgb(rgb: &[u8], width: usize, height: usize) -> Gray {
-        let mut g = Gray {
-            width,
-            height,
-            data: Vec::new(),
-        };
-        g.set_from_rgb(rgb, width, height);
+    /// Luma (BT.601 weights) of R, G and B planes.
+    pub fn from_planes(planes: [&[u8]; 3], width: usize, height: usize) -> Gray {
+        let mut g = Gray::default();
+        g.set_from_planes(planes, width, height);
         g
-    }
-
-    /// Become the luma of packed RGB24, reusing this buffer.
-    pub fn set_from_rgb(&mut self, rgb: &[u8], width: usize, height: usize) {
-        self.data.clear();
-        self.data.extend(
-            rgb.chunks_exact(3)
-                .take(width * height)
-                .map(|p| luma(p[0], p[1], p[2])),
-        );
-        (self.width, self.height) = (width, height);
     }
 
     /// Become the luma of R, G and B planes, reusing this buffer.

@@ -26,21 +26,24 @@ impl Quality {
     }
 }
 
-/// Measure a picture given as packed RGB24 (any size; it is reduced to [`QUALITY_SIDE`]).
-pub fn measure(rgb: &[u8], width: usize, height: usize) -> Quality {
-    let gray = Gray::from_rgb(rgb, width, height).fit_long_side(QUALITY_SIDE);
-    let colorfulness = if rgb.is_empty() {
+/// Measure a picture given as R, G and B planes (any size; it is reduced to
+/// [`QUALITY_SIDE`]).
+pub fn measure(planes: [&[u8]; 3], width: usize, height: usize) -> Quality {
+    let gray = Gray::from_planes(planes, width, height).fit_long_side(QUALITY_SIDE);
+    let [r, g, b] = planes;
+    let n = r.len().min(g.len()).min(b.len());
+    let colorfulness = if n == 0 {
         0.0
     } else {
-        let sum: u64 = rgb
-            .chunks_exact(3)
-            .map(|p| {
-                u64::from(p[0].abs_diff(p[1]))
-                    + u64::from(p[1].abs_diff(p[2]))
-                    + u64::from(p[0].abs_diff(p[2]))
+        let sum: u64 = r
+            .iter()
+            .zip(g)
+            .zip(b)
+            .map(|((&r, &g), &b)| {
+                u64::from(r.abs_diff(g)) + u64::from(g.abs_diff(b)) + u64::from(r.abs_diff(b))
             })
             .sum();
-        sum as f64 / (3.0 * (rgb.len() / 3) as f64)
+        sum as f64 / (3.0 * n as f64)
     };
     let hist = histogram(&gray);
     Quality {
@@ -117,19 +120,23 @@ pub fn entropy(g: &Gray) -> f64 {
 mod tests {
     use super::*;
 
-    fn rgb_from(w: usize, h: usize, f: impl Fn(usize, usize) -> [u8; 3]) -> Vec<u8> {
-        let mut v = Vec::new();
+    /// Measure the picture whose pixel (x, y) is `f(x, y)`.
+    fn measure_of(w: usize, h: usize, f: impl Fn(usize, usize) -> [u8; 3]) -> Quality {
+        let mut planes = [Vec::new(), Vec::new(), Vec::new()];
         for y in 0..h {
             for x in 0..w {
-                v.extend_from_slice(&f(x, y));
+                for (plane, v) in planes.iter_mut().zip(f(x, y)) {
+                    plane.push(v);
+                }
             }
         }
-        v
+        let [r, g, b] = &planes;
+        measure([r, g, b], w, h)
     }
 
     #[test]
     fn flat_grey_has_no_sharpness_entropy_or_colour() {
-        let q = measure(&rgb_from(64, 64, |_, _| [90, 90, 90]), 64, 64);
+        let q = measure_of(64, 64, |_, _| [90, 90, 90]);
         assert!((q.brightness - 90.0).abs() < 1.0);
         assert_eq!(q.sharpness, 0.0);
         assert_eq!(q.entropy, 0.0);
@@ -138,25 +145,17 @@ mod tests {
 
     #[test]
     fn detail_is_sharper_than_a_blur() {
-        let sharp = measure(
-            &rgb_from(128, 128, |x, y| {
-                if (x / 2 + y / 2) % 2 == 0 {
-                    [0, 0, 0]
-                } else {
-                    [255, 255, 255]
-                }
-            }),
-            128,
-            128,
-        );
-        let soft = measure(
-            &rgb_from(128, 128, |x, _| {
-                let v = (x * 2) as u8;
-                [v, v, v]
-            }),
-            128,
-            128,
-        );
+        let sharp = measure_of(128, 128, |x, y| {
+            if (x / 2 + y / 2) % 2 == 0 {
+                [0, 0, 0]
+            } else {
+                [255, 255, 255]
+            }
+        });
+        let soft = measure_of(128, 128, |x, _| {
+            let v = (x * 2) as u8;
+            [v, v, v]
+        });
         assert!(
             sharp.sharpness > 100.0 * soft.sharpness.max(1.0),
             "{} vs {}",
@@ -164,7 +163,7 @@ mod tests {
             soft.sharpness
         );
         assert!(sharp.entropy > 0.9);
-        let colour = measure(&rgb_from(32, 32, |_, _| [200, 40, 40]), 32, 32);
+        let colour = measure_of(32, 32, |_, _| [200, 40, 40]);
         assert!(!colour.is_grayscale());
     }
 }

@@ -1,20 +1,20 @@
-//! Still pictures: quality and hash of the upright image, and structural checks of the
+//! Still pictures: quality and the upright grey copy, and structural checks of the
 //! file's bytes that catch truncation decoders conceal.
 
 use super::image::Gray;
-use super::phash::phash;
 use super::quality::{self, Quality};
 
-/// Quality and perceptual hash of a decoded picture (packed RGB24), EXIF orientation applied.
+/// Quality of a decoded picture (R, G and B planes) and its upright grey copy (EXIF
+/// orientation applied), which the hashes are taken from.
 pub fn analyse_picture(
-    rgb: &[u8],
+    planes: [&[u8]; 3],
     width: usize,
     height: usize,
     orientation: Option<u16>,
-) -> (Quality, u64) {
-    let q = quality::measure(rgb, width, height);
-    let gray = Gray::from_rgb(rgb, width, height).oriented(orientation.unwrap_or(1));
-    (q, phash(&gray))
+) -> (Quality, Gray) {
+    let q = quality::measure(planes, width, height);
+    let upright = Gray::from_planes(planes, width, height).oriented(orientation.unwrap_or(1));
+    (q, upright)
 }
 
 /// A structural problem in an image file's bytes, in words; `None` when it is complete.

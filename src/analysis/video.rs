@@ -99,11 +99,7 @@ impl VideoAnalyzer {
         self.size = Some(size);
 
         // The previous frame's buffer takes this frame's luma.
-        let mut gray = self.spare_gray.take().unwrap_or_else(|| Gray {
-            width: 0,
-            height: 0,
-            data: Vec::new(),
-        });
+        let mut gray = self.spare_gray.take().unwrap_or_default();
         match f.luma {
             Some(luma) => gray.set(luma, f.width, f.height),
             None => gray.set_from_planes(f.planes, f.width, f.height),
@@ -127,7 +123,7 @@ impl VideoAnalyzer {
         if time >= self.next_sample {
             self.next_sample = time + SAMPLE_EVERY_SECS;
             self.samples
-                .push(quality::measure(&f.rgb24(), f.width, f.height));
+                .push(quality::measure(f.planes, f.width, f.height));
             if gray.std_dev() >= FLAT_STD {
                 self.frame_hashes.push(phash(&gray));
             }

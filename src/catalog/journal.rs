@@ -118,36 +118,18 @@ impl Catalog {
 fn apply_edit(tx: &Transaction, edit: Edit) -> Result<Edit> {
     match edit {
         Edit::Decision { item, after, .. } => {
-            tx.execute(
-                "INSERT INTO reviews(item_id, decision, updated_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(item_id) DO UPDATE SET decision = excluded.decision,
-                    updated_at = excluded.updated_at",
-                params![item, after.as_str(), unix_now()],
-            )?;
+            set_review(tx, item, ReviewColumn::Decision, &after.as_str())?;
         }
         Edit::Tags {
             item, ref after, ..
         } => {
-            tx.execute(
-                "INSERT INTO reviews(item_id, tags, updated_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(item_id) DO UPDATE SET tags = excluded.tags,
-                    updated_at = excluded.updated_at",
-                params![
-                    item,
-                    serde_json::to_string(after).unwrap_or_default(),
-                    unix_now()
-                ],
-            )?;
+            let tags = serde_json::to_string(after).unwrap_or_default();
+            set_review(tx, item, ReviewColumn::Tags, &tags)?;
         }
         Edit::Note {
             item, ref after, ..
         } => {
-            tx.execute(
-                "INSERT INTO reviews(item_id, note, updated_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(item_id) DO UPDATE SET note = excluded.note,
-                    updated_at = excluded.updated_at",
-                params![item, after, unix_now()],
-            )?;
+            set_review(tx, item, ReviewColumn::Note, after)?;
         }
         Edit::AddClip { mut clip } => {
             insert_clip(tx, &mut clip)?;
@@ -158,6 +140,37 @@ fn apply_edit(tx: &Transaction, edit: Edit) -> Result<Edit> {
         }
     }
     Ok(edit)
+}
+
+/// The per-file review fields an edit sets.
+#[derive(Clone, Copy)]
+enum ReviewColumn {
+    Decision,
+    Tags,
+    Note,
+}
+
+/// Set one review field of `item` (creating its review row), stamping the update time.
+fn set_review(
+    tx: &Transaction,
+    item: i64,
+    column: ReviewColumn,
+    value: &dyn rusqlite::ToSql,
+) -> Result<()> {
+    let column = match column {
+        ReviewColumn::Decision => "decision",
+        ReviewColumn::Tags => "tags",
+        ReviewColumn::Note => "note",
+    };
+    tx.execute(
+        &format!(
+            "INSERT INTO reviews(item_id, {column}, updated_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT(item_id) DO UPDATE SET {column} = excluded.{column},
+                updated_at = excluded.updated_at"
+        ),
+        params![item, value, unix_now()],
+    )?;
+    Ok(())
 }
 
 fn insert_clip(tx: &Transaction, clip: &mut Clip) -> Result<()> {

@@ -249,6 +249,14 @@ impl Converter {
         ))
     }
 
+    /// Full-range luma of the last frame converted, where the conversion made one.
+    fn luma(&self) -> Option<&[u8]> {
+        match self {
+            Converter::Box(b) => Some(b.luma()),
+            Converter::Sws(..) => None,
+        }
+    }
+
     /// Convert `frame` into `planes` (R, G and B, `dw` x `dh` each, no padding).
     fn run(
         &mut self,
@@ -337,10 +345,6 @@ fn drain(
             continue;
         }
         let pts = frame.timestamp();
-        let luma = match converter {
-            Converter::Box(b) => Some(b.luma()),
-            Converter::Sws(..) => None,
-        };
         let view = FrameView {
             index: report.frames,
             pts,
@@ -349,7 +353,7 @@ fn drain(
             coded_height: h,
             corrupt,
             planes: [&state.planes[0], &state.planes[1], &state.planes[2]],
-            luma,
+            luma: converter.luma(),
             width: dw,
             height: dh,
         };

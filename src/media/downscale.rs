@@ -15,74 +15,63 @@ pub struct BoxPlane {
     /// Box edges along x and y: box `i` covers `[edges[i], edges[i + 1])`.
     x_edges: Vec<usize>,
     y_edges: Vec<usize>,
-    /// 2^16 / box width (and height), so the mean is `(sum * inv_x * inv_y) >> 32`.
-    inv_x: Vec<u64>,
-    inv_y: Vec<u64>,
+    /// The narrowest box; the others are at most one pixel wider (taller): edges are an
+    /// arithmetic sequence rounded.
+    min_w: usize,
+    min_h: usize,
+    /// `2^24 / area` for the four box shapes, `[extra row][extra column]`.
+    inv_area: [[u32; 2]; 2],
     /// Column sums of the current band of rows.
     acc: Vec<u16>,
-    /// The narrowest box (the others are at most one column wider).
-    min_box_w: usize,
 }
 
 /// Tallest box the `u16` column sums can hold (257 x 255 < 65,536).
 const MAX_BOX_ROWS: usize = 257;
+/// Largest box area for which `sum * 2^24 / area` (plus rounding) stays below 2^32.
+const MAX_BOX_AREA: usize = 65_000;
+
+/// The mean of a box from its sum and `2^24 / area`; `sum <= 255 x area <= 255 x 65,000`
+/// keeps the product below 2^32 and the mean at most 255.
+#[inline(always)]
+fn box_mean(sum: u32, inv_area: u32) -> u8 {
+    ((sum * inv_area + (1 << 23)) >> 24) as u8
+}
 
 impl BoxPlane {
     /// `None` when the output is larger than the source along an axis, or a box would be too
-    /// tall for the column sums.
+    /// tall for the column sums or too large for the fixed-point mean.
     pub fn new(src_w: usize, src_h: usize, dst_w: usize, dst_h: usize) -> Option<BoxPlane> {
         if dst_w == 0 || dst_h == 0 || dst_w > src_w || dst_h > src_h {
             return None;
         }
-        if src_h.div_ceil(dst_h) > MAX_BOX_ROWS {
+        let (max_w, max_h) = (src_w.div_ceil(dst_w), src_h.div_ceil(dst_h));
+        if max_h > MAX_BOX_ROWS || max_w * max_h > MAX_BOX_AREA {
             return None;
         }
         let edges = |src: usize, dst: usize| -> Vec<usize> {
             (0..=dst).map(|i| (i * src + dst / 2) / dst).collect()
         };
-        let inv = |edges: &[usize]| -> Vec<u64> {
-            edges
-                .windows(2)
-                .map(|e| ((1u64 << 16) + (e[1] - e[0]) as u64 / 2) / (e[1] - e[0]) as u64)
-                .collect()
+        let (min_w, min_h) = (src_w / dst_w, src_h / dst_h);
+        let inv = |w: usize, h: usize| {
+            let area = (w * h) as u32;
+            ((1 << 24) + area / 2) / area
         };
-        let x_edges = edges(src_w, dst_w);
-        let y_edges = edges(src_h, dst_h);
-        // Rounded edges of a shrink are strictly increasing: every box holds a pixel.
-        debug_assert!(x_edges.windows(2).all(|e| e[1] > e[0]));
-        debug_assert!(y_edges.windows(2).all(|e| e[1] > e[0]));
         Some(BoxPlane {
-            min_box_w: src_w / dst_w,
             src_w,
             dst_w,
-            inv_x: inv(&x_edges),
-            inv_y: inv(&y_edges),
-            x_edges,
-            y_edges,
+            x_edges: edges(src_w, dst_w),
+            y_edges: edges(src_h, dst_h),
+            min_w,
+            min_h,
+            inv_area: [0, 1].map(|dy| [0, 1].map(|dx| inv(min_w + dx, min_h + dy))),
             acc: vec![0; src_w],
         })
     }
 
     /// Average `src` (rows `stride` bytes apart) into `out` (`dst_w` x `dst_h`, packed).
-    pub fn run(&mut self, src: &[u8], stride: usize, out: &mut [u8]) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            return unsafe { self.run_avx2(src, stride, out) };
-        }
-        self.run_any(src, stride, out);
-    }
-
-    /// [`BoxPlane::run`] compiled for AVX2: the row sums take twice the columns per
-    /// instruction.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn run_avx2(&mut self, src: &[u8], stride: usize, out: &mut [u8]) {
-        self.run_any(src, stride, out);
-    }
-
+    /// Inlined into [`YuvBox::run`]'s AVX2 and portable versions.
     #[inline(always)]
-    fn run_any(&mut self, src: &[u8], stride: usize, out: &mut [u8]) {
+    pub fn run(&mut self, src: &[u8], stride: usize, out: &mut [u8]) {
         let (src_w, dst_w) = (self.src_w, self.dst_w);
         for (oy, out_row) in out.chunks_exact_mut(dst_w).enumerate() {
             let (y0, y1) = (self.y_edges[oy], self.y_edges[oy + 1]);
@@ -98,20 +87,12 @@ impl BoxPlane {
                     }
                 }
             }
-            let inv_y = self.inv_y[oy];
-            let boxes = Boxes {
-                acc: &self.acc,
-                edges: &self.x_edges,
-                inv_x: &self.inv_x,
-                inv_y,
-            };
-            if src_w == self.min_box_w * dst_w {
+            let inv_area = &self.inv_area[y1 - y0 - self.min_h];
+            if src_w == self.min_w * dst_w {
                 // Every box is equally wide: with the width known at compile time, the sums
                 // vectorise (as interleaved loads).
-                let area = (self.min_box_w * (y1 - y0)) as u32;
-                let inv = ((1 << 24) + area / 2) / area;
-                let acc = &self.acc;
-                match self.min_box_w {
+                let (acc, inv) = (&self.acc, inv_area[0]);
+                match self.min_w {
                     1 => sum_exact::<1>(acc, inv, out_row),
                     2 => sum_exact::<2>(acc, inv, out_row),
                     3 => sum_exact::<3>(acc, inv, out_row),
@@ -120,61 +101,56 @@ impl BoxPlane {
                     6 => sum_exact::<6>(acc, inv, out_row),
                     7 => sum_exact::<7>(acc, inv, out_row),
                     8 => sum_exact::<8>(acc, inv, out_row),
-                    _ => boxes.sum_into::<0>(out_row),
+                    _ => sum_boxes::<0>(acc, &self.x_edges, self.min_w, inv_area, out_row),
                 }
                 continue;
             }
             // Box widths are the ratio rounded down or up: with the narrower width known at
             // compile time, each box is a fixed run of adds plus at most one more.
-            match self.min_box_w {
-                1 => boxes.sum_into::<1>(out_row),
-                2 => boxes.sum_into::<2>(out_row),
-                3 => boxes.sum_into::<3>(out_row),
-                4 => boxes.sum_into::<4>(out_row),
-                5 => boxes.sum_into::<5>(out_row),
-                6 => boxes.sum_into::<6>(out_row),
-                7 => boxes.sum_into::<7>(out_row),
-                8 => boxes.sum_into::<8>(out_row),
-                _ => boxes.sum_into::<0>(out_row),
+            let (acc, edges, w) = (&self.acc, &self.x_edges, self.min_w);
+            match w {
+                1 => sum_boxes::<1>(acc, edges, w, inv_area, out_row),
+                2 => sum_boxes::<2>(acc, edges, w, inv_area, out_row),
+                3 => sum_boxes::<3>(acc, edges, w, inv_area, out_row),
+                4 => sum_boxes::<4>(acc, edges, w, inv_area, out_row),
+                5 => sum_boxes::<5>(acc, edges, w, inv_area, out_row),
+                6 => sum_boxes::<6>(acc, edges, w, inv_area, out_row),
+                7 => sum_boxes::<7>(acc, edges, w, inv_area, out_row),
+                8 => sum_boxes::<8>(acc, edges, w, inv_area, out_row),
+                _ => sum_boxes::<0>(acc, edges, w, inv_area, out_row),
             }
         }
     }
 }
 
-/// Means of `K`-wide boxes of `acc` whose area has the reciprocal `inv` (2^24 / area).
+/// Means of `K`-wide boxes of `acc`, all of area `2^24 / inv`.
 #[inline(always)]
 fn sum_exact<const K: usize>(acc: &[u16], inv: u32, out: &mut [u8]) {
     for (o, cols) in out.iter_mut().zip(acc.chunks_exact(K)) {
-        let sum: u32 = cols.iter().map(|&a| u32::from(a)).sum();
-        // sum <= 255 x area, so this stays below 2^32 and the mean below 256.
-        *o = ((sum * inv + (1 << 23)) >> 24) as u8;
+        *o = box_mean(cols.iter().map(|&a| u32::from(a)).sum(), inv);
     }
 }
 
-/// One band's column sums and the horizontal boxes over them.
-struct Boxes<'a> {
-    acc: &'a [u16],
-    edges: &'a [usize],
-    inv_x: &'a [u64],
-    inv_y: u64,
-}
-
-impl Boxes<'_> {
-    /// Sum each box of `acc`, `K` columns at a time (0: any width), and write the means.
-    #[inline(always)]
-    fn sum_into<const K: usize>(&self, out: &mut [u8]) {
-        for ((o, e), &inv_x) in out.iter_mut().zip(self.edges.windows(2)).zip(self.inv_x) {
-            let cols = &self.acc[e[0]..e[1]];
-            let sum: u32 = if K == 0 {
-                cols.iter().map(|&a| u32::from(a)).sum()
-            } else {
-                let (head, rest) = cols.split_at(K);
-                head.iter().map(|&a| u32::from(a)).sum::<u32>()
-                    + rest.first().map_or(0, |&a| u32::from(a))
-            };
-            let mean = (u64::from(sum) * inv_x * self.inv_y + (1 << 31)) >> 32;
-            *o = mean.min(255) as u8;
-        }
+/// Means of the boxes of `acc` between `edges`, `min_w` or `min_w + 1` wide, summed `K`
+/// columns at a time plus at most one more (`K` = 0: any width); `inv_area` by width.
+#[inline(always)]
+fn sum_boxes<const K: usize>(
+    acc: &[u16],
+    edges: &[usize],
+    min_w: usize,
+    inv_area: &[u32; 2],
+    out: &mut [u8],
+) {
+    for (o, e) in out.iter_mut().zip(edges.windows(2)) {
+        let cols = &acc[e[0]..e[1]];
+        let sum: u32 = if K == 0 {
+            cols.iter().map(|&a| u32::from(a)).sum()
+        } else {
+            let (head, rest) = cols.split_at(K);
+            head.iter().map(|&a| u32::from(a)).sum::<u32>()
+                + rest.first().map_or(0, |&a| u32::from(a))
+        };
+        *o = box_mean(sum, inv_area[cols.len() - min_w]);
     }
 }
 
@@ -193,6 +169,9 @@ pub struct YuvBox {
     v: Vec<u8>,
     /// `y` in full range.
     gray: Vec<u8>,
+    /// One row of chroma at full width.
+    u_row: Vec<u8>,
+    v_row: Vec<u8>,
 }
 
 impl YuvBox {
@@ -222,6 +201,8 @@ impl YuvBox {
             u: vec![0; dcw * dch],
             v: vec![0; dcw * dch],
             gray: vec![0; dst_w * dst_h],
+            u_row: vec![0; dst_w],
+            v_row: vec![0; dst_w],
         })
     }
 
@@ -236,6 +217,8 @@ impl YuvBox {
         self.run_any(planes, full_range, rgb);
     }
 
+    /// [`YuvBox::run`] compiled for AVX2 (the row sums and the conversion take twice the
+    /// pixels per instruction).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn run_avx2(&mut self, planes: [(&[u8], usize); 3], full_range: bool, rgb: &mut [Vec<u8>; 3]) {
@@ -253,7 +236,7 @@ impl YuvBox {
         }
         let (w, (sx, sy)) = (self.width, self.shift);
         let chroma_w = w >> sx;
-        let (mut u_row, mut v_row) = (vec![0u8; w], vec![0u8; w]);
+        let (u_row, v_row) = (&mut self.u_row, &mut self.v_row);
         let [r_out, g_out, b_out] = rgb;
         for plane in [&mut *r_out, &mut *g_out, &mut *b_out] {
             plane.resize(w * self.height, 0);
@@ -285,15 +268,13 @@ impl YuvBox {
                 .iter_mut()
                 .zip(g.iter_mut())
                 .zip(b.iter_mut())
-                .zip(luma.iter().zip(&u_row).zip(&v_row));
+                .zip(luma.iter().zip(u_row.iter()).zip(v_row.iter()));
             for (((r, g), b), ((&y, &u), &v)) in pixels {
                 [*r, *g, *b] = m.rgb(y, u, v);
             }
         }
     }
-}
 
-impl YuvBox {
     /// Full-range luma of the last frame [`YuvBox::run`] converted.
     pub fn luma(&self) -> &[u8] {
         &self.gray

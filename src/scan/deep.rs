@@ -13,16 +13,16 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::ScanError;
 use crate::analysis::cuts::CutOptions;
-use crate::analysis::image::Gray;
-use crate::analysis::phash::dihedral_hashes;
+use crate::analysis::phash::{dihedral_hashes, phash};
 use crate::analysis::still;
 use crate::analysis::video::{FLAT_STD, VideoAnalyzer};
 use crate::catalog::{AnalysisResult, AnalysisTodo, Catalog};
 use crate::media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
 use crate::model::{Curves, Metrics};
 
-/// Bump when an analysis changes what it stores: older results are recomputed.
-pub const ANALYSIS_VERSION: u32 = 2;
+/// Bump when an analysis changes what it stores: older results are recomputed (3: the
+/// box-averaged analysis copy moves every picture measure slightly).
+pub const ANALYSIS_VERSION: u32 = 3;
 
 #[derive(Debug, Clone)]
 pub struct AnalyzeOptions {
@@ -281,9 +281,9 @@ fn analyse_image(
         deadline: Some(deadline),
         ..DecodeOptions::default()
     };
-    let mut picture: Option<(Vec<u8>, usize, usize)> = None;
+    let mut picture: Option<([Vec<u8>; 3], usize, usize)> = None;
     let report = match decode_frames(path, &options, lowres, &mut |f| {
-        picture = Some((f.rgb24(), f.width, f.height));
+        picture = Some((f.planes.map(<[u8]>::to_vec), f.width, f.height));
         false
     }) {
         Ok(r) => r,
@@ -300,7 +300,7 @@ fn analyse_image(
     };
     let mut metrics = base;
     apply_report(&mut metrics, &report);
-    let Some((rgb, w, h)) = picture else {
+    let Some(([r, g, b], w, h)) = picture else {
         metrics.undecodable = Some(
             report
                 .first_error
@@ -312,7 +312,7 @@ fn analyse_image(
         return (metrics, Curves::default());
     };
     let orientation = item.exif_orientation.filter(|o| (1..=8).contains(o));
-    let (q, hash) = still::analyse_picture(&rgb, w, h, orientation);
+    let (q, upright) = still::analyse_picture([&r, &g, &b], w, h, orientation);
     metrics.decoded_frames = 1;
     metrics.brightness = Some(q.brightness);
     metrics.brightness_p5 = Some(q.brightness_p5);
@@ -320,8 +320,7 @@ fn analyse_image(
     metrics.sharpness = Some(q.sharpness);
     metrics.entropy = Some(q.entropy);
     metrics.colorfulness = Some(q.colorfulness);
-    metrics.phash = Some(hash);
-    let upright = Gray::from_rgb(&rgb, w, h).oriented(orientation.unwrap_or(1));
+    metrics.phash = Some(phash(&upright));
     // A flat picture has no content to match: leave it to exact duplicates.
     let frame_hashes = if upright.std_dev() >= FLAT_STD {
         dihedral_hashes(&upright).to_vec()
