@@ -363,7 +363,7 @@ fn player_shows_the_stored_boundary_frame_on_the_corpus_variable_frame_rate_file
         let mut picture = None;
         reader
             .read(
-                &timeline.pts[..=target],
+                &(0..=target).collect::<Vec<usize>>(),
                 None,
                 &mut ReadTimes::default(),
                 &mut |i, p| {

@@ -76,6 +76,7 @@ fn random_frame(rng: &mut Rng, width: u32, height: u32, format: FrameFormat) -> 
         range,
         data,
         pts: 0,
+        index: 0,
     }
 }
 

@@ -478,12 +478,12 @@ fn decode_thread(
         while let Ok(i) = requests.try_recv() {
             index = i;
         }
-        let Some(&pts) = timeline.pts.get(index) else {
+        if index >= timeline.pts.len() {
             continue;
-        };
+        }
         let mut picture = None;
         let mut times = ReadTimes::default();
-        let read = reader.read(&[pts], None, &mut times, &mut |_, p| picture = Some(p));
+        let read = reader.read(&[index], None, &mut times, &mut |_, p| picture = Some(p));
         let msg = match (read, picture) {
             (Ok(()), Some(p)) => Msg::Frame {
                 index,

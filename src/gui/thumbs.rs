@@ -234,8 +234,8 @@ fn load_or_make_scrub(file: &Path, cache: &Path, orientation: u16) -> Result<Fra
     }
     let (quarter_turns, _) = crate::model::orientation_turns(orientation);
     let mut reader = VideoReader::open(file, 1).map_err(|e| e.to_string())?;
-    let pts = reader.frame_pts().to_vec();
-    if pts.is_empty() {
+    let count = reader.frames().len();
+    if count == 0 {
         return Err("no frames".into());
     }
     let mut converter = Converter::with_max_size((THUMB_SIZE, THUMB_SIZE));
@@ -243,7 +243,7 @@ fn load_or_make_scrub(file: &Path, cache: &Path, orientation: u16) -> Result<Fra
     let mut size = (0, 0);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     for k in 0..SCRUB_FRAMES {
-        let at = pts[(k * 2 + 1) * pts.len() / (2 * SCRUB_FRAMES)];
+        let at = (k * 2 + 1) * count / (2 * SCRUB_FRAMES);
         let mut picture = None;
         reader
             .read(

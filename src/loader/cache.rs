@@ -20,7 +20,8 @@ use super::preprocess::{
 use crate::media::reader::{ReadTimes, VideoReader};
 use crate::model::Ratio;
 
-const MAGIC: &[u8] = b"framecull-frames-1\n";
+/// Version 2: frames identified by their index in the file (version 1 by timestamp).
+const MAGIC: &[u8] = b"framecull-frames-2\n";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheConfig {
@@ -34,6 +35,8 @@ struct Header {
     width: u32,
     height: u32,
     time_base: String,
+    /// Index in the file of the first stored frame; the clip's frames follow in order.
+    first_frame: usize,
     /// Timestamps of the stored frames, ascending: the clip's frames.
     pts: Vec<i64>,
 }
@@ -44,6 +47,7 @@ pub(crate) struct CachedClip {
     width: u32,
     height: u32,
     pub time_base: Ratio,
+    pub first_frame: usize,
     pub pts: Vec<i64>,
     data_offset: u64,
 }
@@ -80,18 +84,19 @@ impl CacheConfig {
             width: header.width,
             height: header.height,
             time_base: Ratio::parse(&header.time_base)?,
+            first_frame: header.first_frame,
             pts: header.pts,
             data_offset,
         })
     }
 
-    /// Decode all of the clip's frames (`pts`), shrink them and write the cache file
+    /// Decode all of the clip's frames (file frames `frames`), shrink them and write the cache file
     /// (under a temporary name, then renamed: a killed run leaves no partial file).
     pub(crate) fn fill(
         &self,
         clip: &ClipSource,
         reader: &mut VideoReader,
-        pts: &[i64],
+        frames: std::ops::Range<usize>,
         deadline: Instant,
         times: &mut ReadTimes,
     ) -> Result<CachedClip, String> {
@@ -99,7 +104,7 @@ impl CacheConfig {
             .map_err(|e| format!("cannot create the cache folder {}: {e}", self.dir.display()))?;
         let path = self.file(clip);
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let result = self.write(clip, reader, pts, deadline, times, &tmp);
+        let result = self.write(clip, reader, frames, deadline, times, &tmp);
         match result {
             Ok(()) => {
                 std::fs::rename(&tmp, &path)
@@ -118,7 +123,7 @@ impl CacheConfig {
         &self,
         clip: &ClipSource,
         reader: &mut VideoReader,
-        pts: &[i64],
+        frames: std::ops::Range<usize>,
         deadline: Instant,
         times: &mut ReadTimes,
         tmp: &Path,
@@ -130,10 +135,12 @@ impl CacheConfig {
         let mut failure: Option<String> = None;
         let mut bytes = Vec::new();
         let mut written = 0usize;
-        let header_pts = pts.to_vec();
+        let header_pts = reader.frame_pts()[frames.clone()].to_vec();
+        let first_frame = frames.start;
+        let wanted: Vec<usize> = frames.collect();
         let time_base = reader.time_base();
         reader
-            .read(pts, Some(deadline), times, &mut |_, picture| {
+            .read(&wanted, Some(deadline), times, &mut |_, picture| {
                 if failure.is_some() {
                     return;
                 }
@@ -151,6 +158,7 @@ impl CacheConfig {
                         width: w,
                         height: h,
                         time_base: time_base.to_text(),
+                        first_frame,
                         pts: header_pts.clone(),
                     };
                     let json = serde_json::to_vec(&header).unwrap_or_default();
@@ -179,28 +187,28 @@ impl CacheConfig {
         if let Some(e) = failure {
             return Err(e);
         }
-        if written != pts.len() {
+        if written != wanted.len() {
             return Err(format!(
                 "decoded {written} of the clip's {} frames",
-                pts.len()
+                wanted.len()
             ));
         }
         let file = out.into_inner().map_err(|e| io(e.into_error()))?;
         file.sync_all().map_err(io)
     }
 
-    /// The cached frames at `wanted` (timestamps among the clip's), as RGB frames already
-    /// rotated and mirrored.
-    pub(crate) fn read(&self, clip: &CachedClip, wanted: &[i64]) -> Result<Vec<Frame>, String> {
+    /// The cached frames at `wanted` (positions among the clip's frames), as RGB frames
+    /// already rotated and mirrored.
+    pub(crate) fn read(&self, clip: &CachedClip, wanted: &[usize]) -> Result<Vec<Frame>, String> {
         let mut file = File::open(&clip.path)
             .map_err(|e| format!("cannot read {}: {e}", clip.path.display()))?;
         let frame_bytes = 3 * clip.width as usize * clip.height as usize;
         let mut frames = Vec::with_capacity(wanted.len());
-        for &p in wanted {
-            let index = clip
+        for &index in wanted {
+            let &pts = clip
                 .pts
-                .binary_search(&p)
-                .map_err(|_| format!("frame {p} is not in the cache"))?;
+                .get(index)
+                .ok_or_else(|| format!("frame {index} of the clip is not in the cache"))?;
             let mut data = vec![0u8; frame_bytes];
             file.seek(SeekFrom::Start(
                 clip.data_offset + (index * frame_bytes) as u64,
@@ -214,7 +222,8 @@ impl CacheConfig {
                 matrix: Matrix::Bt709,
                 range: Range::Full,
                 data,
-                pts: p,
+                pts,
+                index: clip.first_frame + index,
             });
         }
         Ok(frames)

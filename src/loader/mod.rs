@@ -146,6 +146,8 @@ pub enum SkipReason {
 #[derive(Debug, Clone)]
 pub(crate) struct ClipSource {
     pub clip_id: String,
+    /// Index of the clip's row in the manifest.
+    pub row: usize,
     pub path: PathBuf,
     pub is_image: bool,
     pub quarter_turns: u8,
@@ -155,6 +157,8 @@ pub(crate) struct ClipSource {
     pub end_pts: Option<i64>,
     pub start_secs: f64,
     pub end_secs: f64,
+    /// `[start_frame, end_frame)`: frame indices of the file, when the manifest has them.
+    pub frames: Option<(usize, usize)>,
     pub time_base: Option<Ratio>,
 }
 
@@ -188,7 +192,8 @@ pub struct Stats {
     pub skipped_windows: BTreeMap<SkipReason, u64>,
     /// First few reasons, for the report.
     pub errors: Vec<String>,
-    /// xxh3-64 over every batch's bytes, in order (hex).
+    /// xxh3-64 over every batch handed out, in order (hex): shapes, lengths, the frames of
+    /// every window and the bytes (a GPU batch's bytes once read back with `to_host`).
     pub checksum: String,
 }
 
@@ -203,7 +208,8 @@ impl Stats {
 }
 
 /// A batch: `shape` in the layout's order, bytes of `dtype`, little-endian. Window `i` holds
-/// `lengths[i]` real frames; the rest of its `T` slots are zeros.
+/// `lengths[i]` real frames in its first slots, described by `windows[i]`; the rest of its
+/// `T` slots are padding (zeros).
 pub struct Batch {
     pub index: usize,
     pub shape: [usize; 5],
@@ -211,7 +217,48 @@ pub struct Batch {
     pub dtype: DType,
     pub lengths: Vec<u32>,
     pub clip_ids: Vec<String>,
+    pub windows: Vec<WindowInfo>,
     pub data: BatchData,
+}
+
+/// What one window of a batch holds: which clip, and exactly which frames.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WindowInfo {
+    pub clip_id: String,
+    /// Index of the clip's row in the manifest.
+    pub row: usize,
+    /// For each real frame, in slot order: its index in the file, counted in display order
+    /// from the first frame (the frame a decode from the start shows at that position).
+    pub frames: Vec<u64>,
+    /// Each frame's presentation timestamp, in `time_base` units (best effort where the
+    /// file's packets carry none; see docs/LOADER.md).
+    pub pts: Vec<i64>,
+    /// Each frame's timestamp in seconds.
+    pub secs: Vec<f64>,
+    pub time_base: Ratio,
+}
+
+impl Batch {
+    /// Whether slot `slot` of window `window` is padding rather than a frame.
+    pub fn is_padding(&self, window: usize, slot: usize) -> bool {
+        self.lengths.get(window).is_none_or(|&l| slot >= l as usize)
+    }
+
+    /// Feed the batch's shape, frames and host bytes to `hasher`.
+    pub(crate) fn hash_into(&self, hasher: &mut xxhash_rust::xxh3::Xxh3) {
+        for d in self.shape {
+            hasher.update(&(d as u64).to_le_bytes());
+        }
+        for (length, window) in self.lengths.iter().zip(&self.windows) {
+            hasher.update(&length.to_le_bytes());
+            for f in &window.frames {
+                hasher.update(&f.to_le_bytes());
+            }
+        }
+        if let BatchData::Host(bytes) = &self.data {
+            hasher.update(bytes);
+        }
+    }
 }
 
 pub enum BatchData {
@@ -263,20 +310,21 @@ impl Loader {
             ),
             ..Stats::default()
         };
-        let rows: Vec<&ManifestRow> = rows
+        let (row_index, rows): (Vec<usize>, Vec<&ManifestRow>) = rows
             .iter()
-            .filter(|r| {
+            .enumerate()
+            .filter(|(_, r)| {
                 config
                     .split
                     .as_ref()
                     .is_none_or(|s| r.split.as_deref() == Some(s))
             })
-            .filter(|r| r.kind == "video" || r.kind == "image")
-            .collect();
+            .filter(|(_, r)| r.kind == "video" || r.kind == "image")
+            .unzip();
         let checked = source::check_files(&rows, root, config.verify_fingerprints);
         let mut clips = Vec::new();
         let mut extents = Vec::new();
-        for (row, check) in rows.iter().zip(checked) {
+        for ((row, check), index) in rows.iter().zip(checked).zip(row_index) {
             if let Err((reason, message)) = check {
                 if config.on_error == OnError::Fail {
                     return Err(LoaderError::File {
@@ -290,7 +338,7 @@ impl Loader {
                 }
                 continue;
             }
-            let (clip, extent) = source::clip_source(row, root);
+            let (clip, extent) = source::clip_source(row, index, root);
             clips.push(clip);
             extents.push(extent);
         }

@@ -31,9 +31,17 @@ enum Prepared {
     Frames(WindowFrames),
 }
 
+/// A window read: its output, and which frames of the file it holds.
+struct Read {
+    prepared: Prepared,
+    /// Index in the file and timestamp of each real frame, in slot order.
+    frames: Vec<(usize, i64)>,
+    time_base: crate::model::Ratio,
+}
+
 struct Done {
     job: usize,
-    result: Result<Prepared, (SkipReason, String)>,
+    result: Result<Read, (SkipReason, String)>,
     times: ReadTimes,
     preprocess_secs: f64,
     /// Windows read from the cache, and clips written to it.
@@ -117,6 +125,8 @@ pub struct Epoch<'a> {
     workers: Vec<JoinHandle<()>>,
     started: Instant,
     failed: bool,
+    /// Running checksum of the batches handed out (see [`Stats::checksum`](super::Stats)).
+    hasher: xxhash_rust::xxh3::Xxh3,
 }
 
 impl<'a> Epoch<'a> {
@@ -173,6 +183,7 @@ impl<'a> Epoch<'a> {
             workers,
             started: Instant::now(),
             failed: false,
+            hasher: xxhash_rust::xxh3::Xxh3::new(),
         }
     }
 
@@ -185,9 +196,15 @@ impl<'a> Epoch<'a> {
         self.batches.is_empty()
     }
 
-    /// A batch's bytes in host memory (read back from the GPU when it lives there).
+    /// A batch's bytes in host memory (read back from the GPU when it lives there). A GPU
+    /// batch's bytes count in the epoch's checksum when they are read back here.
     pub fn to_host(&mut self, batch: &Batch) -> Result<Vec<u8>, LoaderError> {
-        self.loader.to_host(batch)
+        let bytes = self.loader.to_host(batch)?;
+        if matches!(batch.data, BatchData::Gpu(_)) {
+            self.hasher.update(&bytes);
+            self.loader.stats.checksum = format!("{:016x}", self.hasher.digest());
+        }
+        Ok(bytes)
     }
 
     /// Give a used batch back: its memory holds a later batch (no fresh pages per batch).
@@ -220,6 +237,7 @@ impl<'a> Epoch<'a> {
         let out = self.loader.config.output;
         let mut lengths = Vec::new();
         let mut clip_ids = Vec::new();
+        let mut windows = Vec::new();
         let mut prepared = Vec::new();
         for (j, sample) in (lo..hi).zip(&planned.samples) {
             let Some(done) = self.pending.remove(&j) else {
@@ -236,10 +254,19 @@ impl<'a> Epoch<'a> {
             stats.cache_fills += done.cache_fills;
             let clip = &self.loader.clips[sample.clip as usize];
             match done.result {
-                Ok(p) => {
-                    lengths.push(sample.len);
+                Ok(read) => {
+                    lengths.push(read.frames.len() as u32);
                     clip_ids.push(clip.clip_id.clone());
-                    prepared.push(p);
+                    let tb = read.time_base.as_f64();
+                    windows.push(super::WindowInfo {
+                        clip_id: clip.clip_id.clone(),
+                        row: clip.row,
+                        frames: read.frames.iter().map(|&(i, _)| i as u64).collect(),
+                        pts: read.frames.iter().map(|&(_, p)| p).collect(),
+                        secs: read.frames.iter().map(|&(_, p)| p as f64 * tb).collect(),
+                        time_base: read.time_base,
+                    });
+                    prepared.push(read.prepared);
                 }
                 Err((reason, message)) => {
                     let message = format!("{}: {message}", clip.path.display());
@@ -309,15 +336,19 @@ impl<'a> Epoch<'a> {
             super::Layout::Bcthw => [rows, t, 3, out.height as usize, out.width as usize],
             super::Layout::Bthwc => [rows, t, out.height as usize, out.width as usize, 3],
         };
-        Ok(Batch {
+        let batch = Batch {
             index: b,
             shape,
             layout: out.layout,
             dtype: out.dtype,
             lengths,
             clip_ids,
+            windows,
             data,
-        })
+        };
+        batch.hash_into(&mut self.hasher);
+        self.loader.stats.checksum = format!("{:016x}", self.hasher.digest());
+        Ok(batch)
     }
 }
 
@@ -407,8 +438,15 @@ fn worker(
         // A panic in one window (a bug, or a decoder gone wrong) fails that window only.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let window = readers.read_window(clip, &job.sample, config, &mut times)?;
+            let frames: Vec<(usize, i64)> =
+                window.frames.iter().map(|f| (f.index, f.pts)).collect();
+            let time_base = window.time_base;
             if gpu {
-                return Ok(Prepared::Frames(window));
+                return Ok(Read {
+                    prepared: Prepared::Frames(window),
+                    frames,
+                    time_base,
+                });
             }
             let started = Instant::now();
             let size = job.t as usize * frame_bytes;
@@ -431,7 +469,11 @@ fn worker(
             }
             preprocess_secs = started.elapsed().as_secs_f64();
             readers.recycle(&clip.path, window.frames.into_iter().map(|f| f.data));
-            Ok(Prepared::Bytes(bytes))
+            Ok(Read {
+                prepared: Prepared::Bytes(bytes),
+                frames,
+                time_base,
+            })
         }))
         .unwrap_or_else(|_| {
             Err((

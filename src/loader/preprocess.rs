@@ -24,6 +24,8 @@ pub struct Frame {
     pub data: Vec<u8>,
     /// Presentation timestamp, in the stream's time base (0 for images).
     pub pts: i64,
+    /// Index of the frame in its file, in display order (0 for images).
+    pub index: usize,
 }
 
 impl From<crate::media::reader::Picture> for Frame {
@@ -48,6 +50,7 @@ impl From<crate::media::reader::Picture> for Frame {
             },
             data: p.data,
             pts: p.pts,
+            index: p.index,
         }
     }
 }
@@ -712,6 +715,7 @@ mod tests {
             range: Range::Full,
             data,
             pts: 0,
+            index: 0,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Reading windows: file checks, which frames a window takes (by frame index or by
 //! timestamp), decoders kept open per worker, and the crop and flip drawn per window.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -60,7 +61,11 @@ pub(crate) fn check_files(
         .collect()
 }
 
-pub(crate) fn clip_source(row: &ManifestRow, root: &Path) -> (ClipSource, ClipExtent) {
+pub(crate) fn clip_source(
+    row: &ManifestRow,
+    row_index: usize,
+    root: &Path,
+) -> (ClipSource, ClipExtent) {
     let path = root.join(&row.path);
     let is_image = row.kind == "image";
     let (quarter_turns, mirror) = if is_image {
@@ -79,6 +84,7 @@ pub(crate) fn clip_source(row: &ManifestRow, root: &Path) -> (ClipSource, ClipEx
     (
         ClipSource {
             clip_id: row.clip_id.clone(),
+            row: row_index,
             path,
             is_image,
             quarter_turns,
@@ -87,6 +93,10 @@ pub(crate) fn clip_source(row: &ManifestRow, root: &Path) -> (ClipSource, ClipEx
             end_pts: row.end_pts,
             start_secs: row.start_secs,
             end_secs: row.end_secs,
+            frames: match (row.start_frame, row.end_frame) {
+                (Some(a), Some(b)) if a >= 0 && b > a => Some((a as usize, b as usize)),
+                _ => None,
+            },
             time_base: row.time_base.as_deref().and_then(Ratio::parse),
         },
         ClipExtent {
@@ -98,51 +108,84 @@ pub(crate) fn clip_source(row: &ManifestRow, root: &Path) -> (ClipSource, ClipEx
     )
 }
 
-/// Timestamps of the clip's frames, ascending: `[start_pts, end_pts)`, else by seconds.
-pub(crate) fn clip_frames(all: &[i64], time_base: Ratio, clip: &ClipSource) -> Vec<i64> {
+/// The clip's frames: a range of frame indices of the file (whose timestamps are `all`).
+///
+/// A frame belongs to the clip when its index is in `[start_frame, end_frame)` or its
+/// timestamp in `[start_pts, end_pts)` (else in `[start_secs, end_secs)`): the two agree on
+/// clips marked on the same frames, and together they keep a whole-file row's first and last
+/// frames when its seconds were rounded or its duration is the container's, which may end
+/// where the last frame starts.
+pub(crate) fn clip_range(all: &[i64], time_base: Ratio, clip: &ClipSource) -> Range<usize> {
     if clip.is_image {
-        return all.iter().take(1).copied().collect();
+        return 0..all.len().min(1);
     }
-    if let (Some(a), Some(b)) = (clip.start_pts, clip.end_pts)
+    let by_time = if let (Some(a), Some(b)) = (clip.start_pts, clip.end_pts)
         && clip.time_base.is_none_or(|tb| tb == time_base)
     {
-        return all.iter().copied().filter(|p| *p >= a && *p < b).collect();
+        all.partition_point(|&p| p < a)..all.partition_point(|&p| p < b)
+    } else {
+        let tb = time_base.as_f64();
+        let eps = 1e-6;
+        let lo = all.partition_point(|&p| (p as f64 * tb) < clip.start_secs - eps);
+        let hi = all.partition_point(|&p| (p as f64 * tb) < clip.end_secs - eps);
+        lo..hi
+    };
+    let by_index = match clip.frames {
+        Some((a, b)) => a.min(all.len())..b.min(all.len()),
+        None => return by_time,
+    };
+    if by_index.is_empty() {
+        return by_time;
     }
-    let tb = time_base.as_f64();
-    let eps = 1e-6;
-    all.iter()
-        .copied()
-        .filter(|&p| {
-            let t = p as f64 * tb;
-            t >= clip.start_secs - eps && t < clip.end_secs - eps
-        })
-        .collect()
+    if by_time.is_empty() || by_time.start > by_index.end || by_index.start > by_time.end {
+        return by_index;
+    }
+    by_time.start.min(by_index.start)..by_time.end.max(by_index.end)
 }
 
-/// The timestamps a window takes from the clip's frames (ascending, repeats allowed).
-pub(crate) fn window_pts(
+/// Positions among the clip's frames (timestamps `frames`) that a window takes, ascending,
+/// repeats allowed (a frame shown at two sampled times). Only frames that exist: a stride
+/// window planned past the clip's end (from an overstated frame count) is moved back to end
+/// at the last frame, and what still does not fit is left to padding; a timed window takes
+/// no frame after the clip's last one has ended.
+pub(crate) fn window_positions(
     frames: &[i64],
     time_base: Ratio,
     sample: &Sample,
     timing: Timing,
-) -> Vec<i64> {
-    let last = frames.len().saturating_sub(1);
+) -> Vec<usize> {
+    let n = frames.len();
+    if n == 0 {
+        return Vec::new();
+    }
     match timing {
-        Timing::Stride(stride) => (0..sample.len)
-            .map(|k| {
-                let i = sample.start as usize + k as usize * stride as usize;
-                frames[i.min(last)]
-            })
-            .collect(),
+        Timing::Stride(stride) => {
+            let stride = stride.max(1) as usize;
+            let len = sample.len as usize;
+            let span = len.saturating_sub(1) * stride + 1;
+            let start = (sample.start.max(0.0) as usize).min(n.saturating_sub(span));
+            (0..len)
+                .map(|k| start + k * stride)
+                .take_while(|&i| i < n)
+                .collect()
+        }
         Timing::Fps(fps) => {
             let tb = time_base.as_f64();
             let t0 = frames[0] as f64 * tb;
+            // The last frame is shown for as long as the one before it.
+            let step = if n > 1 {
+                frames[n - 1] - frames[n - 2]
+            } else {
+                (1.0 / fps / tb).round().max(1.0) as i64
+            };
+            let end = (frames[n - 1] + step) as f64 * tb;
             (0..sample.len)
-                .map(|k| {
-                    let t = t0 + sample.start + f64::from(k) / fps;
+                .map(|k| t0 + sample.start + f64::from(k) / fps)
+                .take_while(|&t| t < end - 1e-9)
+                .map(|t| {
                     // The frame on screen at time t: the last one that starts at or before it.
                     let shown = frames.partition_point(|&p| p as f64 * tb <= t + 1e-9);
-                    frames[shown.saturating_sub(1).min(last)]
+                    shown.saturating_sub(1)
                 })
                 .collect()
         }
@@ -203,8 +246,11 @@ fn draw_augmentation(
 
 /// The frames of one window and how to cut each.
 pub(crate) struct WindowFrames {
+    /// The frames, each with its index in the file and its timestamp.
     pub frames: Vec<Frame>,
     pub params: Vec<FrameParams>,
+    /// The timestamps' time base (the file's stream).
+    pub time_base: Ratio,
 }
 
 /// Open decoders of one worker, most recently used last, and the frame cache.
@@ -260,14 +306,17 @@ impl Readers {
         self.open.retain(|(p, _)| p != path);
     }
 
-    /// The clip's decoder and the timestamps of its frames within its boundaries.
-    fn clip_reader(&mut self, clip: &ClipSource) -> Result<(&mut VideoReader, Vec<i64>), String> {
+    /// The clip's decoder and the range of its frames within the clip's boundaries.
+    fn clip_reader(
+        &mut self,
+        clip: &ClipSource,
+    ) -> Result<(&mut VideoReader, Range<usize>), String> {
         let reader = self.get(&clip.path)?;
-        let frames = clip_frames(reader.frame_pts(), reader.time_base(), clip);
-        if frames.is_empty() {
+        let range = clip_range(reader.frame_pts(), reader.time_base(), clip);
+        if range.is_empty() {
             return Err("no frames within the clip's boundaries".to_string());
         }
-        Ok((reader, frames))
+        Ok((reader, range))
     }
 
     /// The window's frames as decoded, with the clip's rotation and mirror still to apply.
@@ -278,10 +327,14 @@ impl Readers {
         timing: Timing,
         deadline: Instant,
         times: &mut ReadTimes,
-    ) -> Result<Vec<Frame>, String> {
-        let (reader, frames) = self.clip_reader(clip)?;
+    ) -> Result<(Vec<Frame>, Ratio), String> {
+        let (reader, range) = self.clip_reader(clip)?;
         let time_base = reader.time_base();
-        let wanted = window_pts(&frames, time_base, sample, timing);
+        let clip_pts = &reader.frame_pts()[range.clone()];
+        let wanted: Vec<usize> = window_positions(clip_pts, time_base, sample, timing)
+            .into_iter()
+            .map(|p| range.start + p)
+            .collect();
         let mut pictures: Vec<Option<Picture>> = vec![None; wanted.len()];
         if let Err(e) = reader.read(&wanted, Some(deadline), times, &mut |i, p| {
             pictures[i] = Some(p)
@@ -289,13 +342,14 @@ impl Readers {
             self.drop_reader(&clip.path);
             return Err(e.to_string());
         }
-        pictures
+        let frames = pictures
             .into_iter()
             .map(|p| {
                 p.map(Frame::from)
                     .ok_or_else(|| "a frame was not decoded".to_string())
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        Ok((frames, time_base))
     }
 
     /// The window's frames from the cache (filled with the whole clip on a miss), already
@@ -308,7 +362,7 @@ impl Readers {
         timing: Timing,
         deadline: Instant,
         times: &mut ReadTimes,
-    ) -> Result<Vec<Frame>, String> {
+    ) -> Result<(Vec<Frame>, Ratio), String> {
         // Headers of cached clips are read once per worker.
         if self.known.contains_key(&clip.clip_id) {
             self.cache_hits += 1;
@@ -316,8 +370,8 @@ impl Readers {
             self.cache_hits += 1;
             self.known.insert(clip.clip_id.clone(), c);
         } else {
-            let (reader, frames) = self.clip_reader(clip)?;
-            let filled = cache.fill(clip, reader, &frames, deadline, times);
+            let (reader, range) = self.clip_reader(clip)?;
+            let filled = cache.fill(clip, reader, range, deadline, times);
             if filled.is_err() {
                 self.drop_reader(&clip.path);
             }
@@ -325,8 +379,8 @@ impl Readers {
             self.known.insert(clip.clip_id.clone(), filled?);
         }
         let cached = &self.known[&clip.clip_id];
-        let wanted = window_pts(&cached.pts, cached.time_base, sample, timing);
-        cache.read(cached, &wanted)
+        let wanted = window_positions(&cached.pts, cached.time_base, sample, timing);
+        Ok((cache.read(cached, &wanted)?, cached.time_base))
     }
 
     /// Read one window's frames and draw its augmentation.
@@ -352,7 +406,13 @@ impl Readers {
                 (frames, clip.quarter_turns, clip.mirror)
             }
         };
-        let frames = frames.map_err(|m| (SkipReason::Corrupt, m))?;
+        let (frames, time_base) = frames.map_err(|m| (SkipReason::Corrupt, m))?;
+        if frames.is_empty() {
+            return Err((
+                SkipReason::Corrupt,
+                "no frames within the clip's boundaries".to_string(),
+            ));
+        }
         let mut params = Vec::with_capacity(frames.len());
         let mut augmentation = None;
         for frame in &frames {
@@ -380,7 +440,11 @@ impl Readers {
                 flip,
             });
         }
-        Ok(WindowFrames { frames, params })
+        Ok(WindowFrames {
+            frames,
+            params,
+            time_base,
+        })
     }
 }
 
@@ -396,6 +460,7 @@ mod tests {
     fn clip() -> ClipSource {
         ClipSource {
             clip_id: "0".into(),
+            row: 0,
             path: PathBuf::new(),
             is_image: false,
             quarter_turns: 0,
@@ -404,43 +469,97 @@ mod tests {
             end_pts: None,
             start_secs: 0.0,
             end_secs: 10.0,
+            frames: None,
             time_base: None,
+        }
+    }
+
+    fn sample(start: f64, len: u32) -> Sample {
+        Sample {
+            clip: 0,
+            start,
+            len,
+            aug_seed: 0,
         }
     }
 
     #[test]
     fn fps_sampling_follows_timestamps_not_indices() {
-        // Variable frame rate: frames at 0, 1, 3, 4, 6, 7 (ms units of 1/1000 s x 100).
+        // Variable frame rate: frames at 0, 0.1, 0.3, 0.4, 0.6, 0.7 s.
         let tb = Ratio { num: 1, den: 10 };
         let frames = [0, 1, 3, 4, 6, 7];
-        let sample = Sample {
-            clip: 0,
-            start: 0.0,
-            len: 4,
-            aug_seed: 0,
-        };
-        // 5 fps: times 0, 0.2, 0.4, 0.6 -> frames shown then: pts 0, 1, 4, 6.
+        // 5 fps: times 0, 0.2, 0.4, 0.6 -> frames shown then: 0, 1, 3, 4.
         assert_eq!(
-            window_pts(&frames, tb, &sample, Timing::Fps(5.0)),
-            vec![0, 1, 4, 6]
+            window_positions(&frames, tb, &sample(0.0, 4), Timing::Fps(5.0)),
+            vec![0, 1, 3, 4]
+        );
+        // 10 fps from 0.5 s: frames shown at 0.5, 0.6, 0.7 and 0.75; the last frame is shown
+        // for as long as the one before it (until 0.8 s), so 0.8 and later take no frame.
+        assert_eq!(
+            window_positions(&frames, tb, &sample(0.5, 5), Timing::Fps(10.0)),
+            vec![3, 4, 5]
         );
         assert_eq!(
-            window_pts(&frames, tb, &sample, Timing::Stride(2)),
-            vec![0, 3, 6, 7]
+            window_positions(&frames, tb, &sample(0.5, 6), Timing::Fps(20.0)),
+            vec![3, 3, 4, 4, 5, 5]
         );
+    }
+
+    #[test]
+    fn stride_windows_take_only_frames_that_exist() {
+        let tb = Ratio { num: 1, den: 10 };
+        let frames = [0, 1, 3, 4, 6, 7];
+        assert_eq!(
+            window_positions(&frames, tb, &sample(0.0, 3), Timing::Stride(2)),
+            vec![0, 2, 4]
+        );
+        // Planned past the end (the header promised more frames): moved back to end at the
+        // last frame, never a repeated last frame.
+        assert_eq!(
+            window_positions(&frames, tb, &sample(4.0, 3), Timing::Stride(1)),
+            vec![3, 4, 5]
+        );
+        // Longer than the clip: the frames there are, the rest is padding.
+        assert_eq!(
+            window_positions(&frames, tb, &sample(0.0, 4), Timing::Stride(2)),
+            vec![0, 2, 4]
+        );
+        assert!(window_positions(&[], tb, &sample(0.0, 4), Timing::Stride(1)).is_empty());
     }
 
     #[test]
     fn clip_ranges_are_half_open() {
         let tb = Ratio { num: 1, den: 10 };
+        let all = [0, 1, 3, 4, 6, 7];
         let mut c = clip();
         c.start_pts = Some(3);
         c.end_pts = Some(6);
-        assert_eq!(clip_frames(&[0, 1, 3, 4, 6, 7], tb, &c), vec![3, 4]);
+        assert_eq!(clip_range(&all, tb, &c), 2..4);
         c.start_pts = None;
         c.start_secs = 0.1;
         c.end_secs = 0.6;
-        assert_eq!(clip_frames(&[0, 1, 3, 4, 6, 7], tb, &c), vec![1, 3, 4]);
+        assert_eq!(clip_range(&all, tb, &c), 1..4);
+    }
+
+    #[test]
+    fn whole_file_rows_keep_their_last_frame() {
+        // A container duration that ends where the last frame starts (0.7 s), and frame
+        // bounds that say all six frames.
+        let tb = Ratio { num: 1, den: 10 };
+        let all = [0, 1, 3, 4, 6, 7];
+        let mut c = clip();
+        c.start_pts = Some(0);
+        c.end_pts = Some(7);
+        c.frames = Some((0, 6));
+        assert_eq!(clip_range(&all, tb, &c), 0..6);
+        // A frame count that overstates (fps x duration) is clamped to the frames there are.
+        c.frames = Some((0, 9));
+        assert_eq!(clip_range(&all, tb, &c), 0..6);
+        // A clip marked on frames 2..4 is exactly those.
+        c.start_pts = Some(3);
+        c.end_pts = Some(6);
+        c.frames = Some((2, 4));
+        assert_eq!(clip_range(&all, tb, &c), 2..4);
     }
 
     #[test]

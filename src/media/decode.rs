@@ -383,9 +383,10 @@ pub(crate) fn first_video_stream(
     })
 }
 
-/// Presentation timestamps of every frame of the first video stream, in order, read from
-/// the packets (no decoding), with the stream's time base. Frame `i` is shown from
-/// `pts[i]` until `pts[i + 1]`.
+/// Timestamps of every frame of the first video stream in display order, read from the
+/// packets (no decoding), with the stream's time base: the same frames, and the same
+/// indices, as the loader's reader ([`FrameIndex`](crate::media::frames::FrameIndex)).
+/// Frame `i` is shown from `pts[i]` until `pts[i + 1]`.
 pub fn frame_timestamps(path: &Path) -> Result<(Vec<i64>, Ratio), DecodeError> {
     ffmpeg_log::init();
     let mut input = ff::format::input(&path).map_err(|e| DecodeError::Open(e.to_string()))?;
@@ -394,28 +395,9 @@ pub fn frame_timestamps(path: &Path) -> Result<(Vec<i64>, Ratio), DecodeError> {
     let tb = stream.time_base();
     let time_base = Ratio::new(tb.numerator(), tb.denominator())
         .ok_or_else(|| DecodeError::Setup("the stream has no time base".into()))?;
-    Ok((packet_timestamps(&mut input, index), time_base))
-}
-
-/// Read every packet of stream `index` to its end: their timestamps (pts, else dts),
-/// ascending and without repeats. Leaves `input` at the end of the file.
-pub(crate) fn packet_timestamps(input: &mut ff::format::context::Input, index: usize) -> Vec<i64> {
-    let mut pts = Vec::new();
-    loop {
-        let mut packet = ff::Packet::empty();
-        match packet.read(input) {
-            Ok(()) if packet.stream() == index => {
-                if let Some(t) = packet.pts().or(packet.dts()) {
-                    pts.push(t);
-                }
-            }
-            Ok(()) => {}
-            Err(_) => break,
-        }
-    }
-    pts.sort_unstable();
-    pts.dedup();
-    pts
+    let step = crate::media::frames::stream_frame_step(&stream, time_base);
+    let frames = crate::media::frames::FrameIndex::read(&mut input, index, step);
+    Ok((frames.pts, time_base))
 }
 
 #[cfg(test)]

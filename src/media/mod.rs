@@ -3,6 +3,7 @@
 pub mod decode;
 pub mod downscale;
 mod ffmpeg_log;
+pub mod frames;
 mod image_probe;
 pub mod reader;
 pub mod sniff;

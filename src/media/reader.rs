@@ -10,8 +10,9 @@ use ff::format::Pixel;
 use ff::software::scaling;
 use ffmpeg_next as ff;
 
-use crate::media::decode::{DecodeError, first_video_stream, packet_timestamps};
+use crate::media::decode::{DecodeError, first_video_stream};
 use crate::media::ffmpeg_log;
+use crate::media::frames::{FrameIndex, Identity, stream_frame_step};
 use crate::model::Ratio;
 
 /// A decoded picture, tightly packed: planar YUV 4:2:0 (Y, then U, then V, each
@@ -27,8 +28,12 @@ pub struct Picture {
     /// Full-range samples (JPEG), else limited (16..235).
     pub full_range: bool,
     pub data: Vec<u8>,
-    /// Presentation timestamp in the stream's time base.
+    /// Presentation timestamp in the stream's time base (best effort where the file's
+    /// packets carry none: see [`Identity::Ordinal`]).
     pub pts: i64,
+    /// Index of the frame in display order: the `index`-th frame a decode from the start
+    /// shows.
+    pub index: usize,
 }
 
 /// Time spent per stage of a request, in seconds.
@@ -59,8 +64,10 @@ impl ReadTimes {
 pub enum ReadError {
     #[error(transparent)]
     Open(#[from] DecodeError),
-    #[error("frames at pts {0:?} could not be decoded")]
-    Missing(Vec<i64>),
+    #[error("frames {0:?} could not be decoded")]
+    Missing(Vec<usize>),
+    #[error("frame {frame} decodes with errors")]
+    Corrupt { frame: usize },
     #[error("the time budget ran out")]
     TimedOut,
     #[error("cannot convert {format} {width}x{height}: {message}")]
@@ -79,13 +86,14 @@ pub struct VideoReader {
     decoder: ff::decoder::Video,
     stream_index: usize,
     time_base: Ratio,
-    /// Presentation timestamps of every frame, ascending (from the packets).
-    pts: Vec<i64>,
-    /// The last frame handed out, when the decoder can go on from there without a seek.
-    position: Option<i64>,
-    /// Frames decoded since the file was (re)opened at its start: stands in for a missing
-    /// timestamp (pictures, some raw streams).
+    frames: FrameIndex,
+    /// The last frame the decoder put out, when it is known and every frame up to it was
+    /// checked: the decoder can go on from there without a seek.
+    position: Option<usize>,
+    /// Frames put out since the file was (re)opened at its start; `None` after a seek.
     ordinal: Option<usize>,
+    /// Seek points (indices into `frames.seek_points`) that did not give clean frames.
+    refused: std::collections::BTreeSet<usize>,
     scaler: Option<(scaling::Context, Pixel, u32, u32, Pixel)>,
     converted: Option<ff::frame::Video>,
     /// Buffers of pictures the caller is done with, reused for the next ones (large frames
@@ -94,27 +102,73 @@ pub struct VideoReader {
 }
 
 /// Continue decoding instead of seeking when the next wanted frame is at most this many
-/// frames after the last one handed out.
+/// frames after the last one put out.
 const SEQUENTIAL_FRAMES: usize = 48;
+
+/// Seek points tried, each earlier than the last, before decoding from the start.
+const SEEK_ATTEMPTS: usize = 3;
+
+/// Where one attempt at a request starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// Go on from the decoder's position.
+    Continue,
+    /// Seek to this seek point (an index into `frames.seek_points`).
+    Seek(usize),
+    /// Open the file again and decode from its first frame.
+    Beginning,
+}
+
+/// How one attempt ended.
+enum Outcome {
+    /// Every wanted frame was handed out.
+    Done,
+    /// The frames reached cannot be trusted (no clean keyframe before the first wanted
+    /// frame, a damaged or missing frame): start earlier.
+    Doubt,
+}
+
+/// Where to start reading frames from `first`: going on when the decoder is shortly before
+/// it, else the latest usable seek points at or before it, last the start of the file.
+fn start_plan(
+    frames: &FrameIndex,
+    position: Option<usize>,
+    refused: &std::collections::BTreeSet<usize>,
+    first: usize,
+) -> Vec<Start> {
+    let mut plan = Vec::with_capacity(SEEK_ATTEMPTS + 2);
+    if let Some(p) = position
+        && p < first
+        && (frames.identity == Identity::Ordinal || first - p <= SEQUENTIAL_FRAMES)
+    {
+        plan.push(Start::Continue);
+    }
+    if frames.identity == Identity::Pts {
+        let usable = frames.seek_points.partition_point(|s| s.frame <= first);
+        plan.extend(
+            (0..usable)
+                .rev()
+                .filter(|i| !refused.contains(i) && frames.seek_points[*i].frame > 0)
+                .take(SEEK_ATTEMPTS)
+                .map(Start::Seek),
+        );
+    }
+    plan.push(Start::Beginning);
+    plan
+}
 
 impl VideoReader {
     /// Open `path` and index its frames (one pass over the packets, no decoding).
     pub fn open(path: &Path, threads: usize) -> Result<VideoReader, DecodeError> {
         ffmpeg_log::init();
         ffmpeg_log::clear_last_error();
-        let open_error = |e: ff::Error| {
-            let detail = ffmpeg_log::take_last_error();
-            DecodeError::Open(match detail {
-                Some(d) => format!("{e} ({d})"),
-                None => e.to_string(),
-            })
-        };
-        let mut input = ff::format::input(&path).map_err(open_error)?;
+        let mut input = open_input(path)?;
         let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
         let stream_index = stream.index();
         let tb = stream.time_base();
         let time_base = Ratio::new(tb.numerator(), tb.denominator())
             .ok_or_else(|| DecodeError::Setup("the stream has no time base".into()))?;
+        let step = stream_frame_step(&stream, time_base);
         let codec_name = stream.parameters().id().name().to_string();
         let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
             .map_err(|e| DecodeError::Setup(e.to_string()))?;
@@ -127,18 +181,19 @@ impl VideoReader {
             ff::Error::DecoderNotFound => DecodeError::NoDecoder(codec_name),
             other => DecodeError::Setup(other.to_string()),
         })?;
-        let pts = packet_timestamps(&mut input, stream_index);
+        let frames = FrameIndex::read(&mut input, stream_index, step);
         // Open again rather than seek back: picture demuxers cannot seek.
-        let input = ff::format::input(&path).map_err(open_error)?;
+        let input = open_input(path)?;
         Ok(VideoReader {
             path: path.to_path_buf(),
             input,
             decoder,
             stream_index,
             time_base,
-            pts,
+            frames,
             position: None,
             ordinal: Some(0),
+            refused: std::collections::BTreeSet::new(),
             scaler: None,
             converted: None,
             spare: Vec::new(),
@@ -149,45 +204,57 @@ impl VideoReader {
         self.time_base
     }
 
-    /// Presentation timestamps of every frame, ascending. Frame `i` is shown from `pts[i]`
-    /// until `pts[i + 1]`.
-    pub fn frame_pts(&self) -> &[i64] {
-        &self.pts
+    /// The file's frames: timestamps in display order, and how they are recognised.
+    pub fn frames(&self) -> &FrameIndex {
+        &self.frames
     }
 
-    /// Seek to the keyframe at or before `pts` (the start for `i64::MIN`) and reset the
-    /// decoder. Where the demuxer cannot seek, the file is opened again.
-    fn seek(&mut self, pts: i64) -> Result<(), DecodeError> {
+    /// Timestamps of every frame, ascending. Frame `i` is shown from `pts[i]` until
+    /// `pts[i + 1]`.
+    pub fn frame_pts(&self) -> &[i64] {
+        &self.frames.pts
+    }
+
+    /// Open the file again at its start.
+    fn restart(&mut self) -> Result<(), DecodeError> {
         self.decoder.flush();
         self.position = None;
-        // At or before the first frame: open again (exact, and picture demuxers need it).
-        if self.pts.first().is_some_and(|&first| pts > first) {
-            // SAFETY: `input` owns an open AVFormatContext; av_seek_frame only moves its
-            // read position. The stream index is one of its streams.
-            let rc = unsafe {
-                ffi::av_seek_frame(
-                    self.input.as_mut_ptr(),
-                    self.stream_index as i32,
-                    pts,
-                    ffi::AVSEEK_FLAG_BACKWARD,
-                )
-            };
-            if rc >= 0 {
-                self.ordinal = None;
-                return Ok(());
-            }
-        }
-        self.input = ff::format::input(&self.path).map_err(|e| DecodeError::Open(e.to_string()))?;
+        self.input = open_input(&self.path)?;
         self.ordinal = Some(0);
         Ok(())
     }
 
-    /// Decode the frames whose timestamps are in `wanted` (ascending, each one of
-    /// [`frame_pts`](Self::frame_pts)) and hand each to `on_frame` with its position in
-    /// `wanted`. A timestamp that appears twice is handed out twice.
+    /// Seek to the keyframe of seek point `point` and reset the decoder.
+    fn seek(&mut self, point: usize) -> bool {
+        self.decoder.flush();
+        self.position = None;
+        self.ordinal = None;
+        let target = self.frames.seek_points[point].target;
+        // SAFETY: `input` owns an open AVFormatContext; av_seek_frame only moves its read
+        // position. The stream index is one of its streams.
+        let rc = unsafe {
+            ffi::av_seek_frame(
+                self.input.as_mut_ptr(),
+                self.stream_index as i32,
+                target,
+                ffi::AVSEEK_FLAG_BACKWARD,
+            )
+        };
+        rc >= 0
+    }
+
+    /// Decode frames `wanted` (indices in display order, ascending, repeats allowed) and hand
+    /// each to `on_frame` with its position in `wanted`, once.
+    ///
+    /// Every frame handed out is the frame a decode from the start shows at that index:
+    /// after a seek, frames count only from a keyframe that decodes cleanly at or before the
+    /// first wanted one, with every later frame present and undamaged; on any doubt the
+    /// reader starts again from an earlier seek point, and last from the start of the file.
+    /// A wanted frame that decodes with errors even from the start fails the request
+    /// ([`ReadError::Corrupt`]); one that never comes out fails it as [`ReadError::Missing`].
     pub fn read(
         &mut self,
-        wanted: &[i64],
+        wanted: &[usize],
         deadline: Option<Instant>,
         times: &mut ReadTimes,
         on_frame: &mut dyn FnMut(usize, Picture),
@@ -195,53 +262,64 @@ impl VideoReader {
         let Some(&first) = wanted.first() else {
             return Ok(());
         };
-        let last = wanted[wanted.len() - 1];
-        let sequential = self.position.is_some_and(|p| {
-            p < first && {
-                let from = self.pts.partition_point(|&t| t <= p);
-                let to = self.pts.partition_point(|&t| t < first);
-                to - from <= SEQUENTIAL_FRAMES
-            }
-        });
-        // Seek targets, each further back, when a seek lands after the first wanted frame
-        // (a keyframe whose frames show before it: open GOPs, B-frames).
-        let mut attempts: Vec<i64> = Vec::new();
-        if !sequential {
-            let back = i64::from(self.time_base.den) / i64::from(self.time_base.num.max(1));
-            attempts.extend([first, first.saturating_sub(back.max(1)), i64::MIN]);
+        let beyond: Vec<usize> = wanted
+            .iter()
+            .copied()
+            .filter(|&i| i >= self.frames.len())
+            .collect();
+        if !beyond.is_empty() {
+            return Err(ReadError::Missing(beyond));
         }
-        let mut attempt = 0;
-        loop {
-            if !sequential {
-                self.seek(attempts[attempt])?;
-                times.seeks += 1;
-            }
-            let mut next = 0; // index in `wanted` of the next frame to hand out
-            let outcome = self.decode_until(wanted, &mut next, last, deadline, times, on_frame)?;
-            match outcome {
+        // Wanted frames handed out so far: a retry does not hand them out again.
+        let mut handed = 0;
+        for start in start_plan(&self.frames, self.position, &self.refused, first) {
+            let trusted = match start {
+                Start::Continue => true,
+                Start::Seek(point) => {
+                    times.seeks += 1;
+                    if !self.seek(point) {
+                        self.refused.insert(point);
+                        continue;
+                    }
+                    false
+                }
+                Start::Beginning => {
+                    times.seeks += 1;
+                    self.restart()?;
+                    true
+                }
+            };
+            let attempt = Attempt {
+                trusted,
+                from_start: start == Start::Beginning,
+            };
+            match self.decode_until(wanted, attempt, &mut handed, deadline, times, on_frame)? {
                 Outcome::Done => return Ok(()),
-                Outcome::LandedLate if !sequential && attempt + 1 < attempts.len() && next == 0 => {
-                    attempt += 1;
-                }
-                Outcome::LandedLate | Outcome::Ended => {
-                    return Err(ReadError::Missing(wanted[next..].to_vec()));
+                Outcome::Doubt => {
+                    self.position = None;
+                    if let Start::Seek(point) = start {
+                        self.refused.insert(point);
+                    }
                 }
             }
         }
+        // The last attempt decodes from the start, which never ends in doubt.
+        Err(ReadError::Missing(wanted[handed..].to_vec()))
     }
 
     fn decode_until(
         &mut self,
-        wanted: &[i64],
-        next: &mut usize,
-        last: i64,
+        wanted: &[usize],
+        mut attempt: Attempt,
+        handed: &mut usize,
         deadline: Option<Instant>,
         times: &mut ReadTimes,
         on_frame: &mut dyn FnMut(usize, Picture),
     ) -> Result<Outcome, ReadError> {
         let mut frame = ff::frame::Video::empty();
-        let mut first_frame = true;
         let mut eof = false;
+        // Index in `wanted` of the next frame to reach.
+        let mut next = 0;
         loop {
             if deadline.is_some_and(|d| Instant::now() > d) {
                 self.position = None;
@@ -256,42 +334,51 @@ impl VideoReader {
                     Ok(()) => {}
                     Err(ff::Error::Eof) => {
                         self.position = None;
-                        return Ok(if *next < wanted.len() {
-                            Outcome::Ended
+                        return if attempt.from_start {
+                            Err(ReadError::Missing(wanted[next..].to_vec()))
                         } else {
-                            Outcome::Done
-                        });
+                            Ok(Outcome::Doubt)
+                        };
                     }
                     Err(_) => break,
                 }
                 times.frames_decoded += 1;
                 let ordinal = self.ordinal;
                 self.ordinal = ordinal.map(|n| n + 1);
-                let Some(pts) = frame
-                    .timestamp()
-                    .or_else(|| ordinal.and_then(|n| self.pts.get(n).copied()))
-                else {
-                    continue;
+                let index = match self.frames.identity {
+                    Identity::Pts => frame.pts().and_then(|p| self.frames.frame_of_pts(p)),
+                    Identity::Ordinal => ordinal,
                 };
-                if first_frame {
-                    first_frame = false;
-                    if pts > wanted[*next] && self.position.is_none() {
-                        return Ok(Outcome::LandedLate);
+                let seen = Seen {
+                    index,
+                    key: frame.is_key(),
+                    damaged: is_damaged(&frame),
+                };
+                let index = match attempt.judge(seen, self.position, wanted[next]) {
+                    Check::Skip => continue,
+                    Check::Doubt => return Ok(Outcome::Doubt),
+                    Check::Missing => {
+                        self.position = None;
+                        return Err(ReadError::Missing(wanted[next..].to_vec()));
                     }
+                    Check::Corrupt(index) => {
+                        self.position = None;
+                        return Err(ReadError::Corrupt { frame: index });
+                    }
+                    Check::Take(index) => index,
+                };
+                self.position = Some(index);
+                while next < wanted.len() && wanted[next] == index {
+                    if next >= *handed {
+                        let t = Instant::now();
+                        let picture = self.convert(&frame, index)?;
+                        times.convert_secs += t.elapsed().as_secs_f64();
+                        on_frame(next, picture);
+                        *handed = next + 1;
+                    }
+                    next += 1;
                 }
-                if *next < wanted.len() && wanted[*next] < pts {
-                    // A wanted frame that never came out (damaged): report it.
-                    return Ok(Outcome::Ended);
-                }
-                while *next < wanted.len() && wanted[*next] == pts {
-                    let t = Instant::now();
-                    let picture = self.convert(&frame, pts)?;
-                    times.convert_secs += t.elapsed().as_secs_f64();
-                    on_frame(*next, picture);
-                    *next += 1;
-                }
-                self.position = Some(pts);
-                if pts >= last && *next == wanted.len() {
+                if next == wanted.len() {
                     return Ok(Outcome::Done);
                 }
             }
@@ -322,7 +409,8 @@ impl VideoReader {
 
     /// Copy a decoded frame into a packed picture, converting formats other than 8-bit
     /// YUV 4:2:0 (to 4:2:0, or to RGB for RGB, grey and palette pictures).
-    fn convert(&mut self, frame: &ff::frame::Video, pts: i64) -> Result<Picture, ReadError> {
+    fn convert(&mut self, frame: &ff::frame::Video, index: usize) -> Result<Picture, ReadError> {
+        let pts = self.frames.pts[index];
         let (w, h, format) = (frame.width(), frame.height(), frame.format());
         let full_range = matches!(format, Pixel::YUVJ420P | Pixel::YUVJ422P | Pixel::YUVJ444P)
             || frame.color_range() == ff::color::Range::JPEG;
@@ -349,6 +437,7 @@ impl VideoReader {
                 full_range,
                 data,
                 pts,
+                index,
             });
         }
         let to_rgb = is_rgb_like(format);
@@ -396,17 +485,110 @@ impl VideoReader {
             full_range: to_rgb,
             data,
             pts,
+            index,
         })
     }
 }
 
-enum Outcome {
-    /// Every wanted frame was handed out.
-    Done,
-    /// The first decoded frame is after the first wanted one: seek further back.
-    LandedLate,
-    /// The stream ended (or skipped frames) before every wanted frame came out.
-    Ended,
+/// An attempt's state: whether the frames reached can be trusted yet, and whether it
+/// decodes from the start of the file (the reference every frame is held to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Attempt {
+    trusted: bool,
+    from_start: bool,
+}
+
+/// A decoded frame as the checks see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    /// Its display index; `None` when it cannot be recognised (no or an unknown timestamp,
+    /// or a count lost by a seek).
+    index: Option<usize>,
+    /// The decoder marks it a keyframe.
+    key: bool,
+    /// The decoder flags it corrupt or reports errors in it.
+    damaged: bool,
+}
+
+/// What to do with one decoded frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Not wanted, or not trustworthy yet: decode on.
+    Skip,
+    /// A checked frame at this index.
+    Take(usize),
+    /// Start again earlier.
+    Doubt,
+    /// A wanted frame never came out of a decode from the start.
+    Missing,
+    /// A wanted frame decodes with errors from the start.
+    Corrupt(usize),
+}
+
+impl Attempt {
+    /// Judge the next decoded frame, `position` being the last frame taken and `want` the
+    /// next wanted index.
+    fn judge(&mut self, seen: Seen, position: Option<usize>, want: usize) -> Check {
+        let Some(index) = seen.index else {
+            return if self.trusted && !self.from_start {
+                Check::Doubt
+            } else {
+                Check::Skip
+            };
+        };
+        if !self.trusted {
+            // After a seek, frames count from a clean keyframe at or before the window.
+            if index > want {
+                return Check::Doubt;
+            }
+            if !seen.key || seen.damaged {
+                return Check::Skip;
+            }
+            self.trusted = true;
+        }
+        if position.is_some_and(|p| index <= p) {
+            // Frames going back or repeating: the decoder is not where it seems.
+            return if self.from_start {
+                Check::Skip
+            } else {
+                Check::Doubt
+            };
+        }
+        if index > want {
+            return if self.from_start {
+                Check::Missing
+            } else {
+                Check::Doubt
+            };
+        }
+        if seen.damaged {
+            if !self.from_start {
+                return Check::Doubt;
+            }
+            if index == want {
+                return Check::Corrupt(index);
+            }
+        }
+        Check::Take(index)
+    }
+}
+
+/// The decoder flagged the frame corrupt or counted errors in it.
+fn is_damaged(frame: &ff::frame::Video) -> bool {
+    // SAFETY: `frame` holds a decoded AVFrame; decode_error_flags is a plain field.
+    let error_flags = unsafe { (*frame.as_ptr()).decode_error_flags };
+    frame.is_corrupt() || error_flags != 0
+}
+
+/// Open a file for demuxing, with FFmpeg's own reason when it fails.
+fn open_input(path: &Path) -> Result<ff::format::context::Input, DecodeError> {
+    ff::format::input(&path).map_err(|e| {
+        let detail = ffmpeg_log::take_last_error();
+        DecodeError::Open(match detail {
+            Some(d) => format!("{e} ({d})"),
+            None => e.to_string(),
+        })
+    })
 }
 
 fn is_rgb_like(format: Pixel) -> bool {
@@ -433,5 +615,168 @@ fn copy_plane(
     let data = frame.data(plane);
     for row in 0..rows {
         out.extend_from_slice(&data[row * stride..row * stride + row_bytes]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::media::frames::SeekPoint;
+    use std::collections::BTreeSet;
+
+    fn by_pts(keyframes: &[usize]) -> FrameIndex {
+        FrameIndex {
+            pts: (0..100).collect(),
+            identity: Identity::Pts,
+            seek_points: keyframes
+                .iter()
+                .map(|&frame| SeekPoint {
+                    frame,
+                    target: frame as i64,
+                })
+                .collect(),
+        }
+    }
+
+    fn seen(index: usize, key: bool, damaged: bool) -> Seen {
+        Seen {
+            index: Some(index),
+            key,
+            damaged,
+        }
+    }
+
+    const AFTER_SEEK: Attempt = Attempt {
+        trusted: false,
+        from_start: false,
+    };
+    const FROM_START: Attempt = Attempt {
+        trusted: true,
+        from_start: true,
+    };
+
+    #[test]
+    fn plan_goes_on_when_shortly_before_the_window() {
+        let frames = by_pts(&[0, 30, 60]);
+        let none = BTreeSet::new();
+        assert_eq!(
+            start_plan(&frames, Some(40), &none, 50),
+            vec![Start::Continue, Start::Seek(1), Start::Beginning,]
+        );
+        // Too far ahead: seek instead; behind the window: never go on.
+        assert!(!start_plan(&frames, Some(0), &none, 70).contains(&Start::Continue));
+        assert!(!start_plan(&frames, Some(55), &none, 50).contains(&Start::Continue));
+    }
+
+    #[test]
+    fn plan_tries_earlier_seek_points_then_the_start() {
+        let frames = by_pts(&[0, 10, 20, 30, 40, 50]);
+        let mut refused = BTreeSet::new();
+        assert_eq!(
+            start_plan(&frames, None, &refused, 45),
+            vec![
+                Start::Seek(4),
+                Start::Seek(3),
+                Start::Seek(2),
+                Start::Beginning
+            ]
+        );
+        // A seek point that gave unclean frames is not tried again.
+        refused.insert(4);
+        assert_eq!(start_plan(&frames, None, &refused, 45)[0], Start::Seek(3));
+        // Within the first GOP: from the start (exact, and cheaper than a seek).
+        assert_eq!(
+            start_plan(&frames, None, &refused, 5),
+            vec![Start::Beginning]
+        );
+    }
+
+    #[test]
+    fn frames_counted_from_the_start_are_never_seeked() {
+        let frames = FrameIndex {
+            pts: (0..100).collect(),
+            identity: Identity::Ordinal,
+            seek_points: Vec::new(),
+        };
+        let none = BTreeSet::new();
+        assert_eq!(start_plan(&frames, None, &none, 80), vec![Start::Beginning]);
+        // Any distance ahead is reached by decoding on.
+        assert_eq!(
+            start_plan(&frames, Some(3), &none, 90),
+            vec![Start::Continue, Start::Beginning]
+        );
+    }
+
+    #[test]
+    fn after_a_seek_frames_count_from_a_clean_keyframe() {
+        let mut a = AFTER_SEEK;
+        // Leading pictures of an open GOP, before the keyframe: skipped.
+        assert_eq!(a.judge(seen(28, false, false), None, 31), Check::Skip);
+        // A keyframe that decodes with errors is no start either.
+        assert_eq!(a.judge(seen(29, true, true), None, 31), Check::Skip);
+        assert_eq!(a.judge(seen(30, true, false), None, 31), Check::Take(30));
+        assert!(a.trusted);
+        assert_eq!(
+            a.judge(seen(31, false, false), Some(30), 31),
+            Check::Take(31)
+        );
+    }
+
+    #[test]
+    fn a_seek_that_lands_past_the_window_or_on_no_keyframe_is_doubted() {
+        let mut a = AFTER_SEEK;
+        assert_eq!(a.judge(seen(35, true, false), None, 31), Check::Doubt);
+        // Inter frames only (an index that called them keyframes) until past the window.
+        let mut a = AFTER_SEEK;
+        assert_eq!(a.judge(seen(30, false, false), None, 31), Check::Skip);
+        assert_eq!(a.judge(seen(31, false, false), None, 31), Check::Skip);
+        assert_eq!(a.judge(seen(32, false, false), None, 31), Check::Doubt);
+        // A frame that cannot be recognised is skipped before trust, doubted after it.
+        let unknown = Seen {
+            index: None,
+            key: true,
+            damaged: false,
+        };
+        assert_eq!(AFTER_SEEK.clone().judge(unknown, None, 3), Check::Skip);
+        let mut trusted = Attempt {
+            trusted: true,
+            from_start: false,
+        };
+        assert_eq!(trusted.judge(unknown, Some(2), 3), Check::Doubt);
+    }
+
+    #[test]
+    fn damage_or_a_gap_after_a_seek_is_doubted_but_fails_from_the_start() {
+        let mut a = Attempt {
+            trusted: true,
+            from_start: false,
+        };
+        assert_eq!(a.judge(seen(12, false, true), Some(11), 14), Check::Doubt);
+        assert_eq!(a.judge(seen(15, false, false), Some(13), 14), Check::Doubt);
+        let mut a = FROM_START;
+        // Damage before the window: the reference decode has it too; go on.
+        assert_eq!(
+            a.judge(seen(12, false, true), Some(11), 14),
+            Check::Take(12)
+        );
+        assert_eq!(
+            a.judge(seen(14, false, true), Some(13), 14),
+            Check::Corrupt(14)
+        );
+        assert_eq!(
+            a.judge(seen(15, false, false), Some(13), 14),
+            Check::Missing
+        );
+    }
+
+    #[test]
+    fn frames_going_back_are_doubted_after_a_seek_and_skipped_from_the_start() {
+        let mut a = Attempt {
+            trusted: true,
+            from_start: false,
+        };
+        assert_eq!(a.judge(seen(9, false, false), Some(10), 12), Check::Doubt);
+        let mut a = FROM_START;
+        assert_eq!(a.judge(seen(9, false, false), Some(10), 12), Check::Skip);
     }
 }

@@ -332,6 +332,47 @@ fn set_display_rotation(ost: &mut ff::format::stream::StreamMut, clockwise_deg: 
     }
 }
 
+/// Copy the first video stream of `src` to `dst` (same kind of container) with every packet
+/// marked a keyframe: the broken index of some AVI writers, whose "keyframes" are not
+/// complete pictures, for tests of seeking.
+pub fn remux_every_packet_key(src: &Path, dst: &Path) -> Result<(), SynthError> {
+    ffmpeg_log::init();
+    let mut ictx = ff::format::input(&src).map_err(ff_err("input container"))?;
+    let (index, parameters, in_tb) = {
+        let stream = ictx
+            .streams()
+            .best(ff::media::Type::Video)
+            .ok_or(SynthError::Ffmpeg {
+                what: "video stream",
+                source: ff::Error::StreamNotFound,
+            })?;
+        (stream.index(), stream.parameters(), stream.time_base())
+    };
+    let mut octx = ff::format::output(&dst).map_err(ff_err("output container"))?;
+    {
+        let mut ost = octx
+            .add_stream(ff::encoder::find(ff::codec::Id::None))
+            .map_err(ff_err("stream"))?;
+        ost.set_parameters(parameters);
+        ost.set_time_base(in_tb);
+    }
+    octx.write_header().map_err(ff_err("header"))?;
+    let out_tb = octx.stream(0).map_or(in_tb, |s| s.time_base());
+    for (stream, mut packet) in ictx.packets() {
+        if stream.index() != index {
+            continue;
+        }
+        packet.set_flags(ff::packet::Flags::KEY);
+        packet.set_stream(0);
+        packet.set_position(-1);
+        packet.rescale_ts(in_tb, out_tb);
+        packet
+            .write_interleaved(&mut octx)
+            .map_err(ff_err("packet"))?;
+    }
+    octx.write_trailer().map_err(ff_err("trailer"))
+}
+
 /// Image formats the synthesiser writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImageKind {

@@ -17,7 +17,8 @@ use crate::model::{ItemStatus, MediaInfo, MediaKind, Probe, Ratio};
 pub fn probe_video(path: &Path, deadline: Instant) -> Probe {
     ffmpeg_log::init();
     ffmpeg_log::clear_last_error();
-    let input = match ff::format::input_with_interrupt(path, move || Instant::now() > deadline) {
+    let mut input = match ff::format::input_with_interrupt(path, move || Instant::now() > deadline)
+    {
         Ok(input) => input,
         Err(ff::Error::Exit) => {
             return Probe::failed(
@@ -41,7 +42,56 @@ pub fn probe_video(path: &Path, deadline: Instant) -> Probe {
             return Probe::failed(MediaKind::Video, status, reason);
         }
     };
-    describe(&input)
+    let mut probe = describe(&input);
+    count_frames_without_duration(&mut input, &mut probe);
+    probe
+}
+
+/// Demuxers of raw elementary streams: no container, so no declared duration or frame count.
+const ELEMENTARY: &[&str] = &[
+    "h264",
+    "hevc",
+    "mpegvideo",
+    "m4v",
+    "cavsvideo",
+    "vc1",
+    "obu",
+];
+
+/// Elementary streams (raw H.264, HEVC, MPEG-2, ...) declare neither a duration nor a frame
+/// count: count their frames from the packets (no decoding), so a whole-file clip covers the
+/// whole file. The per-file time budget still applies (the interrupt callback). Containers
+/// that merely omit a duration keep it unknown (as ffprobe reports it); the deep pass counts
+/// their frames.
+fn count_frames_without_duration(input: &mut ff::format::context::Input, probe: &mut Probe) {
+    let info = &mut probe.info;
+    let elementary = info
+        .container
+        .as_deref()
+        .is_some_and(|c| ELEMENTARY.contains(&c));
+    if probe.kind != MediaKind::Video
+        || !elementary
+        || info.duration_secs.is_some()
+        || info.frame_count.is_some()
+    {
+        return;
+    }
+    let Some((index, tb, step)) = crate::media::decode::first_video_stream(input).and_then(|s| {
+        let tb = s.time_base();
+        let time_base = Ratio::new(tb.numerator(), tb.denominator())?;
+        Some((
+            s.index(),
+            time_base,
+            crate::media::frames::stream_frame_step(&s, time_base),
+        ))
+    }) else {
+        return;
+    };
+    let frames = crate::media::frames::FrameIndex::read(input, index, step);
+    if let (Some(first), Some(last)) = (frames.pts.first(), frames.pts.last()) {
+        info.frame_count = Some(frames.len() as i64);
+        info.duration_secs = Some((last - first + step) as f64 * tb.as_f64());
+    }
 }
 
 fn describe(input: &ff::format::context::Input) -> Probe {

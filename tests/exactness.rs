@@ -1,0 +1,597 @@
+//! Frame exactness: every frame the reader and the loader hand out is, pixel for pixel, the
+//! frame a decode from the start shows at the index they report, on files made to break
+//! seeking: open GOPs with B-frames (H.264 4:4:4, 10-bit HEVC), AVI and elementary streams
+//! whose packets carry no pts, MPEG-TS with a start offset and a single keyframe, an AVI
+//! index that calls every packet a keyframe, a VP8 stream that changes size, Cinepak,
+//! variable frame rate and rotation. In order, at random and shuffled; with 1, 2 and 4
+//! workers and across runs.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use framecull::loader::plan::Rng;
+use framecull::loader::preprocess::{FrameJob, FrameParams, OutputSpec, Scratch, write_frame};
+use framecull::loader::{
+    Batching, Crop, DType, DeviceChoice, Filter, Layout, Loader, LoaderConfig, Mode, Sampling,
+    Timing,
+};
+use framecull::media::frames::Identity;
+use framecull::media::reader::{Picture, ReadTimes, VideoReader};
+use framecull::media::synth::{self, Pattern, VideoSpec};
+
+/// A generated file and what it is made to test.
+struct Case {
+    name: &'static str,
+    /// Clockwise rotation the container records.
+    rotation_deg: i64,
+    /// Its packets carry presentation timestamps (frames recognised after a seek).
+    pts_identity: bool,
+}
+
+const CASES: &[Case] = &[
+    case("h264_444_open_gop.mp4", true),
+    case("h264_open_gop_bframes.mkv", true),
+    case("hevc_10bit_open_gop.mp4", true),
+    case("mpeg4_bframes.avi", false),
+    case("mpeg4_every_packet_key.avi", true),
+    case("mpeg2_elementary.m2v", false),
+    case("h264_elementary.h264", false),
+    case("h264_one_keyframe_offset.ts", true),
+    case("mpeg2_bframes.ts", true),
+    case("cinepak.avi", true),
+    case("vp8_size_change.webm", true),
+    case("h264_vfr.mp4", true),
+    Case {
+        name: "h264_rotated.mp4",
+        rotation_deg: 90,
+        pts_identity: true,
+    },
+];
+
+const fn case(name: &'static str, pts_identity: bool) -> Case {
+    Case {
+        name,
+        rotation_deg: 0,
+        pts_identity,
+    }
+}
+
+fn ffmpeg(args: &[&str]) {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y"])
+        .args(args)
+        .output()
+        .expect("the ffmpeg command line (packaging/deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A lavfi test pattern: `frames` frames of `size` at 25 fps.
+fn source(size: &str, frames: u32) -> Vec<String> {
+    [
+        "-f",
+        "lavfi",
+        "-i",
+        &format!("testsrc2=size={size}:rate=25"),
+        "-frames:v",
+        &frames.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn encode(dir: &Path, name: &str, size: &str, frames: u32, args: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    let mut all = source(size, frames);
+    all.extend(args.iter().map(|s| s.to_string()));
+    all.push(path.to_str().unwrap().to_string());
+    ffmpeg(&all.iter().map(String::as_str).collect::<Vec<_>>());
+    path
+}
+
+/// Every case, written into `dir`.
+fn generate(dir: &Path) {
+    let x264_open = "open-gop=1:keyint=24:min-keyint=24:scenecut=0:bframes=3";
+    encode(
+        dir,
+        "h264_444_open_gop.mp4",
+        "160x96",
+        100,
+        &[
+            "-c:v",
+            "libx264",
+            "-pix_fmt",
+            "yuv444p",
+            "-x264-params",
+            x264_open,
+        ],
+    );
+    encode(
+        dir,
+        "h264_open_gop_bframes.mkv",
+        "160x96",
+        100,
+        &[
+            "-c:v",
+            "libx264",
+            "-pix_fmt",
+            "yuv420p",
+            "-x264-params",
+            x264_open,
+        ],
+    );
+    encode(
+        dir,
+        "hevc_10bit_open_gop.mp4",
+        "160x96",
+        100,
+        &[
+            "-c:v",
+            "libx265",
+            "-pix_fmt",
+            "yuv420p10le",
+            "-x265-params",
+            "open-gop=1:keyint=24:min-keyint=24:scenecut=0:bframes=4:log-level=error",
+        ],
+    );
+    encode(
+        dir,
+        "mpeg4_bframes.avi",
+        "160x96",
+        90,
+        &["-c:v", "mpeg4", "-bf", "2", "-g", "12"],
+    );
+    let plain = encode(
+        dir,
+        "mpeg4_plain.avi.tmp.avi",
+        "160x96",
+        90,
+        &["-c:v", "mpeg4", "-bf", "0", "-g", "45"],
+    );
+    synth::remux_every_packet_key(&plain, &dir.join("mpeg4_every_packet_key.avi")).unwrap();
+    std::fs::remove_file(plain).unwrap();
+    encode(
+        dir,
+        "mpeg2_elementary.m2v",
+        "160x96",
+        90,
+        &["-c:v", "mpeg2video", "-bf", "2", "-g", "12"],
+    );
+    encode(
+        dir,
+        "h264_elementary.h264",
+        "160x96",
+        90,
+        &["-c:v", "libx264", "-bf", "3", "-g", "30"],
+    );
+    encode(
+        dir,
+        "h264_one_keyframe_offset.ts",
+        "160x96",
+        90,
+        &[
+            "-c:v",
+            "libx264",
+            "-g",
+            "1000",
+            "-bf",
+            "2",
+            "-output_ts_offset",
+            "10",
+        ],
+    );
+    encode(
+        dir,
+        "mpeg2_bframes.ts",
+        "160x96",
+        90,
+        &["-c:v", "mpeg2video", "-bf", "2", "-g", "15"],
+    );
+    encode(dir, "cinepak.avi", "160x96", 60, &["-c:v", "cinepak"]);
+    // Two VP8 streams of different sizes, one after the other.
+    let [big, small] = [("vp8_a.tmp.webm", "160x96"), ("vp8_b.tmp.webm", "128x72")]
+        .map(|(name, size)| encode(dir, name, size, 40, &["-c:v", "libvpx", "-g", "15"]));
+    let list = dir.join("vp8.txt");
+    std::fs::write(
+        &list,
+        format!("file '{}'\nfile '{}'\n", big.display(), small.display()),
+    )
+    .unwrap();
+    ffmpeg(&[
+        "-f",
+        "concat",
+        "-safe",
+        "0",
+        "-i",
+        list.to_str().unwrap(),
+        "-c",
+        "copy",
+        dir.join("vp8_size_change.webm").to_str().unwrap(),
+    ]);
+    for p in [big, small, list] {
+        std::fs::remove_file(p).unwrap();
+    }
+    let mut vfr = VideoSpec::new("libx264", 128, 64, 30, 90);
+    vfr.pattern = Pattern::Counter;
+    vfr.vfr = true;
+    vfr.gop = 10;
+    synth::write_video(&dir.join("h264_vfr.mp4"), &vfr).unwrap();
+    let mut rotated = VideoSpec::new("libx264", 96, 64, 25, 60);
+    rotated.rotation_deg = Some(90);
+    rotated.gop = 15;
+    synth::write_video(&dir.join("h264_rotated.mp4"), &rotated).unwrap();
+}
+
+/// Frames FFmpeg decodes from the file, counted by ffprobe.
+fn ffprobe_frame_count(path: &Path) -> usize {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-count_frames",
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "stream=nb_read_frames",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    // MPEG-TS lists the stream once more under its program: the first line counts.
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .trim_end_matches(',')
+        .parse()
+        .unwrap_or_else(|_| panic!("ffprobe count of {}: {out:?}", path.display()))
+}
+
+/// The reference: every frame of one decode from the start, in order.
+fn sequential(path: &Path) -> Vec<Picture> {
+    let mut reader = VideoReader::open(path, 1).unwrap();
+    let n = reader.frames().len();
+    let mut frames = vec![None; n];
+    reader
+        .read(
+            &(0..n).collect::<Vec<_>>(),
+            None,
+            &mut ReadTimes::default(),
+            &mut |i, p| frames[i] = Some(p),
+        )
+        .unwrap_or_else(|e| panic!("{}: sequential decode: {e}", path.display()));
+    frames.into_iter().map(Option::unwrap).collect()
+}
+
+/// The raw YUV 4:2:0 frames of the ffmpeg command line's own decode (8-bit 4:2:0 sources),
+/// one `Vec` per frame.
+fn ffmpeg_raw_frames(path: &Path, dir: &Path, w: u32, h: u32) -> Vec<Vec<u8>> {
+    let raw = dir.join("raw.yuv");
+    ffmpeg(&[
+        "-noautorotate",
+        "-i",
+        path.to_str().unwrap(),
+        "-map",
+        "0:v:0",
+        "-fps_mode",
+        "passthrough",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "yuv420p",
+        raw.to_str().unwrap(),
+    ]);
+    let bytes = std::fs::read(&raw).unwrap();
+    let size = (w * h) as usize + 2 * (w.div_ceil(2) * h.div_ceil(2)) as usize;
+    bytes.chunks(size).map(<[u8]>::to_vec).collect()
+}
+
+fn check_picture(name: &str, how: &str, got: &Picture, want: &Picture, index: usize) {
+    assert_eq!(got.index, index, "{name} ({how}): reported index");
+    assert_eq!(got.pts, want.pts, "{name} ({how}): pts of frame {index}");
+    assert!(
+        got.width == want.width && got.height == want.height && got.data == want.data,
+        "{name} ({how}): frame {index} differs from the sequential decode"
+    );
+}
+
+/// Read `windows` (each a list of frame indices) with `reader`, checking each frame.
+fn read_windows(
+    name: &str,
+    how: &str,
+    reader: &mut VideoReader,
+    windows: &[Vec<usize>],
+    reference: &[Picture],
+) -> ReadTimes {
+    let mut times = ReadTimes::default();
+    for wanted in windows {
+        let mut got = vec![None; wanted.len()];
+        reader
+            .read(wanted, None, &mut times, &mut |i, p| got[i] = Some(p))
+            .unwrap_or_else(|e| panic!("{name} ({how}): frames {wanted:?}: {e}"));
+        for (slot, &index) in wanted.iter().enumerate() {
+            let picture = got[slot]
+                .as_ref()
+                .unwrap_or_else(|| panic!("{name} ({how}): frame {index} not handed out"));
+            check_picture(name, how, picture, &reference[index], index);
+        }
+    }
+    times
+}
+
+#[test]
+fn reader_hands_out_the_frames_of_a_sequential_decode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    generate(dir);
+    for case in CASES {
+        let path = dir.join(case.name);
+        let reference = sequential(&path);
+        let n = reference.len();
+        // The frame count is the decoded count, not the header's.
+        assert_eq!(n, ffprobe_frame_count(&path), "{}: frame count", case.name);
+        let opened = VideoReader::open(&path, 1).unwrap();
+        assert_eq!(
+            opened.frames().identity == Identity::Pts,
+            case.pts_identity,
+            "{}: how frames are recognised",
+            case.name
+        );
+        drop(opened);
+        // Independent of this reader: FFmpeg's own decode of 8-bit 4:2:0 files.
+        if reference[0].yuv420 && !case.name.contains("444") && !case.name.contains("10bit") {
+            let (w, h) = (reference[0].width, reference[0].height);
+            if reference.iter().all(|p| p.width == w && p.height == h) {
+                let raw = ffmpeg_raw_frames(&path, dir, w, h);
+                assert_eq!(raw.len(), n, "{}: ffmpeg's frame count", case.name);
+                for (i, (ours, theirs)) in reference.iter().zip(&raw).enumerate() {
+                    assert!(
+                        ours.data == *theirs,
+                        "{}: frame {i} differs from ffmpeg's decode",
+                        case.name
+                    );
+                }
+            }
+        }
+        let len = 6usize;
+        // In order: touching windows.
+        let in_order: Vec<Vec<usize>> = (0..n)
+            .step_by(len)
+            .map(|s| (s..(s + len).min(n)).collect())
+            .collect();
+        // Shuffled: the same windows in a seeded random order.
+        let mut shuffled = in_order.clone();
+        Rng::new(&[n as u64, 1]).shuffle(&mut shuffled);
+        // Random: windows at random starts with a random stride (repeats included), and
+        // single frames (the player's requests).
+        let mut rng = Rng::new(&[n as u64, 2]);
+        let random: Vec<Vec<usize>> = (0..24)
+            .map(|k| {
+                let stride = 1 + rng.below(3) as usize;
+                let count = if k % 4 == 0 { 1 } else { len };
+                let start = rng.below(n as u64) as usize;
+                let mut w: Vec<usize> = (0..count)
+                    .map(|j| (start + j * stride).min(n - 1))
+                    .collect();
+                w.dedup();
+                w
+            })
+            .collect();
+        for (how, windows) in [
+            ("in order", &in_order),
+            ("shuffled", &shuffled),
+            ("random", &random),
+        ] {
+            // One reader kept open across windows (a worker), and a fresh one per window.
+            let mut reader = VideoReader::open(&path, 1).unwrap();
+            let times = read_windows(case.name, how, &mut reader, windows, &reference);
+            eprintln!(
+                "{:32} {how:9} {:3} windows: {:5} frames decoded, {:3} seeks",
+                case.name,
+                windows.len(),
+                times.frames_decoded,
+                times.seeks
+            );
+            for w in windows.iter().take(6) {
+                let mut fresh = VideoReader::open(&path, 1).unwrap();
+                read_windows(
+                    case.name,
+                    how,
+                    &mut fresh,
+                    std::slice::from_ref(w),
+                    &reference,
+                );
+            }
+        }
+        // Frame threading gives the same frames.
+        let mut threaded = VideoReader::open(&path, 3).unwrap();
+        read_windows(case.name, "threads", &mut threaded, &shuffled, &reference);
+    }
+}
+
+fn loader_config(mode: Mode, shuffle: bool, workers: usize) -> LoaderConfig {
+    LoaderConfig {
+        sampling: Sampling {
+            clip_len: Some(5),
+            timing: Timing::Stride(2),
+            mode,
+            window_step: Some(3),
+            ..Sampling::default()
+        },
+        batching: Batching {
+            batch_size: 4,
+            shuffle,
+            ..Batching::default()
+        },
+        output: OutputSpec {
+            width: 48,
+            height: 32,
+            layout: Layout::Bthwc,
+            dtype: DType::U8,
+            filter: Filter::Area,
+            mean: [0.0; 3],
+            std: [1.0; 3],
+        },
+        crop: Crop::Full,
+        hflip: 0.0,
+        seed: 11,
+        device: DeviceChoice::Cpu,
+        workers,
+        verify_fingerprints: false,
+        ..LoaderConfig::default()
+    }
+}
+
+/// Scan (metadata only, no analysis: the loader must be exact without it) and export.
+fn manifest(dir: &Path, project: &Path) -> PathBuf {
+    let p = project.to_str().unwrap();
+    let out = common::run(&["scan", dir.to_str().unwrap(), "--project", p]);
+    assert_eq!(out.status.code(), Some(0), "scan: {}", common::stderr(&out));
+    let out = common::run(&["export", "--name", "x", "--project", p, "--format", "jsonl"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "export: {}",
+        common::stderr(&out)
+    );
+    project.join("manifests/x")
+}
+
+#[test]
+fn loader_batches_hold_the_frames_they_name_with_any_worker_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    generate(&data);
+    let manifest = manifest(&data, &tmp.path().join("project"));
+    let references: std::collections::HashMap<String, (Vec<Picture>, i64)> = CASES
+        .iter()
+        .map(|c| {
+            (
+                c.name.to_string(),
+                (sequential(&data.join(c.name)), c.rotation_deg),
+            )
+        })
+        .collect();
+    for (mode, shuffle) in [
+        (Mode::All, false),
+        (Mode::All, true),
+        (Mode::Random, true),
+        (Mode::Uniform, true),
+    ] {
+        let mut runs = Vec::new();
+        for workers in [1, 2, 4, 4, 4] {
+            let config = loader_config(mode, shuffle, workers);
+            let out = config.output;
+            let mut loader = Loader::open(&manifest, None, config).unwrap();
+            assert_eq!(loader.clip_count(), CASES.len());
+            let (rows, paths) = row_paths(&manifest);
+            let mut seen: std::collections::HashMap<String, Vec<u64>> = Default::default();
+            let batches: Vec<_> = loader.epoch(0).map(Result::unwrap).collect();
+            let mut scratch = Scratch::default();
+            for batch in &batches {
+                let bytes = match &batch.data {
+                    framecull::loader::BatchData::Host(b) => b,
+                    framecull::loader::BatchData::Gpu(_) => unreachable!("CPU loader"),
+                };
+                let t = batch.shape[1];
+                let frame_bytes = out.frame_elements();
+                for (w, window) in batch.windows.iter().enumerate() {
+                    assert_eq!(window.frames.len(), batch.lengths[w] as usize);
+                    assert_eq!(rows[window.row], window.clip_id);
+                    let name = &paths[window.row];
+                    let (reference, rotation) = &references[name];
+                    let quarter_turns = (((rotation + 45) / 90) % 4) as u8;
+                    for (slot, &f) in window.frames.iter().enumerate() {
+                        let frame = framecull::loader::preprocess::Frame::from(
+                            reference[f as usize].clone(),
+                        );
+                        assert_eq!(window.pts[slot], frame.pts, "{name}: pts of frame {f}");
+                        let (dw, dh) = frame.display_size(quarter_turns);
+                        let params = FrameParams {
+                            quarter_turns,
+                            crop: [0.0, 0.0, dw as f32, dh as f32],
+                            flip: false,
+                        };
+                        let mut want = vec![0u8; frame_bytes];
+                        write_frame(
+                            Some(&FrameJob {
+                                frame: &frame,
+                                params,
+                            }),
+                            &out,
+                            &mut scratch,
+                            &mut want,
+                        );
+                        let at = (w * t + slot) * frame_bytes;
+                        assert!(
+                            bytes[at..at + frame_bytes] == want[..],
+                            "{name}: window {w} of batch {}, slot {slot} is not frame {f} \
+                             ({mode:?}, {workers} workers)",
+                            batch.index
+                        );
+                    }
+                    for slot in window.frames.len()..t {
+                        assert!(batch.is_padding(w, slot));
+                        let at = (w * t + slot) * frame_bytes;
+                        assert!(bytes[at..at + frame_bytes].iter().all(|&b| b == 0));
+                    }
+                    seen.entry(name.clone()).or_default().extend(&window.frames);
+                }
+            }
+            let stats = loader.stats();
+            assert!(
+                stats.skipped_windows.is_empty() && stats.skipped_clips.is_empty(),
+                "{mode:?}: skipped {:?}",
+                stats.errors
+            );
+            if mode == Mode::All {
+                // Windows of 5 frames at stride 2 (a span of 9), starting every 3 sampled
+                // frames (6 frames), all within the file's real frames: exactly these.
+                for (name, (reference, _)) in &references {
+                    let n = reference.len() as u64;
+                    let mut want: Vec<u64> = (0..=(n - 9) / 6)
+                        .flat_map(|w| (0..5).map(move |k| 6 * w + 2 * k))
+                        .collect();
+                    want.sort_unstable();
+                    want.dedup();
+                    let mut got = seen[name].clone();
+                    got.sort_unstable();
+                    got.dedup();
+                    assert_eq!(got, want, "{name}: frames covered of {n}");
+                }
+            }
+            runs.push(stats.checksum.clone());
+        }
+        assert!(
+            runs.iter().all(|c| *c == runs[0]),
+            "{mode:?}: checksums differ across worker counts and runs: {runs:?}"
+        );
+    }
+}
+
+/// Each manifest row's clip id and file name, in row order.
+fn row_paths(manifest: &Path) -> (Vec<String>, Vec<String>) {
+    let (_, rows) = framecull::manifest::open_path(manifest).unwrap();
+    rows.into_iter()
+        .map(|r| {
+            let name = Path::new(&r.path)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (r.clip_id, name)
+        })
+        .unzip()
+}
