@@ -193,6 +193,11 @@ pub struct FrameView<'a> {
     pub coded_height: u32,
     /// The decoder concealed errors in this frame.
     pub corrupt: bool,
+    /// The decoder marked it a keyframe.
+    pub key: bool,
+    /// [`content_hash`](crate::media::frames::content_hash) of the decoded picture (before
+    /// scaling).
+    pub content_hash: u64,
     /// The R, G and B planes, `width * height` bytes each.
     pub planes: [&'a [u8]; 3],
     /// Full-range BT.601 luma of the same pixels (`width * height` bytes), when the decoder
@@ -289,10 +294,113 @@ pub struct Curves {
     /// [`Curves::MAX_ERRORS`]: the timeline's error markers.
     #[serde(default)]
     pub error_secs: Vec<f64>,
+    /// Every frame of a video as the deep pass decoded it (stored apart from the curves:
+    /// [`Catalog::frame_table`](crate::catalog::Catalog::frame_table)).
+    #[serde(skip)]
+    pub frames: FrameTable,
 }
 
 impl Curves {
     pub const MAX_ERRORS: usize = 1000;
+}
+
+/// A video's frames as one decode from the start shows them (the deep pass): the ground
+/// truth the loader checks its seeks against. Frame `i` is the `i`-th frame decoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrameTable {
+    pub frames: Vec<FrameRecord>,
+}
+
+/// One frame of a [`FrameTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameRecord {
+    /// Best-effort presentation timestamp in the stream's time base.
+    pub pts: Option<i64>,
+    /// The decoder marked it a keyframe and it decoded without errors: a point a seek can
+    /// start from, if the frame decoded after the seek has this content.
+    pub clean_key: bool,
+    /// It decoded with errors.
+    pub damaged: bool,
+    /// [`content_hash`](crate::media::frames::content_hash) of the decoded picture.
+    pub hash: u64,
+}
+
+/// Where a seek into a video may start and what the frame there must look like: the clean
+/// keyframes of its [`FrameTable`], exported beside a manifest (`vNNNN.frames.jsonl`, one per
+/// file) for the loader to check its seeks against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeekReference {
+    pub path: String,
+    pub file_fingerprint: String,
+    /// Frames a decode from the start shows.
+    pub frames: u64,
+    /// `[index, content hash]` of each clean keyframe, ascending.
+    pub keyframes: Vec<(u64, u64)>,
+}
+
+impl FrameTable {
+    /// The clean keyframes, as a [`SeekReference`].
+    pub fn seek_reference(&self, path: &str, file_fingerprint: &str) -> SeekReference {
+        SeekReference {
+            path: path.to_string(),
+            file_fingerprint: file_fingerprint.to_string(),
+            frames: self.frames.len() as u64,
+            keyframes: self
+                .frames
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.clean_key)
+                .map(|(i, f)| (i as u64, f.hash))
+                .collect(),
+        }
+    }
+
+    /// Bytes per frame in [`to_bytes`](Self::to_bytes).
+    const RECORD_BYTES: usize = 17;
+
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// Compact little-endian records: pts (`i64::MIN` for none), hash, flags.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.frames.len() * Self::RECORD_BYTES);
+        for f in &self.frames {
+            out.extend_from_slice(&f.pts.unwrap_or(i64::MIN).to_le_bytes());
+            out.extend_from_slice(&f.hash.to_le_bytes());
+            out.push(u8::from(f.clean_key) | (u8::from(f.damaged) << 1));
+        }
+        out
+    }
+
+    /// The table of [`to_bytes`](Self::to_bytes); `None` for bytes of another length.
+    pub fn from_bytes(bytes: &[u8]) -> Option<FrameTable> {
+        if !bytes.len().is_multiple_of(Self::RECORD_BYTES) {
+            return None;
+        }
+        let word = |b: &[u8]| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(b);
+            w
+        };
+        let frames = bytes
+            .chunks_exact(Self::RECORD_BYTES)
+            .map(|r| {
+                let pts = i64::from_le_bytes(word(&r[0..8]));
+                FrameRecord {
+                    pts: (pts != i64::MIN).then_some(pts),
+                    hash: u64::from_le_bytes(word(&r[8..16])),
+                    clean_key: r[16] & 1 != 0,
+                    damaged: r[16] & 2 != 0,
+                }
+            })
+            .collect();
+        Some(FrameTable { frames })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -453,11 +453,28 @@ fn loader_config(mode: Mode, shuffle: bool, workers: usize) -> LoaderConfig {
     }
 }
 
-/// Scan (metadata only, no analysis: the loader must be exact without it) and export.
-fn manifest(dir: &Path, project: &Path) -> PathBuf {
+/// Scan and export: metadata only (the loader must be exact without analysis), or with the
+/// deep pass (its frame tables go beside the manifest, and the loader checks seeks with them).
+fn manifest(dir: &Path, project: &Path, deep: bool) -> PathBuf {
     let p = project.to_str().unwrap();
-    let out = common::run(&["scan", dir.to_str().unwrap(), "--project", p]);
+    let mut args = vec!["scan", dir.to_str().unwrap(), "--project", p];
+    if deep {
+        args.push("--deep");
+    }
+    let out = common::run(&args);
     assert_eq!(out.status.code(), Some(0), "scan: {}", common::stderr(&out));
+    if deep {
+        // The generated files share one test pattern: accept them, near-duplicates included.
+        let mut args = vec!["review", "accept", "--project", p];
+        args.extend(CASES.iter().map(|c| c.name));
+        let out = common::run(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "accept: {}",
+            common::stderr(&out)
+        );
+    }
     let out = common::run(&["export", "--name", "x", "--project", p, "--format", "jsonl"]);
     assert_eq!(
         out.status.code(),
@@ -474,8 +491,7 @@ fn loader_batches_hold_the_frames_they_name_with_any_worker_count() {
     let data = tmp.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     generate(&data);
-    let manifest = manifest(&data, &tmp.path().join("project"));
-    let references: std::collections::HashMap<String, (Vec<Picture>, i64)> = CASES
+    let references: References = CASES
         .iter()
         .map(|c| {
             (
@@ -484,6 +500,43 @@ fn loader_batches_hold_the_frames_they_name_with_any_worker_count() {
             )
         })
         .collect();
+    for deep in [false, true] {
+        let project = tmp.path().join(format!("project-{deep}"));
+        let manifest = manifest(&data, &project, deep);
+        let (meta, _) = framecull::manifest::open_path(&manifest).unwrap();
+        let index = framecull::manifest::read_seek_references(&manifest, &meta).unwrap();
+        if deep {
+            let mut named: Vec<&str> = index.values().map(|r| r.path.as_str()).collect();
+            named.sort_unstable();
+            assert_eq!(
+                index.len(),
+                CASES.len(),
+                "a seek reference per video: {named:?}"
+            );
+            for r in index.values() {
+                let n = references[Path::new(&r.path).file_name().unwrap().to_str().unwrap()]
+                    .0
+                    .len();
+                assert_eq!(r.frames, n as u64, "{}: frames in the frame table", r.path);
+                assert!(
+                    !r.keyframes.is_empty() && r.keyframes[0].0 == 0,
+                    "{}",
+                    r.path
+                );
+            }
+        } else {
+            assert!(index.is_empty());
+        }
+        check_loader(&manifest, &references);
+    }
+}
+
+/// Each file's sequential decode and rotation, by file name.
+type References = std::collections::HashMap<String, (Vec<Picture>, i64)>;
+
+/// Every frame of every batch is the frame it names; batches are identical across worker
+/// counts and runs; `all` windows cover exactly the frames they should.
+fn check_loader(manifest: &Path, references: &References) {
     for (mode, shuffle) in [
         (Mode::All, false),
         (Mode::All, true),
@@ -494,9 +547,9 @@ fn loader_batches_hold_the_frames_they_name_with_any_worker_count() {
         for workers in [1, 2, 4, 4, 4] {
             let config = loader_config(mode, shuffle, workers);
             let out = config.output;
-            let mut loader = Loader::open(&manifest, None, config).unwrap();
+            let mut loader = Loader::open(manifest, None, config).unwrap();
             assert_eq!(loader.clip_count(), CASES.len());
-            let (rows, paths) = row_paths(&manifest);
+            let (rows, paths) = row_paths(manifest);
             let mut seen: std::collections::HashMap<String, Vec<u64>> = Default::default();
             let batches: Vec<_> = loader.epoch(0).map(Result::unwrap).collect();
             let mut scratch = Scratch::default();
@@ -559,7 +612,7 @@ fn loader_batches_hold_the_frames_they_name_with_any_worker_count() {
             if mode == Mode::All {
                 // Windows of 5 frames at stride 2 (a span of 9), starting every 3 sampled
                 // frames (6 frames), all within the file's real frames: exactly these.
-                for (name, (reference, _)) in &references {
+                for (name, (reference, _)) in references {
                     let n = reference.len() as u64;
                     let mut want: Vec<u64> = (0..=(n - 9) / 6)
                         .flat_map(|w| (0..5).map(move |k| 6 * w + 2 * k))
@@ -594,4 +647,114 @@ fn row_paths(manifest: &Path) -> (Vec<String>, Vec<String>) {
             (r.clip_id, name)
         })
         .unzip()
+}
+
+/// Content hashes of every frame of one plain decode from the start (no decoder flags, one
+/// thread), independent of the reader and the deep pass.
+fn decoded_hashes(path: &Path) -> Vec<u64> {
+    use ffmpeg_next as ff;
+    let mut input = ff::format::input(&path).unwrap();
+    // The first video stream, as the reader and the deep pass take it.
+    let stream = input
+        .streams()
+        .find(|s| s.parameters().medium() == ff::media::Type::Video)
+        .unwrap();
+    let index = stream.index();
+    let ctx = ff::codec::context::Context::from_parameters(stream.parameters()).unwrap();
+    let mut decoder = ctx.decoder().video().unwrap();
+    let mut hashes = Vec::new();
+    let mut frame = ff::frame::Video::empty();
+    let mut drain = |decoder: &mut ff::decoder::Video, hashes: &mut Vec<u64>| {
+        while decoder.receive_frame(&mut frame).is_ok() {
+            hashes.push(framecull::media::frames::content_hash(&frame));
+        }
+    };
+    for (s, packet) in input.packets() {
+        if s.index() == index {
+            let _ = decoder.send_packet(&packet);
+            drain(&mut decoder, &mut hashes);
+        }
+    }
+    let _ = decoder.send_eof();
+    drain(&mut decoder, &mut hashes);
+    hashes
+}
+
+/// Every video of the corpus that FFmpeg decodes without errors, deep-scanned: the frame
+/// table holds every frame of a plain decode (same content hashes), the reader's frame count
+/// is the decoded count, and windows read shuffled and at random, with seeks checked against
+/// the frame table, equal the sequential decode.
+#[test]
+fn corpus_videos_read_exactly() {
+    let Some(media) = common::corpus_dir() else {
+        return;
+    };
+    let project = tempfile::tempdir().unwrap();
+    let p = project.path().to_str().unwrap();
+    let out = common::run(&["scan", "--deep", media.to_str().unwrap(), "--project", p]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let catalog = framecull::catalog::Catalog::open(project.path()).unwrap();
+    let ids: std::collections::HashMap<String, i64> = catalog
+        .items()
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.path, i.id))
+        .collect();
+    let truth = std::fs::read_to_string(media.join("ground_truth.jsonl")).unwrap();
+    let mut checked = 0;
+    for line in truth.lines() {
+        let g: serde_json::Value = serde_json::from_str(line).unwrap();
+        let clean = g["has_video"] == true
+            && g["video_is_attached_pic"] != true
+            && g["ffmpeg_decode_rc"] == 0
+            && g["ffmpeg_error_lines"] == 0;
+        if !clean {
+            continue;
+        }
+        let name = g["file"].as_str().unwrap();
+        let path = media.join(name);
+        let reference = sequential(&path);
+        let n = reference.len();
+        assert_eq!(
+            Some(n as u64),
+            g["nb_frames"].as_u64(),
+            "{name}: frames against ffprobe's decoded count"
+        );
+        let table = catalog
+            .frame_table(ids[name])
+            .unwrap()
+            .unwrap_or_else(|| panic!("{name}: no frame table"));
+        let table_hashes: Vec<u64> = table.frames.iter().map(|f| f.hash).collect();
+        let plain = decoded_hashes(&path);
+        let differ: Vec<usize> = (0..plain.len().max(table_hashes.len()))
+            .filter(|&i| plain.get(i) != table_hashes.get(i))
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "{name}: the frame table ({} frames) differs from a plain decode ({} frames) at \
+             frames {:?}",
+            table_hashes.len(),
+            plain.len(),
+            &differ[..differ.len().min(10)]
+        );
+        let len = 8.min(n);
+        let mut windows: Vec<Vec<usize>> = (0..n)
+            .step_by(len)
+            .map(|s| (s..(s + len).min(n)).collect())
+            .collect();
+        Rng::new(&[n as u64, 3]).shuffle(&mut windows);
+        let mut rng = Rng::new(&[n as u64, 4]);
+        windows.extend((0..8).map(|_| {
+            let start = rng.below(n as u64) as usize;
+            (start..(start + len).min(n)).step_by(2).collect()
+        }));
+        let mut reader = VideoReader::open(&path, 1).unwrap();
+        assert!(
+            reader.set_reference(&table.seek_reference(name, "")),
+            "{name}: the reader and the frame table count frames alike"
+        );
+        read_windows(name, "corpus", &mut reader, &windows, &reference);
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} corpus videos checked");
 }

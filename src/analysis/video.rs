@@ -208,6 +208,7 @@ impl VideoAnalyzer {
             cuts: self.cuts.finish(),
             frame_hashes: self.frame_hashes,
             error_secs: self.error_secs,
+            ..Curves::default()
         };
         (metrics, curves)
     }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, params};
 
 use super::{Catalog, Result, unix_now};
-use crate::model::{Curves, Cut, DupInfo, Flag, FlagSource, ItemId, Metrics, Severity};
+use crate::model::{Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, Metrics, Severity};
 
 /// An item whose analysis is missing or stale.
 #[derive(Debug, Clone)]
@@ -116,8 +116,8 @@ impl Catalog {
                     ?32, ?33, ?34, ?35)",
             )?;
             let mut c_stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO curves(item_id, motion, cuts, frame_hashes, errors)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT OR REPLACE INTO curves(item_id, motion, cuts, frame_hashes, errors, frames)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             for r in batch {
                 let m = &r.metrics;
@@ -165,6 +165,7 @@ impl Catalog {
                     cuts,
                     u64_blob(&r.curves.frame_hashes),
                     serde_json::to_string(&r.curves.error_secs).unwrap_or_else(|_| "[]".into()),
+                    (!r.curves.frames.is_empty()).then(|| r.curves.frames.to_bytes()),
                 ])?;
             }
         }
@@ -244,10 +245,23 @@ impl Catalog {
                         error_secs: errors
                             .and_then(|e| serde_json::from_str(&e).ok())
                             .unwrap_or_default(),
+                        ..Curves::default()
                     })
                 },
             )
             .optional()?)
+    }
+
+    /// The frame table the deep pass recorded for a video (`None` before analysis version 4,
+    /// or for pictures).
+    pub fn frame_table(&self, id: ItemId) -> Result<Option<FrameTable>> {
+        let blob: Option<Option<Vec<u8>>> = self
+            .conn
+            .query_row("SELECT frames FROM curves WHERE item_id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(blob.flatten().as_deref().and_then(FrameTable::from_bytes))
     }
 
     /// Cut lists of every analysed item.

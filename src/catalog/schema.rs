@@ -164,4 +164,9 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE curves ADD COLUMN errors TEXT;  -- JSON [seconds from the first frame]
     "#,
+    // 5: the frame table of the deep pass: per frame pts, content hash, clean keyframe and
+    // damage flags (model::FrameTable::to_bytes), the ground truth of the loader's seeks.
+    r#"
+    ALTER TABLE curves ADD COLUMN frames BLOB;
+    "#,
 ];

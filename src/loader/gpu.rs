@@ -118,14 +118,34 @@ impl Gpu {
     /// Any adapter wgpu finds (hardware preferred, software such as lavapipe accepted);
     /// `Err(NoAdapter)` when none. Honours wgpu's environment variables (`WGPU_BACKEND`,
     /// `WGPU_ADAPTER_NAME`, ...). The device is opened with the adapter's own limits.
+    /// Whether this machine shows a GPU device node (Linux: a DRM render node or an NVIDIA
+    /// device); elsewhere assumed. `DeviceChoice::Auto` probes the adapters only then, so a
+    /// machine without a GPU prints no driver complaints.
+    pub fn device_present() -> bool {
+        if !cfg!(target_os = "linux") {
+            return true;
+        }
+        let any = |dir: &str, prefix: &str| {
+            std::fs::read_dir(dir).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with(prefix))
+            })
+        };
+        any("/dev/dri", "renderD") || any("/dev", "nvidia")
+    }
+
     pub fn new() -> Result<Gpu, GpuError> {
         // `Instance::new` panics when this build has no backend for the platform (e.g. only
         // the `vulkan` feature, on macOS).
         if wgpu::Instance::enabled_backend_features().is_empty() {
             return Err(GpuError::NoAdapter);
         }
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        // Compute needs no window system: the primary backends only (GL through EGL adds
+        // nothing here, and complains on machines without a display).
+        let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        descriptor.backends &= wgpu::Backends::PRIMARY;
+        let instance = wgpu::Instance::new(descriptor);
         let options = wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
             force_fallback_adapter: false,

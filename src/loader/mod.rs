@@ -17,7 +17,7 @@ pub mod plan;
 pub mod preprocess;
 mod source;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -29,7 +29,7 @@ pub use plan::{Batching, Mode, Sampling, Timing};
 pub use preprocess::{DType, Filter, Layout, OutputSpec};
 
 use crate::manifest::{self, ManifestRow};
-use crate::model::Ratio;
+use crate::model::{Ratio, SeekReference};
 
 /// How each window is cropped before resizing. Drawn once per window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -160,6 +160,8 @@ pub(crate) struct ClipSource {
     /// `[start_frame, end_frame)`: frame indices of the file, when the manifest has them.
     pub frames: Option<(usize, usize)>,
     pub time_base: Option<Ratio>,
+    /// What a decode from the start showed, to check seeks against.
+    pub reference: Option<Arc<SeekReference>>,
 }
 
 /// Stage timings and counts, summed over workers (seconds of work, not wall time, except
@@ -271,6 +273,8 @@ pub enum BatchData {
 pub struct Loader {
     config: LoaderConfig,
     clips: Arc<Vec<ClipSource>>,
+    /// Each clip's file fingerprint, from the manifest.
+    fingerprints: Vec<String>,
     extents: Vec<plan::ClipExtent>,
     gpu: Option<gpu::Gpu>,
     stats: Stats,
@@ -287,8 +291,26 @@ impl Loader {
         config: LoaderConfig,
     ) -> Result<Loader, LoaderError> {
         let (meta, rows) = manifest::open_path(manifest_path)?;
+        let references = manifest::read_seek_references(manifest_path, &meta)?;
         let root = root.map_or_else(|| PathBuf::from(&meta.dataset_root), Path::to_path_buf);
-        Loader::from_rows(&rows, &root, config)
+        let mut loader = Loader::from_rows(&rows, &root, config)?;
+        loader.set_seek_references(references);
+        Ok(loader)
+    }
+
+    /// Check seeks into each file against a decode from the start (the deep pass's frame
+    /// tables, exported beside the manifest), by file fingerprint. [`Loader::open`] reads
+    /// them when the manifest has them.
+    pub fn set_seek_references(&mut self, references: HashMap<String, SeekReference>) {
+        let references: HashMap<String, Arc<SeekReference>> = references
+            .into_iter()
+            .map(|(k, v)| (k, Arc::new(v)))
+            .collect();
+        let mut clips = (*self.clips).clone();
+        for (clip, fingerprint) in clips.iter_mut().zip(&self.fingerprints) {
+            clip.reference = references.get(fingerprint).cloned();
+        }
+        self.clips = Arc::new(clips);
     }
 
     /// A loader over manifest rows whose paths are relative to `root`.
@@ -301,7 +323,10 @@ impl Loader {
         let gpu = match config.device {
             DeviceChoice::Cpu => None,
             DeviceChoice::Gpu => Some(gpu::Gpu::new()?),
-            DeviceChoice::Auto => gpu::Gpu::new().ok().filter(|g| !g.is_software()),
+            DeviceChoice::Auto if gpu::Gpu::device_present() => {
+                gpu::Gpu::new().ok().filter(|g| !g.is_software())
+            }
+            DeviceChoice::Auto => None,
         };
         let mut stats = Stats {
             device: gpu.as_ref().map_or_else(
@@ -324,6 +349,7 @@ impl Loader {
         let checked = source::check_files(&rows, root, config.verify_fingerprints);
         let mut clips = Vec::new();
         let mut extents = Vec::new();
+        let mut fingerprints = Vec::new();
         for ((row, check), index) in rows.iter().zip(checked).zip(row_index) {
             if let Err((reason, message)) = check {
                 if config.on_error == OnError::Fail {
@@ -340,11 +366,13 @@ impl Loader {
             }
             let (clip, extent) = source::clip_source(row, index, root);
             clips.push(clip);
+            fingerprints.push(row.file_fingerprint.clone());
             extents.push(extent);
         }
         Ok(Loader {
             config,
             clips: Arc::new(clips),
+            fingerprints,
             extents,
             gpu,
             stats,

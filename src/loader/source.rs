@@ -98,6 +98,7 @@ pub(crate) fn clip_source(
                 _ => None,
             },
             time_base: row.time_base.as_deref().and_then(Ratio::parse),
+            reference: None,
         },
         ClipExtent {
             frames,
@@ -312,6 +313,17 @@ impl Readers {
         clip: &ClipSource,
     ) -> Result<(&mut VideoReader, Range<usize>), String> {
         let reader = self.get(&clip.path)?;
+        if let Some(reference) = &clip.reference
+            && !reader.has_reference()
+            && !reader.set_reference(reference)
+        {
+            tracing::debug!(
+                "{}: the frame table counts {} frames, the file has {}: seeks unchecked",
+                clip.path.display(),
+                reference.frames,
+                reader.frames().len()
+            );
+        }
         let range = clip_range(reader.frame_pts(), reader.time_base(), clip);
         if range.is_empty() {
             return Err("no frames within the clip's boundaries".to_string());
@@ -471,6 +483,7 @@ mod tests {
             end_secs: 10.0,
             frames: None,
             time_base: None,
+            reference: None,
         }
     }
 

@@ -7,6 +7,7 @@ mod io;
 pub mod split;
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -14,7 +15,7 @@ use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
 use crate::analysis::flags::Config;
 use crate::catalog::{Catalog, CatalogError};
-use crate::model::{Decision, ItemStatus, MediaKind, Severity};
+use crate::model::{Decision, ItemStatus, MediaKind, SeekReference, Severity};
 pub use split::SplitSpec;
 
 /// Version of the row and metadata layout (docs/MANIFEST.md).
@@ -163,6 +164,10 @@ pub struct VersionMeta {
     pub rows_hash: String,
     /// Data files of this version, by format.
     pub files: BTreeMap<String, String>,
+    /// The seek references of its videos (`vNNNN.frames.jsonl`), when the catalog had frame
+    /// tables from a deep pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_index: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -470,6 +475,24 @@ pub fn export(
         staged.push((tmp, path));
         files.insert(format.extension().to_string(), file);
     }
+    let references = seek_references(catalog, &rows)?;
+    let frame_index = if references.is_empty() {
+        None
+    } else {
+        let file = format!("{stem}.frames.jsonl");
+        let path = dir.join(&file);
+        let tmp = io::write_temp(&path, |out| {
+            for r in &references {
+                serde_json::to_writer(&mut *out, r)
+                    .map_err(|e| ManifestError::Encode(e.to_string()))?;
+                out.write_all(b"\n")
+                    .map_err(|e| ManifestError::io(&path, e))?;
+            }
+            Ok(())
+        })?;
+        staged.push((tmp, path));
+        Some(file)
+    };
     let meta = VersionMeta {
         schema_version: SCHEMA_VERSION,
         name: options.name.clone(),
@@ -489,6 +512,7 @@ pub fn export(
         counts,
         rows_hash: rows_hash(&rows),
         files,
+        frame_index,
     };
     let meta_path = dir.join(format!("{stem}.json"));
     let meta_tmp = io::write_temp(&meta_path, |out| {
@@ -508,6 +532,59 @@ pub fn export(
         &meta.catalog_fingerprint,
     )?;
     Ok(meta)
+}
+
+/// The seek references of the videos in `rows` that have a frame table, one per file.
+fn seek_references(
+    catalog: &Catalog,
+    rows: &[ManifestRow],
+) -> Result<Vec<SeekReference>, ManifestError> {
+    let ids: HashMap<String, i64> = catalog
+        .items()?
+        .into_iter()
+        .filter(|i| i.kind == MediaKind::Video)
+        .map(|i| (i.path, i.id))
+        .collect();
+    let mut done = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for row in rows {
+        let Some(&id) = ids.get(&row.path) else {
+            continue;
+        };
+        if !done.insert(id) {
+            continue;
+        }
+        if let Some(table) = catalog.frame_table(id)? {
+            out.push(table.seek_reference(&row.path, &row.file_fingerprint));
+        }
+    }
+    Ok(out)
+}
+
+/// The seek references exported with the version at `path` (as [`open_path`] takes it),
+/// by file fingerprint; empty when the version has none.
+pub fn read_seek_references(
+    path: &Path,
+    meta: &VersionMeta,
+) -> Result<HashMap<String, SeekReference>, ManifestError> {
+    let Some(file) = &meta.frame_index else {
+        return Ok(HashMap::new());
+    };
+    let dir = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap_or(Path::new("."))
+    };
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).map_err(|e| ManifestError::io(&path, e))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let r: SeekReference = serde_json::from_str(l)
+                .map_err(|e| ManifestError::Invalid(format!("{}: {e}", path.display())))?;
+            Ok((r.file_fingerprint.clone(), r))
+        })
+        .collect()
 }
 
 /// Remove what an interrupted export left: temporary files, and data files of a version

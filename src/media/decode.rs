@@ -352,6 +352,8 @@ fn drain(
             coded_width: w,
             coded_height: h,
             corrupt,
+            key: frame.is_key(),
+            content_hash: crate::media::frames::content_hash(&frame),
             planes: [&state.planes[0], &state.planes[1], &state.planes[2]],
             luma: converter.luma(),
             width: dw,

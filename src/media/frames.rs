@@ -135,6 +135,53 @@ impl FrameIndex {
     }
 }
 
+/// A decoded picture's content hash: xxh3-64 over every fourth row of each plane's visible
+/// bytes (and the frame's size and format). Damage and a wrong picture after a seek differ in
+/// whole blocks of rows, so the sample sees them; hashing a quarter keeps it cheap for 4K.
+pub fn content_hash(frame: &ff::frame::Video) -> u64 {
+    use ff::ffi;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let (w, h, format) = (frame.width(), frame.height(), frame.format());
+    hasher.update(&w.to_le_bytes());
+    hasher.update(&h.to_le_bytes());
+    let pix: ffi::AVPixelFormat = format.into();
+    hasher.update(&(pix as i32).to_le_bytes());
+    let mut linesizes = [0i32; 4];
+    // SAFETY: av_image_fill_linesizes writes four ints; av_pix_fmt_desc_get returns a
+    // static descriptor or null.
+    let (filled, desc) = unsafe {
+        (
+            ffi::av_image_fill_linesizes(linesizes.as_mut_ptr(), pix, w as i32),
+            ffi::av_pix_fmt_desc_get(pix),
+        )
+    };
+    if filled < 0 || desc.is_null() {
+        return hasher.digest();
+    }
+    // SAFETY: a non-null descriptor is valid for the program's lifetime.
+    let chroma_shift = unsafe { (*desc).log2_chroma_h };
+    for (plane, &row_bytes) in linesizes.iter().enumerate() {
+        if row_bytes <= 0 || plane >= frame.planes() {
+            continue;
+        }
+        // Chroma planes of planar YUV are subsampled vertically; others are full height.
+        let rows = if (plane == 1 || plane == 2) && frame.planes() >= 3 {
+            (h as usize).div_ceil(1 << chroma_shift)
+        } else {
+            h as usize
+        };
+        let stride = frame.stride(plane);
+        let data = frame.data(plane);
+        for row in (0..rows).step_by(4) {
+            let start = row * stride;
+            if let Some(bytes) = data.get(start..start + row_bytes as usize) {
+                hasher.update(bytes);
+            }
+        }
+    }
+    hasher.digest()
+}
+
 /// One frame's duration in `time_base` units at the stream's average (else real base) rate.
 pub fn stream_frame_step(stream: &ff::format::stream::Stream<'_>, time_base: Ratio) -> i64 {
     let rate = match stream.avg_frame_rate() {

@@ -12,8 +12,8 @@ use ffmpeg_next as ff;
 
 use crate::media::decode::{DecodeError, first_video_stream};
 use crate::media::ffmpeg_log;
-use crate::media::frames::{FrameIndex, Identity, stream_frame_step};
-use crate::model::Ratio;
+use crate::media::frames::{FrameIndex, Identity, content_hash, stream_frame_step};
+use crate::model::{Ratio, SeekReference};
 
 /// A decoded picture, tightly packed: planar YUV 4:2:0 (Y, then U, then V, each
 /// `ceil(w/2) * ceil(h/2)`) or packed RGB.
@@ -84,6 +84,8 @@ pub struct VideoReader {
     path: std::path::PathBuf,
     input: ff::format::context::Input,
     decoder: ff::decoder::Video,
+    /// Decoder threads.
+    threads: usize,
     stream_index: usize,
     time_base: Ratio,
     frames: FrameIndex,
@@ -94,6 +96,9 @@ pub struct VideoReader {
     ordinal: Option<usize>,
     /// Seek points (indices into `frames.seek_points`) that did not give clean frames.
     refused: std::collections::BTreeSet<usize>,
+    /// Content hashes of the clean keyframes a decode from the start showed, by frame index
+    /// (the deep pass's frame table): a seek lands only on one of them, with that content.
+    reference: Option<std::collections::HashMap<usize, u64>>,
     scaler: Option<(scaling::Context, Pixel, u32, u32, Pixel)>,
     converted: Option<ff::frame::Video>,
     /// Buffers of pictures the caller is done with, reused for the next ones (large frames
@@ -129,11 +134,13 @@ enum Outcome {
 }
 
 /// Where to start reading frames from `first`: going on when the decoder is shortly before
-/// it, else the latest usable seek points at or before it, last the start of the file.
+/// it, else the latest usable seek points at or before it (with a reference, only those it
+/// knows as clean keyframes), last the start of the file.
 fn start_plan(
     frames: &FrameIndex,
     position: Option<usize>,
     refused: &std::collections::BTreeSet<usize>,
+    reference: Option<&std::collections::HashMap<usize, u64>>,
     first: usize,
 ) -> Vec<Start> {
     let mut plan = Vec::with_capacity(SEEK_ATTEMPTS + 2);
@@ -148,7 +155,12 @@ fn start_plan(
         plan.extend(
             (0..usable)
                 .rev()
-                .filter(|i| !refused.contains(i) && frames.seek_points[*i].frame > 0)
+                .filter(|i| {
+                    let frame = frames.seek_points[*i].frame;
+                    !refused.contains(i)
+                        && frame > 0
+                        && reference.is_none_or(|r| r.contains_key(&frame))
+                })
                 .take(SEEK_ATTEMPTS)
                 .map(Start::Seek),
         );
@@ -169,18 +181,7 @@ impl VideoReader {
         let time_base = Ratio::new(tb.numerator(), tb.denominator())
             .ok_or_else(|| DecodeError::Setup("the stream has no time base".into()))?;
         let step = stream_frame_step(&stream, time_base);
-        let codec_name = stream.parameters().id().name().to_string();
-        let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
-            .map_err(|e| DecodeError::Setup(e.to_string()))?;
-        ctx.set_threading(ff::codec::threading::Config {
-            kind: ff::codec::threading::Type::Frame,
-            count: threads.max(1),
-            ..Default::default()
-        });
-        let decoder = ctx.decoder().video().map_err(|e| match e {
-            ff::Error::DecoderNotFound => DecodeError::NoDecoder(codec_name),
-            other => DecodeError::Setup(other.to_string()),
-        })?;
+        let decoder = open_decoder(&stream, threads)?;
         let frames = FrameIndex::read(&mut input, stream_index, step);
         // Open again rather than seek back: picture demuxers cannot seek.
         let input = open_input(path)?;
@@ -188,12 +189,14 @@ impl VideoReader {
             path: path.to_path_buf(),
             input,
             decoder,
+            threads,
             stream_index,
             time_base,
             frames,
             position: None,
             ordinal: Some(0),
             refused: std::collections::BTreeSet::new(),
+            reference: None,
             scaler: None,
             converted: None,
             spare: Vec::new(),
@@ -215,11 +218,37 @@ impl VideoReader {
         &self.frames.pts
     }
 
-    /// Open the file again at its start.
+    /// Check seeks against a decode from the start: the frame count and the clean keyframes'
+    /// content hashes the deep pass recorded. Refused (and `false`) when the frame counts
+    /// differ: the file is not the one the reference describes, or decodes differently here.
+    pub fn set_reference(&mut self, reference: &SeekReference) -> bool {
+        if reference.frames != self.frames.len() as u64 {
+            return false;
+        }
+        self.reference = Some(
+            reference
+                .keyframes
+                .iter()
+                .map(|&(i, h)| (i as usize, h))
+                .collect(),
+        );
+        true
+    }
+
+    pub fn has_reference(&self) -> bool {
+        self.reference.is_some()
+    }
+
+    /// Open the file again at its start, with a new decoder: a flushed one keeps state in
+    /// some codecs (WMV8's X8 intra pictures decode differently after other frames).
     fn restart(&mut self) -> Result<(), DecodeError> {
-        self.decoder.flush();
         self.position = None;
         self.input = open_input(&self.path)?;
+        let stream = self
+            .input
+            .stream(self.stream_index)
+            .ok_or(DecodeError::NoVideo)?;
+        self.decoder = open_decoder(&stream, self.threads)?;
         self.ordinal = Some(0);
         Ok(())
     }
@@ -272,7 +301,14 @@ impl VideoReader {
         }
         // Wanted frames handed out so far: a retry does not hand them out again.
         let mut handed = 0;
-        for start in start_plan(&self.frames, self.position, &self.refused, first) {
+        let plan = start_plan(
+            &self.frames,
+            self.position,
+            &self.refused,
+            self.reference.as_ref(),
+            first,
+        );
+        for start in plan {
             let trusted = match start {
                 Start::Continue => true,
                 Start::Seek(point) => {
@@ -349,9 +385,18 @@ impl VideoReader {
                     Identity::Pts => frame.pts().and_then(|p| self.frames.frame_of_pts(p)),
                     Identity::Ordinal => ordinal,
                 };
+                let mut key = frame.is_key();
+                if key
+                    && !attempt.trusted
+                    && let (Some(reference), Some(i)) = (&self.reference, index)
+                {
+                    // A keyframe counts only where a decode from the start showed one, with
+                    // this very content.
+                    key = reference.get(&i) == Some(&content_hash(&frame));
+                }
                 let seen = Seen {
                     index,
-                    key: frame.is_key(),
+                    key,
                     damaged: is_damaged(&frame),
                 };
                 let index = match attempt.judge(seen, self.position, wanted[next]) {
@@ -580,6 +625,25 @@ fn is_damaged(frame: &ff::frame::Video) -> bool {
     frame.is_corrupt() || error_flags != 0
 }
 
+/// A decoder for `stream`, with frame threading over `threads` threads.
+fn open_decoder(
+    stream: &ff::format::stream::Stream<'_>,
+    threads: usize,
+) -> Result<ff::decoder::Video, DecodeError> {
+    let codec_name = stream.parameters().id().name().to_string();
+    let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
+        .map_err(|e| DecodeError::Setup(e.to_string()))?;
+    ctx.set_threading(ff::codec::threading::Config {
+        kind: ff::codec::threading::Type::Frame,
+        count: threads.max(1),
+        ..Default::default()
+    });
+    ctx.decoder().video().map_err(|e| match e {
+        ff::Error::DecoderNotFound => DecodeError::NoDecoder(codec_name),
+        other => DecodeError::Setup(other.to_string()),
+    })
+}
+
 /// Open a file for demuxing, with FFmpeg's own reason when it fails.
 fn open_input(path: &Path) -> Result<ff::format::context::Input, DecodeError> {
     ff::format::input(&path).map_err(|e| {
@@ -660,12 +724,12 @@ mod tests {
         let frames = by_pts(&[0, 30, 60]);
         let none = BTreeSet::new();
         assert_eq!(
-            start_plan(&frames, Some(40), &none, 50),
+            start_plan(&frames, Some(40), &none, None, 50),
             vec![Start::Continue, Start::Seek(1), Start::Beginning,]
         );
         // Too far ahead: seek instead; behind the window: never go on.
-        assert!(!start_plan(&frames, Some(0), &none, 70).contains(&Start::Continue));
-        assert!(!start_plan(&frames, Some(55), &none, 50).contains(&Start::Continue));
+        assert!(!start_plan(&frames, Some(0), &none, None, 70).contains(&Start::Continue));
+        assert!(!start_plan(&frames, Some(55), &none, None, 50).contains(&Start::Continue));
     }
 
     #[test]
@@ -673,7 +737,7 @@ mod tests {
         let frames = by_pts(&[0, 10, 20, 30, 40, 50]);
         let mut refused = BTreeSet::new();
         assert_eq!(
-            start_plan(&frames, None, &refused, 45),
+            start_plan(&frames, None, &refused, None, 45),
             vec![
                 Start::Seek(4),
                 Start::Seek(3),
@@ -683,11 +747,26 @@ mod tests {
         );
         // A seek point that gave unclean frames is not tried again.
         refused.insert(4);
-        assert_eq!(start_plan(&frames, None, &refused, 45)[0], Start::Seek(3));
+        assert_eq!(
+            start_plan(&frames, None, &refused, None, 45)[0],
+            Start::Seek(3)
+        );
         // Within the first GOP: from the start (exact, and cheaper than a seek).
         assert_eq!(
-            start_plan(&frames, None, &refused, 5),
+            start_plan(&frames, None, &refused, None, 5),
             vec![Start::Beginning]
+        );
+    }
+
+    #[test]
+    fn with_a_reference_only_its_clean_keyframes_are_seek_points() {
+        let frames = by_pts(&[0, 10, 20, 30, 40]);
+        let none = BTreeSet::new();
+        // The deep pass saw 20 and 40 decode as clean keyframes, not 10 and 30.
+        let reference: std::collections::HashMap<usize, u64> = [(0, 1), (20, 2), (40, 3)].into();
+        assert_eq!(
+            start_plan(&frames, None, &none, Some(&reference), 45),
+            vec![Start::Seek(4), Start::Seek(2), Start::Beginning]
         );
     }
 
@@ -699,10 +778,13 @@ mod tests {
             seek_points: Vec::new(),
         };
         let none = BTreeSet::new();
-        assert_eq!(start_plan(&frames, None, &none, 80), vec![Start::Beginning]);
+        assert_eq!(
+            start_plan(&frames, None, &none, None, 80),
+            vec![Start::Beginning]
+        );
         // Any distance ahead is reached by decoding on.
         assert_eq!(
-            start_plan(&frames, Some(3), &none, 90),
+            start_plan(&frames, Some(3), &none, None, 90),
             vec![Start::Continue, Start::Beginning]
         );
     }

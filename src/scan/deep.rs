@@ -18,11 +18,11 @@ use crate::analysis::still;
 use crate::analysis::video::{FLAT_STD, VideoAnalyzer};
 use crate::catalog::{AnalysisResult, AnalysisTodo, Catalog};
 use crate::media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
-use crate::model::{Curves, Metrics};
+use crate::model::{Curves, FrameRecord, FrameTable, Metrics};
 
 /// Bump when an analysis changes what it stores: older results are recomputed (3: the
 /// box-averaged analysis copy moves every picture measure slightly).
-pub const ANALYSIS_VERSION: u32 = 3;
+pub const ANALYSIS_VERSION: u32 = 4;
 
 #[derive(Debug, Clone)]
 pub struct AnalyzeOptions {
@@ -239,19 +239,30 @@ fn analyse_video(
     base: Metrics,
 ) -> (Metrics, Curves) {
     let mut analyzer = VideoAnalyzer::new(item.fps, cuts.clone());
+    // Exact decoding (no `AV_CODEC_FLAG2_FAST`): the frame table is the reference the loader
+    // checks its own (exact) frames against; MPEG-2's fast mode changes pictures.
     let options = DecodeOptions {
         deadline: Some(deadline),
+        fast: false,
         ..DecodeOptions::default()
     };
+    let mut table = FrameTable::default();
     let report = match decode_frames(path, &options, 0, &mut |f| {
         analyzer.push(f);
+        table.frames.push(FrameRecord {
+            pts: f.pts,
+            clean_key: f.key && !f.corrupt,
+            damaged: f.corrupt,
+            hash: f.content_hash,
+        });
         true
     }) {
         Ok(r) => r,
         Err(e) => return decode_failure(e, base),
     };
-    let (mut metrics, curves) =
+    let (mut metrics, mut curves) =
         analyzer.finish(report.declared_duration_secs, report.declared_frames);
+    curves.frames = table;
     metrics.content_hash = base.content_hash;
     apply_report(&mut metrics, &report);
     if report.frames == 0 && metrics.undecodable.is_none() {

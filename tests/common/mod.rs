@@ -103,6 +103,11 @@ pub fn corpus_dir() -> Option<PathBuf> {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/media"));
     if dir.join("ground_truth.jsonl").is_file() {
         Some(dir)
+    } else if std::env::var_os("FRAMECULL_REQUIRE_MEDIA").is_some() {
+        panic!(
+            "media corpus not found at {} and FRAMECULL_REQUIRE_MEDIA is set",
+            dir.display()
+        );
     } else {
         eprintln!(
             "SKIPPED: media corpus not found at {} (set FRAMECULL_MEDIA to run this test)",
