@@ -449,6 +449,7 @@ fn loader_config(mode: Mode, shuffle: bool, workers: usize) -> LoaderConfig {
         device: DeviceChoice::Cpu,
         workers,
         verify_fingerprints: false,
+        checksum: true,
         ..LoaderConfig::default()
     }
 }

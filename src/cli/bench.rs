@@ -85,6 +85,10 @@ enum Which {
         /// Loader workers (default: one per core).
         #[arg(long)]
         workers: Option<usize>,
+        /// 4K sources instead: one 3840x2160 H.264 clip and one 10-bit HEVC clip (`--clips`
+        /// is then 2).
+        #[arg(long)]
+        uhd: bool,
         /// Python with PyAV and numpy (the peers venv); skipped when absent.
         #[arg(long, default_value = "/tmp/peers-venv/bin/python")]
         python: PathBuf,
@@ -213,11 +217,17 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             clips,
             frames,
             workers,
+            uhd,
             python,
             repeat,
             json,
         } => {
-            let r = bench_load(&dir, clips, frames, workers, &python, repeat.max(1))?;
+            let source = if uhd {
+                LoadSource::Uhd
+            } else {
+                LoadSource::Hd(clips)
+            };
+            let r = bench_load(&dir, source, frames, workers, &python, repeat.max(1))?;
             print(&r, json, || r.text())
         }
         #[cfg(feature = "gui")]
@@ -840,6 +850,7 @@ fn bench_export(n: usize, repeat: usize) -> anyhow::Result<ExportBench> {
 
 #[derive(Serialize)]
 struct LoadBench {
+    source: String,
     clips: usize,
     frames: u64,
     workers: usize,
@@ -867,13 +878,14 @@ impl LoadBench {
     fn text(&self) -> String {
         let s = &self.stats;
         format!(
-            "loader on {} clips of 720p H.264 ({} frames), {} -> 8 x 16 x 3 x 224 x 224 f32:\n  \
+            "loader on {} clips of {} ({} frames), {} -> 8 x 16 x 3 x 224 x 224 f32:\n  \
              framecull {:.0} frames/s (median {:?} s; windows in order, {} frames decoded)\n  \
              shuffled windows: {:.0} frames/s ({} frames decoded: a seek and a GOP per window)\n  ffmpeg -threads 2 -f null {:.0} frames/s \
              (median {:?} s): framecull delivers {:.0}% of it\n  PyAV (frame threading) + numpy \
              bilinear resize/normalise: {}\n  PyAV + numpy nearest resize/normalise: {}\n  stages (worker seconds, last run): read {:.2}, decode {:.2}, \
              convert {:.2}, preprocess {:.2}; consumer waited {:.2} s; peak RSS {}",
             self.clips,
+            self.source,
             self.frames,
             self.device,
             self.framecull_frames_per_sec,
@@ -947,9 +959,73 @@ print(frames)
 print(time.perf_counter() - t)
 "#;
 
+/// What the load benchmark reads.
+#[derive(Debug, Clone, Copy)]
+enum LoadSource {
+    /// This many 720p H.264 clips.
+    Hd(usize),
+    /// A 4K H.264 clip and a 4K 10-bit HEVC clip.
+    Uhd,
+}
+
+/// Generate the benchmark's clips in `media` (kept between runs).
+fn load_sources(media: &Path, source: LoadSource, frames: u32) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(media)?;
+    let h264 = |path: &Path, w: u32, h: u32, speed: u32| -> anyhow::Result<()> {
+        let mut spec = synth::VideoSpec::new("libx264", w, h, 30, frames);
+        spec.pattern = Pattern::MovingBox { speed };
+        spec.noise = 6;
+        spec.gop = 30;
+        Ok(synth::write_video(path, &spec)?)
+    };
+    let mut files = Vec::new();
+    match source {
+        LoadSource::Hd(clips) => {
+            for i in 0..clips {
+                let path = media.join(format!("clip{i:03}.mp4"));
+                if !path.is_file() {
+                    h264(&path, 1280, 720, 2 + i as u32)?;
+                }
+                files.push(path);
+            }
+        }
+        LoadSource::Uhd => {
+            let path = media.join("uhd_h264.mp4");
+            if !path.is_file() {
+                h264(&path, 3840, 2160, 12)?;
+            }
+            files.push(path);
+            let path = media.join("uhd_hevc10.mp4");
+            if !path.is_file() {
+                let status = Command::new("ffmpeg")
+                    .args(["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i"])
+                    .arg("testsrc2=size=3840x2160:rate=30")
+                    .args(["-frames:v", &frames.to_string(), "-c:v", "libx265"])
+                    .args(["-pix_fmt", "yuv420p10le", "-preset", "ultrafast"])
+                    .args([
+                        "-x265-params",
+                        "keyint=30:log-level=error",
+                        "-tag:v",
+                        "hvc1",
+                    ])
+                    .arg(&path)
+                    .status()
+                    .context("ffmpeg (with libx265) is needed to generate the 10-bit clip")?;
+                anyhow::ensure!(
+                    status.success(),
+                    "ffmpeg could not write {}",
+                    path.display()
+                );
+            }
+            files.push(path);
+        }
+    }
+    Ok(files)
+}
+
 fn bench_load(
     dir: &Path,
-    clips: usize,
+    source: LoadSource,
     frames: u32,
     workers: Option<usize>,
     python: &Path,
@@ -957,23 +1033,14 @@ fn bench_load(
 ) -> anyhow::Result<LoadBench> {
     use crate::loader::{Loader, LoaderConfig, Mode, Sampling, Timing};
     use crate::manifest::{ExportOptions, Format, Include};
-    let media = dir.join("media");
-    let project = dir.join("project");
-    std::fs::create_dir_all(&media)?;
-    let mut files = Vec::new();
-    for i in 0..clips {
-        let path = media.join(format!("clip{i:03}.mp4"));
-        if !path.is_file() {
-            let mut spec = synth::VideoSpec::new("libx264", 1280, 720, 30, frames);
-            spec.pattern = Pattern::MovingBox {
-                speed: 2 + i as u32,
-            };
-            spec.noise = 6;
-            spec.gop = 30;
-            synth::write_video(&path, &spec)?;
-        }
-        files.push(path);
-    }
+    let sub = match source {
+        LoadSource::Hd(_) => "hd",
+        LoadSource::Uhd => "uhd",
+    };
+    let media = dir.join(sub).join("media");
+    let project = dir.join(sub).join("project");
+    let files = load_sources(&media, source, frames)?;
+    let clips = files.len();
     let _ = std::fs::remove_dir_all(&project);
     scan_once(&media, &project, &ScanOptions::default())?;
     let catalog = Catalog::open(&project)?;
@@ -1081,6 +1148,10 @@ fn bench_load(
     let pyav_nearest_fps = (!pyav_nearest.is_empty() && pyav_frames > 0)
         .then(|| pyav_frames as f64 / median(pyav_nearest.clone()));
     Ok(LoadBench {
+        source: match source {
+            LoadSource::Hd(_) => "720p H.264".into(),
+            LoadSource::Uhd => "2160p (H.264 8-bit, HEVC 10-bit)".into(),
+        },
         clips,
         frames: delivered,
         workers,

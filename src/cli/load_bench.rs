@@ -199,6 +199,7 @@ fn config(args: &Args) -> anyhow::Result<LoaderConfig> {
         OnErrorArg::Fail => OnError::Fail,
     };
     config.verify_fingerprints = !args.no_verify;
+    config.checksum = true;
     config.cache = args.cache.as_ref().map(|dir| loader::CacheConfig {
         dir: dir.clone(),
         short_side: args.cache_short_side.max(1),

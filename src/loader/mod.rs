@@ -89,6 +89,10 @@ pub struct LoaderConfig {
     pub window_budget_secs: f64,
     /// Keep decoded, shrunk clips on disk for later epochs.
     pub cache: Option<CacheConfig>,
+    /// Keep [`Stats::checksum`] over every batch's bytes (about 3% of the CPU path's time on
+    /// two cores: xxh3 over every output byte). `load-bench` turns it on.
+    #[serde(default)]
+    pub checksum: bool,
 }
 
 impl Default for LoaderConfig {
@@ -117,6 +121,7 @@ impl Default for LoaderConfig {
             verify_fingerprints: true,
             window_budget_secs: 60.0,
             cache: None,
+            checksum: false,
         }
     }
 }
@@ -194,8 +199,9 @@ pub struct Stats {
     pub skipped_windows: BTreeMap<SkipReason, u64>,
     /// First few reasons, for the report.
     pub errors: Vec<String>,
-    /// xxh3-64 over every batch handed out, in order (hex): shapes, lengths, the frames of
-    /// every window and the bytes (a GPU batch's bytes once read back with `to_host`).
+    /// With [`LoaderConfig::checksum`]: xxh3-64 over every batch handed out, in order (hex):
+    /// shapes, lengths, the frames of every window and the bytes (a GPU batch's bytes once
+    /// read back with `to_host`).
     pub checksum: String,
 }
 

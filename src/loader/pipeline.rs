@@ -51,6 +51,9 @@ struct Done {
 
 struct Shared {
     queue: Mutex<Queue>,
+    /// Keyframe positions of the clips a worker has opened (stride sampling), by clip: a
+    /// worker that starts a window with a seek picks one close after a keyframe.
+    keyframes: Mutex<HashMap<u32, Arc<Vec<f64>>>>,
     /// Window buffers the consumer has copied out, for workers to fill again (no fresh
     /// allocation and page faults per window).
     pool: Mutex<Vec<Vec<u8>>>,
@@ -71,11 +74,19 @@ struct Queue {
 /// 1. the next window of the clip it just read, when close after it: the open decoder goes
 ///    on without a seek (two workers alternating over one clip would each decode all of it);
 /// 2. else the first window of a clip (decoding starts at a keyframe, nothing is wasted);
-/// 3. else the middle of the longest run of free windows when the window before that run is
-///    taken (someone is likely reading on from it), or the run's first window.
+/// 3. else, in the longest run of free windows, its first window when nobody reads the one
+///    before it, else (someone is likely reading on from there) the window of its second
+///    half that starts closest after a keyframe (the fewest frames decoded only to reach
+///    it), else its middle.
 ///
 /// Output does not depend on this: batches are assembled in plan order.
-fn pick(jobs: &[Job], taken: &[bool], last: Option<(u32, f64)>, near: f64) -> Option<usize> {
+fn pick(
+    jobs: &[Job],
+    taken: &[bool],
+    last: Option<(u32, f64)>,
+    near: f64,
+    keyframes: &HashMap<u32, Arc<Vec<f64>>>,
+) -> Option<usize> {
     if let Some((clip, start)) = last {
         let next = (0..taken.len())
             .filter(|&j| !taken[j] && jobs[j].sample.clip == clip)
@@ -105,11 +116,21 @@ fn pick(jobs: &[Job], taken: &[bool], last: Option<(u32, f64)>, near: f64) -> Op
         }
     }
     let (start, len) = best?;
-    Some(if start > 0 && taken[start - 1] {
-        start + len / 2
-    } else {
-        start
-    })
+    if start == 0 || !taken[start - 1] {
+        return Some(start);
+    }
+    let middle = start + len / 2;
+    // Frames decoded before the window's first: from the keyframe at or before it.
+    let lead = |j: usize| {
+        let sample = &jobs[j].sample;
+        let keys = keyframes.get(&sample.clip)?;
+        let k = keys.partition_point(|&k| k <= sample.start);
+        Some(sample.start - keys[k.checked_sub(1)?])
+    };
+    let aligned = (middle..start + len)
+        .filter_map(|j| lead(j).map(|l| (l, j)))
+        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    Some(aligned.map_or(middle, |(_, j)| j))
 }
 
 /// The batches of one epoch, read in the background.
@@ -150,6 +171,7 @@ impl<'a> Epoch<'a> {
                 untaken: jobs.len(),
                 consumed: 0,
             }),
+            keyframes: Mutex::new(HashMap::new()),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
             pool: Mutex::new(Vec::new()),
@@ -200,7 +222,7 @@ impl<'a> Epoch<'a> {
     /// batch's bytes count in the epoch's checksum when they are read back here.
     pub fn to_host(&mut self, batch: &Batch) -> Result<Vec<u8>, LoaderError> {
         let bytes = self.loader.to_host(batch)?;
-        if matches!(batch.data, BatchData::Gpu(_)) {
+        if self.loader.config.checksum && matches!(batch.data, BatchData::Gpu(_)) {
             self.hasher.update(&bytes);
             self.loader.stats.checksum = format!("{:016x}", self.hasher.digest());
         }
@@ -346,8 +368,10 @@ impl<'a> Epoch<'a> {
             windows,
             data,
         };
-        batch.hash_into(&mut self.hasher);
-        self.loader.stats.checksum = format!("{:016x}", self.hasher.digest());
+        if self.loader.config.checksum {
+            batch.hash_into(&mut self.hasher);
+            self.loader.stats.checksum = format!("{:016x}", self.hasher.digest());
+        }
         Ok(batch)
     }
 }
@@ -421,7 +445,12 @@ fn worker(
                     return;
                 }
                 let limit = job_start[(queue.consumed + ahead).min(job_start.len() - 1)];
-                if let Some(j) = pick(jobs, &queue.taken[..limit], last, near) {
+                let keyframes = shared
+                    .keyframes
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                if let Some(j) = pick(jobs, &queue.taken[..limit], last, near, &keyframes) {
                     queue.taken[j] = true;
                     queue.untaken -= 1;
                     break j;
@@ -438,6 +467,15 @@ fn worker(
         // A panic in one window (a bug, or a decoder gone wrong) fails that window only.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let window = readers.read_window(clip, &job.sample, config, &mut times)?;
+            if matches!(config.sampling.timing, super::Timing::Stride(_)) && config.cache.is_none()
+            {
+                let mut known = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
+                if !known.contains_key(&job.sample.clip)
+                    && let Some(keys) = readers.clip_keyframes(clip)
+                {
+                    known.insert(job.sample.clip, Arc::new(keys));
+                }
+            }
             let frames: Vec<(usize, i64)> =
                 window.frames.iter().map(|f| (f.index, f.pts)).collect();
             let time_base = window.time_base;
@@ -492,5 +530,47 @@ fn worker(
         if tx.send(done).is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jobs(starts: &[f64]) -> Vec<Job> {
+        starts
+            .iter()
+            .map(|&start| Job {
+                sample: Sample {
+                    clip: 0,
+                    start,
+                    len: 16,
+                    aug_seed: 0,
+                },
+                t: 16,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_worker_jumping_into_a_clip_starts_close_after_a_keyframe() {
+        // Windows of 16 frames every 16 frames; window 0 is being read.
+        let starts: Vec<f64> = (0..12).map(|i| f64::from(i * 16)).collect();
+        let jobs = jobs(&starts);
+        let mut taken = vec![false; jobs.len()];
+        taken[0] = true;
+        let none = HashMap::new();
+        // Without keyframes known: the middle of the free run (windows 1..12).
+        assert_eq!(pick(&jobs, &taken, None, 32.0, &none), Some(6));
+        // Keyframes every 30 frames: of windows 6..11 (starts 96..176), the one that starts
+        // the fewest frames after a keyframe.
+        let keys: HashMap<u32, Arc<Vec<f64>>> =
+            [(0, Arc::new((0..7).map(|k| f64::from(k * 30)).collect()))].into();
+        let picked = pick(&jobs, &taken, None, 32.0, &keys).unwrap();
+        let lead = |j: usize| starts[j] - (starts[j] / 30.0).floor() * 30.0;
+        assert!((6..12).contains(&picked));
+        assert!((6..12).all(|j| lead(picked) <= lead(j)), "picked {picked}");
+        // Someone's next window is preferred over any jump.
+        assert_eq!(pick(&jobs, &taken, Some((0, 0.0)), 32.0, &keys), Some(1));
     }
 }

@@ -395,6 +395,22 @@ impl Readers {
         Ok((cache.read(cached, &wanted)?, cached.time_base))
     }
 
+    /// Positions of the clip's keyframes (seek points), counted from its first frame, once
+    /// its file is open here.
+    pub fn clip_keyframes(&self, clip: &ClipSource) -> Option<Vec<f64>> {
+        let (_, reader) = self.open.iter().find(|(p, _)| *p == clip.path)?;
+        let range = clip_range(reader.frame_pts(), reader.time_base(), clip);
+        Some(
+            reader
+                .frames()
+                .seek_points
+                .iter()
+                .filter(|s| range.contains(&s.frame))
+                .map(|s| (s.frame - range.start) as f64)
+                .collect(),
+        )
+    }
+
     /// Read one window's frames and draw its augmentation.
     pub fn read_window(
         &mut self,

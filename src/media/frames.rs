@@ -29,6 +29,9 @@ pub struct SeekPoint {
     pub frame: usize,
     /// Timestamp to seek to (the packet's decode timestamp, else its pts), stream time base.
     pub target: i64,
+    /// The keyframe packet's byte position in the file (-1 when the demuxer gives none):
+    /// packets before it that a seek lands on are skipped, not decoded.
+    pub pos: i64,
 }
 
 /// The frames of one video stream, as its packets describe them.
@@ -48,6 +51,8 @@ pub struct PacketInfo {
     pub pts: Option<i64>,
     pub dts: Option<i64>,
     pub key: bool,
+    /// Byte position in the file, -1 when unknown.
+    pub pos: i64,
 }
 
 impl FrameIndex {
@@ -67,6 +72,7 @@ impl FrameIndex {
                     pts: packet.pts(),
                     dts: packet.dts(),
                     key: packet.is_key(),
+                    pos: packet.position() as i64,
                 }),
                 Ok(()) => {}
                 Err(_) => break,
@@ -88,7 +94,8 @@ impl FrameIndex {
                     let at = p.pts?;
                     let frame = pts.binary_search(&at).ok()?;
                     let target = p.dts.map_or(at, |d| d.min(at));
-                    Some((frame, SeekPoint { frame, target }))
+                    let pos = p.pos;
+                    Some((frame, SeekPoint { frame, target, pos }))
                 })
                 .collect::<std::collections::BTreeMap<usize, SeekPoint>>()
                 .into_values()
@@ -207,7 +214,12 @@ mod tests {
     use super::*;
 
     fn p(pts: Option<i64>, dts: Option<i64>, key: bool) -> PacketInfo {
-        PacketInfo { pts, dts, key }
+        PacketInfo {
+            pts,
+            dts,
+            key,
+            pos: -1,
+        }
     }
 
     #[test]
@@ -228,11 +240,13 @@ mod tests {
             vec![
                 SeekPoint {
                     frame: 0,
-                    target: -1
+                    target: -1,
+                    pos: -1
                 },
                 SeekPoint {
                     frame: 4,
-                    target: 3
+                    target: 3,
+                    pos: -1
                 }
             ]
         );

@@ -12,7 +12,7 @@ use ffmpeg_next as ff;
 
 use crate::media::decode::{DecodeError, first_video_stream};
 use crate::media::ffmpeg_log;
-use crate::media::frames::{FrameIndex, Identity, content_hash, stream_frame_step};
+use crate::media::frames::{FrameIndex, Identity, SeekPoint, content_hash, stream_frame_step};
 use crate::model::{Ratio, SeekReference};
 
 /// A decoded picture, tightly packed: planar YUV 4:2:0 (Y, then U, then V, each
@@ -94,6 +94,9 @@ pub struct VideoReader {
     position: Option<usize>,
     /// Frames put out since the file was (re)opened at its start; `None` after a seek.
     ordinal: Option<usize>,
+    /// After a seek: the byte position of the keyframe packet sought; packets before it
+    /// (where a demuxer lands early) are skipped rather than decoded.
+    skip_before: Option<i64>,
     /// Seek points (indices into `frames.seek_points`) that did not give clean frames.
     refused: std::collections::BTreeSet<usize>,
     /// Content hashes of the clean keyframes a decode from the start showed, by frame index
@@ -107,8 +110,12 @@ pub struct VideoReader {
 }
 
 /// Continue decoding instead of seeking when the next wanted frame is at most this many
-/// frames after the last one put out.
+/// frames after the last one put out, and no more than [`SEEK_COST_FRAMES`] further than
+/// from the keyframe a seek would land on.
 const SEQUENTIAL_FRAMES: usize = 48;
+
+/// What a seek costs beyond the frames it decodes (flush, demuxer seek), in frames.
+const SEEK_COST_FRAMES: usize = 4;
 
 /// Seek points tried, each earlier than the last, before decoding from the start.
 const SEEK_ATTEMPTS: usize = 3;
@@ -134,8 +141,9 @@ enum Outcome {
 }
 
 /// Where to start reading frames from `first`: going on when the decoder is shortly before
-/// it, else the latest usable seek points at or before it (with a reference, only those it
-/// knows as clean keyframes), last the start of the file.
+/// it (and a seek would not decode fewer frames), else the latest usable seek points at or
+/// before it (with a reference, only those it knows as clean keyframes), last the start of
+/// the file.
 fn start_plan(
     frames: &FrameIndex,
     position: Option<usize>,
@@ -143,16 +151,9 @@ fn start_plan(
     reference: Option<&std::collections::HashMap<usize, u64>>,
     first: usize,
 ) -> Vec<Start> {
-    let mut plan = Vec::with_capacity(SEEK_ATTEMPTS + 2);
-    if let Some(p) = position
-        && p < first
-        && (frames.identity == Identity::Ordinal || first - p <= SEQUENTIAL_FRAMES)
-    {
-        plan.push(Start::Continue);
-    }
-    if frames.identity == Identity::Pts {
-        let usable = frames.seek_points.partition_point(|s| s.frame <= first);
-        plan.extend(
+    let seeks: Vec<usize> = match frames.identity {
+        Identity::Pts => {
+            let usable = frames.seek_points.partition_point(|s| s.frame <= first);
             (0..usable)
                 .rev()
                 .filter(|i| {
@@ -162,9 +163,26 @@ fn start_plan(
                         && reference.is_none_or(|r| r.contains_key(&frame))
                 })
                 .take(SEEK_ATTEMPTS)
-                .map(Start::Seek),
-        );
+                .collect()
+        }
+        Identity::Ordinal => Vec::new(),
+    };
+    let mut plan = Vec::with_capacity(SEEK_ATTEMPTS + 2);
+    if let Some(p) = position
+        && p < first
+    {
+        // Frames a seek decodes before `first`: from its keyframe, else from the start.
+        let seek_lead = seeks
+            .first()
+            .map_or(first, |&i| first - frames.seek_points[i].frame);
+        let gap = first - p - 1;
+        if frames.identity == Identity::Ordinal
+            || (gap <= SEQUENTIAL_FRAMES && gap <= seek_lead + SEEK_COST_FRAMES)
+        {
+            plan.push(Start::Continue);
+        }
     }
+    plan.extend(seeks.into_iter().map(Start::Seek));
     plan.push(Start::Beginning);
     plan
 }
@@ -195,6 +213,7 @@ impl VideoReader {
             frames,
             position: None,
             ordinal: Some(0),
+            skip_before: None,
             refused: std::collections::BTreeSet::new(),
             reference: None,
             scaler: None,
@@ -250,6 +269,7 @@ impl VideoReader {
             .ok_or(DecodeError::NoVideo)?;
         self.decoder = open_decoder(&stream, self.threads)?;
         self.ordinal = Some(0);
+        self.skip_before = None;
         Ok(())
     }
 
@@ -258,7 +278,8 @@ impl VideoReader {
         self.decoder.flush();
         self.position = None;
         self.ordinal = None;
-        let target = self.frames.seek_points[point].target;
+        let SeekPoint { target, pos, .. } = self.frames.seek_points[point];
+        self.skip_before = (pos >= 0).then_some(pos);
         // SAFETY: `input` owns an open AVFormatContext; av_seek_frame only moves its read
         // position. The stream index is one of its streams.
         let rc = unsafe {
@@ -438,6 +459,14 @@ impl VideoReader {
                 Ok(()) => {
                     if packet.stream() != self.stream_index {
                         continue;
+                    }
+                    if let Some(pos) = self.skip_before {
+                        let at = packet.position() as i64;
+                        if at >= 0 && at < pos {
+                            // Landed before the keyframe sought: not needed.
+                            continue;
+                        }
+                        self.skip_before = None;
                     }
                     let t = Instant::now();
                     // A packet the decoder rejects is skipped; missing frames are reported.
@@ -685,7 +714,6 @@ fn copy_plane(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::media::frames::SeekPoint;
     use std::collections::BTreeSet;
 
     fn by_pts(keyframes: &[usize]) -> FrameIndex {
@@ -697,6 +725,7 @@ mod tests {
                 .map(|&frame| SeekPoint {
                     frame,
                     target: frame as i64,
+                    pos: -1,
                 })
                 .collect(),
         }
@@ -725,7 +754,12 @@ mod tests {
         let none = BTreeSet::new();
         assert_eq!(
             start_plan(&frames, Some(40), &none, None, 50),
-            vec![Start::Continue, Start::Seek(1), Start::Beginning,]
+            vec![Start::Continue, Start::Seek(1), Start::Beginning]
+        );
+        // A keyframe right before the window: seeking there decodes less than going on.
+        assert_eq!(
+            start_plan(&frames, Some(40), &none, None, 62),
+            vec![Start::Seek(2), Start::Seek(1), Start::Beginning]
         );
         // Too far ahead: seek instead; behind the window: never go on.
         assert!(!start_plan(&frames, Some(0), &none, None, 70).contains(&Start::Continue));
