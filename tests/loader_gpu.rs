@@ -75,6 +75,7 @@ fn random_frame(rng: &mut Rng, width: u32, height: u32, format: FrameFormat) -> 
         matrix,
         range,
         data,
+        decoded: None,
         pts: 0,
         index: 0,
     }

@@ -222,6 +222,7 @@ impl CacheConfig {
                 matrix: Matrix::Bt709,
                 range: Range::Full,
                 data,
+                decoded: None,
                 pts,
                 index: clip.first_frame + index,
             });

@@ -432,10 +432,18 @@ impl Gpu {
                 .write_buffer_with(&input, 0, size)
                 .ok_or_else(|| GpuError::Wgpu("could not stage the frame upload".into()))?;
             let mut offset = 0usize;
+            let mut packed = Vec::new();
             for job in jobs.iter().flatten() {
                 let len = expected_len(job);
-                view.slice(offset..offset + len)
-                    .copy_from_slice(&job.frame.data[..len]);
+                let bytes = if job.frame.decoded.is_some() {
+                    // Still in the decoder's buffers: packed here (the upload copies anyway).
+                    packed.resize(len, 0);
+                    job.frame.write_packed(&mut packed);
+                    &packed[..]
+                } else {
+                    &job.frame.data[..len]
+                };
+                view.slice(offset..offset + len).copy_from_slice(bytes);
                 offset += padded_len(job) as usize;
             }
         }
@@ -665,7 +673,7 @@ fn check_frame(index: usize, job: &FrameJob<'_>) -> Result<(), GpuError> {
         });
     }
     let expected = expected_len(job);
-    if frame.data.len() < expected {
+    if !frame.is_complete() {
         return Err(GpuError::BadFrame {
             index,
             reason: format!(

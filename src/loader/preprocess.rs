@@ -20,8 +20,11 @@ pub struct Frame {
     pub matrix: Matrix,
     pub range: Range,
     /// `Yuv420`: the Y plane (`width * height`), then U and V (`chroma_width * chroma_height`
-    /// each). `Rgb`: `width * height * 3` bytes, R G B per pixel.
+    /// each). `Rgb`: `width * height * 3` bytes, R G B per pixel. Empty when `decoded` holds
+    /// the picture.
     pub data: Vec<u8>,
+    /// `Yuv420` only: the planes still in the decoder's buffers, instead of `data`.
+    pub decoded: Option<std::sync::Arc<crate::media::reader::DecodedPlanes>>,
     /// Presentation timestamp, in the stream's time base (0 for images).
     pub pts: i64,
     /// Index of the frame in its file, in display order (0 for images).
@@ -49,6 +52,7 @@ impl From<crate::media::reader::Picture> for Frame {
                 Range::Limited
             },
             data: p.data,
+            decoded: p.decoded,
             pts: p.pts,
             index: p.index,
         }
@@ -62,6 +66,47 @@ impl Frame {
     pub fn chroma_height(&self) -> u32 {
         self.height.div_ceil(2)
     }
+    /// The Y, U and V planes of a `Yuv420` frame, each with its row stride in bytes.
+    pub fn yuv_planes(&self) -> [(&[u8], usize); 3] {
+        if let Some(d) = &self.decoded {
+            return [d.plane(0), d.plane(1), d.plane(2)];
+        }
+        let (w, cw) = (self.width as usize, self.chroma_width() as usize);
+        let luma = w * self.height as usize;
+        let chroma = cw * self.chroma_height() as usize;
+        [
+            (&self.data[..luma], w),
+            (&self.data[luma..luma + chroma], cw),
+            (&self.data[luma + chroma..luma + 2 * chroma], cw),
+        ]
+    }
+
+    /// Whether the frame holds the bytes its size and format need.
+    pub fn is_complete(&self) -> bool {
+        self.decoded.is_some() && self.format == FrameFormat::Yuv420
+            || self.data.len() >= Frame::expected_len(self.width, self.height, self.format)
+    }
+
+    /// Write the picture tightly packed (the layout of `data`) into `out`, which holds
+    /// [`Frame::expected_len`] bytes.
+    pub fn write_packed(&self, out: &mut [u8]) {
+        if self.decoded.is_none() || self.format != FrameFormat::Yuv420 {
+            let n = out.len().min(self.data.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            return;
+        }
+        let (w, h) = (self.width as usize, self.height as usize);
+        let (cw, ch) = (self.chroma_width() as usize, self.chroma_height() as usize);
+        let mut at = 0;
+        for (k, (plane, stride)) in self.yuv_planes().into_iter().enumerate() {
+            let (row, rows) = if k == 0 { (w, h) } else { (cw, ch) };
+            for r in 0..rows {
+                out[at..at + row].copy_from_slice(&plane[r * stride..r * stride + row]);
+                at += row;
+            }
+        }
+    }
+
     /// Bytes `data` must hold for this size and format.
     pub fn expected_len(width: u32, height: u32, format: FrameFormat) -> usize {
         let (w, h) = (width as usize, height as usize);
@@ -535,30 +580,18 @@ pub fn frame_rgb<'s>(
     match frame.format {
         FrameFormat::Yuv420 => {
             let (cw, ch) = (frame.chroma_width(), frame.chroma_height());
-            let luma = (w * h) as usize;
-            let chroma = (cw * ch) as usize;
+            let [(y, ys), (u, us), (v, vs)] = frame.yuv_planes();
+            let plane = |data, stride, width, height| Plane {
+                data,
+                stride,
+                step: 1,
+                width,
+                height,
+            };
             let planes = [
-                Plane {
-                    data: &frame.data[..luma],
-                    stride: w as usize,
-                    step: 1,
-                    width: w,
-                    height: h,
-                },
-                Plane {
-                    data: &frame.data[luma..luma + chroma],
-                    stride: cw as usize,
-                    step: 1,
-                    width: cw,
-                    height: ch,
-                },
-                Plane {
-                    data: &frame.data[luma + chroma..luma + 2 * chroma],
-                    stride: cw as usize,
-                    step: 1,
-                    width: cw,
-                    height: ch,
-                },
+                plane(y, ys, w, h),
+                plane(u, us, cw, ch),
+                plane(v, vs, cw, ch),
             ];
             for (k, plane) in planes.iter().enumerate() {
                 let scale = if k == 0 { 1.0 } else { 0.5 };
@@ -714,6 +747,7 @@ mod tests {
             matrix: Matrix::Bt601,
             range: Range::Full,
             data,
+            decoded: None,
             pts: 0,
             index: 0,
         }

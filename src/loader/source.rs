@@ -284,7 +284,8 @@ impl Readers {
             let entry = self.open.remove(i);
             self.open.push(entry);
         } else {
-            let reader = VideoReader::open(path, self.threads).map_err(|e| e.to_string())?;
+            let mut reader = VideoReader::open(path, self.threads).map_err(|e| e.to_string())?;
+            reader.set_zero_copy(true);
             if self.open.len() >= self.capacity {
                 self.open.remove(0);
             }
