@@ -445,12 +445,12 @@ fn worker(
                     return;
                 }
                 let limit = job_start[(queue.consumed + ahead).min(job_start.len() - 1)];
-                let keyframes = shared
-                    .keyframes
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone();
-                if let Some(j) = pick(jobs, &queue.taken[..limit], last, near, &keyframes) {
+                // Lock order: the queue, then the keyframes (workers publish keyframes
+                // holding only the latter).
+                let keyframes = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
+                let picked = pick(jobs, &queue.taken[..limit], last, near, &keyframes);
+                drop(keyframes);
+                if let Some(j) = picked {
                     queue.taken[j] = true;
                     queue.untaken -= 1;
                     break j;

@@ -310,9 +310,7 @@ fn drain(
                 return true;
             }
         }
-        // SAFETY: `frame` holds a decoded AVFrame; decode_error_flags is a plain field.
-        let error_flags = unsafe { (*frame.as_ptr()).decode_error_flags };
-        let corrupt = frame.is_corrupt() || error_flags != 0;
+        let corrupt = crate::media::frames::is_damaged(&frame);
         if corrupt {
             report.error(format!(
                 "frame {} decoded with errors (concealed)",

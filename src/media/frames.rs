@@ -142,6 +142,13 @@ impl FrameIndex {
     }
 }
 
+/// The decoder flagged the frame corrupt or counted errors in it.
+pub fn is_damaged(frame: &ff::frame::Video) -> bool {
+    // SAFETY: `frame` holds a decoded AVFrame; decode_error_flags is a plain field.
+    let error_flags = unsafe { (*frame.as_ptr()).decode_error_flags };
+    frame.is_corrupt() || error_flags != 0
+}
+
 /// A decoded picture's content hash: xxh3-64 over every fourth row of each plane's visible
 /// bytes (and the frame's size and format). Damage and a wrong picture after a seek differ in
 /// whole blocks of rows, so the sample sees them; hashing a quarter keeps it cheap for 4K.

@@ -12,7 +12,9 @@ use ffmpeg_next as ff;
 
 use crate::media::decode::{DecodeError, first_video_stream};
 use crate::media::ffmpeg_log;
-use crate::media::frames::{FrameIndex, Identity, SeekPoint, content_hash, stream_frame_step};
+use crate::media::frames::{
+    FrameIndex, Identity, SeekPoint, content_hash, is_damaged, stream_frame_step,
+};
 use crate::model::{Ratio, SeekReference};
 
 /// A decoded picture, tightly packed: planar YUV 4:2:0 (Y, then U, then V, each
@@ -578,11 +580,7 @@ impl VideoReader {
                 data.reserve(w as usize * h as usize + 2 * cw * ch);
                 for (plane, width, rows) in [(0, w as usize, h as usize), (1, cw, ch), (2, cw, ch)]
                 {
-                    if shift == 0 {
-                        copy_plane(frame, plane, width, rows, &mut data);
-                    } else {
-                        narrow_plane(frame, plane, width, rows, shift, &mut data);
-                    }
+                    append_plane(frame, plane, width, rows, shift, &mut data);
                 }
             }
             return Ok(Picture {
@@ -626,12 +624,12 @@ impl VideoReader {
         let mut data = self.spare.pop().unwrap_or_default();
         data.clear();
         if to_rgb {
-            copy_plane(out, 0, 3 * w as usize, h as usize, &mut data);
+            append_plane(out, 0, 3 * w as usize, h as usize, 0, &mut data);
         } else {
             let (cw, ch) = (w.div_ceil(2) as usize, h.div_ceil(2) as usize);
-            copy_plane(out, 0, w as usize, h as usize, &mut data);
-            copy_plane(out, 1, cw, ch, &mut data);
-            copy_plane(out, 2, cw, ch, &mut data);
+            for (plane, width, rows) in [(0, w as usize, h as usize), (1, cw, ch), (2, cw, ch)] {
+                append_plane(out, plane, width, rows, 0, &mut data);
+            }
         }
         // swscale writes limited-range YUV (its default) from any input.
         Ok(Picture {
@@ -731,13 +729,6 @@ impl Attempt {
     }
 }
 
-/// The decoder flagged the frame corrupt or counted errors in it.
-fn is_damaged(frame: &ff::frame::Video) -> bool {
-    // SAFETY: `frame` holds a decoded AVFrame; decode_error_flags is a plain field.
-    let error_flags = unsafe { (*frame.as_ptr()).decode_error_flags };
-    frame.is_corrupt() || error_flags != 0
-}
-
 /// A decoder for `stream`, with frame threading over `threads` threads.
 fn open_decoder(
     stream: &ff::format::stream::Stream<'_>,
@@ -781,9 +772,9 @@ fn is_rgb_like(format: Pixel) -> bool {
     rgb || pal || components < 3
 }
 
-/// Append plane `plane` of a little-endian 16-bit-per-sample frame, rounded to 8 bits
-/// (`shift` bits dropped), `width` samples by `rows`.
-fn narrow_plane(
+/// Append `rows` rows of plane `plane`, `width` samples each: bytes as they are
+/// (`shift == 0`), or little-endian 16-bit samples rounded to 8 bits (`shift` bits dropped).
+fn append_plane(
     frame: &ff::frame::Video,
     plane: usize,
     width: usize,
@@ -793,27 +784,18 @@ fn narrow_plane(
 ) {
     let stride = frame.stride(plane);
     let data = frame.data(plane);
-    let half = 1u16 << (shift - 1);
+    let sample_bytes = if shift == 0 { 1 } else { 2 };
     for row in 0..rows {
-        let line = &data[row * stride..row * stride + 2 * width];
-        out.extend(line.chunks_exact(2).map(|s| {
-            let v = u16::from_le_bytes([s[0], s[1]]);
-            (v.saturating_add(half) >> shift).min(255) as u8
-        }));
-    }
-}
-
-fn copy_plane(
-    frame: &ff::frame::Video,
-    plane: usize,
-    row_bytes: usize,
-    rows: usize,
-    out: &mut Vec<u8>,
-) {
-    let stride = frame.stride(plane);
-    let data = frame.data(plane);
-    for row in 0..rows {
-        out.extend_from_slice(&data[row * stride..row * stride + row_bytes]);
+        let line = &data[row * stride..row * stride + sample_bytes * width];
+        if shift == 0 {
+            out.extend_from_slice(line);
+        } else {
+            let half = 1u16 << (shift - 1);
+            out.extend(line.chunks_exact(2).map(|s| {
+                let v = u16::from_le_bytes([s[0], s[1]]);
+                (v.saturating_add(half) >> shift).min(255) as u8
+            }));
+        }
     }
 }
 
