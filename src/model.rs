@@ -526,6 +526,44 @@ pub struct Review {
     pub note: Option<String>,
 }
 
+/// How a clip was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClipOrigin {
+    /// Marked by a person.
+    #[default]
+    Manual,
+    /// A shot between scene cuts.
+    Cuts,
+    /// Proposed from the motion curve.
+    Auto,
+}
+
+impl ClipOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClipOrigin::Manual => "manual",
+            ClipOrigin::Cuts => "cuts",
+            ClipOrigin::Auto => "auto",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "manual" => Some(ClipOrigin::Manual),
+            "cuts" => Some(ClipOrigin::Cuts),
+            "auto" => Some(ClipOrigin::Auto),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ClipOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A part of a video chosen for training: `[start, end)` in stream timestamps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Clip {
@@ -539,8 +577,7 @@ pub struct Clip {
     pub start_frame: Option<i64>,
     pub end_frame: Option<i64>,
     pub label: Option<String>,
-    /// `manual`, `cuts` or `auto`.
-    pub origin: String,
+    pub origin: ClipOrigin,
     pub decision: Decision,
 }
 
@@ -570,8 +607,7 @@ impl FrameTimeline {
         }
     }
 
-    /// Frame index for `f120` or seconds. A start is the frame shown at that time; an end
-    /// is the first frame at or after it (exclusive bound).
+    /// Number of frames.
     pub fn len(&self) -> usize {
         self.pts.len()
     }
@@ -587,6 +623,19 @@ impl FrameTimeline {
         self.pts
             .partition_point(|&p| self.secs(p) <= t + eps)
             .saturating_sub(1)
+    }
+
+    /// The first frame starting at or after `t` seconds (`len` past the last): the exclusive
+    /// end of a span that ends at `t`.
+    pub fn end_frame_at_secs(&self, t: f64) -> usize {
+        let eps = 1e-9;
+        self.pts.partition_point(|&p| self.secs(p) < t - eps)
+    }
+
+    /// Frames `[start, end)` of the span from `a` to `b` seconds: from the frame shown at `a`
+    /// to the first frame at or after `b`.
+    pub fn frames_between_secs(&self, a: f64, b: f64) -> (usize, usize) {
+        (self.frame_at_secs(a), self.end_frame_at_secs(b))
     }
 
     /// Frame index for `f120` or seconds. A start is the frame shown at that time; an end
@@ -608,12 +657,8 @@ impl FrameTimeline {
         let t: f64 = spec
             .parse()
             .map_err(|_| format!("{spec:?} is neither seconds nor a frame like f120"))?;
-        let eps = 1e-9;
         Ok(if end {
-            self.pts
-                .iter()
-                .position(|&p| self.secs(p) >= t - eps)
-                .unwrap_or(self.pts.len())
+            self.end_frame_at_secs(t)
         } else {
             self.frame_at_secs(t)
         })
@@ -625,7 +670,7 @@ impl FrameTimeline {
         s: usize,
         e: usize,
         label: Option<String>,
-        origin: &str,
+        origin: ClipOrigin,
     ) -> Clip {
         let (sp, ep) = (self.pts_at(s), self.pts_at(e));
         Clip {
@@ -639,7 +684,7 @@ impl FrameTimeline {
             start_frame: Some(s as i64),
             end_frame: Some(e as i64),
             label,
-            origin: origin.to_string(),
+            origin,
             decision: Decision::Unreviewed,
         }
     }

@@ -351,7 +351,7 @@ fn player_shows_the_stored_boundary_frame_on_the_corpus_variable_frame_rate_file
     assert!(n > 100, "{n} frames");
     // A clip over the middle third, stored as timestamps, maps back to the same frames.
     let (s, e) = (n / 3, 2 * n / 3);
-    let clip = timeline.clip(1, s, e, None, "manual");
+    let clip = timeline.clip(1, s, e, None, framecull::model::ClipOrigin::Manual);
     assert_eq!(clip_frames(&clip, &timeline), (s, e));
     for target in [e - 1, s, s + 1, 0] {
         player.seek(target);
@@ -433,11 +433,8 @@ fn split_at_cuts_with_a_label_and_tags_from_the_inspector() {
         .map(|c| (c.start_frame.unwrap(), c.end_frame.unwrap()))
         .collect();
     assert_eq!(frames, [(0, 25), (25, 50), (50, 75)]);
-    assert!(
-        clips
-            .iter()
-            .all(|c| c.label.as_deref() == Some("interview") && c.origin == "cuts")
-    );
+    assert!(clips.iter().all(|c| c.label.as_deref() == Some("interview")
+        && c.origin == framecull::model::ClipOrigin::Cuts));
 
     h.get_by_role_and_label(Role::TextInput, "tags:").focus();
     h.run_steps(5);
@@ -515,4 +512,86 @@ fn demo_project_on_the_software_adapter() {
         !a.is_scanning() && a.is_idle()
     });
     assert!(h.state().shown() >= brushed);
+}
+
+/// The window's "Split at cuts" and "Propose clips" and the command line's `clips
+/// split-at-cuts` and `clips propose` give the same clips, to the frame and the timestamp,
+/// on copies of one analysed project (an NTSC-rate video with cuts, one with a motion burst).
+#[test]
+fn the_window_and_the_command_line_propose_the_same_clips() {
+    use framecull::media::synth::{Pattern, VideoSpec};
+    let data = tempfile::tempdir().unwrap();
+    let mut shots = VideoSpec::new("libx264", 160, 96, 30, 90);
+    shots.fps = (30000, 1001);
+    shots.pattern = Pattern::Shots { len: 23 };
+    common::video(data.path(), "shots.mp4", &shots);
+    let mut burst = VideoSpec::new("libx264", 160, 96, 25, 150);
+    burst.pattern = Pattern::Burst {
+        start: 40,
+        end: 80,
+        speed: 8,
+    };
+    common::video(data.path(), "burst.mp4", &burst);
+    let projects = tempfile::tempdir().unwrap();
+    let (window, cli) = (projects.path().join("window"), projects.path().join("cli"));
+    let out = common::run(&[
+        "scan",
+        data.path().to_str().unwrap(),
+        "--deep",
+        "--project",
+        window.to_str().unwrap(),
+    ]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    std::fs::create_dir_all(&cli).unwrap();
+    for entry in std::fs::read_dir(&window).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, cli.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+
+    let mut h = harness(&window);
+    wait(&mut h, "the project to load", App::is_idle);
+    for i in 0..2 {
+        h.state_mut().apply(Command::Select(Some(i)));
+        wait(&mut h, "the player", |a| {
+            a.player()
+                .is_some_and(|p| p.is_settled() && p.curves.is_some())
+        });
+        for command in [Command::SplitAtCuts, Command::ProposeClips] {
+            h.state_mut().apply(command);
+            h.step();
+            wait(&mut h, "the clips", |a| a.pending_edits() == 0);
+        }
+    }
+    for action in ["split-at-cuts", "propose"] {
+        let out = common::run(&["clips", action, "--project", cli.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    }
+
+    let key = |project: &Path| {
+        let mut clips: Vec<_> = catalog_clips(project)
+            .into_iter()
+            .map(|c| {
+                (
+                    c.item_id,
+                    c.origin,
+                    c.start_frame,
+                    c.end_frame,
+                    c.start_pts,
+                    c.end_pts,
+                )
+            })
+            .collect();
+        clips.sort_by_key(|c| (c.0, c.1.as_str(), c.2, c.3));
+        clips
+    };
+    let (from_window, from_cli) = (key(&window), key(&cli));
+    use framecull::model::ClipOrigin;
+    assert!(
+        from_cli.iter().any(|c| c.1 == ClipOrigin::Cuts)
+            && from_cli.iter().any(|c| c.1 == ClipOrigin::Auto),
+        "both kinds of proposal: {from_cli:?}"
+    );
+    assert_eq!(from_window, from_cli);
 }

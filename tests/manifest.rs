@@ -96,7 +96,7 @@ fn round_trip_versions_and_exact_diff() {
                     start_frame: Some(s / 512),
                     end_frame: Some(e / 512),
                     label: Some("walking".into()),
-                    origin: "manual".into(),
+                    origin: framecull::model::ClipOrigin::Manual,
                     decision: Decision::Unreviewed,
                 },
             }])
@@ -106,7 +106,7 @@ fn round_trip_versions_and_exact_diff() {
         .set_tags(video.id, vec!["night".into(), "rain".into()])
         .unwrap();
 
-    let v1 = manifest::export(&catalog, &options("train"), &Config::default()).unwrap();
+    let v1 = manifest::export(&catalog, &options("train")).unwrap();
     assert_eq!((v1.version, v1.parent), (1, None));
     // 45 images + 4 full-length videos + 2 clips of the fifth.
     assert_eq!(v1.counts.rows, 51);
@@ -134,14 +134,14 @@ fn round_trip_versions_and_exact_diff() {
     );
 
     // Unchanged: same rows hash; then reject one image: the diff says exactly that.
-    let v2 = manifest::export(&catalog, &options("train"), &Config::default()).unwrap();
+    let v2 = manifest::export(&catalog, &options("train")).unwrap();
     assert_eq!((v2.version, v2.parent), (2, Some(1)));
     assert_eq!(v2.rows_hash, v1.rows_hash);
     let image = items.iter().find(|i| i.kind == MediaKind::Image).unwrap();
     catalog
         .set_decisions(&[image.id], Decision::Rejected)
         .unwrap();
-    let v3 = manifest::export(&catalog, &options("train"), &Config::default()).unwrap();
+    let v3 = manifest::export(&catalog, &options("train")).unwrap();
     assert_eq!(v3.parent, Some(2));
     assert_ne!(v3.rows_hash, v2.rows_hash);
     let d = manifest::diff(
@@ -201,12 +201,14 @@ fn splits_never_leak_or_drift_and_keep_their_shares() {
             );
         }
     }
-    catalog.replace_derived(&dups, &[]).unwrap();
+    catalog
+        .replace_derived(&dups, &[], &Config::default())
+        .unwrap();
     let opts = ExportOptions {
         formats: vec![Format::Parquet],
         ..options("big")
     };
-    manifest::export(&catalog, &opts, &Config::default()).unwrap();
+    manifest::export(&catalog, &opts).unwrap();
     let v1 = manifest::read_version(proj.path(), "big", 1).unwrap();
     assert_eq!(v1.len(), 10_000);
     for (name, share) in [("train", 0.8), ("val", 0.1), ("test", 0.1)] {
@@ -229,8 +231,10 @@ fn splits_never_leak_or_drift_and_keep_their_shares() {
 
     // 10% more data: no existing clip moves.
     add_items(&mut catalog, 10_000, 1_000);
-    catalog.replace_derived(&dups, &[]).unwrap();
-    manifest::export(&catalog, &opts, &Config::default()).unwrap();
+    catalog
+        .replace_derived(&dups, &[], &Config::default())
+        .unwrap();
+    manifest::export(&catalog, &opts).unwrap();
     let v2 = manifest::read_version(proj.path(), "big", 2).unwrap();
     assert_eq!(v2.len(), 11_000);
     let d = manifest::diff(&v1, &v2);
@@ -295,4 +299,25 @@ fn a_killed_export_leaves_no_partial_version() {
         let name = e.unwrap().file_name().to_string_lossy().into_owned();
         assert!(!name.ends_with(".tmp"), "{name}");
     }
+}
+
+/// A manifest records the settings its flags were derived with, not whatever
+/// `framecull.toml` says at export time (an edit not yet applied with `flags --recompute`).
+#[test]
+fn a_version_records_the_settings_that_made_its_flags() {
+    use framecull::scan::derive::recompute_for_project;
+    let proj = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
+    add_items(&mut catalog, 0, 20);
+    let settings = proj.path().join("framecull.toml");
+    std::fs::write(&settings, "[rules]\nmin_width = 4096\n").unwrap();
+    let derived = recompute_for_project(&mut catalog).unwrap();
+    assert!(derived.flags > 0, "every item is narrower than 4096 px");
+    std::fs::write(&settings, "[rules]\nmin_width = 16\n").unwrap();
+    let meta = manifest::export(&catalog, &options("settings")).unwrap();
+    assert_eq!(meta.config.rules.min_width, Some(4096));
+    // Once applied, the next version records the new settings.
+    recompute_for_project(&mut catalog).unwrap();
+    let meta = manifest::export(&catalog, &options("settings")).unwrap();
+    assert_eq!(meta.config.rules.min_width, Some(16));
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, params};
 
 use super::{Catalog, Result, unix_now};
+use crate::analysis::flags::Config;
 use crate::model::{Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, Metrics, Severity};
 
 /// An item whose analysis is missing or stale.
@@ -293,15 +294,31 @@ impl Catalog {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Replace the duplicate groups and flags (derived data) in one transaction.
+    /// The settings the stored flags were derived with (`None` before the first derivation,
+    /// or when they were stored by a framecull that could not read them back).
+    pub fn flags_config(&self) -> Result<Option<Config>> {
+        Ok(self
+            .meta("flags_config")?
+            .and_then(|s| serde_json::from_str(&s).ok()))
+    }
+
+    /// Replace the duplicate groups and flags (derived data) in one transaction, recording
+    /// the settings they were derived with.
     pub fn replace_derived(
         &mut self,
         dups: &HashMap<ItemId, DupInfo>,
         flags: &[(ItemId, Flag)],
+        config: &Config,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute("DELETE FROM dups", [])?;
         tx.execute("DELETE FROM flags", [])?;
+        let settings = serde_json::to_string(config).unwrap_or_default();
+        tx.execute(
+            "INSERT INTO meta(key, value) VALUES ('flags_config', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [settings],
+        )?;
         {
             let mut d = tx.prepare_cached(
                 "INSERT INTO dups(item_id, dup_group, relation, like_item, exact_group)

@@ -189,7 +189,7 @@ fn insert_clip(tx: &Transaction, clip: &mut Clip) -> Result<()> {
             clip.start_frame,
             clip.end_frame,
             clip.label,
-            clip.origin,
+            clip.origin.as_str(),
             clip.decision.as_str(),
             unix_now()
         ],

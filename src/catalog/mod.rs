@@ -4,6 +4,7 @@
 mod analysis;
 mod frame;
 mod journal;
+mod project;
 mod review;
 mod schema;
 
@@ -15,11 +16,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 pub use analysis::{AnalysisResult, AnalysisTodo};
 pub use frame::items_frame;
+pub use project::{CONFIG_FILE, ConfigError, PROJECT_DIR_NAME, Project};
 
 use crate::model::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, Probe, Ratio};
 
-/// Name of the project folder inside a dataset.
-pub const PROJECT_DIR_NAME: &str = ".framecull";
 const DB_FILE: &str = "catalog.db";
 
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use rusqlite::params;
 
 use super::{Catalog, Result, unix_now};
-use crate::model::{Clip, Decision, ItemId, Ratio, Review};
+use crate::model::{Clip, ClipOrigin, Decision, ItemId, Ratio, Review};
 
 impl Catalog {
     pub fn all_reviews(&self) -> Result<HashMap<ItemId, Review>> {
@@ -48,7 +48,7 @@ impl Catalog {
                 start_frame: r.get(7)?,
                 end_frame: r.get(8)?,
                 label: r.get(9)?,
-                origin: r.get(10)?,
+                origin: ClipOrigin::parse(&r.get::<_, String>(10)?).unwrap_or_default(),
                 decision: Decision::parse(&decision).unwrap_or_default(),
             })
         })?;

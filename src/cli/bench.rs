@@ -809,7 +809,6 @@ fn bench_export(n: usize, repeat: usize) -> anyhow::Result<ExportBench> {
         std::env::temp_dir().join(format!("framecull-bench-export-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&project);
     let catalog = generated_catalog(&project, n)?;
-    let config = crate::analysis::flags::Config::default();
     let run = |formats: Vec<Format>, name: &str| -> anyhow::Result<f64> {
         let options = ExportOptions {
             name: name.into(),
@@ -821,7 +820,7 @@ fn bench_export(n: usize, repeat: usize) -> anyhow::Result<ExportBench> {
             include: Include::Unreviewed,
         };
         let started = Instant::now();
-        let meta = crate::manifest::export(&catalog, &options, &config)?;
+        let meta = crate::manifest::export(&catalog, &options)?;
         anyhow::ensure!(
             meta.counts.rows as usize == n,
             "exported {} of {n}",
@@ -1051,11 +1050,7 @@ fn bench_load(
         split_seed: 0,
         include: Include::Unreviewed,
     };
-    let meta = crate::manifest::export(
-        &catalog,
-        &options,
-        &crate::analysis::flags::Config::default(),
-    )?;
+    let meta = crate::manifest::export(&catalog, &options)?;
     anyhow::ensure!(
         meta.counts.rows as usize == clips,
         "exported {} of {clips} clips",

@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 use super::Outcome;
-use crate::catalog::{Catalog, PROJECT_DIR_NAME};
 use crate::demo;
-use crate::scan::ScanOptions;
+use crate::scan::pipeline::{Dataset, IngestOptions, Progress, ensure_demo};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -21,43 +20,41 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let dir = args.dir.unwrap_or_else(demo::default_dir);
-    if !demo::is_complete(&dir) {
-        eprintln!("generating the demo dataset in {} ...", dir.display());
-        std::fs::create_dir_all(&dir)?;
-        let n = demo::generate(&dir)?;
-        eprintln!("{n} files written");
-    }
-    let root = dir.canonicalize()?;
-    let project = root.join(PROJECT_DIR_NAME);
-    let mut catalog = Catalog::create_or_open(&project, &root)?;
-    let summary = super::scan::run_with_progress(
-        &mut catalog,
-        &root,
-        &ScanOptions::default(),
+    ensure_demo(&dir, &mut |p| {
+        if let Progress::Stage(stage) = p {
+            eprintln!("{} in {} ...", stage.label(), dir.display());
+        }
+    })?;
+    let mut dataset = Dataset::open(&dir, None)?;
+    let summary = super::progress::ingest(
+        &mut dataset,
+        &IngestOptions::full(),
         &AtomicBool::new(false),
     )?;
-    let c = summary.counts;
-    eprintln!(
-        "demo dataset: {} files ({} probed, {} unchanged), {} with problems (broken on purpose)",
-        c.seen, c.probed, c.unchanged, summary.problem_files
-    );
-    let options = crate::scan::deep::AnalyzeOptions::default();
-    super::analyze::run_with_progress(&mut catalog, &root, &options, &AtomicBool::new(false))?;
-    super::flags::recompute_and_report(&mut catalog)?;
-    let items = catalog.items()?;
+    if let Some(scan) = &summary.scan {
+        let c = scan.counts;
+        eprintln!(
+            "demo dataset: {} files ({} probed, {} unchanged), {} with problems (broken on purpose)",
+            c.seen, c.probed, c.unchanged, scan.problem_files
+        );
+    }
+    if let Some(derived) = &summary.derived {
+        super::flags::report_derived(&dataset.catalog, derived)?;
+    }
+    let catalog = &dataset.catalog;
     let stats = super::stats::compute(&crate::catalog::items_frame(
-        &items,
+        &catalog.items()?,
         &catalog.all_metrics()?,
     )?)?;
     super::write_stdout(&super::stats::render(&stats))?;
     eprintln!(
         "\nnext: framecull flags --project {0}   framecull list --project {0}",
-        project.display()
+        dataset.project.dir().display()
     );
     let display =
         std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
     if cfg!(feature = "gui") && display && !args.no_window {
-        super::open_window(Some(root))?;
+        super::open_window(Some(dataset.root))?;
     }
     Ok(Outcome::Clean)
 }

@@ -2,7 +2,6 @@
 
 use super::{Outcome, ProjectArg};
 use crate::manifest::{self, ExportOptions, Format, Include, SplitSpec};
-use crate::scan::derive;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -51,8 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         super::write_stdout(&serde_json::to_string_pretty(&counts)?)?;
         return Ok(Outcome::Clean);
     }
-    let config = derive::load_config(catalog.project_dir())?;
-    let meta = manifest::export(&catalog, &options, &config)?;
+    let meta = manifest::export(&catalog, &options)?;
     if args.json {
         super::write_stdout(&serde_json::to_string_pretty(&meta)?)?;
     } else {

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::{Outcome, ProjectArg};
 use crate::catalog::Catalog;
 use crate::model::Severity;
-use crate::scan::derive;
+use crate::scan::derive::{self, DerivedSummary};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -95,12 +95,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 /// Recompute duplicates and flags; report counts on stderr. Problems when any item carries
 /// an error-severity flag.
 pub fn recompute_and_report(catalog: &mut Catalog) -> anyhow::Result<Outcome> {
-    let project = catalog.project_dir().to_path_buf();
-    if let Err(e) = derive::write_default_config(&project) {
-        tracing::warn!("cannot write the default {}: {e}", derive::CONFIG_FILE);
-    }
-    let config = derive::load_config(&project)?;
-    let summary = derive::recompute(catalog, &config)?;
+    let summary = derive::recompute_for_project(catalog)?;
+    report_derived(catalog, &summary)
+}
+
+/// Report derived counts on stderr. Problems when any item carries an error-severity flag.
+pub fn report_derived(catalog: &Catalog, summary: &DerivedSummary) -> anyhow::Result<Outcome> {
     let errors = catalog
         .all_flags()?
         .values()

@@ -9,16 +9,17 @@ mod flags;
 mod list;
 mod load_bench;
 mod manifests;
+mod progress;
 mod review;
 mod scan;
 mod stats;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::catalog::{Catalog, PROJECT_DIR_NAME};
+use crate::catalog::{Catalog, PROJECT_DIR_NAME, Project};
 
 /// Exit status: 0 clean, 1 finished with per-file problems, 2 usage or fatal error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,22 +96,23 @@ pub struct ProjectArg {
 }
 
 impl ProjectArg {
-    /// Open an existing project for reading commands.
-    fn open(&self) -> anyhow::Result<Catalog> {
-        let dir = match &self.project {
-            Some(p) => p.clone(),
-            None => find_project(&std::env::current_dir()?)
-                .ok_or_else(|| anyhow::anyhow!("no {PROJECT_DIR_NAME} project in this folder or above; pass --project DIR or run `framecull scan DIR`"))?,
-        };
-        Ok(Catalog::open(&dir)?)
+    /// The project named by `--project`, else the one the current folder is in (the rule
+    /// the window follows too).
+    fn locate(&self) -> anyhow::Result<Project> {
+        match &self.project {
+            Some(p) => Ok(Project::at(p)),
+            None => Project::locate(&std::env::current_dir()?).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no {PROJECT_DIR_NAME} project in this folder or above; pass --project DIR or run `framecull scan DIR`"
+                )
+            }),
+        }
     }
-}
 
-fn find_project(start: &Path) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .map(|d| d.join(PROJECT_DIR_NAME))
-        .find(|p| p.join("catalog.db").is_file())
+    /// Open an existing project.
+    fn open(&self) -> anyhow::Result<Catalog> {
+        Ok(self.locate()?.open()?)
+    }
 }
 
 pub fn main() -> ExitCode {

@@ -4,10 +4,10 @@
 use std::path::Path;
 
 use super::{Outcome, ProjectArg};
-use crate::analysis::proposals::{ProposalOptions, propose};
+use crate::analysis::proposals::{ProposalOptions, motion_ranges, shot_ranges};
 use crate::catalog::Catalog;
 use crate::media::decode::frame_timestamps;
-use crate::model::{Decision, Edit, FrameTimeline, Item, ItemId, MediaKind};
+use crate::model::{ClipOrigin, Decision, Edit, FrameTimeline, Item, ItemId, MediaKind};
 
 #[derive(clap::Args, Debug)]
 pub struct ReviewArgs {
@@ -151,14 +151,16 @@ enum ClipsAction {
     Propose {
         paths: Vec<String>,
         /// Motion (docs/ANALYSIS.md units) from which a 0.5 s bucket counts as moving.
-        #[arg(long, default_value_t = 0.5)]
+        #[arg(long, default_value_t = ProposalOptions::default().threshold)]
         threshold: f32,
         /// Seconds kept before each onset and after each end.
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = ProposalOptions::default().lead_in_secs)]
         lead_in: f64,
-        #[arg(long, default_value_t = 1.0)]
+        /// Shortest clip, seconds.
+        #[arg(long, default_value_t = ProposalOptions::default().min_secs)]
         min: f64,
-        #[arg(long, default_value_t = 10.0)]
+        /// Longest clip, seconds (longer spans are cut into pieces).
+        #[arg(long, default_value_t = ProposalOptions::default().max_secs)]
         max: f64,
     },
 }
@@ -193,7 +195,7 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
                 e > s,
                 "the clip is empty: end {end} is not after start {start}"
             );
-            let clip = frames.clip(id, s, e, label, "manual");
+            let clip = frames.clip(id, s, e, label, ClipOrigin::Manual);
             let op = catalog.apply(vec![Edit::AddClip { clip }])?;
             eprintln!("clip added: frames {s}..{e}; operation {op}");
         }
@@ -287,17 +289,10 @@ fn split_at_cuts(
             continue;
         };
         let frames = read_frames(&root.join(&item.path))?;
-        let mut bounds: Vec<usize> = vec![0];
-        bounds.extend(
-            item_cuts
-                .iter()
-                .map(|c| c.frame as usize)
-                .filter(|&f| f > 0 && f < frames.pts.len()),
-        );
-        bounds.push(frames.pts.len());
-        for w in bounds.windows(2) {
+        let shots = shot_ranges(item_cuts.iter().map(|c| c.frame as usize), frames.len());
+        for (s, e) in shots {
             edits.push(Edit::AddClip {
-                clip: frames.clip(item.id, w[0], w[1], None, "cuts"),
+                clip: frames.clip(item.id, s, e, None, ClipOrigin::Cuts),
             });
         }
     }
@@ -330,20 +325,10 @@ fn propose_clips(
             continue;
         };
         let frames = read_frames(&root.join(&item.path))?;
-        let first = frames.secs(frames.pts[0]);
-        let duration = frames.secs(frames.pts_at(frames.pts.len())) - first;
-        for (a, b) in propose(&curves.motion, duration, options) {
-            let s = frames
-                .index_at(&(first + a).to_string(), false)
-                .map_err(anyhow::Error::msg)?;
-            let e = frames
-                .index_at(&(first + b).to_string(), true)
-                .map_err(anyhow::Error::msg)?;
-            if e > s {
-                edits.push(Edit::AddClip {
-                    clip: frames.clip(item.id, s, e, None, "auto"),
-                });
-            }
+        for (s, e) in motion_ranges(&frames, &curves.motion, options) {
+            edits.push(Edit::AddClip {
+                clip: frames.clip(item.id, s, e, None, ClipOrigin::Auto),
+            });
         }
     }
     let n = edits.len();

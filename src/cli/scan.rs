@@ -1,15 +1,13 @@
 //! `framecull scan DIR`
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use anyhow::Context;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
 use super::{Outcome, ProjectArg};
-use crate::catalog::{Catalog, PROJECT_DIR_NAME};
-use crate::scan::{ScanEvent, ScanOptions, ScanSummary, scan};
+use crate::catalog::Project;
+use crate::scan::deep::AnalyzeOptions;
+use crate::scan::pipeline::{Dataset, IngestOptions, IngestSummary};
+use crate::scan::{ScanOptions, ScanSummary};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -33,56 +31,40 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
-    let root = args
-        .dir
-        .canonicalize()
-        .with_context(|| format!("cannot open dataset folder {}", args.dir.display()))?;
-    let project_dir = args
-        .project
-        .project
-        .clone()
-        .unwrap_or_else(|| root.join(PROJECT_DIR_NAME));
-    let mut catalog = Catalog::create_or_open(&project_dir, &root)?;
-    let mut options = ScanOptions::default();
+    let mut dataset = Dataset::open(&args.dir, args.project.project.clone().map(Project::at))?;
+    let mut scan = ScanOptions::default();
     if let Some(jobs) = args.jobs {
-        options.jobs = jobs.max(1);
+        scan.jobs = jobs.max(1);
     }
-    options.file_budget = Duration::from_secs_f64(args.file_timeout.max(0.1));
-
+    scan.file_budget = Duration::from_secs_f64(args.file_timeout.max(0.1));
+    let options = IngestOptions {
+        analyse: args.deep.then(|| AnalyzeOptions {
+            jobs: scan.jobs,
+            ..AnalyzeOptions::default()
+        }),
+        scan: Some(scan),
+    };
     let cancel = super::cancel_on_ctrl_c();
-
-    let summary = run_with_progress(&mut catalog, &root, &options, &cancel)?;
-    report(&summary, &project_dir, args.json)?;
+    let summary = super::progress::ingest(&mut dataset, &options, &cancel)?;
+    report(&summary, dataset.project.dir(), args.json)?;
     if summary.cancelled {
         anyhow::bail!(
             "scan cancelled: {} files recorded; run the same command again to resume",
-            summary.counts.probed
+            summary.scan.as_ref().map_or(0, |s| s.counts.probed)
         );
     }
-    let scanned = if summary.problem_files > 0 {
-        Outcome::Problems
+    let flagged = match &summary.derived {
+        Some(derived) => super::flags::report_derived(&dataset.catalog, derived)?,
+        None => Outcome::Clean,
+    };
+    // Without --deep, flags only follow the files; their errors were counted when found.
+    let flagged = if summary.analysis.is_some() {
+        flagged
     } else {
         Outcome::Clean
     };
-    if !args.deep {
-        // Keep flags in step with the files (missing ones lose theirs, changed ones are
-        // judged on their new metadata) when the project has been analysed before.
-        if catalog.has_metrics()? {
-            super::flags::recompute_and_report(&mut catalog)?;
-        }
-        return Ok(scanned);
-    }
-    let deep = crate::scan::deep::AnalyzeOptions {
-        jobs: options.jobs,
-        ..Default::default()
-    };
-    let analysed = super::analyze::run_with_progress(&mut catalog, &root, &deep, &cancel)?;
-    if analysed.cancelled {
-        anyhow::bail!("analysis cancelled; run `framecull analyze` to resume");
-    }
-    let flagged = super::flags::recompute_and_report(&mut catalog)?;
     Ok(
-        if scanned == Outcome::Problems || flagged == Outcome::Problems {
+        if summary.problem_files() > 0 || flagged == Outcome::Problems {
             Outcome::Problems
         } else {
             Outcome::Clean
@@ -90,43 +72,32 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     )
 }
 
-/// Run a scan with a progress bar (rate and ETA) on stderr.
-pub fn run_with_progress(
-    catalog: &mut Catalog,
-    root: &std::path::Path,
-    options: &ScanOptions,
-    cancel: &AtomicBool,
-) -> anyhow::Result<ScanSummary> {
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:30}] {pos}/{len} files  {per_sec}  ETA {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    bar.set_message("walking");
-    bar.enable_steady_tick(Duration::from_millis(120));
-    let summary = scan(catalog, root, options, cancel, &mut |event| match event {
-        ScanEvent::Walked {
-            files, to_probe, ..
-        } => {
-            bar.set_length(to_probe);
-            bar.set_message(format!("probing ({files} found)"));
-        }
-        ScanEvent::Probed { done, .. } => bar.set_position(done),
-        ScanEvent::Committed { .. } => {}
-    });
-    bar.finish_and_clear();
-    Ok(summary?)
+/// `scan --json`: the scan's summary, with the analysis and flag counts when they ran.
+#[derive(serde::Serialize)]
+struct JsonSummary<'a> {
+    #[serde(flatten)]
+    scan: &'a ScanSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    analysis: Option<&'a crate::scan::deep::AnalyzeSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    derived: Option<&'a crate::scan::derive::DerivedSummary>,
 }
 
-fn report(summary: &ScanSummary, project: &std::path::Path, json: bool) -> anyhow::Result<()> {
+fn report(summary: &IngestSummary, project: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    let Some(scan) = &summary.scan else {
+        return Ok(());
+    };
     if json {
-        let out = serde_json::to_string_pretty(summary)?;
+        let out = serde_json::to_string_pretty(&JsonSummary {
+            scan,
+            analysis: summary.analysis.as_ref(),
+            derived: summary.derived.as_ref(),
+        })?;
         super::write_stdout(&out)?;
         return Ok(());
     }
+    let analysis = summary.analysis.as_ref();
+    let summary = scan;
     for w in &summary.warnings {
         eprintln!("warning: {w}");
     }
@@ -147,5 +118,6 @@ fn report(summary: &ScanSummary, project: &std::path::Path, json: bool) -> anyho
             project.display()
         );
     }
+    super::analyze::report(analysis);
     Ok(())
 }

@@ -1,130 +1,210 @@
-//! Work that takes longer than a frame, on named threads, reported through channels the UI
-//! polls each frame.
+//! Work that takes longer than a frame: one [`Job`] type for every background task of the
+//! window (load a view, ingest a dataset, preview or write an export, list manifests, pick a
+//! folder). Each runs on a named thread and reports through a bounded channel that the UI
+//! drains each frame without blocking.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 use std::time::Instant;
 
 use super::view::{View, load};
-use crate::catalog::{Catalog, PROJECT_DIR_NAME};
-use crate::scan::deep::{AnalyzeEvent, AnalyzeOptions, analyze};
-use crate::scan::{ScanEvent, ScanOptions, derive, scan};
+use crate::catalog::Project;
+use crate::scan::pipeline::{Dataset, IngestOptions, Progress, ensure_demo};
 
-pub fn spawn_load(project: PathBuf) -> Receiver<Result<View, String>> {
-    let (tx, rx) = channel();
-    let spawned = std::thread::Builder::new()
-        .name("framecull-load".into())
-        .spawn(move || {
-            let _ = tx.send(load(&project).map_err(|e| format!("{e:#}")));
-        });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the loader thread: {e}");
+/// Progress messages a job may have queued before it waits for the UI to take them.
+const QUEUE: usize = 256;
+
+enum Msg<T, P> {
+    Progress(P),
+    Done(T),
+}
+
+/// What [`Job::poll`] found.
+pub enum Polled<T> {
+    /// Still running.
+    Running,
+    /// Finished with this result.
+    Done(T),
+    /// The thread ended without a result (it panicked or could not start).
+    Lost,
+}
+
+/// A background task with result `T` and progress messages `P`.
+pub struct Job<T, P = ()> {
+    rx: Receiver<Msg<T, P>>,
+    cancel: Arc<AtomicBool>,
+}
+
+/// The job's side: report progress, read the cancel flag.
+pub struct Reporter<T, P> {
+    tx: SyncSender<Msg<T, P>>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl<T, P> Reporter<T, P> {
+    /// Send progress; when the UI is behind by a full queue, the message is dropped unless
+    /// `must` (stage changes must arrive, file counts may be skipped).
+    pub fn report(&self, p: P, must: bool) {
+        if must {
+            let _ = self.tx.send(Msg::Progress(p));
+        } else if let Err(TrySendError::Disconnected(_)) = self.tx.try_send(Msg::Progress(p)) {
+            // The window is gone; the result will be dropped too.
+        }
     }
-    rx
+
+    pub fn cancel_flag(&self) -> &AtomicBool {
+        &self.cancel
+    }
 }
 
-#[derive(Debug, Clone)]
-pub enum ScanMsg {
-    Phase(&'static str),
-    Progress {
-        done: u64,
-        total: u64,
-    },
-    /// Some results are durable: reload to show them.
-    Stored,
-    Finished(Result<PathBuf, String>),
+impl<T: Send + 'static, P: Send + 'static> Job<T, P> {
+    /// Run `work` on a thread named `name`.
+    pub fn spawn(
+        name: &str,
+        work: impl FnOnce(&Reporter<T, P>) -> T + Send + 'static,
+    ) -> Job<T, P> {
+        let (tx, rx) = sync_channel(QUEUE);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let reporter = Reporter {
+            tx,
+            cancel: Arc::clone(&cancel),
+        };
+        let spawned = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let result = work(&reporter);
+                let _ = reporter.tx.send(Msg::Done(result));
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start {name}: {e}");
+        }
+        Job { rx, cancel }
+    }
+
+    /// Take what the job reported since the last poll: its progress messages go to
+    /// `on_progress`, in order; then whether it is finished.
+    pub fn poll_with(&mut self, mut on_progress: impl FnMut(P)) -> Polled<T> {
+        loop {
+            match self.rx.try_recv() {
+                Ok(Msg::Progress(p)) => on_progress(p),
+                Ok(Msg::Done(t)) => return Polled::Done(t),
+                Err(TryRecvError::Empty) => return Polled::Running,
+                Err(TryRecvError::Disconnected) => return Polled::Lost,
+            }
+        }
+    }
+
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::SeqCst);
+    }
 }
 
+impl<T: Send + 'static> Job<T> {
+    /// A job without progress messages.
+    pub fn run(name: &str, work: impl FnOnce() -> T + Send + 'static) -> Job<T> {
+        Job::spawn(name, move |_| work())
+    }
+
+    pub fn poll(&mut self) -> Polled<T> {
+        self.poll_with(|()| {})
+    }
+}
+
+/// Poll the job in `slot`, emptying the slot when it has finished (or was lost, reported as
+/// `lost`).
+pub fn take_finished<T: Send + 'static>(slot: &mut Option<Job<T>>, lost: T) -> Option<T> {
+    let polled = slot.as_mut()?.poll();
+    match polled {
+        Polled::Running => None,
+        Polled::Done(t) => {
+            *slot = None;
+            Some(t)
+        }
+        Polled::Lost => {
+            *slot = None;
+            Some(lost)
+        }
+    }
+}
+
+pub fn spawn_load(project: PathBuf) -> Job<Result<View, String>> {
+    Job::run("framecull-load", move || {
+        load(&project).map_err(|e| format!("{e:#}"))
+    })
+}
+
+/// An ingest running for the window, with what the status bar shows.
 pub struct ScanJob {
-    pub rx: Receiver<ScanMsg>,
-    pub cancel: Arc<AtomicBool>,
-    pub started: Instant,
+    pub job: Job<Result<PathBuf, String>, Progress>,
+    pub state: ScanState,
+}
+
+/// Where an ingest is, as its progress messages tell.
+pub struct ScanState {
+    /// What the current stage is doing, for the status bar.
     pub phase: &'static str,
+    /// When the current stage began (its rate and ETA count from there).
+    pub stage_started: Instant,
     pub done: u64,
     pub total: u64,
 }
 
-/// Scan `root` (optionally generating the demo first), analyse, derive flags.
-pub fn spawn_scan(root: PathBuf, demo: bool) -> ScanJob {
-    let (tx, rx) = channel();
-    let cancel = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&cancel);
-    let spawned = std::thread::Builder::new()
-        .name("framecull-scan-job".into())
-        .spawn(move || {
-            let result = run_scan(&root, demo, &flag, &tx).map_err(|e| format!("{e:#}"));
-            let _ = tx.send(ScanMsg::Finished(result));
-        });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the scan thread: {e}");
+impl ScanState {
+    /// Take one progress message; true when results became durable (a reload shows them).
+    pub fn absorb(&mut self, p: Progress) -> bool {
+        match p {
+            Progress::Stage(stage) => {
+                self.phase = stage.label();
+                self.stage_started = Instant::now();
+                self.done = 0;
+                self.total = 0;
+            }
+            Progress::Walked { to_probe, .. } => {
+                self.done = 0;
+                self.total = to_probe;
+            }
+            Progress::Files { done, total, .. } => {
+                self.done = done;
+                self.total = total;
+            }
+            Progress::Stored => return true,
+        }
+        false
     }
+}
+
+/// Ingest `root` (writing the demo dataset there first when `demo`): scan, analyse, derive
+/// flags. Finishes with the project folder to open.
+pub fn spawn_scan(root: PathBuf, demo: bool) -> ScanJob {
+    let job = Job::spawn("framecull-scan-job", move |r: &Reporter<_, Progress>| {
+        run_scan(&root, demo, r).map_err(|e| format!("{e:#}"))
+    });
     ScanJob {
-        rx,
-        cancel,
-        started: Instant::now(),
-        phase: "starting",
-        done: 0,
-        total: 0,
+        job,
+        state: ScanState {
+            phase: "starting",
+            stage_started: Instant::now(),
+            done: 0,
+            total: 0,
+        },
     }
 }
 
 fn run_scan(
     root: &std::path::Path,
     demo: bool,
-    cancel: &AtomicBool,
-    tx: &Sender<ScanMsg>,
+    r: &Reporter<Result<PathBuf, String>, Progress>,
 ) -> anyhow::Result<PathBuf> {
-    if demo && !crate::demo::is_complete(root) {
-        let _ = tx.send(ScanMsg::Phase("generating the demo dataset"));
-        std::fs::create_dir_all(root)?;
-        crate::demo::generate(root)?;
+    let mut on_progress = |p: Progress| {
+        let must = !matches!(p, Progress::Files { .. });
+        r.report(p, must);
+    };
+    if demo {
+        ensure_demo(root, &mut on_progress)?;
     }
-    let root = root.canonicalize()?;
-    let project = root.join(PROJECT_DIR_NAME);
-    let mut catalog = Catalog::create_or_open(&project, &root)?;
-    let _ = tx.send(ScanMsg::Phase("scanning"));
-    scan(
-        &mut catalog,
-        &root,
-        &ScanOptions::default(),
-        cancel,
-        &mut |e| match e {
-            ScanEvent::Walked { to_probe, .. } => {
-                let _ = tx.send(ScanMsg::Progress {
-                    done: 0,
-                    total: to_probe,
-                });
-            }
-            ScanEvent::Probed { done, total, .. } => {
-                let _ = tx.send(ScanMsg::Progress { done, total });
-            }
-            ScanEvent::Committed { .. } => {
-                let _ = tx.send(ScanMsg::Stored);
-            }
-        },
-    )?;
-    if cancel.load(Ordering::SeqCst) {
-        return Ok(project);
-    }
-    let _ = tx.send(ScanMsg::Phase("analysing"));
-    analyze(
-        &mut catalog,
-        &root,
-        &AnalyzeOptions::default(),
-        cancel,
-        &mut |e| match e {
-            AnalyzeEvent::Started { total } => {
-                let _ = tx.send(ScanMsg::Progress { done: 0, total });
-            }
-            AnalyzeEvent::Analysed { done, total, .. } => {
-                let _ = tx.send(ScanMsg::Progress { done, total });
-            }
-            AnalyzeEvent::Committed { .. } => {}
-        },
-    )?;
-    let config = derive::load_config(&project)?;
-    derive::recompute(&mut catalog, &config)?;
-    Ok(project)
+    let mut dataset = Dataset::open(root, None::<Project>)?;
+    dataset.ingest(&IngestOptions::full(), r.cancel_flag(), &mut on_progress)?;
+    Ok(dataset.project.dir().to_path_buf())
 }

@@ -2,45 +2,25 @@
 //! with a diff of two versions. Catalog reads and writes run on background threads.
 
 use std::path::Path;
-use std::sync::mpsc::{Receiver, TryRecvError, channel};
 
 use eframe::egui::{self, RichText};
 
+use super::jobs::{Job, take_finished};
 use super::theme;
 use crate::catalog::Catalog;
 use crate::manifest::{self, Counts, Diff, ExportOptions, Format, Include, SplitSpec, VersionMeta};
-use crate::scan::derive;
 
-/// Run `work` on a named thread; the UI polls the receiver.
+type Background<T> = Option<Job<Result<T, String>>>;
+
 fn background<T: Send + 'static>(
     name: &str,
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Receiver<Result<T, String>> {
-    let (tx, rx) = channel();
-    let spawned = std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            let _ = tx.send(work());
-        });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start {name}: {e}");
-    }
-    rx
+) -> Job<Result<T, String>> {
+    Job::run(name, work)
 }
 
-fn poll<T>(slot: &mut Option<Receiver<Result<T, String>>>) -> Option<Result<T, String>> {
-    let rx = slot.as_ref()?;
-    match rx.try_recv() {
-        Ok(r) => {
-            *slot = None;
-            Some(r)
-        }
-        Err(TryRecvError::Empty) => None,
-        Err(TryRecvError::Disconnected) => {
-            *slot = None;
-            Some(Err("the background job stopped".into()))
-        }
-    }
+fn poll<T: Send + 'static>(slot: &mut Background<T>) -> Option<Result<T, String>> {
+    take_finished(slot, Err("the background job stopped".into()))
 }
 
 pub struct ExportDialog {
@@ -52,8 +32,8 @@ pub struct ExportDialog {
     accepted_only: bool,
     preview: Option<Result<Counts, String>>,
     done: Option<Result<VersionMeta, String>>,
-    preview_job: Option<Receiver<Result<Counts, String>>>,
-    export_job: Option<Receiver<Result<VersionMeta, String>>>,
+    preview_job: Background<Counts>,
+    export_job: Background<VersionMeta>,
 }
 
 impl Default for ExportDialog {
@@ -173,8 +153,7 @@ impl ExportDialog {
                         let p = project.to_path_buf();
                         self.export_job = Some(background("framecull-export", move || {
                             let catalog = Catalog::open(&p).map_err(|e| e.to_string())?;
-                            let config = derive::load_config(&p).map_err(|e| e.to_string())?;
-                            manifest::export(&catalog, &o, &config).map_err(|e| e.to_string())
+                            manifest::export(&catalog, &o).map_err(|e| e.to_string())
                         }));
                     }
                     if self.preview_job.is_some() || self.export_job.is_some() {
@@ -234,8 +213,8 @@ pub struct History {
     pub open: bool,
     versions: Option<Result<Vec<VersionMeta>, String>>,
     diff: Option<Result<VersionDiff, String>>,
-    versions_job: Option<Receiver<Result<Vec<VersionMeta>, String>>>,
-    diff_job: Option<Receiver<Result<VersionDiff, String>>>,
+    versions_job: Background<Vec<VersionMeta>>,
+    diff_job: Background<VersionDiff>,
 }
 
 impl History {

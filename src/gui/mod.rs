@@ -4,9 +4,11 @@
 //! `--no-default-features` to prove the library, CLI and loader carry no GUI crate.
 
 mod app;
+mod command;
 mod edits;
 mod jobs;
 mod manifests;
+mod panels;
 pub mod player;
 mod theme;
 mod thumbs;
@@ -14,7 +16,8 @@ mod view;
 
 use std::path::PathBuf;
 
-pub use app::{App, Command, State};
+pub use app::{App, State};
+pub use command::Command;
 
 /// Open the window, on a dataset or project folder if given (else the last one).
 pub fn run(dir: Option<PathBuf>) -> anyhow::Result<()> {

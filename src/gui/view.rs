@@ -249,6 +249,41 @@ pub fn binned(h: &Histogram, values: &[f64], indices: &[usize]) -> Vec<u64> {
     counts
 }
 
+/// Order `rows` (indices into the view) by a table column; files without a value last.
+pub fn sort_rows(view: &View, rows: &mut [usize], column: &str, ascending: bool) {
+    let flip = |o: std::cmp::Ordering| if ascending { o } else { o.reverse() };
+    if let Some(values) = view.columns.get(column) {
+        rows.sort_by(|&a, &b| match (values[a].is_nan(), values[b].is_nan()) {
+            (false, false) => flip(values[a].total_cmp(&values[b])),
+            (x, y) => x.cmp(&y),
+        });
+        return;
+    }
+    let text = |i: usize| -> String {
+        let r = &view.rows[i];
+        match column {
+            "kind" => r.kind.to_string(),
+            "status" => r.status.to_string(),
+            "codec" => r.codec.clone(),
+            "resolution" => r.resolution.clone(),
+            "review" => view
+                .review
+                .decisions
+                .get(&r.id)
+                .copied()
+                .unwrap_or_default()
+                .as_str()
+                .to_string(),
+            "flags" => format!("{:04}", r.flags.len()),
+            _ => r.path.clone(),
+        }
+    };
+    rows.sort_by_cached_key(|&i| text(i));
+    if !ascending {
+        rows.reverse();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -432,11 +432,7 @@ pub fn names(project: &Path) -> Vec<String> {
 
 /// Export a new version. Files go to temporary names, are synced, then renamed; the
 /// metadata file is renamed last, so a crash leaves a whole version or none.
-pub fn export(
-    catalog: &Catalog,
-    options: &ExportOptions,
-    config: &Config,
-) -> Result<VersionMeta, ManifestError> {
+pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta, ManifestError> {
     if !valid_name(&options.name) {
         return Err(ManifestError::Invalid(format!(
             "manifest name {:?}: use letters, digits, '-', '_' and '.'",
@@ -454,6 +450,9 @@ pub fn export(
     let parent = existing.last().map(|m| m.version);
     let version = parent.map_or(1, |p| p + 1);
     let catalog_fingerprint = catalog.state_fingerprint()?;
+    // The settings that produced the stored flags (defaults, and no flags, before the first
+    // derivation), not whatever framecull.toml says now.
+    let config = catalog.flags_config()?.unwrap_or_default();
     let (rows, counts) = select_rows(catalog, options)?;
     let stem = format!("v{version:04}");
     let mut files = BTreeMap::new();
@@ -506,7 +505,7 @@ pub fn export(
             .unwrap_or_default(),
         catalog_fingerprint,
         include: options.include,
-        config: config.clone(),
+        config,
         split: options.split.clone(),
         split_seed: options.split_seed,
         counts,

@@ -2,57 +2,23 @@
 //! from the catalog's items and metrics and the project's `framecull.toml`.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use polars::prelude::*;
 
 use crate::analysis::dups::{DupInput, DupRelation, group_duplicates};
 use crate::analysis::flags::{Config, dup_flag, item_flags};
 use crate::analysis::outliers::outlier_flags;
-use crate::catalog::{Catalog, CatalogError};
+use crate::catalog::{Catalog, CatalogError, ConfigError, Project};
 use crate::model::{DupInfo, Flag, ItemId, ItemStatus, MediaKind};
-
-pub const CONFIG_FILE: &str = "framecull.toml";
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeriveError {
     #[error(transparent)]
     Catalog(#[from] CatalogError),
-    #[error("invalid {path}: {message}")]
-    Config { path: String, message: String },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     #[error("statistics failed: {0}")]
     Polars(#[from] PolarsError),
-}
-
-/// The project's config: `<project>/framecull.toml`, defaults when absent.
-pub fn load_config(project_dir: &Path) -> Result<Config, DeriveError> {
-    let path = project_dir.join(CONFIG_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => toml::from_str(&text).map_err(|e| DeriveError::Config {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-        Err(e) => Err(DeriveError::Config {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        }),
-    }
-}
-
-/// Write the default config, with every setting, when the project has none.
-pub fn write_default_config(project_dir: &Path) -> std::io::Result<()> {
-    let path = project_dir.join(CONFIG_FILE);
-    if path.exists() {
-        return Ok(());
-    }
-    let body = toml::to_string_pretty(&Config::default()).unwrap_or_default();
-    let text = format!(
-        "# framecull project settings: rules and cut-offs that shape the flags.\n\
-         # Edit, then run `framecull flags --recompute` (no rescan needed).\n\
-         # [rules] limits are off until set, e.g. min_width = 640, min_duration_secs = 0.5.\n\n{body}"
-    );
-    std::fs::write(path, text)
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -62,7 +28,22 @@ pub struct DerivedSummary {
     pub dup_groups: usize,
 }
 
-/// Recompute duplicate groups and every flag, and store them (replacing the old ones).
+/// Recompute duplicate groups and every flag with the project's settings (written out with
+/// their defaults when the project has none yet), and store them.
+pub fn recompute_for_project(catalog: &mut Catalog) -> Result<DerivedSummary, DeriveError> {
+    let project = Project::at(catalog.project_dir());
+    if let Err(e) = project.write_default_config() {
+        tracing::warn!(
+            "cannot write the default {}: {e}",
+            project.config_path().display()
+        );
+    }
+    let config = project.config()?;
+    recompute(catalog, &config)
+}
+
+/// Recompute duplicate groups and every flag, and store them (replacing the old ones) with
+/// the settings used.
 pub fn recompute(catalog: &mut Catalog, config: &Config) -> Result<DerivedSummary, DeriveError> {
     let items: Vec<_> = catalog
         .items()?
@@ -140,7 +121,7 @@ pub fn recompute(catalog: &mut Catalog, config: &Config) -> Result<DerivedSummar
             .collect::<std::collections::HashSet<_>>()
             .len(),
     };
-    catalog.replace_derived(&dups, &flags)?;
+    catalog.replace_derived(&dups, &flags, config)?;
     Ok(summary)
 }
 

@@ -4,6 +4,7 @@
 pub mod deep;
 pub mod derive;
 mod fingerprint;
+pub mod pipeline;
 mod walk;
 
 use std::collections::HashSet;

@@ -1,0 +1,144 @@
+//! A project: the folder holding a dataset's catalog, its settings (`framecull.toml`) and its
+//! manifests. Every front end finds and opens projects through this type, by one rule.
+
+use std::path::{Path, PathBuf};
+
+use super::{Catalog, DB_FILE, Result};
+use crate::analysis::flags::Config;
+
+/// Name of the project folder inside a dataset.
+pub const PROJECT_DIR_NAME: &str = ".framecull";
+/// The project's settings file: flag rules and statistical cut-offs.
+pub const CONFIG_FILE: &str = "framecull.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    dir: PathBuf,
+}
+
+impl Project {
+    /// The project in the folder `dir` (which need not exist yet).
+    pub fn at(dir: impl Into<PathBuf>) -> Project {
+        Project { dir: dir.into() }
+    }
+
+    /// The default project of a dataset: `<root>/.framecull`.
+    pub fn of_dataset(root: &Path) -> Project {
+        Project::at(root.join(PROJECT_DIR_NAME))
+    }
+
+    /// The project `start` is in or belongs to: `start` itself when it is a project folder,
+    /// else the first `.framecull` project of `start` or a folder above it.
+    pub fn locate(start: &Path) -> Option<Project> {
+        start.ancestors().find_map(|d| {
+            [d.to_path_buf(), d.join(PROJECT_DIR_NAME)]
+                .into_iter()
+                .map(Project::at)
+                .find(Project::exists)
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether a catalog has been created here.
+    pub fn exists(&self) -> bool {
+        self.dir.join(DB_FILE).is_file()
+    }
+
+    /// Open the existing catalog.
+    pub fn open(&self) -> Result<Catalog> {
+        Catalog::open(&self.dir)
+    }
+
+    /// Open the catalog of the dataset at `root`, creating the project when it is new.
+    pub fn create_or_open(&self, root: &Path) -> Result<Catalog> {
+        Catalog::create_or_open(&self.dir, root)
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join(CONFIG_FILE)
+    }
+
+    /// The project's settings; the defaults when it has no `framecull.toml`.
+    pub fn config(&self) -> std::result::Result<Config, ConfigError> {
+        let path = self.config_path();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+                path,
+                message: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(source) => Err(ConfigError::Read { path, source }),
+        }
+    }
+
+    /// Write the default settings, every one spelled out, when the project has none.
+    pub fn write_default_config(&self) -> std::io::Result<()> {
+        let path = self.config_path();
+        if path.exists() {
+            return Ok(());
+        }
+        let body = toml::to_string_pretty(&Config::default()).unwrap_or_default();
+        let text = format!(
+            "# framecull project settings: rules and cut-offs that shape the flags.\n\
+             # Edit, then run `framecull flags --recompute` (no rescan needed).\n\
+             # [rules] limits are off until set, e.g. min_width = 640, min_duration_secs = 0.5.\n\n{body}"
+        );
+        std::fs::create_dir_all(&self.dir)?;
+        std::fs::write(path, text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn located_from_the_project_the_dataset_or_any_folder_below() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("data");
+        let deep = root.join("a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(Project::locate(&deep), None);
+        let project = Project::of_dataset(&root);
+        project.create_or_open(&root).unwrap();
+        assert!(project.exists());
+        assert_eq!(Project::locate(&deep).as_ref(), Some(&project));
+        assert_eq!(Project::locate(&root).as_ref(), Some(&project));
+        assert_eq!(Project::locate(project.dir()).as_ref(), Some(&project));
+        // A project kept outside the dataset is found from its own folder.
+        let elsewhere = Project::at(tmp.path().join("proj"));
+        elsewhere.create_or_open(&root).unwrap();
+        assert_eq!(Project::locate(elsewhere.dir()).as_ref(), Some(&elsewhere));
+    }
+
+    #[test]
+    fn settings_default_then_written_then_read_back_and_bad_ones_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = Project::at(tmp.path());
+        assert_eq!(project.config().unwrap(), Config::default());
+        project.write_default_config().unwrap();
+        assert_eq!(project.config().unwrap(), Config::default());
+        std::fs::write(project.config_path(), "[rules]\nmin_width = 640\n").unwrap();
+        assert_eq!(project.config().unwrap().rules.min_width, Some(640));
+        // An existing file is never overwritten with the defaults.
+        project.write_default_config().unwrap();
+        assert_eq!(project.config().unwrap().rules.min_width, Some(640));
+        std::fs::write(project.config_path(), "[rules\n").unwrap();
+        let err = project.config().unwrap_err().to_string();
+        assert!(err.contains(CONFIG_FILE), "{err}");
+    }
+}

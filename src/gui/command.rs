@@ -1,0 +1,72 @@
+//! Everything the window can be asked to do: panels, shortcuts and tests push commands,
+//! [`App::apply`](super::App::apply) carries them out.
+
+use std::path::PathBuf;
+
+use crate::model::{Clip, Decision};
+
+/// Everything the UI can ask for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Open(PathBuf),
+    Demo,
+    Rescan,
+    CancelScan,
+    Brush {
+        column: String,
+        lo: f64,
+        hi: f64,
+    },
+    ClearRange(String),
+    FilterFlag(Option<String>),
+    Select(Option<usize>),
+    ShowGallery(bool),
+    ShowExport,
+    ShowManifests,
+    Close,
+    /// Player: Space.
+    PlayPause,
+    /// Player: arrow keys (frames).
+    Step(i64),
+    /// Player: J (-1), K (0), L (+1).
+    Shuttle(i32),
+    SeekFrame(usize),
+    /// I: the in point of the next clip at the playhead.
+    MarkIn,
+    /// O: a clip from the in point (or the playhead) to the playhead, both frames included.
+    MarkOut,
+    /// A / R / U: the clip under the playhead, else the selected file.
+    Decide(Decision),
+    /// Bulk: every file the filter shows.
+    DecideShown(Decision),
+    RemoveClip(Clip),
+    ReshapeClip {
+        clip: Clip,
+        start: usize,
+        end: usize,
+    },
+    Undo,
+    Redo,
+    ToggleHelp,
+    /// Up / Down: the previous or next file the filter shows.
+    SelectNext(i64),
+    /// One clip per shot of the open video, at its scene cuts.
+    SplitAtCuts,
+    /// Clips where the motion curve shows motion (lead-in, minimum and maximum length from
+    /// the defaults of `framecull clips propose`).
+    ProposeClips,
+    /// Replace the selected file's tags (comma separated).
+    SetTags(String),
+    /// Replace the selected file's note (empty: none).
+    SetNote(String),
+    /// Ctrl+click: add a file to the selection, or take it out.
+    TogglePick(usize),
+    /// Shift+click: select every shown file from the selected one to this one.
+    PickRange(usize),
+    /// The system's folder picker (on its own thread; the window keeps drawing).
+    Browse,
+    /// Show only paths containing this text (case-insensitive).
+    Search(String),
+    /// Sort the table by this column (again: the other way).
+    SortBy(&'static str),
+}

@@ -1,0 +1,176 @@
+//! The inspector: the selected file's metadata, flags, review, and its player with the
+//! clip timeline.
+
+use eframe::egui::{self, RichText};
+
+use crate::gui::command::Command;
+use crate::gui::player::{Player, TimelineAction, clip_frames, timeline_ui};
+use crate::gui::theme;
+use crate::gui::view::{View, ViewRow};
+use crate::model::{Clip, Decision};
+
+/// Editable state of the inspector that lives in the app between frames.
+pub(super) struct Fields<'a> {
+    pub(super) tags: &'a mut String,
+    pub(super) note: &'a mut String,
+    pub(super) label: &'a mut String,
+    pub(super) drag: &'a mut Option<(usize, bool)>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn inspector_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    row: &ViewRow,
+    decision: Decision,
+    player: Option<&Player>,
+    clips: &[Clip],
+    fields: Fields,
+    commands: &mut Vec<Command>,
+) {
+    ui.heading("Inspector");
+    ui.label(RichText::new(&row.path).strong());
+    ui.label(format!(
+        "{}  {}  {}  {}",
+        row.kind, row.status, row.codec, row.resolution
+    ));
+    if let Some(e) = &row.error {
+        ui.colored_label(theme::ERROR, e);
+    }
+    ui.horizontal(|ui| {
+        ui.label("review:");
+        ui.colored_label(theme::decision_color(decision), decision.as_str());
+        for (label, d) in [
+            ("Accept (A)", Decision::Accepted),
+            ("Reject (R)", Decision::Rejected),
+            ("Reset (U)", Decision::Unreviewed),
+        ] {
+            if ui.small_button(label).clicked() {
+                commands.push(Command::Decide(d));
+            }
+        }
+    });
+    ui.horizontal(|ui| {
+        let label = ui.label("tags:");
+        let edit = ui
+            .add(egui::TextEdit::singleline(fields.tags).hint_text("comma, separated"))
+            .labelled_by(label.id);
+        let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        if ui.small_button("Set tags").clicked() || enter {
+            commands.push(Command::SetTags(fields.tags.clone()));
+        }
+    });
+    ui.horizontal(|ui| {
+        let label = ui.label("note:");
+        let edit = ui
+            .add(egui::TextEdit::singleline(fields.note).hint_text("why, for whom"))
+            .labelled_by(label.id);
+        let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        if ui.small_button("Set note").clicked() || enter {
+            commands.push(Command::SetNote(fields.note.clone()));
+        }
+    });
+    if let Some(p) = player {
+        ui.separator();
+        player_ui(ui, p, clips, fields.label, fields.drag, commands);
+    }
+    ui.separator();
+    egui::Grid::new("measures").striped(true).show(ui, |ui| {
+        for (k, v) in &row.measures {
+            ui.label(*k);
+            ui.label(format!("{v:.3}"));
+            ui.end_row();
+        }
+    });
+    ui.separator();
+    for (code, severity, reason) in &row.flags {
+        ui.colored_label(theme::severity_color(*severity), code);
+        ui.label(reason);
+    }
+    ui.separator();
+    ui.label(RichText::new(view.root.join(&row.path).display().to_string()).small());
+}
+
+/// The player, its timeline and the clips of the video.
+pub(super) fn player_ui(
+    ui: &mut egui::Ui,
+    player: &Player,
+    clips: &[Clip],
+    label: &mut String,
+    drag: &mut Option<(usize, bool)>,
+    commands: &mut Vec<Command>,
+) {
+    player.picture_ui(ui);
+    ui.horizontal(|ui| {
+        let play = if player.speed == 0.0 {
+            "Play (Space)"
+        } else {
+            "Pause (Space)"
+        };
+        if ui.button(play).clicked() {
+            commands.push(Command::PlayPause);
+        }
+        if ui.button("< frame").clicked() {
+            commands.push(Command::Step(-1));
+        }
+        if ui.button("frame >").clicked() {
+            commands.push(Command::Step(1));
+        }
+        if ui.button("In (I)").clicked() {
+            commands.push(Command::MarkIn);
+        }
+        if ui.button("Out (O)").clicked() {
+            commands.push(Command::MarkOut);
+        }
+    });
+    ui.label(RichText::new(player.position_text()).monospace());
+    if let Some(action) = timeline_ui(ui, player, clips, drag) {
+        commands.push(match action {
+            TimelineAction::Seek(f) => Command::SeekFrame(f),
+            TimelineAction::Reshape { clip, start, end } => {
+                Command::ReshapeClip { clip, start, end }
+            }
+        });
+    }
+    if let Some(m) = player.mark_in {
+        ui.colored_label(
+            theme::ACCEPTED,
+            format!("in at frame {m}: step, then O to close the clip"),
+        );
+    }
+    ui.horizontal(|ui| {
+        let text = ui.label("label for new clips:");
+        ui.add(egui::TextEdit::singleline(label).desired_width(120.0))
+            .labelled_by(text.id);
+        if ui.small_button("Split at cuts").clicked() {
+            commands.push(Command::SplitAtCuts);
+        }
+        if ui.small_button("Propose from motion").clicked() {
+            commands.push(Command::ProposeClips);
+        }
+    });
+    ui.label(RichText::new(format!("Clips ({})", clips.len())).strong());
+    for clip in clips {
+        ui.horizontal(|ui| {
+            let frames = match (clip.start_frame, clip.end_frame) {
+                (Some(s), Some(e)) => format!("frames {s}..{e}"),
+                _ => String::new(),
+            };
+            ui.colored_label(theme::decision_color(clip.decision), clip.decision.as_str());
+            ui.label(format!(
+                "{:.3}-{:.3} s  {frames}  {}",
+                clip.start_secs,
+                clip.end_secs,
+                clip.label.as_deref().unwrap_or(clip.origin.as_str())
+            ));
+            if ui.small_button("go").clicked()
+                && let Some(t) = &player.timeline
+            {
+                commands.push(Command::SeekFrame(clip_frames(clip, t).0));
+            }
+            if ui.small_button("remove").clicked() {
+                commands.push(Command::RemoveClip(clip.clone()));
+            }
+        });
+    }
+}

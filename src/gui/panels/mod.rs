@@ -1,0 +1,186 @@
+//! The window's panels, one file each. A panel draws from the app's state and pushes
+//! [`Command`]s; only [`App::apply`] changes state.
+
+mod gallery;
+mod inspector;
+mod keys;
+mod side;
+mod table;
+mod top_bar;
+
+use std::time::Duration;
+
+use eframe::egui;
+
+use gallery::gallery_ui;
+use inspector::{Fields, inspector_ui};
+use keys::{help_ui, shortcuts};
+use side::{filter_chips_ui, histograms_ui, side_ui};
+use table::table_ui;
+use top_bar::{start_ui, top_bar_ui};
+
+use super::app::App;
+use super::command::Command;
+
+impl App {
+    /// One frame of the whole window.
+    pub fn frame_ui(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        self.poll(&ctx);
+        self.poll_edits();
+        if let Some(p) = &mut self.player {
+            p.update(&ctx);
+        }
+        self.thumbs.poll(&ctx);
+        if self.thumbs.waiting() || self.pending_edits() > 0 {
+            ctx.request_repaint_after(Duration::from_millis(30));
+        }
+        let mut commands = Vec::new();
+        if self.view.is_some() && !ctx.text_edit_focused() {
+            // Shortcuts win over egui's focus moves (arrows) and clicks (Space) on buttons.
+            let key = ui.input(|i| {
+                i.events
+                    .iter()
+                    .any(|e| matches!(e, egui::Event::Key { pressed: true, .. }))
+            });
+            if key && let Some(id) = ctx.memory(|m| m.focused()) {
+                ctx.memory_mut(|m| m.surrender_focus(id));
+            }
+            shortcuts(ui, &mut commands);
+        }
+        if ui.input(|i| i.key_pressed(egui::Key::F1)) {
+            commands.push(Command::ToggleHelp);
+        }
+        help_ui(&ctx, &mut self.help);
+        egui::Panel::top("top").show(ui, |ui| top_bar_ui(ui, self, &mut commands));
+        if let Some(view) = &self.view {
+            let shown = self.filtered.len();
+            let picked = self.picked.len();
+            egui::Panel::left("side")
+                .resizable(true)
+                .default_size(260.0)
+                .show(ui, |ui| {
+                    side_ui(ui, view, shown, picked, &self.filter, &mut commands)
+                });
+            if let Some(sel) = self.selected.and_then(|s| view.rows.get(s)) {
+                let clips = view
+                    .review
+                    .clips
+                    .get(&sel.id)
+                    .map_or(&[][..], Vec::as_slice);
+                let decision = view
+                    .review
+                    .decisions
+                    .get(&sel.id)
+                    .copied()
+                    .unwrap_or_default();
+                let player = self.player.as_ref();
+                let drag = &mut self.clip_drag;
+                if self.tags_text.0 != Some(sel.id) {
+                    let tags = view.review.tags.get(&sel.id).cloned().unwrap_or_default();
+                    let note = view.review.notes.get(&sel.id).cloned().unwrap_or_default();
+                    self.tags_text = (Some(sel.id), tags.join(", "), note);
+                }
+                let fields = Fields {
+                    tags: &mut self.tags_text.1,
+                    note: &mut self.tags_text.2,
+                    label: &mut self.clip_label,
+                    drag,
+                };
+                egui::Panel::right("inspector")
+                    .resizable(true)
+                    .default_size(if player.is_some() { 520.0 } else { 300.0 })
+                    .show(ui, |ui| {
+                        egui::ScrollArea::vertical()
+                            .id_salt("inspector")
+                            .show(ui, |ui| {
+                                inspector_ui(
+                                    ui,
+                                    view,
+                                    sel,
+                                    decision,
+                                    player,
+                                    clips,
+                                    fields,
+                                    &mut commands,
+                                );
+                            });
+                    });
+            }
+            egui::CentralPanel::default().show(ui, |ui| {
+                filter_chips_ui(ui, &self.filter, &mut commands);
+                histograms_ui(
+                    ui,
+                    view,
+                    &self.subsets,
+                    &self.filter,
+                    &mut self.brushing,
+                    &mut commands,
+                );
+                ui.separator();
+                ui.horizontal(|ui| {
+                    if ui.selectable_label(!self.state.gallery, "Table").clicked() {
+                        commands.push(Command::ShowGallery(false));
+                    }
+                    if ui.selectable_label(self.state.gallery, "Gallery").clicked() {
+                        commands.push(Command::ShowGallery(true));
+                    }
+                    ui.separator();
+                    let label = ui.label("path contains:");
+                    let mut text = self.filter.search.clone();
+                    let edit = ui
+                        .add(egui::TextEdit::singleline(&mut text).desired_width(220.0))
+                        .labelled_by(label.id);
+                    if edit.changed() {
+                        commands.push(Command::Search(text));
+                    }
+                });
+                if self.state.gallery {
+                    gallery_ui(
+                        ui,
+                        view,
+                        &self.filtered,
+                        &self.picked,
+                        &mut self.thumbs,
+                        &mut commands,
+                    );
+                } else {
+                    let scroll_to = self.scroll_to_selected.take().and(self.selected);
+                    table_ui(
+                        ui,
+                        view,
+                        &self.filtered,
+                        self.selected,
+                        &self.picked,
+                        scroll_to,
+                        self.state.sort.as_ref().map(|(c, a)| (c.as_str(), *a)),
+                        &mut commands,
+                    );
+                }
+            });
+        } else {
+            egui::CentralPanel::default().show(ui, |ui| start_ui(ui, self, &mut commands));
+        }
+        if let Some(v) = &self.view {
+            let project = v.project.clone();
+            self.export.ui(&ctx, &project);
+            self.history.ui(&ctx, &project);
+        }
+        for c in commands {
+            self.apply(c);
+        }
+    }
+}
+
+/// What a click on a file does: select it, or with Ctrl add it (or take it out), or with
+/// Shift select the range from the selected file.
+pub(super) fn click_command(ctx: &egui::Context, index: usize) -> Command {
+    let modifiers = ctx.input(|i| i.modifiers);
+    if modifiers.command {
+        Command::TogglePick(index)
+    } else if modifiers.shift {
+        Command::PickRange(index)
+    } else {
+        Command::Select(Some(index))
+    }
+}

@@ -1,0 +1,206 @@
+//! The side panel: summary cards, flags and decisions to filter on, and the histograms of
+//! every measure (brushing one filters every view).
+
+use eframe::egui::{self, RichText, Sense};
+
+use crate::gui::command::Command;
+use crate::gui::theme;
+use crate::gui::view::{Filter, View};
+use crate::model::Decision;
+
+pub(super) fn card_ui(ui: &mut egui::Ui, title: &str, value: String) {
+    egui::Frame::new()
+        .fill(theme::CARD_BG)
+        .inner_margin(theme::SPACING)
+        .corner_radius(6.0)
+        .show(ui, |ui| {
+            ui.set_min_width(100.0);
+            ui.label(RichText::new(title).small());
+            ui.label(RichText::new(value).strong().size(18.0));
+        });
+}
+
+pub(super) fn side_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    shown: usize,
+    picked: usize,
+    filter: &Filter,
+    commands: &mut Vec<Command>,
+) {
+    egui::Grid::new("cards").num_columns(2).show(ui, |ui| {
+        card_ui(ui, "files shown", format!("{shown} / {}", view.rows.len()));
+        card_ui(ui, "size", crate::model::human_bytes(view.total_bytes));
+        ui.end_row();
+        card_ui(
+            ui,
+            "video time",
+            format!("{:.1} min", view.total_video_secs / 60.0),
+        );
+        card_ui(ui, "flagged", view.flagged.to_string());
+        ui.end_row();
+    });
+    ui.separator();
+    ui.label(RichText::new("Review").strong());
+    let count = |d: Decision| view.review.decisions.values().filter(|v| **v == d).count();
+    ui.label(format!(
+        "{} accepted, {} rejected",
+        count(Decision::Accepted),
+        count(Decision::Rejected)
+    ));
+    if picked > 1 {
+        ui.colored_label(
+            theme::ACCENT,
+            format!("{picked} files selected: A / R / U apply to all"),
+        );
+    }
+    ui.horizontal(|ui| {
+        if ui.button(format!("Accept {shown} shown")).clicked() {
+            commands.push(Command::DecideShown(Decision::Accepted));
+        }
+        if ui.button(format!("Reject {shown} shown")).clicked() {
+            commands.push(Command::DecideShown(Decision::Rejected));
+        }
+    });
+    ui.horizontal(|ui| {
+        if ui.small_button("Undo").clicked() {
+            commands.push(Command::Undo);
+        }
+        if ui.small_button("Redo").clicked() {
+            commands.push(Command::Redo);
+        }
+        if ui.small_button("Shortcuts (F1)").clicked() {
+            commands.push(Command::ToggleHelp);
+        }
+    });
+    ui.separator();
+    ui.label(RichText::new("Flags").strong());
+    egui::ScrollArea::vertical()
+        .id_salt("flags")
+        .show(ui, |ui| {
+            for (code, severity, count) in &view.flag_counts {
+                let selected = filter.flag.as_deref() == Some(code.as_str());
+                let text = RichText::new(format!("{code}  {count}"))
+                    .color(theme::severity_color(*severity));
+                if ui.selectable_label(selected, text).clicked() {
+                    commands.push(Command::FilterFlag((!selected).then(|| code.clone())));
+                }
+            }
+        });
+}
+
+pub(super) fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut Vec<Command>) {
+    if filter.is_empty() {
+        ui.label(RichText::new("Drag across a histogram to filter").small());
+        return;
+    }
+    ui.horizontal_wrapped(|ui| {
+        for (col, lo, hi) in &filter.ranges {
+            if ui.button(format!("{col} {lo:.2}..{hi:.2}  x")).clicked() {
+                commands.push(Command::ClearRange(col.clone()));
+            }
+        }
+        if let Some(code) = &filter.flag
+            && ui.button(format!("flag {code}  x")).clicked()
+        {
+            commands.push(Command::FilterFlag(None));
+        }
+    });
+}
+
+pub(super) fn histograms_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    subsets: &[Vec<u64>],
+    filter: &Filter,
+    brushing: &mut Option<(String, f64)>,
+    commands: &mut Vec<Command>,
+) {
+    let cell = theme::HISTOGRAM_SIZE.x + theme::SPACING;
+    let per_row = ((ui.available_width() / cell).floor() as usize).max(1);
+    let empty = Vec::new();
+    let histograms: Vec<(usize, &crate::analysis::histogram::Histogram)> =
+        view.histograms.iter().enumerate().collect();
+    for chunk in histograms.chunks(per_row) {
+        ui.horizontal(|ui| {
+            for &(i, h) in chunk {
+                let subset = subsets.get(i).unwrap_or(&empty);
+                histogram_ui(ui, h, subset, filter, brushing, commands);
+            }
+        });
+    }
+}
+
+pub(super) fn histogram_ui(
+    ui: &mut egui::Ui,
+    h: &crate::analysis::histogram::Histogram,
+    subset: &[u64],
+    filter: &Filter,
+    brushing: &mut Option<(String, f64)>,
+    commands: &mut Vec<Command>,
+) {
+    ui.vertical(|ui| {
+        ui.label(RichText::new(&h.label).small());
+        let (rect, response) = ui.allocate_exact_size(theme::HISTOGRAM_SIZE, Sense::drag());
+        let painter = ui.painter_at(rect);
+        painter.rect_filled(rect, 4.0, theme::CARD_BG);
+        let peak = h.counts.iter().copied().max().unwrap_or(1).max(1) as f32;
+        let n = h.counts.len().max(1);
+        let w = rect.width() / n as f32;
+        for (i, (&all, &sub)) in h.counts.iter().zip(subset).enumerate() {
+            let x = rect.left() + i as f32 * w;
+            let bar = |count: u64| {
+                let height = rect.height() * (count as f32 / peak);
+                egui::Rect::from_min_max(
+                    egui::pos2(x + 1.0, rect.bottom() - height),
+                    egui::pos2(x + w - 1.0, rect.bottom()),
+                )
+            };
+            painter.rect_filled(bar(all), 1.0, theme::BAR);
+            painter.rect_filled(bar(sub), 1.0, theme::BAR_SELECTED);
+        }
+        // Value at a screen x, in the measure's units.
+        let value_at = |x: f32| {
+            let t = ((x - rect.left()) / rect.width()).clamp(0.0, 1.0) as f64;
+            let (lo, hi) = (h.edges[0], h.edges[h.edges.len() - 1]);
+            if h.log {
+                10f64.powf(lo.log10() + t * (hi.log10() - lo.log10()))
+            } else {
+                lo + t * (hi - lo)
+            }
+        };
+        let x_of = |v: f64| {
+            let (lo, hi) = (h.edges[0], h.edges[h.edges.len() - 1]);
+            let t = if h.log {
+                (v.log10() - lo.log10()) / (hi.log10() - lo.log10())
+            } else {
+                (v - lo) / (hi - lo)
+            };
+            rect.left() + (t.clamp(0.0, 1.0) as f32) * rect.width()
+        };
+        if let Some((_, lo, hi)) = filter.ranges.iter().find(|r| r.0 == h.column) {
+            let r = egui::Rect::from_x_y_ranges(x_of(*lo)..=x_of(*hi), rect.y_range());
+            painter.rect_filled(r, 0.0, theme::BRUSH);
+        }
+        if response.drag_started()
+            && let Some(p) = response.interact_pointer_pos()
+        {
+            *brushing = Some((h.column.clone(), value_at(p.x)));
+        }
+        if response.dragged() || response.drag_stopped() {
+            if let (Some((col, start)), Some(p)) =
+                (brushing.as_ref(), response.interact_pointer_pos())
+                && *col == h.column
+            {
+                commands.push(Command::Brush {
+                    column: col.clone(),
+                    lo: *start,
+                    hi: value_at(p.x),
+                });
+            }
+            if response.drag_stopped() {
+                *brushing = None;
+            }
+        }
+    });
+}

@@ -1,0 +1,153 @@
+//! The table of files: one virtualised row per shown file, sortable by column.
+
+use eframe::egui::{self, RichText, Sense};
+use egui_extras::{Column, TableBuilder};
+
+use super::click_command;
+use crate::gui::command::Command;
+use crate::gui::theme;
+use crate::gui::view::View;
+use crate::model::Decision;
+
+/// Table columns: sort key and title. Keys are measure names, or `path`, `kind`,
+/// `status`, `codec`, `resolution`, `flags`, `review`.
+pub(super) const TABLE_COLUMNS: &[(&str, &str)] = &[
+    ("path", "path"),
+    ("kind", "kind"),
+    ("status", "status"),
+    ("codec", "codec"),
+    ("resolution", "resolution"),
+    ("duration_secs", "duration"),
+    ("motion_mean", "motion"),
+    ("fps", "fps"),
+    ("size_bytes", "size"),
+    ("brightness", "brightness"),
+    ("sharpness", "sharpness"),
+    ("review", "review"),
+    ("flags", "flags"),
+];
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn table_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    filtered: &[usize],
+    selected: Option<usize>,
+    picked: &std::collections::BTreeSet<usize>,
+    scroll_to: Option<usize>,
+    sort: Option<(&str, bool)>,
+    commands: &mut Vec<Command>,
+) {
+    // One line per row: long values are cut, not wrapped.
+    ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Truncate);
+    let mut table = TableBuilder::new(ui);
+    if let Some(row) = scroll_to.and_then(|s| filtered.iter().position(|&i| i == s)) {
+        table = table.scroll_to_row(row, None);
+    }
+    table
+        .striped(true)
+        .sense(Sense::click())
+        .column(Column::initial(300.0).resizable(true))
+        .columns(Column::auto(), TABLE_COLUMNS.len() - 2)
+        .column(Column::remainder())
+        .header(20.0, |mut header| {
+            for &(key, title) in TABLE_COLUMNS {
+                header.col(|ui| {
+                    let arrow = match sort {
+                        Some((c, true)) if c == key => " ^",
+                        Some((c, false)) if c == key => " v",
+                        _ => "",
+                    };
+                    let text = RichText::new(format!("{title}{arrow}")).strong();
+                    if ui.add(egui::Button::new(text).frame(false)).clicked() {
+                        commands.push(Command::SortBy(key));
+                    }
+                });
+            }
+        })
+        .body(|body| {
+            body.rows(18.0, filtered.len(), |mut row| {
+                let index = filtered[row.index()];
+                let r = &view.rows[index];
+                row.set_selected(picked.contains(&index));
+                let measure = |k: &str| {
+                    r.measures
+                        .get(k)
+                        .map_or(String::new(), |v| format!("{v:.2}"))
+                };
+                row.col(|ui| {
+                    // A selectable label: clickable from the keyboard and accessibility too.
+                    if ui
+                        .selectable_label(selected == Some(index), &r.path)
+                        .clicked()
+                    {
+                        commands.push(click_command(ui.ctx(), index));
+                    }
+                });
+                row.col(|ui| {
+                    ui.label(r.kind);
+                });
+                row.col(|ui| {
+                    let color = if r.status == "ok" {
+                        theme::INFO
+                    } else {
+                        theme::ERROR
+                    };
+                    ui.colored_label(color, r.status);
+                });
+                row.col(|ui| {
+                    ui.label(&r.codec);
+                });
+                row.col(|ui| {
+                    ui.label(&r.resolution);
+                });
+                row.col(|ui| {
+                    ui.label(measure("duration_secs"));
+                });
+                row.col(|ui| {
+                    ui.label(measure("motion_mean"));
+                });
+                row.col(|ui| {
+                    ui.label(measure("fps"));
+                });
+                row.col(|ui| {
+                    ui.label(
+                        r.measures
+                            .get("size_bytes")
+                            .map_or(String::new(), |v| crate::model::human_bytes(*v as u64)),
+                    );
+                });
+                row.col(|ui| {
+                    ui.label(measure("brightness"));
+                });
+                row.col(|ui| {
+                    ui.label(measure("sharpness"));
+                });
+                row.col(|ui| {
+                    let d = view
+                        .review
+                        .decisions
+                        .get(&r.id)
+                        .copied()
+                        .unwrap_or_default();
+                    if d != Decision::Unreviewed {
+                        ui.colored_label(theme::decision_color(d), d.as_str());
+                    }
+                });
+                row.col(|ui| {
+                    let text = r
+                        .flags
+                        .iter()
+                        .map(|f| f.0.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let color = r.worst().map_or(theme::INFO, theme::severity_color);
+                    ui.colored_label(color, text);
+                });
+                let response = row.response();
+                if response.clicked() {
+                    commands.push(click_command(&response.ctx, index));
+                }
+            });
+        });
+}

@@ -1,0 +1,99 @@
+//! The top bar (project, rescan, export, manifests, scan progress) and the start screen.
+
+use std::path::PathBuf;
+
+use eframe::egui::{self, RichText};
+
+use crate::gui::app::App;
+use crate::gui::command::Command;
+use crate::gui::theme;
+
+pub(super) fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Command>) {
+    ui.horizontal(|ui| {
+        ui.label(RichText::new("framecull").strong().color(theme::ACCENT));
+        if let Some(v) = &app.view {
+            ui.label(v.root.display().to_string());
+            if app.scan.is_none() && ui.button("Rescan").clicked() {
+                commands.push(Command::Rescan);
+            }
+            if ui.button("Export…").clicked() {
+                commands.push(Command::ShowExport);
+            }
+            if ui.button("Manifests").clicked() {
+                commands.push(Command::ShowManifests);
+            }
+            if ui.button("Close").clicked() {
+                commands.push(Command::Close);
+            }
+        }
+        if let Some(job) = app.scan.as_ref().map(|s| &s.state) {
+            let fraction = if job.total > 0 {
+                job.done as f32 / job.total as f32
+            } else {
+                0.0
+            };
+            let secs = job.stage_started.elapsed().as_secs_f64().max(1e-3);
+            let rate = job.done as f64 / secs;
+            let eta = if rate > 0.0 && job.total > job.done {
+                format!("ETA {:.0} s", (job.total - job.done) as f64 / rate)
+            } else {
+                String::new()
+            };
+            ui.add(
+                egui::ProgressBar::new(fraction)
+                    .desired_width(220.0)
+                    .text(format!(
+                        "{} {}/{}  {rate:.0} files/s  {eta}",
+                        job.phase, job.done, job.total
+                    )),
+            );
+            if ui.button("Cancel").clicked() {
+                commands.push(Command::CancelScan);
+            }
+        }
+        if app.loading.is_some() {
+            ui.spinner();
+        }
+        if let Some(m) = &app.message {
+            ui.colored_label(theme::ERROR, m);
+        }
+        if let Some(s) = &app.status {
+            ui.colored_label(theme::INFO, format!("saved: {s}"));
+        }
+    });
+}
+
+pub(super) fn start_ui(ui: &mut egui::Ui, app: &mut App, commands: &mut Vec<Command>) {
+    ui.vertical_centered(|ui| {
+        ui.add_space(60.0);
+        ui.heading("See, filter, trim and ship your image and video datasets");
+        ui.add_space(20.0);
+        ui.horizontal(|ui| {
+            let label = ui.label("Dataset folder:");
+            ui.text_edit_singleline(&mut app.open_text)
+                .labelled_by(label.id);
+            if ui.button("Open folder").clicked() && !app.open_text.trim().is_empty() {
+                commands.push(Command::Open(PathBuf::from(app.open_text.trim())));
+            }
+            if ui.button("Browse…").clicked() {
+                commands.push(Command::Browse);
+            }
+        });
+        ui.add_space(10.0);
+        if ui
+            .button(RichText::new("Try the demo").size(18.0))
+            .clicked()
+        {
+            commands.push(Command::Demo);
+        }
+        if !app.state.recent.is_empty() {
+            ui.add_space(20.0);
+            ui.label(RichText::new("Recent projects").strong());
+            for p in app.state.recent.clone() {
+                if ui.link(p.display().to_string()).clicked() {
+                    commands.push(Command::Open(p));
+                }
+            }
+        }
+    });
+}
