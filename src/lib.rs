@@ -1,7 +1,7 @@
 //! framecull: see, filter, trim and ship image and video datasets before training.
 //!
 //! Layers (a module uses those to its right, never the reverse):
-//! `cli, gui → scan, manifest, loader → catalog, media, analysis → model`.
+//! `cli, gui → scan, manifest, loader → catalog, media, analysis → model, output`.
 
 pub mod analysis;
 pub mod catalog;
@@ -14,4 +14,5 @@ pub mod manifest;
 #[allow(unsafe_code)]
 pub mod media;
 pub mod model;
+pub mod output;
 pub mod scan;

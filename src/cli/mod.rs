@@ -2,7 +2,6 @@
 //! Data goes to stdout; progress and logs to stderr.
 
 mod analyze;
-mod bench;
 mod demo;
 mod export;
 mod flags;
@@ -20,6 +19,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::catalog::{Catalog, PROJECT_DIR_NAME, Project};
+use crate::output::init_logging;
+pub(crate) use crate::output::write_stdout;
 
 /// Exit status: 0 clean, 1 finished with per-file problems, 2 usage or fatal error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,8 +81,6 @@ enum Command {
     Stats(stats::Args),
     /// Generate a small demo dataset and scan it.
     Demo(demo::Args),
-    /// Benchmarks that print comparable figures (release build).
-    Bench(bench::Args),
     /// Run the data loader on a manifest: stage timings, frames/s, memory, checksum.
     LoadBench(load_bench::Args),
 }
@@ -151,7 +150,6 @@ pub fn main() -> ExitCode {
         Command::List(args) => list::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Demo(args) => demo::run(args),
-        Command::Bench(args) => bench::run(args),
         Command::LoadBench(args) => load_bench::run(args),
     };
     match result {
@@ -176,18 +174,6 @@ fn open_window(_dir: Option<PathBuf>) -> anyhow::Result<()> {
     )
 }
 
-fn init_logging(filter: Option<&str>) {
-    let filter = filter
-        .map(str::to_string)
-        .or_else(|| std::env::var("FRAMECULL_LOG").ok())
-        .unwrap_or_else(|| "warn".to_string());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
-        .without_time()
-        .try_init();
-}
-
 /// A flag set by the first Ctrl-C (work stops after the files in flight); a second Ctrl-C
 /// exits at once, and SQLite's journal keeps the catalog consistent.
 pub(crate) fn cancel_on_ctrl_c() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
@@ -209,21 +195,4 @@ pub(crate) fn peak_rss_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
-}
-
-/// Write text to stdout, ending with a newline; a closed pipe is not an error.
-pub(crate) fn write_stdout(text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let r = out.write_all(text.as_bytes()).and_then(|()| {
-        if text.ends_with('\n') {
-            Ok(())
-        } else {
-            out.write_all(b"\n")
-        }
-    });
-    match r {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
 }

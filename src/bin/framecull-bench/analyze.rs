@@ -1,0 +1,278 @@
+//! `analyze`: deep analysis of a folder of videos and one of images, against `ffmpeg -f null`
+//! decoding, PySceneDetect's ContentDetector and cleanvision on the same files.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::Context;
+use framecull::catalog::Catalog;
+use framecull::scan::{ScanOptions, scan};
+use serde::Serialize;
+
+use crate::util::{median, print, run_python};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Folder of videos (e.g. ../shared/media/video).
+    #[arg(long)]
+    videos: PathBuf,
+    /// Folder of images (e.g. ../shared/media/image).
+    #[arg(long)]
+    images: PathBuf,
+    /// Python with scenedetect and cleanvision installed (../shared/peers/setup.sh makes
+    /// one at /tmp/peers-venv); peers are skipped when it is absent.
+    #[arg(long, default_value = "/tmp/peers-venv/bin/python")]
+    python: PathBuf,
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let r = bench_analyze(&args.videos, &args.images, &args.python, args.repeat.max(1))?;
+    print(&r, args.json, || r.text())
+}
+
+#[derive(Serialize)]
+struct AnalyzeBench {
+    videos: usize,
+    decoded_frames: u64,
+    framecull_video_secs: f64,
+    framecull_frames_per_sec: f64,
+    ffmpeg_null_secs: f64,
+    /// framecull frames/s as a share of `ffmpeg -i FILE -f null -` frames/s.
+    share_of_ffmpeg: f64,
+    pyscenedetect_secs: Option<f64>,
+    speedup_vs_pyscenedetect: Option<f64>,
+    /// Cuts matched, found only by framecull, found only by PySceneDetect.
+    cut_agreement: Option<(usize, usize, usize)>,
+    cut_f1: Option<f64>,
+    images: usize,
+    framecull_image_secs: f64,
+    cleanvision_secs: Option<f64>,
+    speedup_vs_cleanvision: Option<f64>,
+    jobs: usize,
+}
+
+impl AnalyzeBench {
+    fn text(&self) -> String {
+        let opt = |v: Option<f64>, unit: &str| {
+            v.map_or("not run".to_string(), |v| format!("{v:.2}{unit}"))
+        };
+        format!(
+            "deep analysis of {} videos ({} frames), {} jobs: {:.2} s ({:.0} frames/s)\n  \
+             ffmpeg -f null over the same files: {:.2} s -> framecull reaches {:.0}% of its throughput\n  \
+             PySceneDetect ContentDetector (OpenCV): {} -> framecull {} faster\n  \
+             cuts (matched, framecull only, PySceneDetect only): {:?}, F1 {}\n\
+             image analysis of {} images: {:.2} s; cleanvision: {} -> framecull {} faster",
+            self.videos,
+            self.decoded_frames,
+            self.jobs,
+            self.framecull_video_secs,
+            self.framecull_frames_per_sec,
+            self.ffmpeg_null_secs,
+            self.share_of_ffmpeg * 100.0,
+            opt(self.pyscenedetect_secs, " s"),
+            opt(self.speedup_vs_pyscenedetect, "x"),
+            self.cut_agreement,
+            opt(self.cut_f1, ""),
+            self.images,
+            self.framecull_image_secs,
+            opt(self.cleanvision_secs, " s"),
+            opt(self.speedup_vs_cleanvision, "x"),
+        )
+    }
+}
+
+/// Cuts of one analysed video, in seconds from its first frame.
+struct VideoCuts {
+    path: PathBuf,
+    fps: f64,
+    cuts_secs: Vec<f64>,
+}
+
+/// Time a scan plus deep analysis of `dir` into a fresh project. Returns the seconds, the
+/// frames decoded from ok videos, and those videos' cuts.
+fn deep_once(
+    dir: &Path,
+    options: &framecull::scan::deep::AnalyzeOptions,
+) -> anyhow::Result<(f64, u64, Vec<VideoCuts>)> {
+    let project = std::env::temp_dir().join(format!("framecull-bench-deep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&project);
+    let root = dir.canonicalize()?;
+    let started = Instant::now();
+    let mut catalog = Catalog::create_or_open(&project, &root)?;
+    let scan_options = ScanOptions {
+        jobs: options.jobs,
+        ..ScanOptions::default()
+    };
+    let never = AtomicBool::new(false);
+    scan(&mut catalog, &root, &scan_options, &never, &mut |_| {})?;
+    framecull::scan::deep::analyze(&mut catalog, &root, options, &never, &mut |_| {})?;
+    let secs = started.elapsed().as_secs_f64();
+    let metrics = catalog.all_metrics()?;
+    let cuts = catalog.all_cuts()?;
+    let mut frames = 0;
+    let mut videos = Vec::new();
+    for item in catalog.items()? {
+        if item.kind != framecull::model::MediaKind::Video
+            || item.status != framecull::model::ItemStatus::Ok
+        {
+            continue;
+        }
+        frames += metrics.get(&item.id).map_or(0, |m| m.decoded_frames);
+        let start = item.info.start_secs.unwrap_or(0.0);
+        videos.push(VideoCuts {
+            path: root.join(&item.path),
+            fps: item.info.fps.unwrap_or(25.0),
+            cuts_secs: cuts
+                .get(&item.id)
+                .map(|c| c.iter().map(|c| c.time_secs - start).collect())
+                .unwrap_or_default(),
+        });
+    }
+    let _ = std::fs::remove_dir_all(&project);
+    Ok((secs, frames, videos))
+}
+
+/// Prints a JSON map path -> cut times (s, from the first frame), then the seconds taken.
+const PYSCENEDETECT: &str = r#"
+import json, sys, time
+from scenedetect import open_video, SceneManager, ContentDetector
+t = time.perf_counter()
+cuts = {}
+for p in sys.argv[1:]:
+    try:
+        sm = SceneManager(); sm.add_detector(ContentDetector())
+        sm.detect_scenes(open_video(p, backend="opencv"))
+        cuts[p] = [c.get_seconds() for c in sm.get_cut_list()]
+    except Exception as e:
+        print("failed", p, e, file=sys.stderr)
+elapsed = time.perf_counter() - t
+print(json.dumps(cuts))
+print(elapsed)
+"#;
+
+/// Prints the seconds cleanvision takes to find issues in a folder. cleanvision 0.3.7 aborts
+/// on the first file Pillow cannot load, so those are left out first (not timed), as
+/// ../shared/peers/cleanvision_run.py does.
+const CLEANVISION: &str = r#"
+import os, sys, tempfile, time
+from PIL import Image
+from cleanvision import Imagelab
+src = os.path.abspath(sys.argv[1])
+data = tempfile.mkdtemp(prefix="cv_")
+for n in os.listdir(src):
+    try:
+        with Image.open(os.path.join(src, n)) as im:
+            im.load()
+        os.symlink(os.path.join(src, n), os.path.join(data, n))
+    except Exception:
+        pass
+t = time.perf_counter()
+lab = Imagelab(data_path=data); lab.find_issues()
+print(time.perf_counter() - t)
+"#;
+
+/// Cut agreement with PySceneDetect: cuts match when their times from the first frame are
+/// within 1.5 frame intervals (frame numbers differ on variable-rate files). Returns
+/// (matched, framecull only, PySceneDetect only).
+fn cut_agreement(ours: &[VideoCuts], theirs: &str) -> Option<(usize, usize, usize)> {
+    let theirs: std::collections::HashMap<String, Vec<f64>> = serde_json::from_str(theirs).ok()?;
+    let (mut matched, mut ours_only, mut theirs_only) = (0, 0, 0);
+    for v in ours {
+        let Some(t) = theirs.get(v.path.to_string_lossy().as_ref()) else {
+            continue;
+        };
+        let tolerance = 1.5 / v.fps.max(1.0);
+        let mut used = vec![false; v.cuts_secs.len()];
+        for x in t {
+            match (0..v.cuts_secs.len())
+                .find(|&i| !used[i] && (v.cuts_secs[i] - x).abs() <= tolerance)
+            {
+                Some(i) => {
+                    used[i] = true;
+                    matched += 1;
+                }
+                None => theirs_only += 1,
+            }
+        }
+        ours_only += used.iter().filter(|u| !**u).count();
+    }
+    Some((matched, ours_only, theirs_only))
+}
+
+fn bench_analyze(
+    videos: &Path,
+    images: &Path,
+    python: &Path,
+    repeat: usize,
+) -> anyhow::Result<AnalyzeBench> {
+    let options = framecull::scan::deep::AnalyzeOptions::default();
+    let (mut ours, mut ffmpeg, mut psd) = (Vec::new(), Vec::new(), Vec::new());
+    let mut frames = 0;
+    let mut video_cuts = Vec::new();
+    let mut agreement = None;
+    for _ in 0..repeat {
+        let (secs, f, cuts) = deep_once(videos, &options)?;
+        ours.push(secs);
+        frames = f;
+        video_cuts = cuts;
+        let files: Vec<PathBuf> = video_cuts.iter().map(|v| v.path.clone()).collect();
+        let started = Instant::now();
+        for f in &files {
+            Command::new("ffmpeg")
+                .args(["-v", "quiet", "-nostdin", "-i"])
+                .arg(f)
+                .args(["-f", "null", "-"])
+                .status()
+                .context("ffmpeg is needed for this comparison")?;
+        }
+        ffmpeg.push(started.elapsed().as_secs_f64());
+        if let Some((s, cuts)) = run_python(python, PYSCENEDETECT, &files) {
+            psd.push(s);
+            agreement = cuts.and_then(|c| cut_agreement(&video_cuts, &c));
+        }
+    }
+    let (mut ours_img, mut cv) = (Vec::new(), Vec::new());
+    for _ in 0..repeat {
+        ours_img.push(deep_once(images, &options)?.0);
+        if let Some((s, _)) = run_python(python, CLEANVISION, &[images.to_path_buf()]) {
+            cv.push(s);
+        }
+    }
+    let image_count = framecull::scan::walk(&images.canonicalize()?, &[])
+        .files
+        .len();
+    let (v, f) = (median(ours), median(ffmpeg));
+    let p = (!psd.is_empty()).then(|| median(psd));
+    let (i, c) = (median(ours_img), (!cv.is_empty()).then(|| median(cv)));
+    let cut_f1 = agreement.map(|(tp, fp, fn_)| {
+        let (tp, fp, fn_) = (tp as f64, fp as f64, fn_ as f64);
+        if tp == 0.0 {
+            0.0
+        } else {
+            2.0 * tp / (2.0 * tp + fp + fn_)
+        }
+    });
+    Ok(AnalyzeBench {
+        videos: video_cuts.len(),
+        decoded_frames: frames,
+        framecull_video_secs: v,
+        framecull_frames_per_sec: frames as f64 / v,
+        ffmpeg_null_secs: f,
+        share_of_ffmpeg: f / v,
+        pyscenedetect_secs: p,
+        speedup_vs_pyscenedetect: p.map(|p| p / v),
+        cut_agreement: agreement,
+        cut_f1,
+        images: image_count,
+        framecull_image_secs: i,
+        cleanvision_secs: c,
+        speedup_vs_cleanvision: c.map(|c| c / i),
+        jobs: options.jobs,
+    })
+}

@@ -1,0 +1,131 @@
+//! `export`: export a manifest of N clips from a generated catalog (no media files needed),
+//! as Parquet alone and as Parquet, JSON lines and CSV together.
+
+use std::path::Path;
+use std::time::Instant;
+
+use framecull::catalog::Catalog;
+use serde::Serialize;
+
+use crate::util::{median, print};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[arg(long, default_value_t = 100_000)]
+    clips: usize,
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let r = bench_export(args.clips, args.repeat.max(1))?;
+    print(&r, args.json, || {
+        format!(
+            "export of {} clips: Parquet median {:.2} s {:?}; Parquet + JSON lines + CSV median {:.2} s {:?}",
+            r.clips,
+            r.parquet_median_secs,
+            r.parquet_secs,
+            r.all_formats_median_secs,
+            r.all_formats_secs
+        )
+    })
+}
+
+#[derive(Serialize)]
+struct ExportBench {
+    clips: usize,
+    parquet_secs: Vec<f64>,
+    parquet_median_secs: f64,
+    all_formats_secs: Vec<f64>,
+    all_formats_median_secs: f64,
+}
+
+/// A catalog of `n` items (every tenth a 4 s video, the rest images), written directly.
+pub fn generated_catalog(project: &Path, n: usize) -> anyhow::Result<Catalog> {
+    use framecull::model::{MediaInfo, MediaKind, Probe, Ratio};
+    let mut catalog = Catalog::create_or_open(project, Path::new("/bench"))?;
+    let scan_id = catalog.begin_scan(Path::new("/bench"))?;
+    let batch: Vec<framecull::catalog::ItemUpdate> = (0..n)
+        .map(|i| {
+            let video = i % 10 == 0;
+            framecull::catalog::ItemUpdate {
+                path: format!(
+                    "d{:03}/f{i:07}.{}",
+                    i % 1000,
+                    if video { "mp4" } else { "jpg" }
+                ),
+                size_bytes: 10_000 + (i as u64 * 104_729) % 5_000_000,
+                mtime_ns: 1,
+                fingerprint: Some(format!("{i:032x}")),
+                probe: Probe::ok(
+                    if video {
+                        MediaKind::Video
+                    } else {
+                        MediaKind::Image
+                    },
+                    MediaInfo {
+                        codec: Some("h264".into()),
+                        width: Some([640, 1280, 1920, 3840][i % 4]),
+                        height: Some([360, 720, 1080, 2160][i % 4]),
+                        fps: video.then_some([24.0, 25.0, 30.0, 60.0][i / 7 % 4]),
+                        time_base: video.then_some(Ratio { num: 1, den: 15360 }),
+                        duration_secs: video.then_some(1.0 + (i * 7919 % 600) as f64 / 10.0),
+                        start_secs: video.then_some(0.0),
+                        frame_count: video.then_some(120),
+                        ..MediaInfo::default()
+                    },
+                ),
+            }
+        })
+        .collect();
+    for chunk in batch.chunks(10_000) {
+        catalog.upsert_items(scan_id, framecull::scan::PROBE_VERSION, chunk)?;
+    }
+    Ok(catalog)
+}
+
+fn bench_export(n: usize, repeat: usize) -> anyhow::Result<ExportBench> {
+    use framecull::manifest::{ExportOptions, Format, Include, SplitSpec};
+    let project =
+        std::env::temp_dir().join(format!("framecull-bench-export-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&project);
+    let catalog = generated_catalog(&project, n)?;
+    let run = |formats: Vec<Format>, name: &str| -> anyhow::Result<f64> {
+        let options = ExportOptions {
+            name: name.into(),
+            formats,
+            split: Some(
+                SplitSpec::parse("train=0.8,val=0.1,test=0.1").map_err(|e| anyhow::anyhow!(e))?,
+            ),
+            split_seed: 1,
+            include: Include::Unreviewed,
+        };
+        let started = Instant::now();
+        let meta = framecull::manifest::export(&catalog, &options)?;
+        anyhow::ensure!(
+            meta.counts.rows as usize == n,
+            "exported {} of {n}",
+            meta.counts.rows
+        );
+        Ok(started.elapsed().as_secs_f64())
+    };
+    let mut parquet = Vec::new();
+    let mut all = Vec::new();
+    for _ in 0..repeat {
+        parquet.push(run(vec![Format::Parquet], "bench")?);
+        all.push(run(
+            vec![Format::Parquet, Format::Jsonl, Format::Csv],
+            "bench-all",
+        )?);
+    }
+    let _ = std::fs::remove_dir_all(&project);
+    Ok(ExportBench {
+        clips: n,
+        parquet_median_secs: median(parquet.clone()),
+        parquet_secs: parquet,
+        all_formats_median_secs: median(all.clone()),
+        all_formats_secs: all,
+    })
+}

@@ -1,0 +1,130 @@
+//! `gui`: the window on a generated catalog of N items: apply a brush filter (file size, about
+//! half the items) and lay out one frame (table, then gallery), with egui's layout and
+//! tessellation, no GPU.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::export::generated_catalog;
+use crate::util::{median, peak_rss_mb, print};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[arg(long, default_value_t = 100_000)]
+    items: usize,
+    /// Frames measured per view.
+    #[arg(long, default_value_t = 30)]
+    frames: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let r = bench_gui(args.items, args.frames.max(1))?;
+    print(&r, args.json, || {
+        format!(
+            "window on {} items (load {:.2} s off the UI thread): brush + one frame, \
+             table: median {:.2} ms, p95 {:.2} ms; gallery: median {:.2} ms, p95 {:.2} ms; \
+             {} .. {} files shown; peak RSS {}",
+            r.items,
+            r.load_secs,
+            r.table_median_ms,
+            r.table_p95_ms,
+            r.gallery_median_ms,
+            r.gallery_p95_ms,
+            r.shown_min,
+            r.shown_max,
+            r.peak_rss_mb
+                .map_or("unknown".into(), |m| format!("{m:.0} MB"))
+        )
+    })
+}
+
+#[derive(Serialize)]
+struct GuiBench {
+    items: usize,
+    load_secs: f64,
+    table_ms: Vec<f64>,
+    table_median_ms: f64,
+    table_p95_ms: f64,
+    gallery_ms: Vec<f64>,
+    gallery_median_ms: f64,
+    gallery_p95_ms: f64,
+    shown_min: usize,
+    shown_max: usize,
+    peak_rss_mb: Option<f64>,
+}
+
+/// Brush, then one whole frame (layout and tessellation) at 1400x860, as the window does on
+/// each drag step.
+fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
+    use eframe::egui;
+    use framecull::gui::{App, Command, State};
+    let project = std::env::temp_dir().join(format!("framecull-bench-gui-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&project);
+    drop(generated_catalog(&project, items)?);
+    let ctx = egui::Context::default();
+    let input = || egui::RawInput {
+        screen_rect: Some(egui::Rect::from_min_size(
+            egui::Pos2::ZERO,
+            egui::vec2(1400.0, 860.0),
+        )),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let mut app = App::with_state(&ctx, State::default(), Some(project.clone()));
+    while !app.is_idle() {
+        anyhow::ensure!(
+            started.elapsed().as_secs() < 300,
+            "the catalog did not load"
+        );
+        let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let load_secs = started.elapsed().as_secs_f64();
+    let mut shown = Vec::new();
+    let mut measure = |app: &mut App, gallery: bool| {
+        app.apply(Command::ShowGallery(gallery));
+        let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+        let mut ms = Vec::with_capacity(frames);
+        for k in 0..frames {
+            // A drag step on the file size histogram (every item has a size): a new range,
+            // about half the files, every frame.
+            let lo = 10_000.0 + (k % 20) as f64 * 100_000.0;
+            let t = Instant::now();
+            app.apply(Command::Brush {
+                column: "size_bytes".into(),
+                lo,
+                hi: lo + 2_500_000.0,
+            });
+            let out = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+            let _ = ctx.tessellate(out.shapes, out.pixels_per_point);
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+            shown.push(app.shown());
+        }
+        ms
+    };
+    let table = measure(&mut app, false);
+    let gallery = measure(&mut app, true);
+    let p95 = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1]
+    };
+    drop(app);
+    let _ = std::fs::remove_dir_all(&project);
+    Ok(GuiBench {
+        items,
+        load_secs,
+        table_median_ms: median(table.clone()),
+        table_p95_ms: p95(&table),
+        table_ms: table,
+        gallery_median_ms: median(gallery.clone()),
+        gallery_p95_ms: p95(&gallery),
+        gallery_ms: gallery,
+        shown_min: shown.iter().copied().min().unwrap_or(0),
+        shown_max: shown.iter().copied().max().unwrap_or(0),
+        peak_rss_mb: peak_rss_mb(),
+    })
+}

@@ -1,0 +1,94 @@
+//! `framecull-bench`: benchmarks of framecull that print comparable figures (run them on a
+//! release build: `cargo run --release --bin framecull-bench -- SUBCOMMAND`). What each
+//! measures and the figures: docs/PERFORMANCE.md.
+//!
+//! Exit status: 0 done, 2 usage or fatal error.
+
+mod analyze;
+mod export;
+#[cfg(feature = "gui")]
+mod gui;
+mod load;
+#[cfg(feature = "gui")]
+mod player;
+mod scan;
+mod util;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "framecull-bench",
+    version,
+    about = "Benchmarks of framecull that print comparable figures (release build)"
+)]
+struct Cli {
+    /// Log filter for stderr (e.g. `info`, `framecull=debug`); also FRAMECULL_LOG.
+    #[arg(long, global = true)]
+    log: Option<String>,
+    #[command(subcommand)]
+    which: Which,
+}
+
+#[derive(Subcommand, Debug)]
+enum Which {
+    /// Scan and rescan a generated tree of small images.
+    Scan(scan::ScanArgs),
+    /// Deep analysis of a folder of videos and one of images, against `ffmpeg -f null`
+    /// decoding, PySceneDetect's ContentDetector and cleanvision on the same files.
+    Analyze(analyze::Args),
+    /// Export a manifest of N clips from a generated catalog (no media files needed).
+    Export(export::Args),
+    /// The data loader's CPU path on a manifest of generated 720p H.264 clips, against
+    /// `ffmpeg -threads 2 -f null` and PyAV (frame threading) plus a numpy resize and
+    /// normalisation over the same frames.
+    Load(load::Args),
+    /// The window on a generated catalog of N items: apply a brush filter (file size, about
+    /// half the items) and lay out one frame (table, then gallery), with egui's layout and
+    /// tessellation, no GPU.
+    #[cfg(feature = "gui")]
+    Gui(gui::Args),
+    /// The player pipeline on a generated 1080p H.264 clip: decode (2 threads), convert to
+    /// the display size, upload to a wgpu texture, frame after frame.
+    #[cfg(feature = "gui")]
+    Player(player::Args),
+    /// Metadata scan of a corpus against a per-file ffprobe loop over the same files.
+    Probe(scan::ProbeArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    framecull::output::init_logging(cli.log.as_deref());
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "note: this is a debug build; benchmark figures come from `cargo run --release --bin framecull-bench`"
+        );
+    }
+    let result = match cli.which {
+        Which::Scan(args) => scan::run_scan(args),
+        Which::Analyze(args) => analyze::run(args),
+        Which::Export(args) => export::run(args),
+        Which::Load(args) => load::run(args),
+        #[cfg(feature = "gui")]
+        Which::Gui(args) => gui::run(args),
+        #[cfg(feature = "gui")]
+        Which::Player(args) => player::run(args),
+        Which::Probe(args) => scan::run_probe(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! Helpers shared by the benchmarks: printing a result, medians, peak memory, peer scripts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde::Serialize;
+
+/// Print a result: pretty JSON with `--json`, else the benchmark's text.
+pub fn print<T: Serialize>(r: &T, json: bool, text: impl FnOnce() -> String) -> anyhow::Result<()> {
+    let out = if json {
+        serde_json::to_string_pretty(r)?
+    } else {
+        text()
+    };
+    framecull::output::write_stdout(&out)?;
+    Ok(())
+}
+
+/// The median; NaN for no values.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Reset the kernel's peak-RSS mark for this process (Linux), so the figure covers the scans.
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Peak resident memory of this process in MB, where known.
+pub fn peak_rss_mb() -> Option<f64> {
+    peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0))
+}
+
+/// Run a peer script. Its last stdout line is the seconds it took; the line before, if any,
+/// its JSON result.
+pub fn run_python(python: &Path, script: &str, args: &[PathBuf]) -> Option<(f64, Option<String>)> {
+    if !python.exists() {
+        eprintln!("note: {} not found: peer skipped", python.display());
+        return None;
+    }
+    // A script file rather than `-c`: peers that start worker processes re-import it.
+    let file = std::env::temp_dir().join(format!("framecull-peer-{}.py", std::process::id()));
+    std::fs::write(&file, script).ok()?;
+    let out = Command::new(python)
+        .arg(&file)
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let _ = std::fs::remove_file(&file);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines().rev();
+    let secs = lines.next()?.trim().parse().ok()?;
+    Some((secs, lines.next().map(str::to_string)))
+}
+
+/// Peak resident memory of this process (bytes), from /proc where available.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
