@@ -1,6 +1,10 @@
 //! Shared types used by every layer.
 
+mod measure;
+
 use serde::{Deserialize, Serialize};
+
+pub use measure::Measure;
 
 /// Row id of an item in the catalog.
 pub type ItemId = i64;

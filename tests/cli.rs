@@ -74,6 +74,30 @@ fn scan_then_list_reports_every_media_file_with_documented_fields() {
     assert_eq!(empty["error"], "empty file (0 bytes)");
     assert_eq!(rows["clips/garbage.mp4"]["status"], "error");
 
+    // A filter: the files under clips/ wider than 300 px.
+    let wide: Vec<String> =
+        common::list_jsonl_where(proj.path(), Some("width>300 and path:clips/"))
+            .into_keys()
+            .collect();
+    let mut expected: Vec<String> = rows
+        .iter()
+        .filter(|(p, r)| p.starts_with("clips/") && r["width"].as_u64().is_some_and(|w| w > 300))
+        .map(|(p, _)| p.to_string())
+        .collect();
+    expected.sort();
+    assert!(!expected.is_empty());
+    assert_eq!(wide, expected);
+    // A misspelt measure is a usage error that names the measures.
+    let bad = run(&[
+        "list",
+        "--project",
+        proj.path().to_str().unwrap(),
+        "--where",
+        "widht>300",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("duration_secs"), "{}", stderr(&bad));
+
     // CSV carries the same rows with a header.
     let csv = run(&[
         "list",

@@ -49,7 +49,7 @@ fn open_brush_gallery_select_scan_and_cancel() {
 
     // Brushing the duration histogram keeps the videos in range only.
     h.state_mut().apply(Command::Brush {
-        column: "duration_secs".into(),
+        measure: framecull::model::Measure::DurationSecs,
         lo: 0.9,
         hi: 1.1,
     });
@@ -60,6 +60,28 @@ fn open_brush_gallery_select_scan_and_cancel() {
         h.query_by_label_contains("duration_secs 0.90..1.10")
             .is_some()
     );
+    // The window shows its filter as command-line text; `list --where` with it lists the
+    // same files.
+    let text = {
+        use egui_kittest::kittest::NodeT;
+        h.get_by_label_contains("--where '")
+            .accesskit_node()
+            .value()
+            .unwrap()
+    };
+    let filter = text.trim_start_matches("--where '").trim_end_matches('\'');
+    let project = data.path().join(".framecull");
+    let listed: Vec<String> = common::list_jsonl_where(&project, Some(filter))
+        .into_keys()
+        .collect();
+    let mut shown: Vec<String> = h
+        .state()
+        .shown_paths()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    shown.sort();
+    assert_eq!(listed, shown, "{filter}");
     // Removing the chip brings everything back.
     h.get_by_label_contains("duration_secs 0.90..1.10").click();
     h.run();
@@ -488,7 +510,7 @@ fn demo_project_on_the_software_adapter() {
     h.state_mut().apply(Command::ShowGallery(true));
     h.run_steps(5);
     h.state_mut().apply(Command::Brush {
-        column: "duration_secs".into(),
+        measure: framecull::model::Measure::DurationSecs,
         lo: 0.5,
         hi: 2.5,
     });

@@ -3,57 +3,23 @@
 use polars::prelude::*;
 use serde::Serialize;
 
-/// How a measure is binned and shown.
-#[derive(Debug, Clone, Copy)]
-pub struct HistogramSpec {
-    /// Column of the items frame.
-    pub column: &'static str,
-    pub label: &'static str,
-    /// Bin on log10 of the value (sizes, durations: spans of several orders of magnitude).
-    pub log: bool,
-}
+use crate::model::Measure;
 
-pub const HISTOGRAMS: &[HistogramSpec] = &[
-    HistogramSpec {
-        column: "duration_secs",
-        label: "duration (s)",
-        log: true,
-    },
-    HistogramSpec {
-        column: "fps",
-        label: "frame rate",
-        log: false,
-    },
-    HistogramSpec {
-        column: "aspect",
-        label: "aspect ratio (display)",
-        log: false,
-    },
-    HistogramSpec {
-        column: "motion_mean",
-        label: "motion",
-        log: true,
-    },
-    HistogramSpec {
-        column: "brightness",
-        label: "brightness",
-        log: false,
-    },
-    HistogramSpec {
-        column: "sharpness",
-        label: "sharpness",
-        log: true,
-    },
-    HistogramSpec {
-        column: "size_bytes",
-        label: "file size (bytes)",
-        log: true,
-    },
+/// The measures the window and `framecull stats` draw histograms of, in order.
+pub const HISTOGRAMS: [Measure; 7] = [
+    Measure::DurationSecs,
+    Measure::Fps,
+    Measure::Aspect,
+    Measure::MotionMean,
+    Measure::Brightness,
+    Measure::Sharpness,
+    Measure::SizeBytes,
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Histogram {
-    pub column: String,
+    #[serde(rename = "column")]
+    pub measure: Measure,
     pub label: String,
     /// `bins + 1` edges in the measure's own units (log-spaced when `log`).
     pub edges: Vec<f64>,
@@ -73,12 +39,14 @@ pub struct ResolutionGrid {
     pub counts: Vec<Vec<u64>>,
 }
 
-/// Equal-width bins (in log10 space when `spec.log`) between the smallest and largest value.
-pub fn histogram(df: &DataFrame, spec: &HistogramSpec, bins: usize) -> PolarsResult<Histogram> {
+/// Equal-width bins (in log10 space for measures that span decades) between the smallest
+/// and largest value of `measure`'s column in `df`.
+pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<Histogram> {
     let bins = bins.max(1);
-    let mut x = col(spec.column).cast(DataType::Float64);
+    let log = measure.spans_decades();
+    let mut x = col(measure.name()).cast(DataType::Float64);
     let mut valid = x.clone().is_not_null();
-    if spec.log {
+    if log {
         valid = valid.and(x.clone().gt(lit(0.0)));
     }
     let values = df
@@ -89,7 +57,7 @@ pub fn histogram(df: &DataFrame, spec: &HistogramSpec, bins: usize) -> PolarsRes
         .collect()?;
     let raw: Vec<f64> = values.column("v")?.f64()?.into_no_null_iter().collect();
     let missing = (df.height() - raw.len()) as u64;
-    let transformed: Vec<f64> = if spec.log {
+    let transformed: Vec<f64> = if log {
         raw.iter().map(|v| v.log10()).collect()
     } else {
         raw
@@ -101,12 +69,12 @@ pub fn histogram(df: &DataFrame, spec: &HistogramSpec, bins: usize) -> PolarsRes
         });
     if transformed.is_empty() {
         return Ok(Histogram {
-            column: spec.column.into(),
-            label: spec.label.into(),
+            measure,
+            label: measure.label().into(),
             edges: Vec::new(),
             counts: Vec::new(),
             missing,
-            log: spec.log,
+            log,
         });
     }
     let width = if hi > lo {
@@ -143,16 +111,16 @@ pub fn histogram(df: &DataFrame, spec: &HistogramSpec, bins: usize) -> PolarsRes
     let edges = (0..=bins)
         .map(|i| {
             let e = lo + width * i as f64;
-            if spec.log { 10f64.powf(e) } else { e }
+            if log { 10f64.powf(e) } else { e }
         })
         .collect();
     Ok(Histogram {
-        column: spec.column.into(),
-        label: spec.label.into(),
+        measure,
+        label: measure.label().into(),
         edges,
         counts,
         missing,
-        log: spec.log,
+        log,
     })
 }
 
@@ -217,16 +185,7 @@ mod tests {
             )],
         )
         .unwrap();
-        let h = histogram(
-            &df,
-            &HistogramSpec {
-                column: "fps",
-                label: "fps",
-                log: false,
-            },
-            2,
-        )
-        .unwrap();
+        let h = histogram(&df, Measure::Fps, 2).unwrap();
         assert_eq!(h.edges, vec![10.0, 20.0, 30.0]);
         assert_eq!(h.counts, vec![1, 4]);
         assert_eq!(h.missing, 1);

@@ -3,6 +3,7 @@
 
 pub mod cuts;
 pub mod dups;
+pub mod filter;
 pub mod flags;
 pub mod histogram;
 pub mod image;

@@ -7,6 +7,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use super::{Outcome, ProjectArg};
+use crate::analysis::filter::Filter;
 use crate::catalog::Catalog;
 pub use crate::model::human_bytes;
 use crate::model::{Cut, DupInfo, Flag, Item, ItemId, ItemStatus, MediaKind, Metrics, Review};
@@ -30,6 +31,11 @@ pub struct Args {
     /// Only this kind: image, video or other.
     #[arg(long)]
     kind: Option<String>,
+    /// Only files matching a filter, in the form the window shows under its filter chips,
+    /// e.g. "motion_mean>2 and 1<=duration_secs<=30 and flag:frozen and decision:accepted
+    /// and path:cam1".
+    #[arg(long = "where", value_name = "FILTER")]
+    filter: Option<String>,
 }
 
 /// The documented fields of `list --format jsonl|csv` (docs/CLI.md), in order.
@@ -181,6 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         ),
         None => None,
     };
+    let filter = args.filter.as_deref().map(Filter::parse).transpose()?;
     let items: Vec<Item> = catalog
         .items()?
         .into_iter()
@@ -188,6 +195,19 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         .filter(|i| kind.is_none_or(|k| i.kind == k))
         .collect();
     let analysis = Analysis::load(&catalog)?;
+    let items: Vec<Item> = match &filter {
+        Some(f) => f
+            .select_items(
+                &items,
+                &analysis.metrics,
+                &analysis.flags,
+                &analysis.reviews,
+            )
+            .into_iter()
+            .map(|i| items[i].clone())
+            .collect(),
+        None => items,
+    };
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::new(stdout);
     let written = match args.format {

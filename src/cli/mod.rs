@@ -125,6 +125,13 @@ pub fn main() -> ExitCode {
     };
     init_logging(cli.log.as_deref());
     let Some(command) = cli.command else {
+        if let Some(dir) = cli.dir.as_ref().filter(|d| !d.exists()) {
+            eprintln!(
+                "error: {} is neither a folder nor a framecull command; see `framecull --help`",
+                dir.display()
+            );
+            return ExitCode::from(2);
+        }
         return match open_window(cli.dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

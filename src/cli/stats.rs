@@ -83,7 +83,7 @@ pub fn compute(df: &DataFrame) -> PolarsResult<Stats> {
     }
     let histograms = HISTOGRAMS
         .iter()
-        .map(|spec| histogram(df, spec, 12))
+        .map(|&m| histogram(df, m, 12))
         .collect::<PolarsResult<Vec<_>>>()?
         .into_iter()
         .filter(|h| !h.counts.is_empty())

@@ -17,7 +17,7 @@ use super::thumbs::Thumbnails;
 use super::view::{Filter, View, ViewRow, binned, sort_rows};
 use crate::analysis::proposals::{ProposalOptions, motion_ranges, shot_ranges};
 use crate::catalog::Project;
-use crate::model::{Clip, ClipOrigin, Decision, Edit};
+use crate::model::{Clip, ClipOrigin, Decision, Edit, Measure};
 
 /// Persisted between runs (eframe storage).
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -55,7 +55,7 @@ pub struct App {
     /// The selection moved by keyboard: bring it into view once.
     pub(super) scroll_to_selected: Option<()>,
     /// Histogram being brushed: column and the value where the drag started.
-    pub(super) brushing: Option<(String, f64)>,
+    pub(super) brushing: Option<(Measure, f64)>,
     pub(super) last_reload: Instant,
     pub(super) thumbs: Thumbnails,
     pub(super) export: ExportDialog,
@@ -227,13 +227,14 @@ impl App {
                     s.job.cancel();
                 }
             }
-            Command::Brush { column, lo, hi } => {
-                self.filter.ranges.retain(|r| r.0 != column);
-                self.filter.ranges.push((column, lo.min(hi), lo.max(hi)));
+            Command::Brush { measure, lo, hi } => {
+                let (lo, hi) = round_outward(lo.min(hi), lo.max(hi));
+                self.filter.ranges.retain(|r| r.0 != measure);
+                self.filter.ranges.push((measure, lo, hi));
                 self.refilter();
             }
-            Command::ClearRange(column) => {
-                self.filter.ranges.retain(|r| r.0 != column);
+            Command::ClearRange(measure) => {
+                self.filter.ranges.retain(|r| r.0 != measure);
                 self.refilter();
             }
             Command::FilterFlag(code) => {
@@ -537,14 +538,14 @@ impl App {
 
     pub(super) fn refilter(&mut self) {
         self.filtered = match &self.view {
-            Some(v) => self.filter.select(&v.rows, &v.columns),
+            Some(v) => v.select(&self.filter),
             None => Vec::new(),
         };
         self.subsets = match &self.view {
             Some(v) => v
                 .histograms
                 .iter()
-                .map(|h| match v.columns.get(h.column.as_str()) {
+                .map(|h| match v.columns.get(&h.measure) {
                     Some(values) => binned(h, values, &self.filtered),
                     None => vec![0; h.counts.len()],
                 })
@@ -662,6 +663,24 @@ impl App {
     }
 }
 
+/// A brushed range widened to three significant digits of its width, so the filter reads
+/// `0.2<=duration_secs<=3.34` rather than with every digit of a pointer position.
+fn round_outward(lo: f64, hi: f64) -> (f64, f64) {
+    let width = hi - lo;
+    if !(width.is_finite() && width > 0.0) {
+        return (lo, hi);
+    }
+    let step = 10f64.powf(width.log10().floor() - 2.0);
+    let (l, h) = ((lo / step).floor() * step, (hi / step).ceil() * step);
+    // Keep the shortest decimal form (a multiple of 0.001 is not exact in binary).
+    let tidy = |v: f64| {
+        format!("{v:.*}", (-step.log10()).max(0.0) as usize)
+            .parse()
+            .unwrap_or(v)
+    };
+    (tidy(l).min(lo), tidy(h).max(hi))
+}
+
 impl eframe::App for App {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.frame_ui(ui);
@@ -670,5 +689,21 @@ impl eframe::App for App {
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         self.state.filter = self.filter.clone();
         eframe::set_value(storage, eframe::APP_KEY, &self.state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_outward;
+
+    #[test]
+    fn brushed_ranges_round_outward_to_three_digits_of_their_width() {
+        assert_eq!(
+            round_outward(0.2035051840972784, 3.333903370404572),
+            (0.2, 3.34)
+        );
+        assert_eq!(round_outward(0.9, 1.1), (0.9, 1.1));
+        assert_eq!(round_outward(1234.5, 98765.4), (1200.0, 98800.0));
+        assert_eq!(round_outward(5.0, 5.0), (5.0, 5.0));
     }
 }

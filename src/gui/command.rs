@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::model::{Clip, Decision};
+use crate::model::{Clip, Decision, Measure};
 
 /// Everything the UI can ask for.
 #[derive(Debug, Clone, PartialEq)]
@@ -12,12 +12,13 @@ pub enum Command {
     Demo,
     Rescan,
     CancelScan,
+    /// Keep files whose `measure` is within `[lo, hi]` (either order).
     Brush {
-        column: String,
+        measure: Measure,
         lo: f64,
         hi: f64,
     },
-    ClearRange(String),
+    ClearRange(Measure),
     FilterFlag(Option<String>),
     Select(Option<usize>),
     ShowGallery(bool),

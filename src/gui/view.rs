@@ -3,9 +3,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use std::collections::HashMap;
+
+use crate::analysis::filter::Rows;
+pub use crate::analysis::filter::{Filter, MeasureColumns};
 use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram};
 use crate::catalog::{Catalog, items_frame};
-use crate::model::Severity;
+use crate::model::{Decision, ItemId, Measure, Severity};
 
 /// One file as the table and filters need it.
 #[derive(Debug, Clone)]
@@ -22,7 +26,7 @@ pub struct ViewRow {
     pub error: Option<String>,
     pub codec: String,
     pub resolution: String,
-    pub measures: BTreeMap<&'static str, f64>,
+    pub measures: BTreeMap<Measure, f64>,
     /// (code, severity, reason)
     pub flags: Vec<(String, Severity, String)>,
 }
@@ -50,14 +54,50 @@ pub struct View {
     pub review: super::edits::ReviewState,
     /// Each measure as a column over `rows` (NaN where a file has none): filters and
     /// histogram subsets run over these, not row by row.
-    pub columns: Columns,
+    pub columns: MeasureColumns,
 }
 
-pub type Columns = std::collections::HashMap<&'static str, Vec<f64>>;
+/// The view's files as the filter sees them.
+pub struct ViewRows<'a> {
+    pub rows: &'a [ViewRow],
+    pub decisions: &'a HashMap<ItemId, Decision>,
+}
+
+impl Rows for ViewRows<'_> {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn path(&self, row: usize) -> &str {
+        &self.rows[row].path
+    }
+
+    fn has_flag(&self, row: usize, code: &str) -> bool {
+        self.rows[row].flags.iter().any(|f| f.0 == code)
+    }
+
+    fn decision(&self, row: usize) -> Decision {
+        self.decisions
+            .get(&self.rows[row].id)
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
+impl View {
+    /// Indices of the rows `filter` keeps, ascending.
+    pub fn select(&self, filter: &Filter) -> Vec<usize> {
+        let rows = ViewRows {
+            rows: &self.rows,
+            decisions: &self.review.decisions,
+        };
+        filter.select(&rows, &self.columns)
+    }
+}
 
 /// The measures of `rows` as columns.
-pub fn columns_of(rows: &[ViewRow]) -> Columns {
-    let mut columns = Columns::new();
+pub fn columns_of(rows: &[ViewRow]) -> MeasureColumns {
+    let mut columns = MeasureColumns::new();
     for (i, row) in rows.iter().enumerate() {
         for (&k, &v) in &row.measures {
             columns
@@ -77,7 +117,7 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     let df = items_frame(&items, &metrics)?;
     let histograms = HISTOGRAMS
         .iter()
-        .map(|spec| histogram(&df, spec, 24))
+        .map(|&m| histogram(&df, m, 24))
         .collect::<Result<Vec<_>, _>>()?
         .into_iter()
         .filter(|h| !h.counts.is_empty())
@@ -87,30 +127,10 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     for item in &items {
         let m = metrics.get(&item.id);
         let i = &item.info;
-        let mut measures = BTreeMap::new();
-        let mut put = |k: &'static str, v: Option<f64>| {
-            if let Some(v) = v {
-                measures.insert(k, v);
-            }
-        };
-        put("duration_secs", i.duration_secs);
-        put("fps", i.fps);
-        put("size_bytes", Some(item.size_bytes as f64));
-        put("motion_mean", m.and_then(|m| m.motion_mean));
-        put("brightness", m.and_then(|m| m.brightness));
-        put("sharpness", m.and_then(|m| m.sharpness));
-        if let (Some(w), Some(h)) = (i.width, i.height) {
-            let turned = matches!(i.rotation_deg, Some(90 | 270))
-                || matches!(i.exif_orientation, Some(5..=8));
-            put(
-                "aspect",
-                Some(if turned {
-                    f64::from(h) / f64::from(w)
-                } else {
-                    f64::from(w) / f64::from(h)
-                }),
-            );
-        }
+        let measures: BTreeMap<Measure, f64> = Measure::ALL
+            .into_iter()
+            .filter_map(|k| Some((k, k.of(item, m)?)))
+            .collect();
         let item_flags: Vec<(String, Severity, String)> = flags
             .get(&item.id)
             .into_iter()
@@ -177,51 +197,6 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     })
 }
 
-/// Brushed ranges, a flag code and a path search; rows must match all.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct Filter {
-    pub ranges: Vec<(String, f64, f64)>,
-    pub flag: Option<String>,
-    pub search: String,
-}
-
-impl Filter {
-    /// Indices of the rows that match, ascending: ranges column by column, then flags and
-    /// the path search on what is left.
-    pub fn select(&self, rows: &[ViewRow], columns: &Columns) -> Vec<usize> {
-        let mut keep = vec![true; rows.len()];
-        for (column, lo, hi) in &self.ranges {
-            match columns.get(column.as_str()) {
-                // NaN (no value) is in no range.
-                Some(values) => {
-                    for (k, v) in keep.iter_mut().zip(values) {
-                        *k &= *v >= *lo && *v <= *hi;
-                    }
-                }
-                None => keep.fill(false),
-            }
-        }
-        let search = self.search.to_lowercase();
-        keep.iter()
-            .zip(rows)
-            .enumerate()
-            .filter(|(_, (k, row))| {
-                **k && self
-                    .flag
-                    .as_ref()
-                    .is_none_or(|code| row.flags.iter().any(|f| &f.0 == code))
-                    && (search.is_empty() || row.path.to_lowercase().contains(&search))
-            })
-            .map(|(i, _)| i)
-            .collect()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty() && self.flag.is_none() && self.search.is_empty()
-    }
-}
-
 /// Counts of the rows at `indices` in the bins of `h` (its column given as `values`).
 pub fn binned(h: &Histogram, values: &[f64], indices: &[usize]) -> Vec<u64> {
     let mut counts = vec![0u64; h.counts.len()];
@@ -252,7 +227,7 @@ pub fn binned(h: &Histogram, values: &[f64], indices: &[usize]) -> Vec<u64> {
 /// Order `rows` (indices into the view) by a table column; files without a value last.
 pub fn sort_rows(view: &View, rows: &mut [usize], column: &str, ascending: bool) {
     let flip = |o: std::cmp::Ordering| if ascending { o } else { o.reverse() };
-    if let Some(values) = view.columns.get(column) {
+    if let Some(values) = Measure::parse(column).and_then(|m| view.columns.get(&m)) {
         rows.sort_by(|&a, &b| match (values[a].is_nan(), values[b].is_nan()) {
             (false, false) => flip(values[a].total_cmp(&values[b])),
             (x, y) => x.cmp(&y),
@@ -299,7 +274,7 @@ mod tests {
             error: None,
             codec: "h264".into(),
             resolution: "640x360".into(),
-            measures: [("duration_secs", duration)].into_iter().collect(),
+            measures: [(Measure::DurationSecs, duration)].into_iter().collect(),
             flags: flag
                 .map(|f| vec![(f.to_string(), Severity::Warning, "why".to_string())])
                 .unwrap_or_default(),
@@ -308,21 +283,31 @@ mod tests {
 
     #[test]
     fn brushed_ranges_flags_and_search_combine() {
-        let rows = [
+        let mut rows = [
             row("a/x.mp4", 1.0, None),
             row("a/y.mp4", 5.0, Some("frozen")),
             row("b/z.mp4", 9.0, Some("frozen")),
         ];
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.id = i as i64;
+        }
         let columns = columns_of(&rows);
+        let decisions = HashMap::from([(2, Decision::Accepted)]);
+        let rows_of = ViewRows {
+            rows: &rows,
+            decisions: &decisions,
+        };
         let mut f = Filter::default();
-        assert_eq!(f.select(&rows, &columns), vec![0, 1, 2]);
-        f.ranges.push(("duration_secs".into(), 4.0, 10.0));
-        assert_eq!(f.select(&rows, &columns).len(), 2);
-        assert_eq!(f.select(&rows, &columns), vec![1, 2]);
+        assert_eq!(f.select(&rows_of, &columns), vec![0, 1, 2]);
+        f.ranges.push((Measure::DurationSecs, 4.0, 10.0));
+        assert_eq!(f.select(&rows_of, &columns), vec![1, 2]);
+        f.decision = Some(Decision::Accepted);
+        assert_eq!(f.select(&rows_of, &columns), vec![2]);
+        f.decision = None;
         f.flag = Some("frozen".into());
         f.search = "A/".into();
         let hits: Vec<_> = f
-            .select(&rows, &columns)
+            .select(&rows_of, &columns)
             .into_iter()
             .map(|i| rows[i].path.as_str())
             .collect();
@@ -332,7 +317,7 @@ mod tests {
     #[test]
     fn subsets_are_binned_like_the_whole() {
         let h = Histogram {
-            column: "duration_secs".into(),
+            measure: Measure::DurationSecs,
             label: "duration".into(),
             edges: vec![0.0, 5.0, 10.0],
             counts: vec![1, 2],
@@ -345,7 +330,7 @@ mod tests {
             row("c", 10.0, None),
         ];
         let columns = columns_of(&rows);
-        let values = &columns["duration_secs"];
+        let values = &columns[&Measure::DurationSecs];
         assert_eq!(binned(&h, values, &[0, 1, 2]), vec![1, 2]);
         assert_eq!(binned(&h, values, &[0]), vec![1, 0]);
     }

@@ -26,13 +26,23 @@ pub fn stderr(o: &Output) -> String {
 
 /// `list --format jsonl` parsed, keyed by path.
 pub fn list_jsonl(project: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let out = run(&[
+    list_jsonl_where(project, None)
+}
+
+/// `list --format jsonl [--where FILTER]` parsed, keyed by path.
+pub fn list_jsonl_where(
+    project: &Path,
+    filter: Option<&str>,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut args = vec![
         "list",
         "--project",
         project.to_str().unwrap(),
         "--format",
         "jsonl",
-    ]);
+    ];
+    args.extend(filter.map(|f| ["--where", f]).into_iter().flatten());
+    let out = run(&args);
     assert_eq!(out.status.code(), Some(0), "list failed: {}", stderr(&out));
     stdout(&out)
         .lines()

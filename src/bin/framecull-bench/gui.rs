@@ -94,7 +94,7 @@ fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
             let lo = 10_000.0 + (k % 20) as f64 * 100_000.0;
             let t = Instant::now();
             app.apply(Command::Brush {
-                column: "size_bytes".into(),
+                measure: framecull::model::Measure::SizeBytes,
                 lo,
                 hi: lo + 2_500_000.0,
             });

@@ -77,7 +77,7 @@ pub(super) fn inspector_ui(
     ui.separator();
     egui::Grid::new("measures").striped(true).show(ui, |ui| {
         for (k, v) in &row.measures {
-            ui.label(*k);
+            ui.label(k.label());
             ui.label(format!("{v:.3}"));
             ui.end_row();
         }

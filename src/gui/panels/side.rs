@@ -6,7 +6,7 @@ use eframe::egui::{self, RichText, Sense};
 use crate::gui::command::Command;
 use crate::gui::theme;
 use crate::gui::view::{Filter, View};
-use crate::model::Decision;
+use crate::model::{Decision, Measure};
 
 pub(super) fn card_ui(ui: &mut egui::Ui, title: &str, value: String) {
     egui::Frame::new()
@@ -95,9 +95,12 @@ pub(super) fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut
         return;
     }
     ui.horizontal_wrapped(|ui| {
-        for (col, lo, hi) in &filter.ranges {
-            if ui.button(format!("{col} {lo:.2}..{hi:.2}  x")).clicked() {
-                commands.push(Command::ClearRange(col.clone()));
+        for (measure, lo, hi) in &filter.ranges {
+            if ui
+                .button(format!("{measure} {lo:.2}..{hi:.2}  x"))
+                .clicked()
+            {
+                commands.push(Command::ClearRange(*measure));
             }
         }
         if let Some(code) = &filter.flag
@@ -106,6 +109,9 @@ pub(super) fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut
             commands.push(Command::FilterFlag(None));
         }
     });
+    // The same filter on the command line (`list --where`, `export --where`).
+    let text = format!("--where '{}'", filter.to_text());
+    ui.add(egui::Label::new(RichText::new(text).small().monospace()).selectable(true));
 }
 
 pub(super) fn histograms_ui(
@@ -113,7 +119,7 @@ pub(super) fn histograms_ui(
     view: &View,
     subsets: &[Vec<u64>],
     filter: &Filter,
-    brushing: &mut Option<(String, f64)>,
+    brushing: &mut Option<(Measure, f64)>,
     commands: &mut Vec<Command>,
 ) {
     let cell = theme::HISTOGRAM_SIZE.x + theme::SPACING;
@@ -136,7 +142,7 @@ pub(super) fn histogram_ui(
     h: &crate::analysis::histogram::Histogram,
     subset: &[u64],
     filter: &Filter,
-    brushing: &mut Option<(String, f64)>,
+    brushing: &mut Option<(Measure, f64)>,
     commands: &mut Vec<Command>,
 ) {
     ui.vertical(|ui| {
@@ -178,22 +184,22 @@ pub(super) fn histogram_ui(
             };
             rect.left() + (t.clamp(0.0, 1.0) as f32) * rect.width()
         };
-        if let Some((_, lo, hi)) = filter.ranges.iter().find(|r| r.0 == h.column) {
+        if let Some((_, lo, hi)) = filter.ranges.iter().find(|r| r.0 == h.measure) {
             let r = egui::Rect::from_x_y_ranges(x_of(*lo)..=x_of(*hi), rect.y_range());
             painter.rect_filled(r, 0.0, theme::BRUSH);
         }
         if response.drag_started()
             && let Some(p) = response.interact_pointer_pos()
         {
-            *brushing = Some((h.column.clone(), value_at(p.x)));
+            *brushing = Some((h.measure, value_at(p.x)));
         }
         if response.dragged() || response.drag_stopped() {
             if let (Some((col, start)), Some(p)) =
                 (brushing.as_ref(), response.interact_pointer_pos())
-                && *col == h.column
+                && *col == h.measure
             {
                 commands.push(Command::Brush {
-                    column: col.clone(),
+                    measure: *col,
                     lo: *start,
                     hi: value_at(p.x),
                 });

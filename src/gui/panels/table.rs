@@ -8,6 +8,7 @@ use crate::gui::command::Command;
 use crate::gui::theme;
 use crate::gui::view::View;
 use crate::model::Decision;
+use crate::model::Measure;
 
 /// Table columns: sort key and title. Keys are measure names, or `path`, `kind`,
 /// `status`, `codec`, `resolution`, `flags`, `review`.
@@ -70,9 +71,9 @@ pub(super) fn table_ui(
                 let index = filtered[row.index()];
                 let r = &view.rows[index];
                 row.set_selected(picked.contains(&index));
-                let measure = |k: &str| {
+                let measure = |k: Measure| {
                     r.measures
-                        .get(k)
+                        .get(&k)
                         .map_or(String::new(), |v| format!("{v:.2}"))
                 };
                 row.col(|ui| {
@@ -102,26 +103,26 @@ pub(super) fn table_ui(
                     ui.label(&r.resolution);
                 });
                 row.col(|ui| {
-                    ui.label(measure("duration_secs"));
+                    ui.label(measure(Measure::DurationSecs));
                 });
                 row.col(|ui| {
-                    ui.label(measure("motion_mean"));
+                    ui.label(measure(Measure::MotionMean));
                 });
                 row.col(|ui| {
-                    ui.label(measure("fps"));
+                    ui.label(measure(Measure::Fps));
                 });
                 row.col(|ui| {
                     ui.label(
                         r.measures
-                            .get("size_bytes")
+                            .get(&Measure::SizeBytes)
                             .map_or(String::new(), |v| crate::model::human_bytes(*v as u64)),
                     );
                 });
                 row.col(|ui| {
-                    ui.label(measure("brightness"));
+                    ui.label(measure(Measure::Brightness));
                 });
                 row.col(|ui| {
-                    ui.label(measure("sharpness"));
+                    ui.label(measure(Measure::Sharpness));
                 });
                 row.col(|ui| {
                     let d = view
