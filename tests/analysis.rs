@@ -17,8 +17,8 @@ fn analyse(dir: &Path, name: &str) -> (Metrics, Curves) {
     let todo = AnalysisTodo {
         id: 1,
         path: name.to_string(),
-        kind: probe.kind.as_str().to_string(),
-        status: probe.status.as_str().to_string(),
+        kind: probe.kind,
+        status: probe.status,
         codec: probe.info.codec.clone(),
         fps: probe.info.fps,
         width: probe.info.width,
@@ -176,8 +176,8 @@ fn the_time_budget_stops_a_long_analysis_and_keeps_what_was_decoded() {
     let todo = AnalysisTodo {
         id: 1,
         path: "v.mp4".into(),
-        kind: "video".into(),
-        status: "ok".into(),
+        kind: framecull::model::MediaKind::Video,
+        status: framecull::model::ItemStatus::Ok,
         codec: probe.info.codec,
         fps: probe.info.fps,
         width: probe.info.width,

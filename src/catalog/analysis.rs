@@ -6,15 +6,18 @@ use rusqlite::{OptionalExtension, params};
 
 use super::{Catalog, Result, unix_now};
 use crate::analysis::flags::Config;
-use crate::model::{Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, Metrics, Severity};
+use crate::model::{
+    Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, ItemStatus, MediaKind, Metrics,
+    Severity,
+};
 
 /// An item whose analysis is missing or stale.
 #[derive(Debug, Clone)]
 pub struct AnalysisTodo {
     pub id: ItemId,
     pub path: String,
-    pub kind: String,
-    pub status: String,
+    pub kind: MediaKind,
+    pub status: ItemStatus,
     pub codec: Option<String>,
     pub fps: Option<f64>,
     pub width: Option<u32>,
@@ -74,8 +77,8 @@ impl Catalog {
             Ok(AnalysisTodo {
                 id: r.get(0)?,
                 path: r.get(1)?,
-                kind: r.get(2)?,
-                status: r.get(3)?,
+                kind: MediaKind::parse(&r.get::<_, String>(2)?).unwrap_or(MediaKind::Other),
+                status: ItemStatus::parse(&r.get::<_, String>(3)?).unwrap_or(ItemStatus::Error),
                 fps: r.get(4)?,
                 width: r.get(5)?,
                 height: r.get(6)?,

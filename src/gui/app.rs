@@ -11,13 +11,12 @@ use super::command::Command;
 use super::edits::{EditRequest, EditWriter};
 use super::jobs::{Job, Polled, ScanJob, spawn_load, spawn_scan, take_finished};
 use super::manifests::{ExportDialog, History};
-use super::player::{Player, clip_frames};
+use super::player::Player;
 use super::theme;
 use super::thumbs::Thumbnails;
 use super::view::{Filter, View, ViewRow, binned, sort_rows};
-use crate::analysis::proposals::{ProposalOptions, motion_ranges, shot_ranges};
 use crate::catalog::Project;
-use crate::model::{Clip, ClipOrigin, Decision, Edit, Measure};
+use crate::model::{Clip, Decision, Edit, Measure};
 
 /// Persisted between runs (eframe storage).
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -36,41 +35,64 @@ pub struct App {
     pub(super) view: Option<View>,
     pub(super) loading: Option<Job<Result<View, String>>>,
     pub(super) scan: Option<ScanJob>,
-    pub(super) filter: Filter,
-    pub(super) filtered: Vec<usize>,
-    /// Counts of the filtered files in each histogram's bins, recomputed when the filter
-    /// changes (not every frame).
-    pub(super) subsets: Vec<Vec<u64>>,
-    pub(super) selected: Option<usize>,
-    /// Every selected file (the inspector shows `selected`); A / R apply to all of them.
-    pub(super) picked: std::collections::BTreeSet<usize>,
-    pub(super) open_text: String,
+    /// What the filter keeps, in what order.
+    pub(super) shown: Shown,
+    pub(super) selection: Selection,
+    /// Text being typed that is not yet a command.
+    pub(super) drafts: Drafts,
     /// A folder picker in flight.
     pub(super) browse: Option<Job<Option<PathBuf>>>,
     pub(super) message: Option<String>,
     /// The last committed edit.
     pub(super) status: Option<String>,
-    /// Every row in the table's sort order (see `resort`).
-    pub(super) sort_order: Option<Vec<usize>>,
-    /// The selection moved by keyboard: bring it into view once.
-    pub(super) scroll_to_selected: Option<()>,
-    /// Histogram being brushed: column and the value where the drag started.
-    pub(super) brushing: Option<(Measure, f64)>,
     pub(super) last_reload: Instant,
     pub(super) thumbs: Thumbnails,
     pub(super) export: ExportDialog,
     pub(super) history: History,
     pub(super) player: Option<Player>,
     pub(super) edits: Option<EditWriter>,
-    /// A clip edge being dragged on the timeline: (clip index, start edge).
-    pub(super) clip_drag: Option<(usize, bool)>,
     pub(super) ctx: egui::Context,
     /// The keyboard shortcuts window (F1).
     pub(super) help: bool,
+}
+
+/// The filter and what it keeps.
+#[derive(Default)]
+pub(super) struct Shown {
+    pub(super) filter: Filter,
+    /// Indices of the rows the filter keeps, in table order.
+    pub(super) filtered: Vec<usize>,
+    /// Counts of the filtered files in each histogram's bins, recomputed when the filter
+    /// changes (not every frame).
+    pub(super) subsets: Vec<Vec<u64>>,
+    /// Every row in the table's sort order (see `resort`).
+    pub(super) sort_order: Option<Vec<usize>>,
+    /// Histogram being brushed: the measure and the value where the drag started.
+    pub(super) brushing: Option<(Measure, f64)>,
+}
+
+/// The selected files.
+#[derive(Default)]
+pub(super) struct Selection {
+    /// The file the inspector shows.
+    pub(super) selected: Option<usize>,
+    /// Every selected file; A / R apply to all of them.
+    pub(super) picked: std::collections::BTreeSet<usize>,
+    /// The selection moved by keyboard: bring it into view once.
+    pub(super) scroll_to_selected: Option<()>,
+}
+
+/// Fields of the window being edited.
+#[derive(Default)]
+pub(super) struct Drafts {
+    /// The folder typed on the start screen.
+    pub(super) open_text: String,
     /// Label given to the clips made next.
     pub(super) clip_label: String,
     /// The tags and note fields of the inspector, and the file they were filled for.
     pub(super) tags_text: (Option<crate::model::ItemId>, String, String),
+    /// A clip edge being dragged on the timeline: (clip index, start edge).
+    pub(super) clip_drag: Option<(usize, bool)>,
 }
 
 impl App {
@@ -90,31 +112,22 @@ impl App {
             view: None,
             loading: None,
             scan: None,
-            filter: Filter::default(),
-            filtered: Vec::new(),
-            subsets: Vec::new(),
-            selected: None,
-            picked: std::collections::BTreeSet::new(),
-            open_text: String::new(),
+            shown: Shown::default(),
+            selection: Selection::default(),
+            drafts: Drafts::default(),
             browse: None,
             message: None,
             status: None,
-            scroll_to_selected: None,
-            sort_order: None,
-            brushing: None,
             last_reload: Instant::now(),
             thumbs: Thumbnails::new(),
             export: ExportDialog::default(),
             history: History::default(),
             player: None,
             edits: None,
-            clip_drag: None,
             ctx: ctx.clone(),
             help: false,
-            clip_label: String::new(),
-            tags_text: (None, String::new(), String::new()),
         };
-        app.filter = app.state.filter.clone();
+        app.shown.filter = app.state.filter.clone();
         let start = dir.or_else(|| app.state.last_project.clone());
         if let Some(dir) = start {
             app.apply(Command::Open(dir));
@@ -124,7 +137,7 @@ impl App {
 
     /// Files that pass the current filter.
     pub fn shown(&self) -> usize {
-        self.filtered.len()
+        self.shown.filtered.len()
     }
 
     /// A project is loaded and no load or scan is running.
@@ -149,6 +162,7 @@ impl App {
     pub fn shown_paths(&self) -> Vec<&str> {
         match &self.view {
             Some(v) => self
+                .shown
                 .filtered
                 .iter()
                 .map(|&i| v.rows[i].path.as_str())
@@ -196,7 +210,7 @@ impl App {
     /// The file the inspector shows.
     pub(super) fn selected_row(&self) -> Option<&ViewRow> {
         let view = self.view.as_ref()?;
-        self.selected.and_then(|i| view.rows.get(i))
+        self.selection.selected.and_then(|i| view.rows.get(i))
     }
 
     /// Apply a command, as the panels do.
@@ -229,25 +243,25 @@ impl App {
             }
             Command::Brush { measure, lo, hi } => {
                 let (lo, hi) = round_outward(lo.min(hi), lo.max(hi));
-                self.filter.ranges.retain(|r| r.0 != measure);
-                self.filter.ranges.push((measure, lo, hi));
+                self.shown.filter.ranges.retain(|r| r.0 != measure);
+                self.shown.filter.ranges.push((measure, lo, hi));
                 self.refilter();
             }
             Command::ClearRange(measure) => {
-                self.filter.ranges.retain(|r| r.0 != measure);
+                self.shown.filter.ranges.retain(|r| r.0 != measure);
                 self.refilter();
             }
             Command::FilterFlag(code) => {
-                self.filter.flag = code;
+                self.shown.filter.flag = code;
                 self.refilter();
             }
             Command::Select(i) => {
-                self.selected = i;
-                self.picked = i.into_iter().collect();
+                self.selection.selected = i;
+                self.selection.picked = i.into_iter().collect();
                 self.open_player();
             }
             Command::Search(text) => {
-                self.filter.search = text;
+                self.shown.filter.search = text;
                 self.refilter();
             }
             Command::SortBy(column) => {
@@ -268,30 +282,47 @@ impl App {
                 }
             }
             Command::TogglePick(i) => {
-                if !self.picked.remove(&i) {
-                    self.picked.insert(i);
-                    self.selected = Some(i);
-                } else if self.selected == Some(i) {
-                    self.selected = self.picked.iter().next().copied();
+                if !self.selection.picked.remove(&i) {
+                    self.selection.picked.insert(i);
+                    self.selection.selected = Some(i);
+                } else if self.selection.selected == Some(i) {
+                    self.selection.selected = self.selection.picked.iter().next().copied();
                 }
                 self.open_player();
             }
             Command::PickRange(i) => {
                 let from = self
+                    .selection
                     .selected
-                    .and_then(|s| self.filtered.iter().position(|&f| f == s));
-                let to = self.filtered.iter().position(|&f| f == i);
+                    .and_then(|s| self.shown.filtered.iter().position(|&f| f == s));
+                let to = self.shown.filtered.iter().position(|&f| f == i);
                 if let (Some(a), Some(b)) = (from, to) {
-                    self.picked
-                        .extend(self.filtered[a.min(b)..=a.max(b)].iter().copied());
+                    self.selection
+                        .picked
+                        .extend(self.shown.filtered[a.min(b)..=a.max(b)].iter().copied());
                 } else {
-                    self.picked.insert(i);
+                    self.selection.picked.insert(i);
                 }
-                self.selected = Some(i);
+                self.selection.selected = Some(i);
                 self.open_player();
             }
             Command::ShowGallery(on) => self.state.gallery = on,
             Command::ShowExport => self.export.open = true,
+            Command::PreviewExport => {
+                if let Some(v) = &self.view {
+                    self.export.start_preview(&v.project);
+                }
+            }
+            Command::Export => {
+                if let Some(v) = &self.view {
+                    self.export.start_export(&v.project);
+                }
+            }
+            Command::DiffManifests { name, from, to } => {
+                if let Some(v) = &self.view {
+                    self.history.start_diff(&v.project, name, from, to);
+                }
+            }
             Command::ShowManifests => {
                 self.history.open = true;
                 if let Some(v) = &self.view {
@@ -337,7 +368,7 @@ impl App {
             Command::Decide(decision) => self.decide(decision),
             Command::DecideShown(decision) => {
                 if let Some(v) = &self.view {
-                    let items = self.filtered.iter().map(|&i| v.rows[i].id).collect();
+                    let items = self.shown.filtered.iter().map(|&i| v.rows[i].id).collect();
                     self.send_edit(EditRequest::Decide { items, decision });
                 }
             }
@@ -376,145 +407,23 @@ impl App {
             }
             Command::SelectNext(d) => {
                 let at = self
+                    .selection
                     .selected
-                    .and_then(|s| self.filtered.iter().position(|&i| i == s));
+                    .and_then(|s| self.shown.filtered.iter().position(|&i| i == s));
                 let next = match at {
-                    Some(p) => (p as i64 + d).clamp(0, self.filtered.len() as i64 - 1) as usize,
+                    Some(p) => {
+                        (p as i64 + d).clamp(0, self.shown.filtered.len() as i64 - 1) as usize
+                    }
                     None => 0,
                 };
-                if let Some(&i) = self.filtered.get(next) {
-                    self.scroll_to_selected = Some(());
+                if let Some(&i) = self.shown.filtered.get(next) {
+                    self.selection.scroll_to_selected = Some(());
                     self.apply(Command::Select(Some(i)));
                 }
             }
             Command::Undo => self.send_edit(EditRequest::Undo),
             Command::Redo => self.send_edit(EditRequest::Redo),
         }
-    }
-
-    pub(super) fn send_edit(&mut self, request: EditRequest) {
-        if let Some(w) = &mut self.edits {
-            w.send(request);
-        }
-    }
-
-    /// Open the player on the selected file when it is a playable video.
-    pub(super) fn open_player(&mut self) {
-        let Some(view) = &self.view else {
-            self.player = None;
-            return;
-        };
-        let row = self.selected.and_then(|i| view.rows.get(i));
-        let playable = row.filter(|r| r.kind == "video" && r.status == "ok");
-        match playable {
-            Some(r) if self.player.as_ref().is_some_and(|p| p.item == r.id) => {}
-            Some(r) => {
-                // Videos carry rotations only (no mirror).
-                let (quarter_turns, _) = crate::model::orientation_turns(r.orientation);
-                self.player = Some(Player::open(
-                    &self.ctx,
-                    &view.project,
-                    view.root.join(&r.path),
-                    r.id,
-                    quarter_turns,
-                ));
-            }
-            None => self.player = None,
-        }
-    }
-
-    /// Clips `[a, b)` (frame indices) of the open video, labelled with the label field.
-    pub(super) fn add_clips(&mut self, ranges: &[(usize, usize)], origin: ClipOrigin) {
-        let Some(p) = &self.player else {
-            return;
-        };
-        let Some(t) = &p.timeline else {
-            return;
-        };
-        let label = Some(self.clip_label.trim().to_string()).filter(|l| !l.is_empty());
-        let edits: Vec<Edit> = ranges
-            .iter()
-            .filter(|(a, b)| b > a)
-            .map(|&(a, b)| Edit::AddClip {
-                clip: t.clip(p.item, a, b.min(t.len()), label.clone(), origin),
-            })
-            .collect();
-        if edits.is_empty() {
-            self.message = Some("no clips to add".into());
-        } else {
-            self.send_edit(EditRequest::Apply(edits));
-        }
-    }
-
-    pub(super) fn split_at_cuts(&mut self) {
-        let Some(p) = &self.player else {
-            return;
-        };
-        let (Some(t), Some(curves)) = (&p.timeline, &p.curves) else {
-            self.message = Some("no analysis for this video yet (framecull analyze)".into());
-            return;
-        };
-        let ranges = shot_ranges(curves.cuts.iter().map(|c| c.frame as usize), t.len());
-        self.add_clips(&ranges, ClipOrigin::Cuts);
-    }
-
-    pub(super) fn propose_clips(&mut self) {
-        let Some(p) = &self.player else {
-            return;
-        };
-        let (Some(t), Some(curves)) = (&p.timeline, &p.curves) else {
-            self.message = Some("no analysis for this video yet (framecull analyze)".into());
-            return;
-        };
-        let ranges = motion_ranges(t, &curves.motion, &ProposalOptions::default());
-        self.add_clips(&ranges, ClipOrigin::Auto);
-    }
-
-    pub(super) fn mark_out(&mut self) {
-        let Some(p) = &mut self.player else {
-            return;
-        };
-        if p.timeline.is_none() {
-            return;
-        }
-        let from = p.mark_in.take().unwrap_or(p.current);
-        let (s, e) = (from.min(p.current), from.max(p.current) + 1);
-        self.add_clips(&[(s, e)], ClipOrigin::Manual);
-    }
-
-    pub(super) fn decide(&mut self, decision: Decision) {
-        let Some(view) = &self.view else {
-            return;
-        };
-        if self.picked.len() > 1 {
-            let items = self.picked.iter().map(|&i| view.rows[i].id).collect();
-            self.send_edit(EditRequest::Decide { items, decision });
-            return;
-        }
-        let Some(row) = self.selected.and_then(|i| view.rows.get(i)) else {
-            return;
-        };
-        // The clip under the playhead, when there is one.
-        if let Some(p) = &self.player
-            && let Some(t) = &p.timeline
-            && let Some(clip) = view.review.clips.get(&row.id).and_then(|clips| {
-                clips.iter().find(|c| {
-                    let (s, e) = clip_frames(c, t);
-                    (s..e).contains(&p.current)
-                })
-            })
-        {
-            let mut new = clip.clone();
-            new.decision = decision;
-            let edits = vec![
-                Edit::RemoveClip { clip: clip.clone() },
-                Edit::AddClip { clip: new },
-            ];
-            self.send_edit(EditRequest::Apply(edits));
-            return;
-        }
-        let items = vec![row.id];
-        self.send_edit(EditRequest::Decide { items, decision });
     }
 
     pub(super) fn remember(&mut self, project: PathBuf) {
@@ -526,7 +435,7 @@ impl App {
 
     /// Every row in the table's sort order, when a sort is chosen.
     pub(super) fn resort(&mut self) {
-        self.sort_order = match (&self.view, &self.state.sort) {
+        self.shown.sort_order = match (&self.view, &self.state.sort) {
             (Some(view), Some((column, ascending))) => {
                 let mut all: Vec<usize> = (0..view.rows.len()).collect();
                 sort_rows(view, &mut all, column, *ascending);
@@ -537,37 +446,40 @@ impl App {
     }
 
     pub(super) fn refilter(&mut self) {
-        self.filtered = match &self.view {
-            Some(v) => v.select(&self.filter),
+        self.shown.filtered = match &self.view {
+            Some(v) => v.select(&self.shown.filter),
             None => Vec::new(),
         };
-        self.subsets = match &self.view {
+        self.shown.subsets = match &self.view {
             Some(v) => v
                 .histograms
                 .iter()
                 .map(|h| match v.columns.get(&h.measure) {
-                    Some(values) => binned(h, values, &self.filtered),
+                    Some(values) => binned(h, values, &self.shown.filtered),
                     None => vec![0; h.counts.len()],
                 })
                 .collect(),
             None => Vec::new(),
         };
-        let filtered = &self.filtered;
-        self.picked.retain(|i| filtered.binary_search(i).is_ok());
+        let filtered = &self.shown.filtered;
+        self.selection
+            .picked
+            .retain(|i| filtered.binary_search(i).is_ok());
         let gone = self
+            .selection
             .selected
-            .is_some_and(|s| self.filtered.binary_search(&s).is_err());
+            .is_some_and(|s| self.shown.filtered.binary_search(&s).is_err());
         // Table order: walk the sorted list once (no sort per filter change, a brush drag
         // refilters every frame).
-        if let Some(order) = &self.sort_order {
+        if let Some(order) = &self.shown.sort_order {
             let mut keep = vec![false; order.len()];
-            for &i in &self.filtered {
+            for &i in &self.shown.filtered {
                 keep[i] = true;
             }
-            self.filtered = order.iter().copied().filter(|&i| keep[i]).collect();
+            self.shown.filtered = order.iter().copied().filter(|&i| keep[i]).collect();
         }
         if gone {
-            self.selected = None;
+            self.selection.selected = None;
         }
     }
 
@@ -687,7 +599,7 @@ impl eframe::App for App {
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        self.state.filter = self.filter.clone();
+        self.state.filter = self.shown.filter.clone();
         eframe::set_value(storage, eframe::APP_KEY, &self.state);
     }
 }

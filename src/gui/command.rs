@@ -23,7 +23,18 @@ pub enum Command {
     Select(Option<usize>),
     ShowGallery(bool),
     ShowExport,
+    /// Count what the export dialog's settings would write.
+    PreviewExport,
+    /// Write a new manifest version with the export dialog's settings.
+    Export,
+    /// Open the manifest history (and read it again).
     ShowManifests,
+    /// Diff two versions of a manifest in the history window.
+    DiffManifests {
+        name: String,
+        from: u32,
+        to: u32,
+    },
     Close,
     /// Player: Space.
     PlayPause,

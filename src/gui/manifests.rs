@@ -1,10 +1,12 @@
 //! Export dialog (preview of counts per split, then a new version) and the manifest history
-//! with a diff of two versions. Catalog reads and writes run on background threads.
+//! with a diff of two versions. Their buttons push commands; the work they start (catalog
+//! reads, the export) runs as background jobs the dialogs poll.
 
 use std::path::Path;
 
 use eframe::egui::{self, RichText};
 
+use super::command::Command;
 use super::jobs::{Job, take_finished};
 use super::theme;
 use crate::catalog::Catalog;
@@ -78,7 +80,33 @@ impl ExportDialog {
         })
     }
 
-    pub fn ui(&mut self, ctx: &egui::Context, project: &Path) {
+    /// Count what an export with the dialog's settings would write (in the background).
+    pub fn start_preview(&mut self, project: &Path) {
+        let (Ok(o), None) = (self.options(), &self.preview_job) else {
+            return;
+        };
+        let p = project.to_path_buf();
+        self.preview_job = Some(background("framecull-export-preview", move || {
+            let catalog = Catalog::open(&p).map_err(|e| e.to_string())?;
+            manifest::select_rows(&catalog, &o)
+                .map(|r| r.1)
+                .map_err(|e| e.to_string())
+        }));
+    }
+
+    /// Write a new version with the dialog's settings (in the background).
+    pub fn start_export(&mut self, project: &Path) {
+        let (Ok(o), None) = (self.options(), &self.export_job) else {
+            return;
+        };
+        let p = project.to_path_buf();
+        self.export_job = Some(background("framecull-export", move || {
+            let catalog = Catalog::open(&p).map_err(|e| e.to_string())?;
+            manifest::export(&catalog, &o).map_err(|e| e.to_string())
+        }));
+    }
+
+    pub fn ui(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
         if let Some(r) = poll(&mut self.preview_job) {
             self.preview = Some(r);
         }
@@ -131,16 +159,8 @@ impl ExportDialog {
                             egui::Button::new("Preview"),
                         )
                         .clicked()
-                        && let Ok(o) = options.clone()
                     {
-                        let p = project.to_path_buf();
-                        self.preview_job =
-                            Some(background("framecull-export-preview", move || {
-                                let catalog = Catalog::open(&p).map_err(|e| e.to_string())?;
-                                manifest::select_rows(&catalog, &o)
-                                    .map(|r| r.1)
-                                    .map_err(|e| e.to_string())
-                            }));
+                        commands.push(Command::PreviewExport);
                     }
                     let can_export = options.is_ok()
                         && self.preview.as_ref().is_some_and(Result::is_ok)
@@ -148,13 +168,8 @@ impl ExportDialog {
                     if ui
                         .add_enabled(can_export, egui::Button::new("Export"))
                         .clicked()
-                        && let Ok(o) = options
                     {
-                        let p = project.to_path_buf();
-                        self.export_job = Some(background("framecull-export", move || {
-                            let catalog = Catalog::open(&p).map_err(|e| e.to_string())?;
-                            manifest::export(&catalog, &o).map_err(|e| e.to_string())
-                        }));
+                        commands.push(Command::Export);
                     }
                     if self.preview_job.is_some() || self.export_job.is_some() {
                         ui.spinner();
@@ -229,7 +244,17 @@ impl History {
         }));
     }
 
-    pub fn ui(&mut self, ctx: &egui::Context, project: &Path) {
+    /// Read two versions of a manifest and diff them (in the background).
+    pub fn start_diff(&mut self, project: &Path, name: String, from: u32, to: u32) {
+        let p = project.to_path_buf();
+        self.diff_job = Some(background("framecull-diff", move || {
+            let a = manifest::read_version(&p, &name, from).map_err(|e| e.to_string())?;
+            let b = manifest::read_version(&p, &name, to).map_err(|e| e.to_string())?;
+            Ok((name, from, to, manifest::diff(&a, &b)))
+        }));
+    }
+
+    pub fn ui(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
         if let Some(r) = poll(&mut self.versions_job) {
             self.versions = Some(r);
         }
@@ -245,7 +270,7 @@ impl History {
             .default_width(520.0)
             .show(ctx, |ui| {
                 if ui.button("Refresh").clicked() {
-                    self.refresh(project);
+                    commands.push(Command::ShowManifests);
                 }
                 match &self.versions {
                     Some(Ok(versions)) if versions.is_empty() => {
@@ -261,15 +286,11 @@ impl History {
                                 if let Some(parent) = m.parent
                                     && ui.button("diff with parent").clicked()
                                 {
-                                    let (p, name, v) =
-                                        (project.to_path_buf(), m.name.clone(), m.version);
-                                    self.diff_job = Some(background("framecull-diff", move || {
-                                        let a = manifest::read_version(&p, &name, parent)
-                                            .map_err(|e| e.to_string())?;
-                                        let b = manifest::read_version(&p, &name, v)
-                                            .map_err(|e| e.to_string())?;
-                                        Ok((name, parent, v, manifest::diff(&a, &b)))
-                                    }));
+                                    commands.push(Command::DiffManifests {
+                                        name: m.name.clone(),
+                                        from: parent,
+                                        to: m.version,
+                                    });
                                 }
                                 ui.end_row();
                             }

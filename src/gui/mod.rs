@@ -10,6 +10,7 @@ mod jobs;
 mod manifests;
 mod panels;
 pub mod player;
+mod review;
 mod theme;
 mod thumbs;
 mod view;

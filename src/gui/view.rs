@@ -9,7 +9,7 @@ use crate::analysis::filter::Rows;
 pub use crate::analysis::filter::{Filter, MeasureColumns};
 use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram};
 use crate::catalog::{Catalog, items_frame};
-use crate::model::{Decision, ItemId, Measure, Severity};
+use crate::model::{Decision, ItemId, ItemStatus, Measure, MediaKind, Severity};
 
 /// One file as the table and filters need it.
 #[derive(Debug, Clone)]
@@ -21,8 +21,8 @@ pub struct ViewRow {
     /// EXIF-style orientation (1-8) that makes the picture upright: from EXIF for images,
     /// from the rotation metadata for videos.
     pub orientation: u16,
-    pub kind: &'static str,
-    pub status: &'static str,
+    pub kind: MediaKind,
+    pub status: ItemStatus,
     pub error: Option<String>,
     pub codec: String,
     pub resolution: String,
@@ -155,8 +155,8 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
                 (_, Some(o @ 1..=8)) => o,
                 _ => 1,
             },
-            kind: item.kind.as_str(),
-            status: item.status.as_str(),
+            kind: item.kind,
+            status: item.status,
             error: item.error.clone(),
             codec: i.codec.clone().unwrap_or_default(),
             resolution: match (i.width, i.height) {
@@ -237,8 +237,8 @@ pub fn sort_rows(view: &View, rows: &mut [usize], column: &str, ascending: bool)
     let text = |i: usize| -> String {
         let r = &view.rows[i];
         match column {
-            "kind" => r.kind.to_string(),
-            "status" => r.status.to_string(),
+            "kind" => r.kind.as_str().to_string(),
+            "status" => r.status.as_str().to_string(),
             "codec" => r.codec.clone(),
             "resolution" => r.resolution.clone(),
             "review" => view
@@ -269,8 +269,8 @@ mod tests {
             path: path.into(),
             key: path.into(),
             orientation: 1,
-            kind: "video",
-            status: "ok",
+            kind: MediaKind::Video,
+            status: ItemStatus::Ok,
             error: None,
             codec: "h264".into(),
             resolution: "640x360".into(),

@@ -18,7 +18,7 @@ use crate::analysis::still;
 use crate::analysis::video::{FLAT_STD, VideoAnalyzer};
 use crate::catalog::{AnalysisResult, AnalysisTodo, Catalog};
 use crate::media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
-use crate::model::{Curves, FrameRecord, FrameTable, Metrics};
+use crate::model::{Curves, FrameRecord, FrameTable, MediaKind, Metrics};
 
 /// Bump when an analysis changes what it stores: older results are recomputed (3: the
 /// box-averaged analysis copy moves every picture measure slightly).
@@ -187,7 +187,7 @@ pub fn analyse_file(
 ) -> (Metrics, Curves) {
     let path = root.join(&item.path);
     let deadline = Instant::now() + options.file_budget;
-    let is_image = item.kind == "image";
+    let is_image = item.kind == MediaKind::Image;
     // Images are small: read once for the hash and the structural check.
     let (content_hash, structure_error) = if is_image {
         match std::fs::read(&path) {

@@ -7,6 +7,7 @@ use crate::gui::command::Command;
 use crate::gui::theme;
 use crate::gui::thumbs::{THUMB_SIZE, Thumb, Thumbnails};
 use crate::gui::view::View;
+use crate::model::{ItemStatus, MediaKind};
 
 pub(super) fn gallery_ui(
     ui: &mut egui::Ui,
@@ -36,7 +37,9 @@ pub(super) fn gallery_ui(
                         // Hovering a video scrubs through frames spread over it.
                         let scrub = response
                             .hover_pos()
-                            .filter(|_| row.kind == "video" && row.status == "ok")
+                            .filter(|_| {
+                                row.kind == MediaKind::Video && row.status == ItemStatus::Ok
+                            })
                             .and_then(|pos| {
                                 let frames = thumbs.scrub(
                                     &row.key,

@@ -32,7 +32,10 @@ pub(super) fn inspector_ui(
     ui.label(RichText::new(&row.path).strong());
     ui.label(format!(
         "{}  {}  {}  {}",
-        row.kind, row.status, row.codec, row.resolution
+        row.kind.as_str(),
+        row.status.as_str(),
+        row.codec,
+        row.resolution
     ));
     if let Some(e) = &row.error {
         ui.colored_label(theme::ERROR, e);

@@ -54,15 +54,15 @@ impl App {
         help_ui(&ctx, &mut self.help);
         egui::Panel::top("top").show(ui, |ui| top_bar_ui(ui, self, &mut commands));
         if let Some(view) = &self.view {
-            let shown = self.filtered.len();
-            let picked = self.picked.len();
+            let shown = self.shown.filtered.len();
+            let picked = self.selection.picked.len();
             egui::Panel::left("side")
                 .resizable(true)
                 .default_size(260.0)
                 .show(ui, |ui| {
-                    side_ui(ui, view, shown, picked, &self.filter, &mut commands)
+                    side_ui(ui, view, shown, picked, &self.shown.filter, &mut commands)
                 });
-            if let Some(sel) = self.selected.and_then(|s| view.rows.get(s)) {
+            if let Some(sel) = self.selection.selected.and_then(|s| view.rows.get(s)) {
                 let clips = view
                     .review
                     .clips
@@ -75,16 +75,16 @@ impl App {
                     .copied()
                     .unwrap_or_default();
                 let player = self.player.as_ref();
-                let drag = &mut self.clip_drag;
-                if self.tags_text.0 != Some(sel.id) {
+                let drag = &mut self.drafts.clip_drag;
+                if self.drafts.tags_text.0 != Some(sel.id) {
                     let tags = view.review.tags.get(&sel.id).cloned().unwrap_or_default();
                     let note = view.review.notes.get(&sel.id).cloned().unwrap_or_default();
-                    self.tags_text = (Some(sel.id), tags.join(", "), note);
+                    self.drafts.tags_text = (Some(sel.id), tags.join(", "), note);
                 }
                 let fields = Fields {
-                    tags: &mut self.tags_text.1,
-                    note: &mut self.tags_text.2,
-                    label: &mut self.clip_label,
+                    tags: &mut self.drafts.tags_text.1,
+                    note: &mut self.drafts.tags_text.2,
+                    label: &mut self.drafts.clip_label,
                     drag,
                 };
                 egui::Panel::right("inspector")
@@ -108,13 +108,13 @@ impl App {
                     });
             }
             egui::CentralPanel::default().show(ui, |ui| {
-                filter_chips_ui(ui, &self.filter, &mut commands);
+                filter_chips_ui(ui, &self.shown.filter, &mut commands);
                 histograms_ui(
                     ui,
                     view,
-                    &self.subsets,
-                    &self.filter,
-                    &mut self.brushing,
+                    &self.shown.subsets,
+                    &self.shown.filter,
+                    &mut self.shown.brushing,
                     &mut commands,
                 );
                 ui.separator();
@@ -127,7 +127,7 @@ impl App {
                     }
                     ui.separator();
                     let label = ui.label("path contains:");
-                    let mut text = self.filter.search.clone();
+                    let mut text = self.shown.filter.search.clone();
                     let edit = ui
                         .add(egui::TextEdit::singleline(&mut text).desired_width(220.0))
                         .labelled_by(label.id);
@@ -139,19 +139,23 @@ impl App {
                     gallery_ui(
                         ui,
                         view,
-                        &self.filtered,
-                        &self.picked,
+                        &self.shown.filtered,
+                        &self.selection.picked,
                         &mut self.thumbs,
                         &mut commands,
                     );
                 } else {
-                    let scroll_to = self.scroll_to_selected.take().and(self.selected);
+                    let scroll_to = self
+                        .selection
+                        .scroll_to_selected
+                        .take()
+                        .and(self.selection.selected);
                     table_ui(
                         ui,
                         view,
-                        &self.filtered,
-                        self.selected,
-                        &self.picked,
+                        &self.shown.filtered,
+                        self.selection.selected,
+                        &self.selection.picked,
                         scroll_to,
                         self.state.sort.as_ref().map(|(c, a)| (c.as_str(), *a)),
                         &mut commands,
@@ -161,10 +165,9 @@ impl App {
         } else {
             egui::CentralPanel::default().show(ui, |ui| start_ui(ui, self, &mut commands));
         }
-        if let Some(v) = &self.view {
-            let project = v.project.clone();
-            self.export.ui(&ctx, &project);
-            self.history.ui(&ctx, &project);
+        if self.view.is_some() {
+            self.export.ui(&ctx, &mut commands);
+            self.history.ui(&ctx, &mut commands);
         }
         for c in commands {
             self.apply(c);

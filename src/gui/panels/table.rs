@@ -8,7 +8,7 @@ use crate::gui::command::Command;
 use crate::gui::theme;
 use crate::gui::view::View;
 use crate::model::Decision;
-use crate::model::Measure;
+use crate::model::{ItemStatus, Measure};
 
 /// Table columns: sort key and title. Keys are measure names, or `path`, `kind`,
 /// `status`, `codec`, `resolution`, `flags`, `review`.
@@ -86,15 +86,15 @@ pub(super) fn table_ui(
                     }
                 });
                 row.col(|ui| {
-                    ui.label(r.kind);
+                    ui.label(r.kind.as_str());
                 });
                 row.col(|ui| {
-                    let color = if r.status == "ok" {
+                    let color = if r.status == ItemStatus::Ok {
                         theme::INFO
                     } else {
                         theme::ERROR
                     };
-                    ui.colored_label(color, r.status);
+                    ui.colored_label(color, r.status.as_str());
                 });
                 row.col(|ui| {
                     ui.label(&r.codec);

@@ -70,10 +70,10 @@ pub(super) fn start_ui(ui: &mut egui::Ui, app: &mut App, commands: &mut Vec<Comm
         ui.add_space(20.0);
         ui.horizontal(|ui| {
             let label = ui.label("Dataset folder:");
-            ui.text_edit_singleline(&mut app.open_text)
+            ui.text_edit_singleline(&mut app.drafts.open_text)
                 .labelled_by(label.id);
-            if ui.button("Open folder").clicked() && !app.open_text.trim().is_empty() {
-                commands.push(Command::Open(PathBuf::from(app.open_text.trim())));
+            if ui.button("Open folder").clicked() && !app.drafts.open_text.trim().is_empty() {
+                commands.push(Command::Open(PathBuf::from(app.drafts.open_text.trim())));
             }
             if ui.button("Browse…").clicked() {
                 commands.push(Command::Browse);
