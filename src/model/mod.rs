@@ -1,0 +1,24 @@
+//! Shared types used by every layer. Plain data, in one file per seam; everything is
+//! re-exported here, so `crate::model::X` names each type.
+//!
+//! - `item`: ids, [`MediaKind`], [`ItemStatus`], [`MediaInfo`], [`Probe`], [`Item`];
+//! - `metrics`: [`Metrics`], [`Curves`], [`Flag`] and its [`Severity`] and [`FlagSource`],
+//!   [`DupInfo`];
+//! - `review`: [`Decision`], [`Review`], [`Clip`] and [`ClipOrigin`], [`Edit`];
+//! - `frames`: [`FrameView`], [`FrameTable`], [`SeekReference`], [`FrameTimeline`];
+//! - `measure`: [`Measure`], the numbers the histograms, table, filters and statistics share;
+//! - `units`: [`Ratio`], [`human_bytes`].
+
+mod frames;
+mod item;
+mod measure;
+mod metrics;
+mod review;
+mod units;
+
+pub use frames::{FrameRecord, FrameTable, FrameTimeline, FrameView, SeekReference};
+pub use item::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, Probe, orientation_turns};
+pub use measure::Measure;
+pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
+pub use review::{Clip, ClipOrigin, Decision, Edit, Review};
+pub use units::{Ratio, human_bytes};
