@@ -11,7 +11,8 @@ use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, Sense, Stroke, Texture
 
 use super::theme;
 use crate::catalog::Catalog;
-use crate::loader::preprocess::{self, Filter, Frame, FrameJob, FrameParams, OutputSpec, Scratch};
+use crate::media::convert::{self, Filter, FrameJob, FrameParams, OutputSpec, Scratch};
+use crate::media::picture::Frame;
 use crate::media::reader::{Picture, ReadTimes, VideoReader};
 use crate::model::{Clip, Curves, Decision, FrameTimeline, ItemId};
 
@@ -534,7 +535,7 @@ impl Converter {
         let out = OutputSpec::rgb8(w, h, Filter::Bilinear);
         self.rgb.resize(out.frame_elements(), 0);
         let params = FrameParams::full(&frame, quarter_turns);
-        preprocess::write_frame(
+        convert::write_frame(
             Some(&FrameJob {
                 frame: &frame,
                 params,

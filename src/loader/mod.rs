@@ -3,7 +3,8 @@
 //!
 //! - [`plan`]: windows within each clip's boundaries, shuffled per epoch, sharded, bucketed;
 //! - `source`: decode workers that own their decoders and seek to each window;
-//! - [`preprocess`]: YUV -> RGB, resize, crop, flip, normalise, layout (the CPU reference);
+//! - [`preprocess`]: YUV -> RGB, resize, crop, flip, normalise, layout (the CPU reference,
+//!   defined in [`crate::media::convert`]);
 //! - [`gpu`]: the same preprocessing in wgpu compute shaders; batches stay on the GPU.
 //!
 //! The same manifest, seed and settings give bit-identical batches whatever the number of

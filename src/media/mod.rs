@@ -1,10 +1,12 @@
 //! The only place that touches FFmpeg, image headers and `unsafe`.
 
+pub mod convert;
 pub mod decode;
 pub mod downscale;
 mod ffmpeg_log;
 pub mod frames;
 mod image_probe;
+pub mod picture;
 pub mod reader;
 pub mod sniff;
 pub mod synth;

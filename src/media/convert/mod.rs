@@ -1,0 +1,124 @@
+//! Conversion of decoded frames into model input or display pictures: the reference
+//! definition, run on the CPU. The loader's GPU path (`loader::gpu`, `preprocess.wgsl`)
+//! implements the same formulas and is tested against this one; the loader and the window's
+//! player both convert with it.
+//!
+//! For each output pixel: its footprint in the (cropped, flipped) display image is mapped to
+//! the coded frame (rotation), the planes are sampled there (bilinear at the footprint's
+//! centre, or the exact area average), the sample is converted YUV -> RGB (BT.601 or BT.709,
+//! limited or full range), clamped to [0, 1] and normalised. Sampling happens in the YUV
+//! planes, before conversion, so both paths touch each plane the same way.
+//!
+//! Here: the vocabulary (what to make of a frame: [`FrameParams`], [`OutputSpec`] and its
+//! [`Filter`], [`Layout`] and [`DType`]); in `cpu`, the kernel ([`write_frame`]).
+
+mod cpu;
+
+use super::picture::Frame;
+pub use cpu::{
+    Scratch, axis_taps, decode_elements, display_interval, element_value, frame_rgb, write_frame,
+};
+
+/// How one output frame is cut from its source frame. Augmentations are drawn once per clip,
+/// so every frame of a clip carries the same crop and flip.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameParams {
+    /// Clockwise quarter turns from coded to display orientation (0..=3).
+    pub quarter_turns: u8,
+    /// Crop rectangle in display pixels: x, y, width, height (continuous coordinates, the
+    /// display image spans [0, w) x [0, h)).
+    pub crop: [f32; 4],
+    /// Mirror left-right (after the crop).
+    pub flip: bool,
+}
+
+impl FrameParams {
+    /// The whole display image, no flip.
+    pub fn full(frame: &Frame, quarter_turns: u8) -> Self {
+        let (w, h) = frame.display_size(quarter_turns);
+        FrameParams {
+            quarter_turns,
+            crop: [0.0, 0.0, w as f32, h as f32],
+            flip: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Filter {
+    Bilinear,
+    /// Average over each output pixel's footprint (bilinear where it is under a pixel).
+    Area,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// `[B, T, C, H, W]`
+    Bcthw,
+    /// `[B, T, H, W, C]`
+    Bthwc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    /// Normalised, 4 bytes little-endian.
+    F32,
+    /// Normalised, IEEE half precision, 2 bytes little-endian.
+    F16,
+    /// `round(255 * rgb)`, not normalised.
+    U8,
+}
+
+impl DType {
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F16 => 2,
+            DType::U8 => 1,
+        }
+    }
+}
+
+/// The shape and encoding of the output.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OutputSpec {
+    pub width: u32,
+    pub height: u32,
+    pub layout: Layout,
+    pub dtype: DType,
+    pub filter: Filter,
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+}
+
+impl OutputSpec {
+    /// Packed RGB8 pictures (`[H, W, C]` u8, not normalised): display copies, thumbnails,
+    /// the frame cache.
+    pub fn rgb8(width: u32, height: u32, filter: Filter) -> OutputSpec {
+        OutputSpec {
+            width,
+            height,
+            layout: Layout::Bthwc,
+            dtype: DType::U8,
+            filter,
+            mean: [0.0; 3],
+            std: [1.0; 3],
+        }
+    }
+
+    /// Elements of one output frame (`3 * height * width`).
+    pub fn frame_elements(&self) -> usize {
+        3 * self.width as usize * self.height as usize
+    }
+}
+
+/// One frame to preprocess: its pixels and how to cut them. `None` in a batch is padding,
+/// written as zeros.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameJob<'a> {
+    pub frame: &'a Frame,
+    pub params: FrameParams,
+}
