@@ -41,7 +41,7 @@ pub(crate) fn check_files(
                     if !verify {
                         return Ok(String::new());
                     }
-                    crate::scan::fingerprint(&path, meta.len()).map_err(unreadable)
+                    crate::media::fingerprint::fingerprint(&path, meta.len()).map_err(unreadable)
                 });
             (rel, result)
         })

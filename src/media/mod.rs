@@ -4,6 +4,7 @@ pub mod convert;
 pub mod decode;
 pub mod downscale;
 mod ffmpeg_log;
+pub mod fingerprint;
 pub mod frames;
 mod image_probe;
 pub mod picture;

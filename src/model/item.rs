@@ -150,7 +150,7 @@ pub struct Item {
     pub error: Option<String>,
     pub size_bytes: u64,
     pub mtime_ns: i64,
-    /// Content fingerprint (see `scan::fingerprint`), stable across renames.
+    /// Content fingerprint (see `media::fingerprint`), stable across renames.
     pub fingerprint: Option<String>,
     pub info: MediaInfo,
 }

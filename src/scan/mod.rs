@@ -3,7 +3,6 @@
 
 pub mod deep;
 pub mod derive;
-mod fingerprint;
 pub mod pipeline;
 mod walk;
 
@@ -16,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-pub use fingerprint::fingerprint;
 pub use walk::{FoundFile, WalkResult, relative, walk};
 
 use crate::catalog::{Catalog, CatalogError, ItemUpdate, ScanCounts};
@@ -297,7 +295,7 @@ fn probe_one(f: &FoundFile, budget: Duration) -> ItemUpdate {
             )
         });
     let fingerprint = if f.size_bytes > 0 {
-        fingerprint(&f.abs_path, f.size_bytes).ok()
+        media::fingerprint::fingerprint(&f.abs_path, f.size_bytes).ok()
     } else {
         None
     };
