@@ -2,6 +2,8 @@
 //! an open demuxer and decoder kept between requests, a seek to the keyframe before each
 //! request, and only the frames asked for converted and handed out.
 
+mod seek;
+
 use std::path::Path;
 use std::time::Instant;
 
@@ -16,6 +18,7 @@ use crate::media::frames::{
     FrameIndex, Identity, SeekPoint, content_hash, is_damaged, stream_frame_step,
 };
 use crate::model::{Ratio, SeekReference};
+use seek::{Attempt, Check, Seen, Start, start_plan};
 
 /// A decoded picture, tightly packed: planar YUV 4:2:0 (Y, then U, then V, each
 /// `ceil(w/2) * ceil(h/2)`) or packed RGB.
@@ -167,28 +170,6 @@ pub struct VideoReader {
     zero_copy: bool,
 }
 
-/// Continue decoding instead of seeking when the next wanted frame is at most this many
-/// frames after the last one put out, and no more than [`SEEK_COST_FRAMES`] further than
-/// from the keyframe a seek would land on.
-const SEQUENTIAL_FRAMES: usize = 48;
-
-/// What a seek costs beyond the frames it decodes (flush, demuxer seek), in frames.
-const SEEK_COST_FRAMES: usize = 4;
-
-/// Seek points tried, each earlier than the last, before decoding from the start.
-const SEEK_ATTEMPTS: usize = 3;
-
-/// Where one attempt at a request starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Start {
-    /// Go on from the decoder's position.
-    Continue,
-    /// Seek to this seek point (an index into `frames.seek_points`).
-    Seek(usize),
-    /// Open the file again and decode from its first frame.
-    Beginning,
-}
-
 /// How one attempt ended.
 enum Outcome {
     /// Every wanted frame was handed out.
@@ -196,53 +177,6 @@ enum Outcome {
     /// The frames reached cannot be trusted (no clean keyframe before the first wanted
     /// frame, a damaged or missing frame): start earlier.
     Doubt,
-}
-
-/// Where to start reading frames from `first`: going on when the decoder is shortly before
-/// it (and a seek would not decode fewer frames), else the latest usable seek points at or
-/// before it (with a reference, only those it knows as clean keyframes), last the start of
-/// the file.
-fn start_plan(
-    frames: &FrameIndex,
-    position: Option<usize>,
-    refused: &std::collections::BTreeSet<usize>,
-    reference: Option<&std::collections::HashMap<usize, u64>>,
-    first: usize,
-) -> Vec<Start> {
-    let seeks: Vec<usize> = match frames.identity {
-        Identity::Pts => {
-            let usable = frames.seek_points.partition_point(|s| s.frame <= first);
-            (0..usable)
-                .rev()
-                .filter(|i| {
-                    let frame = frames.seek_points[*i].frame;
-                    !refused.contains(i)
-                        && frame > 0
-                        && reference.is_none_or(|r| r.contains_key(&frame))
-                })
-                .take(SEEK_ATTEMPTS)
-                .collect()
-        }
-        Identity::Ordinal => Vec::new(),
-    };
-    let mut plan = Vec::with_capacity(SEEK_ATTEMPTS + 2);
-    if let Some(p) = position
-        && p < first
-    {
-        // Frames a seek decodes before `first`: from its keyframe, else from the start.
-        let seek_lead = seeks
-            .first()
-            .map_or(first, |&i| first - frames.seek_points[i].frame);
-        let gap = first - p - 1;
-        if frames.identity == Identity::Ordinal
-            || (gap <= SEQUENTIAL_FRAMES && gap <= seek_lead + SEEK_COST_FRAMES)
-        {
-            plan.push(Start::Continue);
-        }
-    }
-    plan.extend(seeks.into_iter().map(Start::Seek));
-    plan.push(Start::Beginning);
-    plan
 }
 
 impl VideoReader {
@@ -646,89 +580,6 @@ impl VideoReader {
     }
 }
 
-/// An attempt's state: whether the frames reached can be trusted yet, and whether it
-/// decodes from the start of the file (the reference every frame is held to).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Attempt {
-    trusted: bool,
-    from_start: bool,
-}
-
-/// A decoded frame as the checks see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Seen {
-    /// Its display index; `None` when it cannot be recognised (no or an unknown timestamp,
-    /// or a count lost by a seek).
-    index: Option<usize>,
-    /// The decoder marks it a keyframe.
-    key: bool,
-    /// The decoder flags it corrupt or reports errors in it.
-    damaged: bool,
-}
-
-/// What to do with one decoded frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Check {
-    /// Not wanted, or not trustworthy yet: decode on.
-    Skip,
-    /// A checked frame at this index.
-    Take(usize),
-    /// Start again earlier.
-    Doubt,
-    /// A wanted frame never came out of a decode from the start.
-    Missing,
-    /// A wanted frame decodes with errors from the start.
-    Corrupt(usize),
-}
-
-impl Attempt {
-    /// Judge the next decoded frame, `position` being the last frame taken and `want` the
-    /// next wanted index.
-    fn judge(&mut self, seen: Seen, position: Option<usize>, want: usize) -> Check {
-        let Some(index) = seen.index else {
-            return if self.trusted && !self.from_start {
-                Check::Doubt
-            } else {
-                Check::Skip
-            };
-        };
-        if !self.trusted {
-            // After a seek, frames count from a clean keyframe at or before the window.
-            if index > want {
-                return Check::Doubt;
-            }
-            if !seen.key || seen.damaged {
-                return Check::Skip;
-            }
-            self.trusted = true;
-        }
-        if position.is_some_and(|p| index <= p) {
-            // Frames going back or repeating: the decoder is not where it seems.
-            return if self.from_start {
-                Check::Skip
-            } else {
-                Check::Doubt
-            };
-        }
-        if index > want {
-            return if self.from_start {
-                Check::Missing
-            } else {
-                Check::Doubt
-            };
-        }
-        if seen.damaged {
-            if !self.from_start {
-                return Check::Doubt;
-            }
-            if index == want {
-                return Check::Corrupt(index);
-            }
-        }
-        Check::Take(index)
-    }
-}
-
 /// A decoder for `stream`, with frame threading over `threads` threads.
 fn open_decoder(
     stream: &ff::format::stream::Stream<'_>,
@@ -800,187 +651,4 @@ fn append_plane(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeSet;
-
-    fn by_pts(keyframes: &[usize]) -> FrameIndex {
-        FrameIndex {
-            pts: (0..100).collect(),
-            identity: Identity::Pts,
-            seek_points: keyframes
-                .iter()
-                .map(|&frame| SeekPoint {
-                    frame,
-                    target: frame as i64,
-                    pos: -1,
-                })
-                .collect(),
-        }
-    }
-
-    fn seen(index: usize, key: bool, damaged: bool) -> Seen {
-        Seen {
-            index: Some(index),
-            key,
-            damaged,
-        }
-    }
-
-    const AFTER_SEEK: Attempt = Attempt {
-        trusted: false,
-        from_start: false,
-    };
-    const FROM_START: Attempt = Attempt {
-        trusted: true,
-        from_start: true,
-    };
-
-    #[test]
-    fn plan_goes_on_when_shortly_before_the_window() {
-        let frames = by_pts(&[0, 30, 60]);
-        let none = BTreeSet::new();
-        assert_eq!(
-            start_plan(&frames, Some(40), &none, None, 50),
-            vec![Start::Continue, Start::Seek(1), Start::Beginning]
-        );
-        // A keyframe right before the window: seeking there decodes less than going on.
-        assert_eq!(
-            start_plan(&frames, Some(40), &none, None, 62),
-            vec![Start::Seek(2), Start::Seek(1), Start::Beginning]
-        );
-        // Too far ahead: seek instead; behind the window: never go on.
-        assert!(!start_plan(&frames, Some(0), &none, None, 70).contains(&Start::Continue));
-        assert!(!start_plan(&frames, Some(55), &none, None, 50).contains(&Start::Continue));
-    }
-
-    #[test]
-    fn plan_tries_earlier_seek_points_then_the_start() {
-        let frames = by_pts(&[0, 10, 20, 30, 40, 50]);
-        let mut refused = BTreeSet::new();
-        assert_eq!(
-            start_plan(&frames, None, &refused, None, 45),
-            vec![
-                Start::Seek(4),
-                Start::Seek(3),
-                Start::Seek(2),
-                Start::Beginning
-            ]
-        );
-        // A seek point that gave unclean frames is not tried again.
-        refused.insert(4);
-        assert_eq!(
-            start_plan(&frames, None, &refused, None, 45)[0],
-            Start::Seek(3)
-        );
-        // Within the first GOP: from the start (exact, and cheaper than a seek).
-        assert_eq!(
-            start_plan(&frames, None, &refused, None, 5),
-            vec![Start::Beginning]
-        );
-    }
-
-    #[test]
-    fn with_a_reference_only_its_clean_keyframes_are_seek_points() {
-        let frames = by_pts(&[0, 10, 20, 30, 40]);
-        let none = BTreeSet::new();
-        // The deep pass saw 20 and 40 decode as clean keyframes, not 10 and 30.
-        let reference: std::collections::HashMap<usize, u64> = [(0, 1), (20, 2), (40, 3)].into();
-        assert_eq!(
-            start_plan(&frames, None, &none, Some(&reference), 45),
-            vec![Start::Seek(4), Start::Seek(2), Start::Beginning]
-        );
-    }
-
-    #[test]
-    fn frames_counted_from_the_start_are_never_seeked() {
-        let frames = FrameIndex {
-            pts: (0..100).collect(),
-            identity: Identity::Ordinal,
-            seek_points: Vec::new(),
-        };
-        let none = BTreeSet::new();
-        assert_eq!(
-            start_plan(&frames, None, &none, None, 80),
-            vec![Start::Beginning]
-        );
-        // Any distance ahead is reached by decoding on.
-        assert_eq!(
-            start_plan(&frames, Some(3), &none, None, 90),
-            vec![Start::Continue, Start::Beginning]
-        );
-    }
-
-    #[test]
-    fn after_a_seek_frames_count_from_a_clean_keyframe() {
-        let mut a = AFTER_SEEK;
-        // Leading pictures of an open GOP, before the keyframe: skipped.
-        assert_eq!(a.judge(seen(28, false, false), None, 31), Check::Skip);
-        // A keyframe that decodes with errors is no start either.
-        assert_eq!(a.judge(seen(29, true, true), None, 31), Check::Skip);
-        assert_eq!(a.judge(seen(30, true, false), None, 31), Check::Take(30));
-        assert!(a.trusted);
-        assert_eq!(
-            a.judge(seen(31, false, false), Some(30), 31),
-            Check::Take(31)
-        );
-    }
-
-    #[test]
-    fn a_seek_that_lands_past_the_window_or_on_no_keyframe_is_doubted() {
-        let mut a = AFTER_SEEK;
-        assert_eq!(a.judge(seen(35, true, false), None, 31), Check::Doubt);
-        // Inter frames only (an index that called them keyframes) until past the window.
-        let mut a = AFTER_SEEK;
-        assert_eq!(a.judge(seen(30, false, false), None, 31), Check::Skip);
-        assert_eq!(a.judge(seen(31, false, false), None, 31), Check::Skip);
-        assert_eq!(a.judge(seen(32, false, false), None, 31), Check::Doubt);
-        // A frame that cannot be recognised is skipped before trust, doubted after it.
-        let unknown = Seen {
-            index: None,
-            key: true,
-            damaged: false,
-        };
-        assert_eq!(AFTER_SEEK.clone().judge(unknown, None, 3), Check::Skip);
-        let mut trusted = Attempt {
-            trusted: true,
-            from_start: false,
-        };
-        assert_eq!(trusted.judge(unknown, Some(2), 3), Check::Doubt);
-    }
-
-    #[test]
-    fn damage_or_a_gap_after_a_seek_is_doubted_but_fails_from_the_start() {
-        let mut a = Attempt {
-            trusted: true,
-            from_start: false,
-        };
-        assert_eq!(a.judge(seen(12, false, true), Some(11), 14), Check::Doubt);
-        assert_eq!(a.judge(seen(15, false, false), Some(13), 14), Check::Doubt);
-        let mut a = FROM_START;
-        // Damage before the window: the reference decode has it too; go on.
-        assert_eq!(
-            a.judge(seen(12, false, true), Some(11), 14),
-            Check::Take(12)
-        );
-        assert_eq!(
-            a.judge(seen(14, false, true), Some(13), 14),
-            Check::Corrupt(14)
-        );
-        assert_eq!(
-            a.judge(seen(15, false, false), Some(13), 14),
-            Check::Missing
-        );
-    }
-
-    #[test]
-    fn frames_going_back_are_doubted_after_a_seek_and_skipped_from_the_start() {
-        let mut a = Attempt {
-            trusted: true,
-            from_start: false,
-        };
-        assert_eq!(a.judge(seen(9, false, false), Some(10), 12), Check::Doubt);
-        let mut a = FROM_START;
-        assert_eq!(a.judge(seen(9, false, false), Some(10), 12), Check::Skip);
-    }
-}
+mod tests;
