@@ -32,12 +32,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let catalog = args.project.open()?;
-    let split = args
-        .split
-        .as_deref()
-        .map(SplitSpec::parse)
-        .transpose()
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let split = args.split.as_deref().map(SplitSpec::parse).transpose()?;
     let options = ExportOptions {
         name: args.name,
         formats: args.format,

@@ -189,8 +189,8 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
                 item.path
             );
             let frames = read_frames(&root.join(&item.path))?;
-            let s = frames.index_at(&start, false).map_err(anyhow::Error::msg)?;
-            let e = frames.index_at(&end, true).map_err(anyhow::Error::msg)?;
+            let s = frames.index_at(&start, false)?;
+            let e = frames.index_at(&end, true)?;
             anyhow::ensure!(
                 e > s,
                 "the clip is empty: end {end} is not after start {start}"

@@ -65,7 +65,7 @@ impl ExportDialog {
         let split = if self.split.trim().is_empty() {
             None
         } else {
-            Some(SplitSpec::parse(&self.split)?)
+            Some(SplitSpec::parse(&self.split).map_err(|e| e.to_string())?)
         };
         Ok(ExportOptions {
             name: self.name.trim().to_string(),

@@ -17,7 +17,7 @@ use super::ClipSource;
 use super::preprocess::{
     self, Filter, Frame, FrameFormat, FrameJob, FrameParams, Matrix, OutputSpec, Range, Scratch,
 };
-use crate::media::reader::{ReadTimes, VideoReader};
+use crate::media::reader::{ReadError, ReadTimes, VideoReader};
 use crate::model::Ratio;
 
 /// Version 2: frames identified by their index in the file (version 1 by timestamp).
@@ -39,6 +39,35 @@ struct Header {
     first_frame: usize,
     /// Timestamps of the stored frames, ascending: the clip's frames.
     pts: Vec<i64>,
+}
+
+/// Why a clip could not be cached or read from the cache.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CacheError {
+    #[error("cannot create the cache folder {}: {source}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Written, but not readable back as a complete cache file.
+    #[error("the cache file {} is unreadable", .0.display())]
+    Unreadable(PathBuf),
+    #[error(transparent)]
+    Decode(#[from] ReadError),
+    #[error("decoded {written} of the clip's {wanted} frames")]
+    Incomplete { written: usize, wanted: usize },
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("frame {0} of the clip is not in the cache")]
+    NotCached(usize),
 }
 
 /// A clip in the cache.
@@ -99,18 +128,21 @@ impl CacheConfig {
         frames: std::ops::Range<usize>,
         deadline: Instant,
         times: &mut ReadTimes,
-    ) -> Result<CachedClip, String> {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| format!("cannot create the cache folder {}: {e}", self.dir.display()))?;
+    ) -> Result<CachedClip, CacheError> {
+        std::fs::create_dir_all(&self.dir).map_err(|source| CacheError::CreateDir {
+            dir: self.dir.clone(),
+            source,
+        })?;
         let path = self.file(clip);
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         let result = self.write(clip, reader, frames, deadline, times, &tmp);
         match result {
             Ok(()) => {
-                std::fs::rename(&tmp, &path)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                self.open(clip)
-                    .ok_or_else(|| format!("the cache file {} is unreadable", path.display()))
+                std::fs::rename(&tmp, &path).map_err(|source| CacheError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+                self.open(clip).ok_or(CacheError::Unreadable(path))
             }
             Err(e) => {
                 let _ = std::fs::remove_file(&tmp);
@@ -127,12 +159,15 @@ impl CacheConfig {
         deadline: Instant,
         times: &mut ReadTimes,
         tmp: &Path,
-    ) -> Result<(), String> {
-        let io = |e: std::io::Error| format!("cannot write {}: {e}", tmp.display());
+    ) -> Result<(), CacheError> {
+        let io = |source: std::io::Error| CacheError::Write {
+            path: tmp.to_path_buf(),
+            source,
+        };
         let mut out = BufWriter::new(File::create(tmp).map_err(io)?);
         let mut size: Option<(u32, u32)> = None;
         let mut scratch = Scratch::default();
-        let mut failure: Option<String> = None;
+        let mut failure: Option<CacheError> = None;
         let mut bytes = Vec::new();
         let mut written = 0usize;
         let header_pts = reader.frame_pts()[frames.clone()].to_vec();
@@ -183,15 +218,15 @@ impl CacheConfig {
                 }
                 written += 1;
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(CacheError::Decode)?;
         if let Some(e) = failure {
             return Err(e);
         }
         if written != wanted.len() {
-            return Err(format!(
-                "decoded {written} of the clip's {} frames",
-                wanted.len()
-            ));
+            return Err(CacheError::Incomplete {
+                written,
+                wanted: wanted.len(),
+            });
         }
         let file = out.into_inner().map_err(|e| io(e.into_error()))?;
         file.sync_all().map_err(io)
@@ -199,22 +234,26 @@ impl CacheConfig {
 
     /// The cached frames at `wanted` (positions among the clip's frames), as RGB frames
     /// already rotated and mirrored.
-    pub(crate) fn read(&self, clip: &CachedClip, wanted: &[usize]) -> Result<Vec<Frame>, String> {
-        let mut file = File::open(&clip.path)
-            .map_err(|e| format!("cannot read {}: {e}", clip.path.display()))?;
+    pub(crate) fn read(
+        &self,
+        clip: &CachedClip,
+        wanted: &[usize],
+    ) -> Result<Vec<Frame>, CacheError> {
+        let unreadable = |source: std::io::Error| CacheError::Read {
+            path: clip.path.clone(),
+            source,
+        };
+        let mut file = File::open(&clip.path).map_err(unreadable)?;
         let frame_bytes = 3 * clip.width as usize * clip.height as usize;
         let mut frames = Vec::with_capacity(wanted.len());
         for &index in wanted {
-            let &pts = clip
-                .pts
-                .get(index)
-                .ok_or_else(|| format!("frame {index} of the clip is not in the cache"))?;
+            let &pts = clip.pts.get(index).ok_or(CacheError::NotCached(index))?;
             let mut data = vec![0u8; frame_bytes];
             file.seek(SeekFrom::Start(
                 clip.data_offset + (index * frame_bytes) as u64,
             ))
             .and_then(|_| file.read_exact(&mut data))
-            .map_err(|e| format!("cannot read {}: {e}", clip.path.display()))?;
+            .map_err(unreadable)?;
             frames.push(Frame {
                 width: clip.width,
                 height: clip.height,

@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::cache::CacheConfig;
+use super::cache::{CacheConfig, CacheError};
 use super::plan::{ClipExtent, Rng, Sample, Timing};
 use super::preprocess::{Frame, FrameParams, OutputSpec};
 use super::{ClipSource, Crop, LoaderConfig, SkipReason};
 use crate::manifest::ManifestRow;
-use crate::media::reader::{Picture, ReadTimes, VideoReader};
+use crate::media::decode::DecodeError;
+use crate::media::reader::{Picture, ReadError, ReadTimes, VideoReader};
 use crate::model::Ratio;
 
 /// Check every row's file: present, and (when asked) with the fingerprint the manifest holds.
@@ -254,6 +255,22 @@ pub(crate) struct WindowFrames {
     pub time_base: Ratio,
 }
 
+/// Why a window's frames could not be read (the message a skipped clip reports).
+#[derive(Debug, thiserror::Error)]
+enum WindowError {
+    /// The file did not open as a video.
+    #[error(transparent)]
+    Open(#[from] DecodeError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("no frames within the clip's boundaries")]
+    NoFrames,
+    #[error("a frame was not decoded")]
+    NotDecoded,
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+}
+
 /// Open decoders of one worker, most recently used last, and the frame cache.
 pub(crate) struct Readers {
     open: Vec<(PathBuf, VideoReader)>,
@@ -279,12 +296,12 @@ impl Readers {
         }
     }
 
-    fn get(&mut self, path: &Path) -> Result<&mut VideoReader, String> {
+    fn get(&mut self, path: &Path) -> Result<&mut VideoReader, WindowError> {
         if let Some(i) = self.open.iter().position(|(p, _)| p == path) {
             let entry = self.open.remove(i);
             self.open.push(entry);
         } else {
-            let mut reader = VideoReader::open(path, self.threads).map_err(|e| e.to_string())?;
+            let mut reader = VideoReader::open(path, self.threads)?;
             reader.set_zero_copy(true);
             if self.open.len() >= self.capacity {
                 self.open.remove(0);
@@ -312,7 +329,7 @@ impl Readers {
     fn clip_reader(
         &mut self,
         clip: &ClipSource,
-    ) -> Result<(&mut VideoReader, Range<usize>), String> {
+    ) -> Result<(&mut VideoReader, Range<usize>), WindowError> {
         let reader = self.get(&clip.path)?;
         if let Some(reference) = &clip.reference
             && !reader.has_reference()
@@ -327,7 +344,7 @@ impl Readers {
         }
         let range = clip_range(reader.frame_pts(), reader.time_base(), clip);
         if range.is_empty() {
-            return Err("no frames within the clip's boundaries".to_string());
+            return Err(WindowError::NoFrames);
         }
         Ok((reader, range))
     }
@@ -340,7 +357,7 @@ impl Readers {
         timing: Timing,
         deadline: Instant,
         times: &mut ReadTimes,
-    ) -> Result<(Vec<Frame>, Ratio), String> {
+    ) -> Result<(Vec<Frame>, Ratio), WindowError> {
         let (reader, range) = self.clip_reader(clip)?;
         let time_base = reader.time_base();
         let clip_pts = &reader.frame_pts()[range.clone()];
@@ -353,14 +370,11 @@ impl Readers {
             pictures[i] = Some(p)
         }) {
             self.drop_reader(&clip.path);
-            return Err(e.to_string());
+            return Err(e.into());
         }
         let frames = pictures
             .into_iter()
-            .map(|p| {
-                p.map(Frame::from)
-                    .ok_or_else(|| "a frame was not decoded".to_string())
-            })
+            .map(|p| p.map(Frame::from).ok_or(WindowError::NotDecoded))
             .collect::<Result<_, _>>()?;
         Ok((frames, time_base))
     }
@@ -375,7 +389,7 @@ impl Readers {
         timing: Timing,
         deadline: Instant,
         times: &mut ReadTimes,
-    ) -> Result<(Vec<Frame>, Ratio), String> {
+    ) -> Result<(Vec<Frame>, Ratio), WindowError> {
         // Headers of cached clips are read once per worker.
         if self.known.contains_key(&clip.clip_id) {
             self.cache_hits += 1;
@@ -435,12 +449,9 @@ impl Readers {
                 (frames, clip.quarter_turns, clip.mirror)
             }
         };
-        let (frames, time_base) = frames.map_err(|m| (SkipReason::Corrupt, m))?;
+        let (frames, time_base) = frames.map_err(|e| (SkipReason::Corrupt, e.to_string()))?;
         if frames.is_empty() {
-            return Err((
-                SkipReason::Corrupt,
-                "no frames within the clip's boundaries".to_string(),
-            ));
+            return Err((SkipReason::Corrupt, WindowError::NoFrames.to_string()));
         }
         let mut params = Vec::with_capacity(frames.len());
         let mut augmentation = None;

@@ -4,6 +4,25 @@
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
+/// Why a split specification does not parse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SplitError {
+    /// A part without `=`.
+    #[error("split {part:?} is not NAME=SHARE")]
+    NotNameShare { part: String },
+    #[error("split {part:?}: {share:?} is not a number")]
+    NotANumber { part: String, share: String },
+    /// A negative, infinite or NaN share.
+    #[error("split {part:?}: the share must be 0 or more")]
+    BadShare { part: String },
+    /// An empty or repeated name.
+    #[error("split names must be unique and not empty: {text:?}")]
+    BadName { text: String },
+    /// No split at all, or shares that do not add up to 1.
+    #[error("split shares must add up to 1 (they add up to {total}): {text:?}")]
+    Total { total: f64, text: String },
+}
+
 /// Named shares, in the order given, e.g. `train=0.8,val=0.1,test=0.1`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SplitSpec {
@@ -11,32 +30,38 @@ pub struct SplitSpec {
 }
 
 impl SplitSpec {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// Parse `NAME=SHARE,...`: unique names, shares of 0 or more that add up to 1.
+    pub fn parse(text: &str) -> Result<Self, SplitError> {
         let mut splits = Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (name, share) = part
                 .split_once('=')
-                .ok_or_else(|| format!("split {part:?} is not NAME=SHARE"))?;
-            let share: f64 = share
-                .trim()
-                .parse()
-                .map_err(|_| format!("split {part:?}: {share:?} is not a number"))?;
+                .ok_or_else(|| SplitError::NotNameShare {
+                    part: part.to_string(),
+                })?;
+            let share: f64 = share.trim().parse().map_err(|_| SplitError::NotANumber {
+                part: part.to_string(),
+                share: share.to_string(),
+            })?;
             if !(share.is_finite() && share >= 0.0) {
-                return Err(format!("split {part:?}: the share must be 0 or more"));
+                return Err(SplitError::BadShare {
+                    part: part.to_string(),
+                });
             }
             let name = name.trim();
             if name.is_empty() || splits.iter().any(|(n, _): &(String, f64)| n == name) {
-                return Err(format!(
-                    "split names must be unique and not empty: {text:?}"
-                ));
+                return Err(SplitError::BadName {
+                    text: text.to_string(),
+                });
             }
             splits.push((name.to_string(), share));
         }
         let total: f64 = splits.iter().map(|s| s.1).sum();
         if splits.is_empty() || (total - 1.0).abs() > 1e-6 {
-            return Err(format!(
-                "split shares must add up to 1 (they add up to {total}): {text:?}"
-            ));
+            return Err(SplitError::Total {
+                total,
+                text: text.to_string(),
+            });
         }
         Ok(SplitSpec { splits })
     }

@@ -13,25 +13,54 @@ const HEAD_LEN: u64 = 128 * 1024;
 /// Larger sides than this (over a million pixels) come from damaged headers.
 const MAX_SIDE: u32 = 1 << 20;
 
+/// Why an image's headers give no usable metadata (the probe's error reason).
+#[derive(Debug, thiserror::Error)]
+enum ImageProbeError {
+    #[error("cannot open: {0}")]
+    Open(#[source] std::io::Error),
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("SGI header is truncated")]
+    SgiTruncated,
+    #[error("image width out of range")]
+    WidthOutOfRange,
+    #[error("image height out of range")]
+    HeightOutOfRange,
+    #[error("{} header is not readable (unknown variant or damaged header)", .0.name().to_uppercase())]
+    Unreadable(ImageFormat),
+    #[error("{} header is damaged or the file ends before the image size", .0.name().to_uppercase())]
+    TruncatedHeader(ImageFormat),
+    #[error("cannot read image header: {0}")]
+    Header(#[source] std::io::Error),
+    #[error("image header gives a size of {width}x{height}")]
+    ZeroSize { width: u32, height: u32 },
+    #[error("image header gives an implausible size of {width}x{height} (damaged header)")]
+    ImplausibleSize { width: u32, height: u32 },
+}
+
 /// Probe an image whose format the signature already told.
 pub fn probe_image(path: &Path, format: ImageFormat) -> Probe {
     match probe_image_inner(path, format) {
         Ok(info) => Probe::ok(MediaKind::Image, info),
-        Err(reason) => Probe::failed(MediaKind::Image, crate::model::ItemStatus::Error, reason),
+        Err(reason) => Probe::failed(
+            MediaKind::Image,
+            crate::model::ItemStatus::Error,
+            reason.to_string(),
+        ),
     }
 }
 
-fn read_prefix(path: &Path, limit: u64) -> Result<(Vec<u8>, u64), String> {
-    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+fn read_prefix(path: &Path, limit: u64) -> Result<(Vec<u8>, u64), ImageProbeError> {
+    let file = File::open(path).map_err(ImageProbeError::Open)?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut buf = Vec::with_capacity(limit.min(len) as usize);
     file.take(limit)
         .read_to_end(&mut buf)
-        .map_err(|e| format!("cannot read: {e}"))?;
+        .map_err(ImageProbeError::Read)?;
     Ok((buf, len))
 }
 
-fn probe_image_inner(path: &Path, format: ImageFormat) -> Result<MediaInfo, String> {
+fn probe_image_inner(path: &Path, format: ImageFormat) -> Result<MediaInfo, ImageProbeError> {
     let (mut buf, file_len) = read_prefix(path, HEAD_LEN)?;
     // Formats whose frame count needs the whole file, and headers that sit past the prefix.
     let needs_all = matches!(format, ImageFormat::Gif)
@@ -45,12 +74,10 @@ fn probe_image_inner(path: &Path, format: ImageFormat) -> Result<MediaInfo, Stri
         other => other?,
     };
     if width == 0 || height == 0 {
-        return Err(format!("image header gives a size of {width}x{height}"));
+        return Err(ImageProbeError::ZeroSize { width, height });
     }
     if width > MAX_SIDE || height > MAX_SIDE {
-        return Err(format!(
-            "image header gives an implausible size of {width}x{height} (damaged header)"
-        ));
+        return Err(ImageProbeError::ImplausibleSize { width, height });
     }
     let frames = match format {
         ImageFormat::Gif => gif_frame_count(&buf),
@@ -85,11 +112,11 @@ fn probe_image_inner(path: &Path, format: ImageFormat) -> Result<MediaInfo, Stri
     })
 }
 
-fn dimensions(format: ImageFormat, buf: &[u8]) -> Result<(u32, u32), String> {
+fn dimensions(format: ImageFormat, buf: &[u8]) -> Result<(u32, u32), ImageProbeError> {
     if format == ImageFormat::Sgi {
         // SGI: magic, storage, bpc, dimension (u16 BE each), then xsize, ysize.
-        let w = buf.get(6..8).ok_or("SGI header is truncated")?;
-        let h = buf.get(8..10).ok_or("SGI header is truncated")?;
+        let w = buf.get(6..8).ok_or(ImageProbeError::SgiTruncated)?;
+        let h = buf.get(8..10).ok_or(ImageProbeError::SgiTruncated)?;
         return Ok((
             u32::from(u16::from_be_bytes([w[0], w[1]])),
             u32::from(u16::from_be_bytes([h[0], h[1]])),
@@ -97,26 +124,16 @@ fn dimensions(format: ImageFormat, buf: &[u8]) -> Result<(u32, u32), String> {
     }
     match imagesize::blob_size(buf) {
         Ok(size) => Ok((
-            u32::try_from(size.width).map_err(|_| "image width out of range")?,
-            u32::try_from(size.height).map_err(|_| "image height out of range")?,
+            u32::try_from(size.width).map_err(|_| ImageProbeError::WidthOutOfRange)?,
+            u32::try_from(size.height).map_err(|_| ImageProbeError::HeightOutOfRange)?,
         )),
-        Err(imagesize::ImageError::NotSupported) => Err(format!(
-            "{} header is not readable (unknown variant or damaged header)",
-            format.name().to_uppercase()
-        )),
-        Err(imagesize::ImageError::CorruptedImage) => Err(truncated_header(format)),
+        Err(imagesize::ImageError::NotSupported) => Err(ImageProbeError::Unreadable(format)),
+        Err(imagesize::ImageError::CorruptedImage) => Err(ImageProbeError::TruncatedHeader(format)),
         Err(imagesize::ImageError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-            Err(truncated_header(format))
+            Err(ImageProbeError::TruncatedHeader(format))
         }
-        Err(imagesize::ImageError::IoError(e)) => Err(format!("cannot read image header: {e}")),
+        Err(imagesize::ImageError::IoError(e)) => Err(ImageProbeError::Header(e)),
     }
-}
-
-fn truncated_header(format: ImageFormat) -> String {
-    format!(
-        "{} header is damaged or the file ends before the image size",
-        format.name().to_uppercase()
-    )
 }
 
 /// EXIF orientation of an image file, read from its first bytes.

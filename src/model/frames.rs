@@ -145,6 +145,18 @@ impl FrameTable {
     }
 }
 
+/// Why a frame spec (`f120`, or seconds) names no frame of a [`FrameTimeline`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameSpecError {
+    #[error("{spec:?} is not a frame like f120")]
+    NotAFrame { spec: String },
+    /// A frame index past the end of the last frame.
+    #[error("frame {frame} is past the last frame ({frames})")]
+    PastTheEnd { frame: usize, frames: usize },
+    #[error("{spec:?} is neither seconds nor a frame like f120")]
+    NotAFrameOrSeconds { spec: String },
+}
+
 /// A video's frame timestamps, for frame-exact boundaries: frame `i` is shown from `pts[i]`
 /// until `pts[i + 1]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -204,23 +216,27 @@ impl FrameTimeline {
 
     /// Frame index for `f120` or seconds. A start is the frame shown at that time; an end
     /// is the first frame at or after it (exclusive bound).
-    pub fn index_at(&self, spec: &str, end: bool) -> Result<usize, String> {
+    pub fn index_at(&self, spec: &str, end: bool) -> Result<usize, FrameSpecError> {
         if let Some(f) = spec.strip_prefix('f') {
-            let i: usize = f
-                .trim_start_matches(':')
-                .parse()
-                .map_err(|_| format!("{spec:?} is not a frame like f120"))?;
+            let i: usize =
+                f.trim_start_matches(':')
+                    .parse()
+                    .map_err(|_| FrameSpecError::NotAFrame {
+                        spec: spec.to_string(),
+                    })?;
             if i > self.pts.len() {
-                return Err(format!(
-                    "frame {i} is past the last frame ({})",
-                    self.pts.len()
-                ));
+                return Err(FrameSpecError::PastTheEnd {
+                    frame: i,
+                    frames: self.pts.len(),
+                });
             }
             return Ok(i);
         }
         let t: f64 = spec
             .parse()
-            .map_err(|_| format!("{spec:?} is neither seconds nor a frame like f120"))?;
+            .map_err(|_| FrameSpecError::NotAFrameOrSeconds {
+                spec: spec.to_string(),
+            })?;
         Ok(if end {
             self.end_frame_at_secs(t)
         } else {

@@ -16,7 +16,9 @@ mod metrics;
 mod review;
 mod units;
 
-pub use frames::{FrameRecord, FrameTable, FrameTimeline, FrameView, SeekReference};
+pub use frames::{
+    FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView, SeekReference,
+};
 pub use item::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, Probe, orientation_turns};
 pub use measure::Measure;
 pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};

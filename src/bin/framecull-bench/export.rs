@@ -96,9 +96,7 @@ fn bench_export(n: usize, repeat: usize) -> anyhow::Result<ExportBench> {
         let options = ExportOptions {
             name: name.into(),
             formats,
-            split: Some(
-                SplitSpec::parse("train=0.8,val=0.1,test=0.1").map_err(|e| anyhow::anyhow!(e))?,
-            ),
+            split: Some(SplitSpec::parse("train=0.8,val=0.1,test=0.1")?),
             split_seed: 1,
             include: Include::Unreviewed,
         };
