@@ -71,6 +71,7 @@ fn options(name: &str) -> ExportOptions {
         split: Some(SplitSpec::parse("train=0.8,val=0.1,test=0.1").unwrap()),
         split_seed: 11,
         include: Include::Unreviewed,
+        filter: None,
     }
 }
 
@@ -320,4 +321,51 @@ fn a_version_records_the_settings_that_made_its_flags() {
     recompute_for_project(&mut catalog).unwrap();
     let meta = manifest::export(&catalog, &options("settings")).unwrap();
     assert_eq!(meta.config.rules.min_width, Some(16));
+}
+
+/// `--where`: only the files a filter matches go in, the rest are counted as left out, and the
+/// version records the filter's text.
+#[test]
+fn an_export_with_a_filter_holds_only_the_files_it_matches() {
+    use framecull::analysis::filter::Filter;
+    let proj = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
+    add_items(&mut catalog, 0, 200);
+    let accepted = catalog
+        .items()
+        .unwrap()
+        .iter()
+        .filter(|i| i.path.starts_with("d00"))
+        .map(|i| i.id)
+        .collect::<Vec<_>>();
+    catalog
+        .set_decisions(&accepted, Decision::Accepted)
+        .unwrap();
+    let filter = Filter::parse("fps>=25 and decision:accepted").unwrap();
+    let opts = ExportOptions {
+        filter: Some(filter.clone()),
+        ..options("filtered")
+    };
+    let meta = manifest::export(&catalog, &opts).unwrap();
+    let rows = manifest::read_version(proj.path(), "filtered", 1).unwrap();
+    let items = catalog.items().unwrap();
+    let expected: Vec<&str> = items
+        .iter()
+        .filter(|i| i.path.starts_with("d00") && i.kind == MediaKind::Video)
+        .map(|i| i.path.as_str())
+        .collect();
+    assert!(!expected.is_empty());
+    let mut got: Vec<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+    got.sort();
+    assert_eq!(got, expected);
+    assert!(rows.iter().all(|r| r.kind == MediaKind::Video));
+    assert_eq!(
+        meta.counts.excluded["not matching the filter"],
+        (items.len() - expected.len()) as u64
+    );
+    assert_eq!(meta.filter.as_deref(), Some(filter.to_text().as_str()));
+    assert_eq!(
+        Filter::parse(meta.filter.as_deref().unwrap()).unwrap(),
+        filter
+    );
 }

@@ -96,7 +96,9 @@ impl Catalog {
             "SELECT item_id || '|' || analysis_version || '|' || item_mtime_ns FROM metrics ORDER BY item_id",
             "SELECT item_id || '|' || code || '|' || severity FROM flags ORDER BY item_id, code",
             "SELECT item_id || '|' || dup_group FROM dups ORDER BY item_id",
-            "SELECT item_id || '|' || decision || '|' || tags FROM reviews ORDER BY item_id",
+            // A review row at its defaults (left by an undo) reads as no row.
+            "SELECT item_id || '|' || decision || '|' || tags FROM reviews
+             WHERE decision != 'unreviewed' OR tags != '[]' ORDER BY item_id",
             "SELECT id || '|' || item_id || '|' || start_pts || '|' || end_pts || '|' || COALESCE(label, '') || '|' || decision FROM clips ORDER BY id",
         ] {
             let mut stmt = self.conn.prepare(sql)?;

@@ -1,6 +1,7 @@
 //! `framecull export`: write a new manifest version.
 
 use super::{Outcome, ProjectArg};
+use crate::analysis::filter::Filter;
 use crate::manifest::{self, ExportOptions, Format, Include, SplitSpec};
 
 #[derive(clap::Args, Debug)]
@@ -23,6 +24,10 @@ pub struct Args {
     /// `accepted`: accepted files only. Rejected files never go in.
     #[arg(long, value_enum, default_value = "unreviewed")]
     include: Include,
+    /// Only files matching a filter, in the form the window shows under its filter chips
+    /// (e.g. "motion_mean>2 and flag:frozen"; see `framecull list --where`).
+    #[arg(long = "where", value_name = "FILTER")]
+    filter: Option<String>,
     /// Count what would go in, per split, without writing.
     #[arg(long)]
     dry_run: bool,
@@ -39,6 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         split,
         split_seed: args.split_seed,
         include: args.include,
+        filter: args.filter.as_deref().map(Filter::parse).transpose()?,
     };
     if args.dry_run {
         let (_, counts) = manifest::select_rows(&catalog, &options)?;

@@ -9,6 +9,7 @@ use eframe::egui::{self, RichText};
 use super::command::Command;
 use super::jobs::{Job, take_finished};
 use super::theme;
+use crate::analysis::filter::Filter;
 use crate::catalog::Catalog;
 use crate::manifest::{self, Counts, Diff, ExportOptions, Format, Include, SplitSpec, VersionMeta};
 
@@ -32,6 +33,10 @@ pub struct ExportDialog {
     split: String,
     seed: u64,
     accepted_only: bool,
+    /// Export only the files the window's filter shows.
+    only_shown: bool,
+    /// The window's filter, as of the last frame.
+    filter: Filter,
     preview: Option<Result<Counts, String>>,
     done: Option<Result<VersionMeta, String>>,
     preview_job: Background<Counts>,
@@ -47,6 +52,8 @@ impl Default for ExportDialog {
             split: "train=0.8,val=0.1,test=0.1".into(),
             seed: 0,
             accepted_only: false,
+            only_shown: true,
+            filter: Filter::default(),
             preview: None,
             done: None,
             preview_job: None,
@@ -77,6 +84,7 @@ impl ExportDialog {
             } else {
                 Include::Unreviewed
             },
+            filter: Some(self.filter.clone()).filter(|f| self.only_shown && !f.is_empty()),
         })
     }
 
@@ -106,7 +114,11 @@ impl ExportDialog {
         }));
     }
 
-    pub fn ui(&mut self, ctx: &egui::Context, commands: &mut Vec<Command>) {
+    pub fn ui(&mut self, ctx: &egui::Context, filter: &Filter, commands: &mut Vec<Command>) {
+        if self.filter != *filter {
+            self.filter = filter.clone();
+            self.preview = None;
+        }
         if let Some(r) = poll(&mut self.preview_job) {
             self.preview = Some(r);
         }
@@ -147,6 +159,14 @@ impl ExportDialog {
                         ui.radio_value(&mut self.accepted_only, true, "accepted only");
                     });
                     ui.end_row();
+                    if !self.filter.is_empty() {
+                        ui.label("filter");
+                        ui.checkbox(
+                            &mut self.only_shown,
+                            format!("only the files shown: {}", self.filter.to_text()),
+                        );
+                        ui.end_row();
+                    }
                 });
                 let options = self.options();
                 if let Err(e) = &options {

@@ -30,7 +30,7 @@ pub use plan::{Batching, Mode, Sampling, Timing};
 pub use preprocess::{DType, Filter, Layout, OutputSpec};
 
 use crate::manifest::{self, ManifestRow};
-use crate::model::{Ratio, SeekReference};
+use crate::model::{MediaKind, Ratio, SeekReference};
 
 /// How each window is cropped before resizing. Drawn once per window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -351,7 +351,7 @@ impl Loader {
                     .as_ref()
                     .is_none_or(|s| r.split.as_deref() == Some(s))
             })
-            .filter(|(_, r)| r.kind == "video" || r.kind == "image")
+            .filter(|(_, r)| matches!(r.kind, MediaKind::Video | MediaKind::Image))
             .unzip();
         let checked = source::check_files(&rows, root, config.verify_fingerprints);
         let mut clips = Vec::new();

@@ -14,7 +14,7 @@ use super::{ClipSource, Crop, LoaderConfig, SkipReason};
 use crate::manifest::ManifestRow;
 use crate::media::decode::DecodeError;
 use crate::media::reader::{Picture, ReadError, ReadTimes, VideoReader};
-use crate::model::Ratio;
+use crate::model::{MediaKind, Ratio};
 
 /// Check every row's file: present, and (when asked) with the fingerprint the manifest holds.
 /// Each file is read once, however many clips it has.
@@ -68,7 +68,7 @@ pub(crate) fn clip_source(
     root: &Path,
 ) -> (ClipSource, ClipExtent) {
     let path = root.join(&row.path);
-    let is_image = row.kind == "image";
+    let is_image = row.kind == MediaKind::Image;
     let (quarter_turns, mirror) = if is_image {
         crate::model::orientation_turns(crate::media::exif_orientation_of(&path).unwrap_or(1))
     } else {

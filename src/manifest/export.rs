@@ -12,6 +12,7 @@ use super::{
     ExportOptions, Format, ManifestError, ManifestRow, SCHEMA_VERSION, VersionMeta, io,
     manifest_dir, select_rows, versions,
 };
+use crate::analysis::filter::Filter;
 use crate::catalog::Catalog;
 use crate::model::{MediaKind, SeekReference};
 
@@ -111,6 +112,7 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
             .unwrap_or_default(),
         catalog_fingerprint,
         include: options.include,
+        filter: options.filter.as_ref().map(Filter::to_text),
         config,
         split: options.split.clone(),
         split_seed: options.split_seed,

@@ -9,6 +9,7 @@ use polars_io::SerReader;
 use polars_io::parquet::read::ParquetReader;
 
 use super::{ManifestError, ManifestRow};
+use crate::model::MediaKind;
 
 /// Write `bytes_fn`'s output to `path` through a temporary file that is synced before the
 /// caller renames it into place; returns the temporary path.
@@ -71,7 +72,7 @@ pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
             str_col("path", &|r| Some(&r.path)),
             str_col("file_fingerprint", &|r| Some(&r.file_fingerprint)),
             i64_col("size_bytes", &|r| Some(r.size_bytes)),
-            str_col("kind", &|r| Some(&r.kind)),
+            str_col("kind", &|r| Some(r.kind.as_str())),
             f64_col("start_secs", &|r| Some(r.start_secs)),
             f64_col("end_secs", &|r| Some(r.end_secs)),
             i64_col("start_frame", &|r| r.start_frame),
@@ -158,7 +159,10 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
             path: owned(path.get(k)).unwrap_or_default(),
             file_fingerprint: owned(fp.get(k)).unwrap_or_default(),
             size_bytes: size.get(k).unwrap_or(0),
-            kind: owned(kind.get(k)).unwrap_or_default(),
+            kind: kind
+                .get(k)
+                .and_then(MediaKind::parse)
+                .unwrap_or(MediaKind::Other),
             start_secs: ss.get(k).unwrap_or(0.0),
             end_secs: es.get(k).unwrap_or(0.0),
             start_frame: sf.get(k),

@@ -20,8 +20,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::filter::Filter;
 use crate::analysis::flags::Config;
 use crate::catalog::CatalogError;
+use crate::model::MediaKind;
 pub use export::{export, rows_hash};
 pub use select::select_rows;
 pub use split::SplitSpec;
@@ -63,7 +65,7 @@ pub struct ManifestRow {
     pub path: String,
     pub file_fingerprint: String,
     pub size_bytes: i64,
-    pub kind: String,
+    pub kind: MediaKind,
     pub start_secs: f64,
     pub end_secs: f64,
     pub start_frame: Option<i64>,
@@ -149,6 +151,8 @@ pub struct ExportOptions {
     pub split: Option<SplitSpec>,
     pub split_seed: u64,
     pub include: Include,
+    /// Only the files this filter matches (the window's filter, `--where`).
+    pub filter: Option<Filter>,
 }
 
 /// What shaped a version and what it holds: `vNNNN.json`.
@@ -164,6 +168,9 @@ pub struct VersionMeta {
     pub dataset_root: String,
     pub catalog_fingerprint: String,
     pub include: Include,
+    /// The filter the files had to match, in its text form (`--where`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
     /// The project config (rules and statistical cut-offs) the flags came from.
     pub config: Config,
     pub split: Option<SplitSpec>,

@@ -1,5 +1,6 @@
 //! Which rows a version holds: the files a review lets in, one row per image and per chosen
-//! clip of a video (the whole video when none is chosen), each with its split.
+//! clip of a video (the whole video when none is chosen, less the clips rejected), each with
+//! its split.
 //! [`select_rows`] runs the steps below in order.
 
 use std::collections::HashMap;
@@ -7,6 +8,7 @@ use std::collections::HashMap;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::{Counts, ExportOptions, Include, ManifestError, ManifestRow};
+use crate::analysis::filter::Filter;
 use crate::catalog::Catalog;
 use crate::model::{
     Clip, Decision, DupInfo, Flag, Item, ItemId, ItemStatus, MediaInfo, MediaKind, Metrics, Review,
@@ -26,8 +28,16 @@ pub fn select_rows(
         .collect();
     let mut counts = Counts::default();
     let mut rows = Vec::new();
-    for item in &tables.items {
+    let matched = matched_by_filter(&tables, options.filter.as_ref());
+    for (i, item) in tables.items.iter().enumerate() {
         if item.kind == MediaKind::Other {
+            continue;
+        }
+        if !matched[i] {
+            *counts
+                .excluded
+                .entry("not matching the filter".into())
+                .or_default() += 1;
             continue;
         }
         let review = tables.reviews.get(&item.id).cloned().unwrap_or_default();
@@ -46,9 +56,16 @@ pub fn select_rows(
         if item.kind == MediaKind::Image {
             rows.push(image_row(base));
         } else {
-            let clips = chosen_clips(tables.clips.get(&item.id), &review, options.include);
+            let all = tables.clips.get(&item.id);
+            let clips = chosen_clips(all, &review, options.include);
             if clips.is_empty() {
-                rows.push(whole_video_row(base, &item.info, metrics));
+                let whole = whole_video_row(base, &item.info, metrics);
+                let rejected: Vec<&Clip> = all
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c.decision == Decision::Rejected)
+                    .collect();
+                rows.extend(outside_rejected(whole, &rejected));
             } else {
                 rows.extend(clips.into_iter().map(|c| clip_row(&base, c)));
             }
@@ -81,6 +98,22 @@ impl Tables {
             clips: catalog.all_clips()?,
         })
     }
+}
+
+/// Which items the filter keeps (all without one).
+fn matched_by_filter(tables: &Tables, filter: Option<&Filter>) -> Vec<bool> {
+    let mut matched = vec![filter.is_none(); tables.items.len()];
+    if let Some(f) = filter {
+        for i in f.select_items(
+            &tables.items,
+            &tables.metrics,
+            &tables.flags,
+            &tables.reviews,
+        ) {
+            matched[i] = true;
+        }
+    }
+    matched
 }
 
 /// Why a file stays out (the reason it is counted under in [`Counts::excluded`]), or `None`
@@ -129,7 +162,7 @@ fn base_row(
         path: item.path.clone(),
         file_fingerprint: item.fingerprint.clone().unwrap_or_default(),
         size_bytes: item.size_bytes as i64,
-        kind: item.kind.as_str().to_string(),
+        kind: item.kind,
         start_secs: 0.0,
         end_secs: 0.0,
         start_frame: None,
@@ -225,6 +258,52 @@ fn whole_video_row(base: ManifestRow, info: &MediaInfo, m: Option<&Metrics>) -> 
     }
 }
 
+/// A video with no clip chosen but some rejected: the spans of `whole` between the rejected
+/// clips (nothing a person rejected goes in); `whole` itself when none was rejected.
+fn outside_rejected(whole: ManifestRow, rejected: &[&Clip]) -> Vec<ManifestRow> {
+    if rejected.is_empty() {
+        return vec![whole];
+    }
+    let mut rejected = rejected.to_vec();
+    rejected.sort_by_key(|c| (c.start_pts, c.end_pts));
+    // A bound of a span: seconds, frame, pts.
+    type Bound = (f64, Option<i64>, Option<i64>);
+    let mut spans: Vec<(Bound, Bound)> = Vec::new();
+    let mut from: Bound = (whole.start_secs, whole.start_frame, whole.start_pts);
+    for c in rejected {
+        if c.start_secs > from.0 {
+            spans.push((from, (c.start_secs, c.start_frame, Some(c.start_pts))));
+        }
+        if c.end_secs > from.0 {
+            from = (c.end_secs, c.end_frame, Some(c.end_pts));
+        }
+    }
+    if whole.end_secs > from.0 {
+        spans.push((from, (whole.end_secs, whole.end_frame, whole.end_pts)));
+    }
+    spans
+        .into_iter()
+        .map(|(a, b)| {
+            let range = format!(
+                "{}-{}@{}",
+                a.2.unwrap_or(0),
+                b.2.unwrap_or(0),
+                whole.time_base.as_deref().unwrap_or("")
+            );
+            ManifestRow {
+                clip_id: clip_id(&whole.file_fingerprint, &range),
+                start_secs: a.0,
+                end_secs: b.0,
+                start_frame: a.1,
+                end_frame: b.1,
+                start_pts: a.2,
+                end_pts: b.2,
+                ..whole.clone()
+            }
+        })
+        .collect()
+}
+
 /// The row of one chosen clip of a video, with its boundaries and label.
 fn clip_row(base: &ManifestRow, c: &Clip) -> ManifestRow {
     let range = format!("{}-{}@{}", c.start_pts, c.end_pts, c.time_base.to_text());
@@ -257,7 +336,10 @@ fn sort_and_count(mut rows: Vec<ManifestRow>, mut counts: Counts) -> (Vec<Manife
     rows.dedup_by(|a, b| a.clip_id == b.clip_id);
     counts.rows = rows.len() as u64;
     for r in &rows {
-        *counts.by_kind.entry(r.kind.clone()).or_default() += 1;
+        *counts
+            .by_kind
+            .entry(r.kind.as_str().to_string())
+            .or_default() += 1;
         if let Some(s) = &r.split {
             *counts.by_split.entry(s.clone()).or_default() += 1;
         }

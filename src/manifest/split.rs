@@ -56,7 +56,8 @@ impl SplitSpec {
             }
             splits.push((name.to_string(), share));
         }
-        let total: f64 = splits.iter().map(|s| s.1).sum();
+        // Summed from +0.0: an empty f64 sum is -0.0, which would print as "-0".
+        let total: f64 = splits.iter().fold(0.0, |a, s| a + s.1);
         if splits.is_empty() || (total - 1.0).abs() > 1e-6 {
             return Err(SplitError::Total {
                 total,

@@ -146,7 +146,7 @@ impl FrameTable {
 }
 
 /// Why a frame spec (`f120`, or seconds) names no frame of a [`FrameTimeline`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FrameSpecError {
     #[error("{spec:?} is not a frame like f120")]
     NotAFrame { spec: String },
@@ -155,6 +155,9 @@ pub enum FrameSpecError {
     PastTheEnd { frame: usize, frames: usize },
     #[error("{spec:?} is neither seconds nor a frame like f120")]
     NotAFrameOrSeconds { spec: String },
+    /// A start in seconds at or after the end of the last frame.
+    #[error("{secs} s is past the end of the video ({end_secs} s)")]
+    SecondsPastTheEnd { secs: f64, end_secs: f64 },
 }
 
 /// A video's frame timestamps, for frame-exact boundaries: frame `i` is shown from `pts[i]`
@@ -214,8 +217,9 @@ impl FrameTimeline {
         (self.frame_at_secs(a), self.end_frame_at_secs(b))
     }
 
-    /// Frame index for `f120` or seconds. A start is the frame shown at that time; an end
-    /// is the first frame at or after it (exclusive bound).
+    /// Frame index for `f120` or seconds. A start is the frame shown at that time (an error
+    /// at or past the end of the last frame); an end is the first frame at or after it
+    /// (exclusive bound; the end of the video when past it).
     pub fn index_at(&self, spec: &str, end: bool) -> Result<usize, FrameSpecError> {
         if let Some(f) = spec.strip_prefix('f') {
             let i: usize =
@@ -237,6 +241,10 @@ impl FrameTimeline {
             .map_err(|_| FrameSpecError::NotAFrameOrSeconds {
                 spec: spec.to_string(),
             })?;
+        let end_secs = self.secs(self.pts_at(self.pts.len()));
+        if !end && !self.pts.is_empty() && t >= end_secs {
+            return Err(FrameSpecError::SecondsPastTheEnd { secs: t, end_secs });
+        }
         Ok(if end {
             self.end_frame_at_secs(t)
         } else {

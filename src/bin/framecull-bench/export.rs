@@ -99,6 +99,7 @@ fn bench_export(n: usize, repeat: usize) -> anyhow::Result<ExportBench> {
             split: Some(SplitSpec::parse("train=0.8,val=0.1,test=0.1")?),
             split_seed: 1,
             include: Include::Unreviewed,
+            filter: None,
         };
         let started = Instant::now();
         let meta = framecull::manifest::export(&catalog, &options)?;

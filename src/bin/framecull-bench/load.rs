@@ -260,6 +260,7 @@ fn bench_load(
         split: None,
         split_seed: 0,
         include: Include::Unreviewed,
+        filter: None,
     };
     let meta = framecull::manifest::export(&catalog, &options)?;
     anyhow::ensure!(

@@ -166,7 +166,7 @@ impl App {
             egui::CentralPanel::default().show(ui, |ui| start_ui(ui, self, &mut commands));
         }
         if self.view.is_some() {
-            self.export.ui(&ctx, &mut commands);
+            self.export.ui(&ctx, &self.shown.filter, &mut commands);
             self.history.ui(&ctx, &mut commands);
         }
         for c in commands {
