@@ -14,7 +14,7 @@ use super::manifests::{ExportDialog, History};
 use super::player::Player;
 use super::theme;
 use super::thumbs::Thumbnails;
-use super::view::{Filter, View, ViewRow, binned, sort_rows};
+use super::view::{Filter, SortKey, View, ViewRow, binned, sort_rows};
 use crate::catalog::Project;
 use crate::model::{Clip, Decision, Edit, Measure};
 
@@ -27,7 +27,7 @@ pub struct State {
     pub gallery: bool,
     pub filter: Filter,
     /// Table order: column and ascending.
-    pub sort: Option<(String, bool)>,
+    pub sort: Option<(SortKey, bool)>,
 }
 
 pub struct App {
@@ -264,10 +264,10 @@ impl App {
                 self.shown.filter.search = text;
                 self.refilter();
             }
-            Command::SortBy(column) => {
+            Command::SortBy(key) => {
                 self.state.sort = match self.state.sort.take() {
-                    Some((c, asc)) if c == column => Some((c, !asc)),
-                    _ => Some((column.to_string(), true)),
+                    Some((c, asc)) if c == key => Some((c, !asc)),
+                    _ => Some((key, true)),
                 };
                 self.resort();
                 self.refilter();
@@ -438,7 +438,7 @@ impl App {
         self.shown.sort_order = match (&self.view, &self.state.sort) {
             (Some(view), Some((column, ascending))) => {
                 let mut all: Vec<usize> = (0..view.rows.len()).collect();
-                sort_rows(view, &mut all, column, *ascending);
+                sort_rows(view, &mut all, *column, *ascending);
                 Some(all)
             }
             _ => None,
@@ -562,7 +562,7 @@ impl App {
             }
             if let (Some(state), Some(view)) = (done.state, &mut self.view) {
                 view.review = state;
-                if self.state.sort.as_ref().is_some_and(|(c, _)| c == "review") {
+                if self.state.sort.is_some_and(|(c, _)| c == SortKey::Review) {
                     self.resort();
                     self.refilter();
                 }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::view::SortKey;
 use crate::model::{Clip, Decision, Measure};
 
 /// Everything the UI can ask for.
@@ -80,5 +81,5 @@ pub enum Command {
     /// Show only paths containing this text (case-insensitive).
     Search(String),
     /// Sort the table by this column (again: the other way).
-    SortBy(&'static str),
+    SortBy(SortKey),
 }

@@ -224,10 +224,69 @@ pub fn binned(h: &Histogram, values: &[f64], indices: &[usize]) -> Vec<u64> {
     counts
 }
 
+/// What the table can be sorted by: a measure or a text column. Saved by name (a measure's
+/// name, or `path`, `kind`, `status`, `codec`, `resolution`, `review`, `flags`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum SortKey {
+    Path,
+    Kind,
+    Status,
+    Codec,
+    Resolution,
+    Review,
+    Flags,
+    Measure(Measure),
+}
+
+impl SortKey {
+    const TEXT: [(SortKey, &'static str); 7] = [
+        (SortKey::Path, "path"),
+        (SortKey::Kind, "kind"),
+        (SortKey::Status, "status"),
+        (SortKey::Codec, "codec"),
+        (SortKey::Resolution, "resolution"),
+        (SortKey::Review, "review"),
+        (SortKey::Flags, "flags"),
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Measure(m) => m.name(),
+            key => SortKey::TEXT
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or("path", |(_, n)| n),
+        }
+    }
+}
+
+impl TryFrom<String> for SortKey {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, String> {
+        SortKey::TEXT
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(k, _)| *k)
+            .or_else(|| Measure::parse(&name).map(SortKey::Measure))
+            .ok_or_else(|| format!("{name:?} is not a table column"))
+    }
+}
+
+impl From<SortKey> for String {
+    fn from(key: SortKey) -> String {
+        key.name().to_string()
+    }
+}
+
 /// Order `rows` (indices into the view) by a table column; files without a value last.
-pub fn sort_rows(view: &View, rows: &mut [usize], column: &str, ascending: bool) {
+pub fn sort_rows(view: &View, rows: &mut [usize], key: SortKey, ascending: bool) {
     let flip = |o: std::cmp::Ordering| if ascending { o } else { o.reverse() };
-    if let Some(values) = Measure::parse(column).and_then(|m| view.columns.get(&m)) {
+    if let SortKey::Measure(m) = key {
+        let Some(values) = view.columns.get(&m) else {
+            return;
+        };
         rows.sort_by(|&a, &b| match (values[a].is_nan(), values[b].is_nan()) {
             (false, false) => flip(values[a].total_cmp(&values[b])),
             (x, y) => x.cmp(&y),
@@ -236,12 +295,12 @@ pub fn sort_rows(view: &View, rows: &mut [usize], column: &str, ascending: bool)
     }
     let text = |i: usize| -> String {
         let r = &view.rows[i];
-        match column {
-            "kind" => r.kind.as_str().to_string(),
-            "status" => r.status.as_str().to_string(),
-            "codec" => r.codec.clone(),
-            "resolution" => r.resolution.clone(),
-            "review" => view
+        match key {
+            SortKey::Kind => r.kind.as_str().to_string(),
+            SortKey::Status => r.status.as_str().to_string(),
+            SortKey::Codec => r.codec.clone(),
+            SortKey::Resolution => r.resolution.clone(),
+            SortKey::Review => view
                 .review
                 .decisions
                 .get(&r.id)
@@ -249,8 +308,8 @@ pub fn sort_rows(view: &View, rows: &mut [usize], column: &str, ascending: bool)
                 .unwrap_or_default()
                 .as_str()
                 .to_string(),
-            "flags" => format!("{:04}", r.flags.len()),
-            _ => r.path.clone(),
+            SortKey::Flags => format!("{:04}", r.flags.len()),
+            SortKey::Path | SortKey::Measure(_) => r.path.clone(),
         }
     };
     rows.sort_by_cached_key(|&i| text(i));
@@ -333,5 +392,21 @@ mod tests {
         let values = &columns[&Measure::DurationSecs];
         assert_eq!(binned(&h, values, &[0, 1, 2]), vec![1, 2]);
         assert_eq!(binned(&h, values, &[0]), vec![1, 0]);
+    }
+
+    #[test]
+    fn sort_keys_are_saved_by_column_name() {
+        for key in [
+            SortKey::Path,
+            SortKey::Review,
+            SortKey::Measure(Measure::Fps),
+        ] {
+            let text = serde_json::to_string(&key).unwrap();
+            assert_eq!(serde_json::from_str::<SortKey>(&text).unwrap(), key);
+        }
+        // A state saved when the sort was a plain column name still loads.
+        let saved: (SortKey, bool) = serde_json::from_str(r#"["duration_secs", true]"#).unwrap();
+        assert_eq!(saved, (SortKey::Measure(Measure::DurationSecs), true));
+        assert!(serde_json::from_str::<SortKey>(r#""colour""#).is_err());
     }
 }

@@ -157,7 +157,7 @@ impl App {
                         self.selection.selected,
                         &self.selection.picked,
                         scroll_to,
-                        self.state.sort.as_ref().map(|(c, a)| (c.as_str(), *a)),
+                        self.state.sort,
                         &mut commands,
                     );
                 }

@@ -6,26 +6,25 @@ use egui_extras::{Column, TableBuilder};
 use super::click_command;
 use crate::gui::command::Command;
 use crate::gui::theme;
-use crate::gui::view::View;
+use crate::gui::view::{SortKey, View};
 use crate::model::Decision;
 use crate::model::{ItemStatus, Measure};
 
-/// Table columns: sort key and title. Keys are measure names, or `path`, `kind`,
-/// `status`, `codec`, `resolution`, `flags`, `review`.
-pub(super) const TABLE_COLUMNS: &[(&str, &str)] = &[
-    ("path", "path"),
-    ("kind", "kind"),
-    ("status", "status"),
-    ("codec", "codec"),
-    ("resolution", "resolution"),
-    ("duration_secs", "duration"),
-    ("motion_mean", "motion"),
-    ("fps", "fps"),
-    ("size_bytes", "size"),
-    ("brightness", "brightness"),
-    ("sharpness", "sharpness"),
-    ("review", "review"),
-    ("flags", "flags"),
+/// Table columns: sort key and title.
+pub(super) const TABLE_COLUMNS: &[(SortKey, &str)] = &[
+    (SortKey::Path, "path"),
+    (SortKey::Kind, "kind"),
+    (SortKey::Status, "status"),
+    (SortKey::Codec, "codec"),
+    (SortKey::Resolution, "resolution"),
+    (SortKey::Measure(Measure::DurationSecs), "duration"),
+    (SortKey::Measure(Measure::MotionMean), "motion"),
+    (SortKey::Measure(Measure::Fps), "fps"),
+    (SortKey::Measure(Measure::SizeBytes), "size"),
+    (SortKey::Measure(Measure::Brightness), "brightness"),
+    (SortKey::Measure(Measure::Sharpness), "sharpness"),
+    (SortKey::Review, "review"),
+    (SortKey::Flags, "flags"),
 ];
 
 #[allow(clippy::too_many_arguments)]
@@ -36,7 +35,7 @@ pub(super) fn table_ui(
     selected: Option<usize>,
     picked: &std::collections::BTreeSet<usize>,
     scroll_to: Option<usize>,
-    sort: Option<(&str, bool)>,
+    sort: Option<(SortKey, bool)>,
     commands: &mut Vec<Command>,
 ) {
     // One line per row: long values are cut, not wrapped.
