@@ -70,7 +70,7 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
     if transformed.is_empty() {
         return Ok(Histogram {
             measure,
-            label: measure.label().into(),
+            label: measure.title().into(),
             edges: Vec::new(),
             counts: Vec::new(),
             missing,
@@ -116,7 +116,7 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
         .collect();
     Ok(Histogram {
         measure,
-        label: measure.label().into(),
+        label: measure.title().into(),
         edges,
         counts,
         missing,

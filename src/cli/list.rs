@@ -11,6 +11,7 @@ use crate::analysis::filter::Filter;
 use crate::catalog::Catalog;
 pub use crate::model::human_bytes;
 use crate::model::{Cut, DupInfo, Flag, Item, ItemId, ItemStatus, MediaKind, Metrics, Review};
+use crate::model::{human_duration, human_number};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -266,7 +267,7 @@ fn csv_cell(v: &serde_json::Value) -> String {
 fn write_table(out: &mut impl Write, items: &[Item], a: &Analysis) -> anyhow::Result<()> {
     writeln!(
         out,
-        "{:<6} {:<11} {:>11} {:<10} {:>8} {:>9} {:>10}  path",
+        "{:<6} {:<11} {:>11} {:<10} {:>8} {:>11} {:>10}  path",
         "kind", "status", "size", "codec", "fps", "duration", "resolution"
     )?;
     for item in items {
@@ -275,11 +276,11 @@ fn write_table(out: &mut impl Write, items: &[Item], a: &Analysis) -> anyhow::Re
             (Some(w), Some(h)) => format!("{w}x{h}"),
             _ => "-".into(),
         };
-        let fps = i.fps.map_or("-".into(), |f| format!("{f:.3}"));
-        let dur = i.duration_secs.map_or("-".into(), |d| format!("{d:.2}s"));
+        let fps = i.fps.map_or("-".into(), |f| human_number(f, 3));
+        let dur = i.duration_secs.map_or("-".into(), human_duration);
         write!(
             out,
-            "{:<6} {:<11} {:>11} {:<10} {:>8} {:>9} {:>10}  {}",
+            "{:<6} {:<11} {:>11} {:<10} {:>8} {:>11} {:>10}  {}",
             item.kind.as_str(),
             item.status.as_str(),
             human_bytes(item.size_bytes),

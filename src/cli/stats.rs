@@ -211,9 +211,9 @@ pub fn render(stats: &Stats) -> String {
             let bar = "#".repeat(((*c as f64 / peak as f64) * 40.0).ceil() as usize);
             let _ = writeln!(
                 s,
-                "  {:>10} - {:<10} {:>7}  {bar}",
-                short(h.edges[i]),
-                short(h.edges[i + 1]),
+                "  {:>11} - {:<11} {:>7}  {bar}",
+                h.measure.format(h.edges[i]),
+                h.measure.format(h.edges[i + 1]),
                 c
             );
         }

@@ -11,6 +11,8 @@ pub const ACCEPTED: Color32 = Color32::from_rgb(0x3F, 0xB9, 0x50);
 pub const ERROR: Color32 = Color32::from_rgb(0xE5, 0x48, 0x4D);
 pub const WARNING: Color32 = Color32::from_rgb(0xF0, 0xA2, 0x02);
 pub const INFO: Color32 = Color32::from_rgb(0x8A, 0x94, 0xA6);
+/// Axis labels and tick values.
+pub const AXIS: Color32 = Color32::from_rgb(0xA8, 0xB1, 0xC0);
 pub const CARD_BG: Color32 = Color32::from_rgb(0x20, 0x24, 0x2B);
 pub const SPACING: f32 = 8.0;
 pub const HISTOGRAM_SIZE: egui::Vec2 = egui::vec2(260.0, 110.0);

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Item, Metrics};
+use super::{Item, Metrics, human_bytes, human_duration, human_number};
 
 /// A number known about a file (from its metadata or its deep analysis).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -56,19 +56,37 @@ impl Measure {
         Measure::ALL.into_iter().find(|m| m.name() == name)
     }
 
-    /// What a person reads: a label with its unit.
-    pub fn label(self) -> &'static str {
+    /// A short name for people, without the unit: `duration`, `frame rate`.
+    pub fn title(self) -> &'static str {
         match self {
-            Measure::DurationSecs => "duration (s)",
+            Measure::DurationSecs => "duration",
             Measure::Fps => "frame rate",
-            Measure::Aspect => "aspect ratio (display)",
-            Measure::Width => "width (px)",
-            Measure::Height => "height (px)",
+            Measure::Aspect => "aspect ratio",
+            Measure::Width => "width",
+            Measure::Height => "height",
             Measure::Megapixels => "megapixels",
-            Measure::SizeBytes => "file size (bytes)",
+            Measure::SizeBytes => "file size",
             Measure::MotionMean => "motion",
             Measure::Brightness => "brightness",
             Measure::Sharpness => "sharpness",
+        }
+    }
+
+    /// A value as people read it, with its unit: `01:05.250`, `29.97 fps`, `1920 px`,
+    /// `497.9 KiB`, `2.07 MP`, `1.78`.
+    pub fn format(self, v: f64) -> String {
+        if !v.is_finite() {
+            return "-".into();
+        }
+        match self {
+            Measure::DurationSecs => human_duration(v),
+            Measure::Fps => format!("{} fps", human_number(v, 3)),
+            Measure::Width | Measure::Height => format!("{} px", human_number(v, 0)),
+            Measure::Megapixels => format!("{} MP", human_number(v, 2)),
+            Measure::SizeBytes => human_bytes(v.max(0.0).round() as u64),
+            Measure::Aspect | Measure::MotionMean => human_number(v, 2),
+            Measure::Brightness => human_number(v, 1),
+            Measure::Sharpness => human_number(v, 0),
         }
     }
 
@@ -112,5 +130,23 @@ impl Measure {
 impl std::fmt::Display for Measure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_values_read_with_their_units() {
+        for m in Measure::ALL {
+            assert_eq!(Measure::parse(m.name()), Some(m));
+        }
+        assert_eq!(Measure::DurationSecs.format(10.0), "00:10.000");
+        assert_eq!(Measure::Fps.format(30000.0 / 1001.0), "29.97 fps");
+        assert_eq!(Measure::SizeBytes.format(509_868.0), "497.9 KiB");
+        assert_eq!(Measure::Width.format(1920.0), "1920 px");
+        assert_eq!(Measure::Aspect.format(16.0 / 9.0), "1.78");
+        assert_eq!(Measure::Brightness.format(f64::NAN), "-");
     }
 }

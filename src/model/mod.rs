@@ -23,4 +23,4 @@ pub use item::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, Probe, orientatio
 pub use measure::Measure;
 pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
 pub use review::{Clip, ClipOrigin, Decision, Edit, Review};
-pub use units::{Ratio, human_bytes};
+pub use units::{Ratio, human_bytes, human_duration, human_number};

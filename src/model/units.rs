@@ -44,3 +44,54 @@ pub fn human_bytes(n: u64) -> String {
         format!("{v:.1} {}", UNITS[unit])
     }
 }
+
+/// `01:05.250` (minutes, seconds, milliseconds), `1:02:05.250` from an hour: durations for
+/// people.
+pub fn human_duration(secs: f64) -> String {
+    if !secs.is_finite() {
+        return format!("{secs}");
+    }
+    let sign = if secs < 0.0 { "-" } else { "" };
+    let ms = (secs.abs() * 1000.0).round() as u64;
+    let (h, m, s, f) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
+    if h > 0 {
+        format!("{sign}{h}:{m:02}:{s:02}.{f:03}")
+    } else {
+        format!("{sign}{m:02}:{s:02}.{f:03}")
+    }
+}
+
+/// A number with at most `decimals` decimals and no trailing zeros: `29.97`, `25`, `0.5`.
+pub fn human_number(v: f64, decimals: usize) -> String {
+    let text = format!("{v:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    if text == "-0" {
+        "0".into()
+    } else {
+        text.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_durations_and_numbers_read_as_people_write_them() {
+        assert_eq!(human_bytes(509_868), "497.9 KiB");
+        assert_eq!(human_bytes(12), "12 B");
+        assert_eq!(human_duration(10.0), "00:10.000");
+        assert_eq!(human_duration(65.25), "01:05.250");
+        assert_eq!(human_duration(3725.5), "1:02:05.500");
+        assert_eq!(human_duration(0.0334), "00:00.033");
+        assert_eq!(human_number(30000.0 / 1001.0, 3), "29.97");
+        assert_eq!(human_number(24000.0 / 1001.0, 3), "23.976");
+        assert_eq!(human_number(25.0, 3), "25");
+        assert_eq!(human_number(-0.0001, 2), "0");
+        assert_eq!(human_number(1.0 / 3.0, 2), "0.33");
+    }
+}

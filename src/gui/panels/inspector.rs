@@ -80,8 +80,8 @@ pub(super) fn inspector_ui(
     ui.separator();
     egui::Grid::new("measures").striped(true).show(ui, |ui| {
         for (k, v) in &row.measures {
-            ui.label(k.label());
-            ui.label(format!("{v:.3}"));
+            ui.label(k.title());
+            ui.label(k.format(*v));
             ui.end_row();
         }
     });

@@ -96,8 +96,9 @@ pub(super) fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut
     }
     ui.horizontal_wrapped(|ui| {
         for (measure, lo, hi) in &filter.ranges {
+            let range = format!("{}..{}", measure.format(*lo), measure.format(*hi));
             if ui
-                .button(format!("{measure} {lo:.2}..{hi:.2}  x"))
+                .button(format!("{} {range}  x", measure.title()))
                 .clicked()
             {
                 commands.push(Command::ClearRange(*measure));
@@ -146,11 +147,12 @@ pub(super) fn histogram_ui(
     commands: &mut Vec<Command>,
 ) {
     ui.vertical(|ui| {
-        ui.label(RichText::new(&h.label).small());
+        ui.label(RichText::new(h.measure.title()).small());
         let (rect, response) = ui.allocate_exact_size(theme::HISTOGRAM_SIZE, Sense::drag());
         let painter = ui.painter_at(rect);
         painter.rect_filled(rect, 4.0, theme::CARD_BG);
-        let peak = h.counts.iter().copied().max().unwrap_or(1).max(1) as f32;
+        let peak_count = h.counts.iter().copied().max().unwrap_or(1).max(1);
+        let peak = peak_count as f32;
         let n = h.counts.len().max(1);
         let w = rect.width() / n as f32;
         for (i, (&all, &sub)) in h.counts.iter().zip(subset).enumerate() {
@@ -184,6 +186,44 @@ pub(super) fn histogram_ui(
             };
             rect.left() + (t.clamp(0.0, 1.0) as f32) * rect.width()
         };
+        // Axes: the count of the tallest bar, and the values at both ends and the middle.
+        painter.text(
+            rect.left_top() + egui::vec2(4.0, 2.0),
+            egui::Align2::LEFT_TOP,
+            format!("{peak_count} files"),
+            egui::FontId::proportional(10.0),
+            theme::AXIS,
+        );
+        let (ticks, _) =
+            ui.allocate_exact_size(egui::vec2(theme::HISTOGRAM_SIZE.x, 12.0), Sense::hover());
+        for (t, align) in [
+            (0.0, egui::Align2::LEFT_TOP),
+            (0.5, egui::Align2::CENTER_TOP),
+            (1.0, egui::Align2::RIGHT_TOP),
+        ] {
+            let x = ticks.left() + t * ticks.width();
+            ui.painter().text(
+                egui::pos2(x, ticks.top()),
+                align,
+                h.measure.format(value_at(x)),
+                egui::FontId::proportional(10.0),
+                theme::AXIS,
+            );
+        }
+        // Hover: the bin's range, its files, and how many the filter shows.
+        if let Some(p) = response.hover_pos() {
+            let i = (((p.x - rect.left()) / w) as usize).min(n - 1);
+            if let (Some(a), Some(b)) = (h.edges.get(i), h.edges.get(i + 1)) {
+                let text = format!(
+                    "{} to {}\n{} files, {} shown",
+                    h.measure.format(*a),
+                    h.measure.format(*b),
+                    h.counts.get(i).copied().unwrap_or(0),
+                    subset.get(i).copied().unwrap_or(0)
+                );
+                response.clone().on_hover_text_at_pointer(text);
+            }
+        }
         if let Some((_, lo, hi)) = filter.ranges.iter().find(|r| r.0 == h.measure) {
             let r = egui::Rect::from_x_y_ranges(x_of(*lo)..=x_of(*hi), rect.y_range());
             painter.rect_filled(r, 0.0, theme::BRUSH);

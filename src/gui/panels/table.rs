@@ -70,11 +70,8 @@ pub(super) fn table_ui(
                 let index = filtered[row.index()];
                 let r = &view.rows[index];
                 row.set_selected(picked.contains(&index));
-                let measure = |k: Measure| {
-                    r.measures
-                        .get(&k)
-                        .map_or(String::new(), |v| format!("{v:.2}"))
-                };
+                let measure =
+                    |k: Measure| r.measures.get(&k).map_or(String::new(), |v| k.format(*v));
                 row.col(|ui| {
                     // A selectable label: clickable from the keyboard and accessibility too.
                     if ui
@@ -111,11 +108,7 @@ pub(super) fn table_ui(
                     ui.label(measure(Measure::Fps));
                 });
                 row.col(|ui| {
-                    ui.label(
-                        r.measures
-                            .get(&Measure::SizeBytes)
-                            .map_or(String::new(), |v| crate::model::human_bytes(*v as u64)),
-                    );
+                    ui.label(measure(Measure::SizeBytes));
                 });
                 row.col(|ui| {
                     ui.label(measure(Measure::Brightness));
