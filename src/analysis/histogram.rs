@@ -26,6 +26,9 @@ pub struct Histogram {
     pub counts: Vec<u64>,
     /// Items without a value.
     pub missing: u64,
+    /// Far outliers below the first edge and above the last (outside the plotted range).
+    pub underflow: u64,
+    pub overflow: u64,
     pub log: bool,
 }
 
@@ -39,8 +42,14 @@ pub struct ResolutionGrid {
     pub counts: Vec<Vec<u64>>,
 }
 
-/// Equal-width bins (in log10 space for measures that span decades) between the smallest
-/// and largest value of `measure`'s column in `df`.
+/// Far outliers stay out of a histogram's range: values beyond this many interquartile ranges
+/// past the quartiles (in the binning space) are counted as under- or overflow instead of
+/// flattening the plot (a broken file that declares 90,000 fps).
+const FENCE_IQRS: f64 = 10.0;
+
+/// Equal-width bins (in log10 space for measures that span decades) between the smallest and
+/// largest value of `measure`'s column in `df` that are not far outliers (see
+/// [`FENCE_IQRS`]); those are counted in `underflow` and `overflow`.
 pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<Histogram> {
     let bins = bins.max(1);
     let log = measure.spans_decades();
@@ -62,11 +71,13 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
     } else {
         raw
     };
-    let (lo, hi) = transformed
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-            (lo.min(v), hi.max(v))
-        });
+    let (lo, hi) = robust_range(&transformed);
+    let underflow = transformed.iter().filter(|&&v| v < lo).count() as u64;
+    let overflow = transformed.iter().filter(|&&v| v > hi).count() as u64;
+    let transformed: Vec<f64> = transformed
+        .into_iter()
+        .filter(|v| (lo..=hi).contains(v))
+        .collect();
     if transformed.is_empty() {
         return Ok(Histogram {
             measure,
@@ -74,6 +85,8 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
             edges: Vec::new(),
             counts: Vec::new(),
             missing,
+            underflow,
+            overflow,
             log,
         });
     }
@@ -120,6 +133,8 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
         edges,
         counts,
         missing,
+        underflow,
+        overflow,
         log,
     })
 }
@@ -164,6 +179,33 @@ pub fn resolution_grid(df: &DataFrame) -> PolarsResult<ResolutionGrid> {
     })
 }
 
+/// The smallest and largest values within [`FENCE_IQRS`] interquartile ranges of the
+/// quartiles (the spread is at least a tenth of the quartile's size, so a column of equal
+/// values with one neighbour keeps it). `(inf, -inf)` when there are none.
+fn robust_range(values: &[f64]) -> (f64, f64) {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    let (Some(&min), Some(&max)) = (sorted.first(), sorted.last()) else {
+        return (f64::INFINITY, f64::NEG_INFINITY);
+    };
+    let n = sorted.len();
+    let (q1, q3) = (sorted[n / 4], sorted[(3 * n / 4).min(n - 1)]);
+    let spread = (q3 - q1).max(0.1 * q1.abs().max(q3.abs())).max(1e-9);
+    let (lo_fence, hi_fence) = (q1 - FENCE_IQRS * spread, q3 + FENCE_IQRS * spread);
+    let lo = sorted
+        .iter()
+        .copied()
+        .find(|&v| v >= lo_fence)
+        .unwrap_or(min);
+    let hi = sorted
+        .iter()
+        .rev()
+        .copied()
+        .find(|&v| v <= hi_fence)
+        .unwrap_or(max);
+    (lo, hi)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +231,28 @@ mod tests {
         assert_eq!(h.edges, vec![10.0, 20.0, 30.0]);
         assert_eq!(h.counts, vec![1, 4]);
         assert_eq!(h.missing, 1);
+        assert_eq!((h.underflow, h.overflow), (0, 0));
+    }
+
+    #[test]
+    fn absurd_values_are_counted_outside_instead_of_squashing_the_plot() {
+        // Frame rates of a real mix (5 to 60 fps) and three broken files declaring 90,000.
+        let mut fps: Vec<Option<f64>> = (0..247)
+            .map(|i| Some([25.0, 30.0, 29.97, 24.0, 60.0, 5.0, 50.0][i % 7]))
+            .collect();
+        fps.extend([Some(90_000.0); 3]);
+        let df = DataFrame::new(fps.len(), vec![Column::new("fps".into(), fps)]).unwrap();
+        let h = histogram(&df, Measure::Fps, 11).unwrap();
+        assert_eq!((h.underflow, h.overflow), (0, 3));
+        assert_eq!((h.edges[0], *h.edges.last().unwrap()), (5.0, 60.0));
+        assert_eq!(h.counts.iter().sum::<u64>(), 247);
+        // A column of equal values with one neighbour keeps both.
+        let same: Vec<Option<f64>> = (0..50)
+            .map(|i| Some(if i == 0 { 30.0 } else { 25.0 }))
+            .collect();
+        let df = DataFrame::new(50, vec![Column::new("fps".into(), same)]).unwrap();
+        let h = histogram(&df, Measure::Fps, 5).unwrap();
+        assert_eq!((h.underflow, h.overflow), (0, 0));
+        assert_eq!(*h.edges.last().unwrap(), 30.0);
     }
 }

@@ -206,6 +206,12 @@ pub fn render(stats: &Stats) -> String {
     }
     for h in &stats.histograms {
         let _ = writeln!(s, "\n{} ({} without a value):", h.label, h.missing);
+        if let (true, Some(lo)) = (h.underflow > 0, h.edges.first()) {
+            let _ = writeln!(s, "  {} below {}", h.underflow, h.measure.format(*lo));
+        }
+        if let (true, Some(hi)) = (h.overflow > 0, h.edges.last()) {
+            let _ = writeln!(s, "  {} above {}", h.overflow, h.measure.format(*hi));
+        }
         let peak = h.counts.iter().copied().max().unwrap_or(1).max(1);
         for (i, c) in h.counts.iter().enumerate() {
             let bar = "#".repeat(((*c as f64 / peak as f64) * 40.0).ceil() as usize);

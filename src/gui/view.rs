@@ -206,20 +206,24 @@ pub fn binned(h: &Histogram, values: &[f64], indices: &[usize]) -> Vec<u64> {
     let n = counts.len();
     let scale = |v: f64| if h.log { v.log10() } else { v };
     let (slo, shi) = (scale(lo), scale(hi));
+    // Edges went through log10 and back: allow for the rounding at both ends.
+    let eps = 1e-9;
     for &i in indices {
         let v = values[i];
-        if !v.is_nan() {
-            if h.log && v <= 0.0 {
-                continue;
-            }
-            let t = if shi > slo {
-                (scale(v) - slo) / (shi - slo)
-            } else {
-                0.0
-            };
-            let b = ((t * n as f64) as usize).min(n - 1);
-            counts[b] += 1;
+        if v.is_nan() || (h.log && v <= 0.0) {
+            continue;
         }
+        let t = if shi > slo {
+            (scale(v) - slo) / (shi - slo)
+        } else {
+            0.0
+        };
+        // Values outside the plotted range are the histogram's under- and overflow.
+        if t < -eps || t > 1.0 + eps {
+            continue;
+        }
+        let b = ((t.max(0.0) * n as f64) as usize).min(n - 1);
+        counts[b] += 1;
     }
     counts
 }
@@ -381,16 +385,19 @@ mod tests {
             edges: vec![0.0, 5.0, 10.0],
             counts: vec![1, 2],
             missing: 0,
+            underflow: 0,
+            overflow: 0,
             log: false,
         };
         let rows = [
             row("a", 1.0, None),
             row("b", 6.0, None),
             row("c", 10.0, None),
+            row("d", 90_000.0, None),
         ];
         let columns = columns_of(&rows);
         let values = &columns[&Measure::DurationSecs];
-        assert_eq!(binned(&h, values, &[0, 1, 2]), vec![1, 2]);
+        assert_eq!(binned(&h, values, &[0, 1, 2, 3]), vec![1, 2]);
         assert_eq!(binned(&h, values, &[0]), vec![1, 0]);
     }
 

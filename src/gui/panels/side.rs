@@ -147,7 +147,15 @@ pub(super) fn histogram_ui(
     commands: &mut Vec<Command>,
 ) {
     ui.vertical(|ui| {
-        ui.label(RichText::new(h.measure.title()).small());
+        let mut title = h.measure.title().to_string();
+        let (first, last) = (h.edges.first(), h.edges.last());
+        if let (true, Some(lo)) = (h.underflow > 0, first) {
+            title += &format!(" · {} below {}", h.underflow, h.measure.format(*lo));
+        }
+        if let (true, Some(hi)) = (h.overflow > 0, last) {
+            title += &format!(" · {} above {}", h.overflow, h.measure.format(*hi));
+        }
+        ui.label(RichText::new(title).small());
         let (rect, response) = ui.allocate_exact_size(theme::HISTOGRAM_SIZE, Sense::drag());
         let painter = ui.painter_at(rect);
         painter.rect_filled(rect, 4.0, theme::CARD_BG);
