@@ -618,3 +618,53 @@ fn the_window_and_the_command_line_propose_the_same_clips() {
     );
     assert_eq!(from_window, from_cli);
 }
+
+/// The duplicate groups window: "Keep the best in every group" rejects the other members,
+/// Undo restores them.
+#[test]
+fn duplicates_window_keeps_the_best_and_undo_restores() {
+    use framecull::media::synth::ImageKind;
+    let data = tempfile::tempdir().unwrap();
+    let a = common::image(data.path(), "a.png", ImageKind::Png, 64, 48, None);
+    std::fs::copy(&a, data.path().join("copy.png")).unwrap();
+    common::image(data.path(), "other.jpg", ImageKind::Jpeg, 80, 60, None);
+    let out = common::run(&["scan", data.path().to_str().unwrap(), "--deep"]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    let project = data.path().join(".framecull");
+
+    let mut h = harness(data.path());
+    wait(&mut h, "the project to load", App::is_idle);
+    h.get_by_label("Duplicates").click();
+    h.run();
+    assert!(h.query_by_label_contains("group ").is_some());
+    h.get_by_label("Keep the best in every group").click();
+    h.step();
+    wait(&mut h, "the edit", |a| a.pending_edits() == 0);
+    let rejected = || {
+        let mut paths: Vec<String> = framecull::catalog::Catalog::open(&project)
+            .unwrap()
+            .items()
+            .unwrap()
+            .into_iter()
+            .filter(|i| decision_of(&project, i.id) == framecull::model::Decision::Rejected)
+            .map(|i| i.path)
+            .collect();
+        paths.sort();
+        paths
+    };
+    assert_eq!(rejected(), ["copy.png"]);
+    h.state_mut().apply(Command::Undo);
+    h.step();
+    wait(&mut h, "the undo", |a| a.pending_edits() == 0);
+    assert!(rejected().is_empty());
+}
+
+fn decision_of(project: &Path, id: i64) -> framecull::model::Decision {
+    framecull::catalog::Catalog::open(project)
+        .unwrap()
+        .all_reviews()
+        .unwrap()
+        .get(&id)
+        .map(|r| r.decision)
+        .unwrap_or_default()
+}

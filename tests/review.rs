@@ -290,3 +290,69 @@ fn clips_are_proposed_where_something_moves() {
     assert!((3.4..=4.0).contains(&e), "end {e}");
     assert_eq!(clips[0]["clip"]["origin"], "auto");
 }
+
+/// `dups --keep-best` keeps one member of each duplicate group (the best by resolution, bit
+/// rate, size; the smallest id among equals) and rejects exactly the others, as one operation
+/// that one undo restores.
+#[test]
+fn keep_best_rejects_exactly_the_other_duplicates_and_undo_restores_them() {
+    use framecull::model::{Decision, Review};
+    use std::collections::HashMap;
+    let data = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let a = common::image(data.path(), "a.png", ImageKind::Png, 64, 48, None);
+    std::fs::copy(&a, data.path().join("copy.png")).unwrap();
+    std::fs::create_dir_all(data.path().join("b")).unwrap();
+    std::fs::copy(&a, data.path().join("b/copy2.png")).unwrap();
+    common::image(data.path(), "other.jpg", ImageKind::Jpeg, 80, 60, None);
+    project(data.path(), proj.path());
+    cli(
+        proj.path(),
+        &["review", "accept", "copy.png", "b/copy2.png"],
+    );
+
+    let out = cli(proj.path(), &["dups", "--json"]);
+    let groups: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    let catalog = Catalog::open(proj.path()).unwrap();
+    let items = catalog.items().unwrap();
+    let id = |p: &str| items.iter().find(|i| i.path == p).unwrap().id;
+    let groups = groups.as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    let members: Vec<i64> = groups[0]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_i64().unwrap())
+        .collect();
+    let mut expected = vec![id("a.png"), id("copy.png"), id("b/copy2.png")];
+    expected.sort();
+    assert_eq!(members, expected);
+    let best = groups[0]["best"].as_i64().unwrap();
+    assert_eq!(best, expected[0], "equal members: the smallest id");
+
+    let decision = |reviews: &HashMap<i64, Review>, id: i64| {
+        reviews.get(&id).map(|r| r.decision).unwrap_or_default()
+    };
+    let before = catalog.all_reviews().unwrap();
+    cli(proj.path(), &["dups", "--keep-best"]);
+    let after = catalog.all_reviews().unwrap();
+    for item in &items {
+        let expected = if members.contains(&item.id) && item.id != best {
+            Decision::Rejected
+        } else {
+            decision(&before, item.id)
+        };
+        assert_eq!(decision(&after, item.id), expected, "{}", item.path);
+    }
+    cli(proj.path(), &["undo"]);
+    let undone = catalog.all_reviews().unwrap();
+    for item in &items {
+        assert_eq!(
+            decision(&undone, item.id),
+            decision(&before, item.id),
+            "{}",
+            item.path
+        );
+    }
+    assert_eq!(decision(&undone, id("copy.png")), Decision::Accepted);
+}

@@ -5,7 +5,10 @@
 //! Candidates come from multi-index hashing: hashes within 7 bits of each other share at
 //! least one of their 8 bytes, so only items sharing a byte at the same position are compared.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
 
 use super::phash::{dihedral_distance, hamming};
 use crate::model::ItemId;
@@ -252,6 +255,65 @@ pub fn group_duplicates(items: &[DupInput]) -> HashMap<ItemId, DupMembership> {
     out
 }
 
+/// What makes one member of a duplicate group better than another (larger is better).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BestBy {
+    /// Width x height.
+    Resolution,
+    BitRate,
+    /// File size.
+    Size,
+    Duration,
+}
+
+impl BestBy {
+    pub fn label(self) -> &'static str {
+        match self {
+            BestBy::Resolution => "resolution",
+            BestBy::BitRate => "bit rate",
+            BestBy::Size => "size",
+            BestBy::Duration => "duration",
+        }
+    }
+}
+
+/// The order "keep the best" compares members in, unless the project says otherwise.
+pub const DEFAULT_BEST_ORDER: [BestBy; 3] = [BestBy::Resolution, BestBy::BitRate, BestBy::Size];
+
+/// A member of a duplicate group, as "keep the best" compares them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub id: ItemId,
+    pub pixels: Option<u64>,
+    pub bit_rate: Option<i64>,
+    pub size_bytes: u64,
+    pub duration_secs: Option<f64>,
+}
+
+/// The member to keep: the largest by the first criterion of `order`, ties broken by the
+/// next (a known value beats an unknown one), then by the smallest id.
+pub fn best_member(members: &[Member], order: &[BestBy]) -> Option<ItemId> {
+    let compare = |a: &Member, b: &Member| -> Ordering {
+        for by in order {
+            let o = match by {
+                BestBy::Resolution => a.pixels.cmp(&b.pixels),
+                BestBy::BitRate => a.bit_rate.cmp(&b.bit_rate),
+                BestBy::Size => a.size_bytes.cmp(&b.size_bytes),
+                BestBy::Duration => match (a.duration_secs, b.duration_secs) {
+                    (Some(x), Some(y)) => x.total_cmp(&y),
+                    (x, y) => x.is_some().cmp(&y.is_some()),
+                },
+            };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        b.id.cmp(&a.id)
+    };
+    members.iter().max_by(|a, b| compare(a, b)).map(|m| m.id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,5 +386,32 @@ mod tests {
         assert_eq!(g[&11].group, 10);
         assert_eq!(g[&11].relation, DupRelation::Near);
         assert!(!g.contains_key(&12));
+    }
+
+    #[test]
+    fn the_best_member_is_the_largest_by_each_criterion_in_turn() {
+        let m = |id, pixels, bit_rate, size_bytes| Member {
+            id,
+            pixels,
+            bit_rate,
+            size_bytes,
+            duration_secs: None,
+        };
+        let group = [
+            m(1, Some(640 * 360), Some(900_000), 5_000),
+            m(2, Some(1280 * 720), Some(800_000), 4_000),
+            m(3, Some(1280 * 720), Some(2_000_000), 3_000),
+            m(4, None, Some(9_000_000), 9_000),
+        ];
+        assert_eq!(best_member(&group, &DEFAULT_BEST_ORDER), Some(3));
+        assert_eq!(best_member(&group, &[BestBy::Size]), Some(4));
+        assert_eq!(
+            best_member(&group, &[BestBy::BitRate, BestBy::Size]),
+            Some(4)
+        );
+        // All equal: the smallest id, so the choice is stable.
+        let same = [m(7, None, None, 10), m(5, None, None, 10)];
+        assert_eq!(best_member(&same, &DEFAULT_BEST_ORDER), Some(5));
+        assert_eq!(best_member(&[], &DEFAULT_BEST_ORDER), None);
     }
 }

@@ -13,6 +13,24 @@ pub struct Config {
     pub rules: Rules,
     pub quality: QualityRules,
     pub statistics: Statistics,
+    pub duplicates: Duplicates,
+}
+
+/// What to do with duplicate groups.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Duplicates {
+    /// "Keep the best, reject the rest" keeps the largest member by these, in order:
+    /// resolution, bit_rate, size, duration.
+    pub keep_best_by: Vec<super::dups::BestBy>,
+}
+
+impl Default for Duplicates {
+    fn default() -> Self {
+        Duplicates {
+            keep_best_by: super::dups::DEFAULT_BEST_ORDER.to_vec(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

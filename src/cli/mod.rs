@@ -3,6 +3,7 @@
 
 mod analyze;
 mod demo;
+mod dups;
 mod export;
 mod flags;
 mod list;
@@ -56,6 +57,8 @@ enum Command {
     Flags(flags::Args),
     /// Accept, reject or reset files (by path or by flag code).
     Review(review::ReviewArgs),
+    /// Duplicate groups and the member to keep; `--keep-best` rejects the others.
+    Dups(dups::Args),
     /// Add or remove a tag on files.
     Tag(review::TagArgs),
     /// Set or remove a file's note.
@@ -145,6 +148,7 @@ pub fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         Command::Flags(args) => flags::run(args),
         Command::Review(args) => review::review(args),
+        Command::Dups(args) => dups::run(args),
         Command::Tag(args) => review::tag(args),
         Command::Clips(args) => review::clips(args),
         Command::Note(args) => review::note(args),

@@ -54,6 +54,8 @@ pub struct App {
     pub(super) ctx: egui::Context,
     /// The keyboard shortcuts window (F1).
     pub(super) help: bool,
+    /// The duplicate groups window.
+    pub(super) duplicates: bool,
 }
 
 /// The filter and what it keeps.
@@ -126,6 +128,7 @@ impl App {
             edits: None,
             ctx: ctx.clone(),
             help: false,
+            duplicates: false,
         };
         app.shown.filter = app.state.filter.clone();
         let start = dir.or_else(|| app.state.last_project.clone());
@@ -308,6 +311,16 @@ impl App {
             }
             Command::ShowGallery(on) => self.state.gallery = on,
             Command::ShowExport => self.export.open = true,
+            Command::ShowDuplicates => self.duplicates = true,
+            Command::KeepBest(group) => {
+                if let Some(v) = &self.view {
+                    let order = v.best_order.clone();
+                    self.send_edit(EditRequest::KeepBest {
+                        order,
+                        only: group.map(|g| vec![g]),
+                    });
+                }
+            }
             Command::PreviewExport => {
                 if let Some(v) = &self.view {
                     self.export.start_preview(&v.project);

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::view::SortKey;
-use crate::model::{Clip, Decision, Measure};
+use crate::model::{Clip, Decision, ItemId, Measure};
 
 /// Everything the UI can ask for.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +28,10 @@ pub enum Command {
     PreviewExport,
     /// Write a new manifest version with the export dialog's settings.
     Export,
+    /// Open the duplicate groups window.
+    ShowDuplicates,
+    /// Keep the best member of a duplicate group (every group when `None`), reject the rest.
+    KeepBest(Option<ItemId>),
     /// Open the manifest history (and read it again).
     ShowManifests,
     /// Diff two versions of a manifest in the history window.

@@ -6,8 +6,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 
+use crate::analysis::dups::BestBy;
 use crate::catalog::Catalog;
 use crate::model::{Clip, Decision, Edit, ItemId};
+use crate::scan::curate::keep_best_edits;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum EditRequest {
@@ -24,6 +26,11 @@ pub enum EditRequest {
     Note {
         item: ItemId,
         note: String,
+    },
+    /// Keep the best member of each duplicate group (of `only`) and reject the others.
+    KeepBest {
+        order: Vec<BestBy>,
+        only: Option<Vec<ItemId>>,
     },
     Undo,
     Redo,
@@ -128,6 +135,17 @@ fn apply(catalog: &mut Catalog, request: EditRequest) -> Result<String, String> 
             catalog
                 .apply(edits)
                 .map(|op| format!("{what} (operation {op})"))
+                .map_err(e)
+        }
+        EditRequest::KeepBest { order, only } => {
+            let edits = keep_best_edits(catalog, &order, only.as_deref()).map_err(e)?;
+            if edits.is_empty() {
+                return Ok("nothing to reject: the other duplicates are rejected already".into());
+            }
+            let n = edits.len();
+            catalog
+                .apply(edits)
+                .map(|op| format!("kept the best duplicates, rejected {n} (operation {op})"))
                 .map_err(e)
         }
         EditRequest::Decide { items, decision } => {

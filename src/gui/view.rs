@@ -5,11 +5,13 @@ use std::path::{Path, PathBuf};
 
 use std::collections::HashMap;
 
+use crate::analysis::dups::{BestBy, DEFAULT_BEST_ORDER};
 use crate::analysis::filter::Rows;
 pub use crate::analysis::filter::{Filter, MeasureColumns};
 use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram};
-use crate::catalog::{Catalog, items_frame};
+use crate::catalog::{Catalog, Project, items_frame};
 use crate::model::{Decision, ItemId, ItemStatus, Measure, MediaKind, Severity};
+use crate::scan::curate::{DupGroup, dup_groups};
 
 /// One file as the table and filters need it.
 #[derive(Debug, Clone)]
@@ -55,6 +57,11 @@ pub struct View {
     /// Each measure as a column over `rows` (NaN where a file has none): filters and
     /// histogram subsets run over these, not row by row.
     pub columns: MeasureColumns,
+    /// Duplicate groups with the member to keep, and the order that chose it.
+    pub dup_groups: Vec<DupGroup>,
+    pub best_order: Vec<BestBy>,
+    /// Row of each item id.
+    pub row_of: HashMap<ItemId, usize>,
 }
 
 /// The view's files as the filter sees them.
@@ -176,7 +183,16 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         .count();
     let review = super::edits::review_state(&catalog)?;
     let columns = columns_of(&rows);
+    let best_order = Project::at(project)
+        .config()
+        .map(|c| c.duplicates.keep_best_by)
+        .unwrap_or_else(|_| DEFAULT_BEST_ORDER.to_vec());
+    let dup_groups = dup_groups(&items, &catalog.all_dups()?, &best_order);
+    let row_of = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
     Ok(View {
+        dup_groups,
+        best_order,
+        row_of,
         columns,
         review,
         flagged,

@@ -1,6 +1,7 @@
 //! Scanning: walk a dataset, skip what is unchanged, probe the rest in parallel, store
 //! results in batches. Cancellable at any point with the catalog left consistent.
 
+pub mod curate;
 pub mod deep;
 pub mod derive;
 pub mod pipeline;

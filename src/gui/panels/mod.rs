@@ -1,6 +1,7 @@
 //! The window's panels, one file each. A panel draws from the app's state and pushes
 //! [`Command`]s; only [`App::apply`] changes state.
 
+mod duplicates;
 mod gallery;
 mod inspector;
 mod keys;
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use eframe::egui;
 
+use duplicates::duplicates_ui;
 use gallery::gallery_ui;
 use inspector::{Fields, inspector_ui};
 use keys::{help_ui, shortcuts};
@@ -52,6 +54,9 @@ impl App {
             commands.push(Command::ToggleHelp);
         }
         help_ui(&ctx, &mut self.help);
+        if let Some(view) = &self.view {
+            duplicates_ui(&ctx, view, &mut self.duplicates, &mut commands);
+        }
         egui::Panel::top("top").show(ui, |ui| top_bar_ui(ui, self, &mut commands));
         if let Some(view) = &self.view {
             let shown = self.shown.filtered.len();

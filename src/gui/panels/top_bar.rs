@@ -19,6 +19,9 @@ pub(super) fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Comman
             if ui.button("Export…").clicked() {
                 commands.push(Command::ShowExport);
             }
+            if ui.button("Duplicates").clicked() {
+                commands.push(Command::ShowDuplicates);
+            }
             if ui.button("Manifests").clicked() {
                 commands.push(Command::ShowManifests);
             }

@@ -1,0 +1,82 @@
+//! The duplicate groups window: each group's members side by side with what tells them apart
+//! (size, resolution, duration, decision), the member "keep the best" would keep, and one
+//! click to keep it and reject the rest (journaled: Undo restores).
+
+use eframe::egui::{self, RichText};
+
+use crate::gui::command::Command;
+use crate::gui::theme;
+use crate::gui::view::View;
+use crate::model::{Decision, Measure};
+
+pub(super) fn duplicates_ui(
+    ctx: &egui::Context,
+    view: &View,
+    open: &mut bool,
+    commands: &mut Vec<Command>,
+) {
+    egui::Window::new("Duplicate groups")
+        .open(open)
+        .default_width(720.0)
+        .default_height(480.0)
+        .show(ctx, |ui| {
+            if view.dup_groups.is_empty() {
+                ui.label("No duplicate groups (deep analysis finds them: framecull analyze).");
+                return;
+            }
+            let order: Vec<&str> = view.best_order.iter().map(|b| b.label()).collect();
+            ui.horizontal(|ui| {
+                ui.label(format!(
+                    "{} groups; the best is the largest by {}",
+                    view.dup_groups.len(),
+                    order.join(", then ")
+                ));
+                if ui.button("Keep the best in every group").clicked() {
+                    commands.push(Command::KeepBest(None));
+                }
+            });
+            ui.separator();
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                for g in &view.dup_groups {
+                    ui.horizontal(|ui| {
+                        let kind = if g.exact { "exact" } else { "near" };
+                        ui.label(RichText::new(format!("group {} ({kind})", g.group)).strong());
+                        if ui.button("Keep best, reject the rest").clicked() {
+                            commands.push(Command::KeepBest(Some(g.group)));
+                        }
+                    });
+                    egui::Grid::new(("dup-group", g.group))
+                        .striped(true)
+                        .show(ui, |ui| {
+                            for id in &g.members {
+                                let Some(row) = view.row_of.get(id).map(|&i| &view.rows[i]) else {
+                                    continue;
+                                };
+                                let measure = |m: Measure| {
+                                    row.measures.get(&m).map_or("-".into(), |v| m.format(*v))
+                                };
+                                if *id == g.best {
+                                    ui.colored_label(theme::ACCEPTED, "keep");
+                                } else {
+                                    ui.label("");
+                                }
+                                ui.label(&row.path);
+                                ui.label(measure(Measure::SizeBytes));
+                                ui.label(&row.resolution);
+                                ui.label(measure(Measure::DurationSecs));
+                                let decision =
+                                    view.review.decisions.get(id).copied().unwrap_or_default();
+                                let color = match decision {
+                                    Decision::Accepted => theme::ACCEPTED,
+                                    Decision::Rejected => theme::ERROR,
+                                    Decision::Unreviewed => theme::INFO,
+                                };
+                                ui.colored_label(color, decision.as_str());
+                                ui.end_row();
+                            }
+                        });
+                    ui.add_space(theme::SPACING);
+                }
+            });
+        });
+}
