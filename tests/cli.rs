@@ -288,3 +288,32 @@ fn usage_errors_exit_with_2() {
         stderr(&out)
     );
 }
+
+/// `--version` names the build's revision; completions and the manual page come from the
+/// command definition, so they list every command.
+#[test]
+fn version_completions_and_manual_page() {
+    let version = stdout(&run(&["--version"]));
+    assert!(version.starts_with("framecull 0."), "{version}");
+    assert!(
+        version.contains(" (") && version.trim_end().ends_with(')'),
+        "{version}"
+    );
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        for command in ["scan", "export", "dups", "load-bench"] {
+            assert!(text.contains(command), "{shell} completions lack {command}");
+        }
+    }
+    let man = run(&["man"]);
+    assert_eq!(man.status.code(), Some(0), "{}", stderr(&man));
+    let text = stdout(&man);
+    assert!(
+        text.contains(".TH framecull 1"),
+        "{}",
+        &text[..text.len().min(300)]
+    );
+    assert!(text.contains("scan") && text.contains("export"));
+}

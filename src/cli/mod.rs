@@ -23,6 +23,14 @@ use crate::catalog::{Catalog, PROJECT_DIR_NAME, Project};
 use crate::output::init_logging;
 pub(crate) use crate::output::write_stdout;
 
+/// `framecull --version`: the package version and the git revision it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("FRAMECULL_GIT_REV"),
+    ")"
+);
+
 /// Exit status: 0 clean, 1 finished with per-file problems, 2 usage or fatal error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -33,7 +41,7 @@ pub enum Outcome {
 #[derive(Parser, Debug)]
 #[command(
     name = "framecull",
-    version,
+    version = VERSION,
     about = "See, filter, trim and ship image and video datasets before training",
     args_conflicts_with_subcommands = true
 )]
@@ -86,6 +94,13 @@ enum Command {
     Demo(demo::Args),
     /// Run the data loader on a manifest: stage timings, frames/s, memory, checksum.
     LoadBench(load_bench::Args),
+    /// Shell completions on stdout: `framecull completions bash > /etc/bash_completion.d/framecull`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The manual page (roff) on stdout: `framecull man > framecull.1`.
+    Man,
 }
 
 /// Where the project (catalog) lives: `--project`, else `.framecull` in the dataset.
@@ -162,6 +177,8 @@ pub fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Demo(args) => demo::run(args),
         Command::LoadBench(args) => load_bench::run(args),
+        Command::Completions { shell } => completions(shell),
+        Command::Man => man_page(),
     };
     match result {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,
@@ -171,6 +188,27 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Completions for `shell` on stdout.
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<Outcome> {
+    let mut out = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut <Cli as clap::CommandFactory>::command(),
+        "framecull",
+        &mut out,
+    );
+    write_stdout(&String::from_utf8_lossy(&out))?;
+    Ok(Outcome::Clean)
+}
+
+/// The manual page (name, synopsis, options, the commands) as roff on stdout.
+fn man_page() -> anyhow::Result<Outcome> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out)?;
+    write_stdout(&String::from_utf8_lossy(&out))?;
+    Ok(Outcome::Clean)
 }
 
 #[cfg(feature = "gui")]
