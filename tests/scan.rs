@@ -76,3 +76,53 @@ fn a_project_refuses_another_dataset() {
         .unwrap();
     assert!(err.to_string().contains("belongs to dataset"), "{err}");
 }
+
+/// Files whose extension and signature framecull's own tables do not know are asked of
+/// FFmpeg's format probe: a Windows TV recording and a JPEG 2000 codestream are scanned (not
+/// silently left out), while data files with unknown extensions are not taken for media.
+#[test]
+fn formats_only_ffmpeg_knows_are_found_by_their_content() {
+    use framecull::media::synth::{self, VideoSpec};
+    let data = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let mut wtv = VideoSpec::new("mpeg2video", 64, 48, 25, 10);
+    wtv.gop = 5;
+    synth::write_video(&data.path().join("rec.wtv"), &wtv).unwrap();
+    let mut j2k = VideoSpec::new("jpeg2000", 64, 48, 25, 1);
+    j2k.gop = 1;
+    synth::write_video(&data.path().join("still.j2k"), &j2k).unwrap();
+    // Look-alikes that are not media: random bytes, text, and an empty file.
+    let noise: Vec<u8> = (0..9000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(data.path().join("weights.bin"), noise).unwrap();
+    std::fs::write(
+        data.path().join("README"),
+        "a dataset of things\n".repeat(50),
+    )
+    .unwrap();
+    std::fs::write(data.path().join("empty.dat"), b"").unwrap();
+
+    let root = data.path().canonicalize().unwrap();
+    let mut catalog = Catalog::create_or_open(proj.path(), &root).unwrap();
+    let summary = scan(
+        &mut catalog,
+        &root,
+        &ScanOptions::default(),
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
+    let items = catalog.items().unwrap();
+    let found: Vec<(&str, &str, &str)> = items
+        .iter()
+        .map(|i| (i.path.as_str(), i.kind.as_str(), i.status.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [("rec.wtv", "video", "ok"), ("still.j2k", "image", "ok")],
+        "{summary:?}"
+    );
+    let wtv = items.iter().find(|i| i.path == "rec.wtv").unwrap();
+    assert_eq!(wtv.info.width, Some(64));
+}

@@ -20,16 +20,22 @@ use std::time::{Duration, Instant};
 
 pub use ffmpeg_log::init;
 pub use image_probe::exif_orientation_of;
-pub use sniff::{ExtensionClass, ImageFormat, Sniffed, classify_extension, sniff};
+pub use sniff::{
+    ExtensionClass, FFMPEG_PROBE_LEN, ImageFormat, Sniffed, classify_extension, ffmpeg_recognises,
+    sniff,
+};
 
 use crate::model::{ItemStatus, MediaKind, Probe};
 
 /// Read the first [`sniff::SNIFF_LEN`] bytes of a file.
 pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut head = Vec::with_capacity(sniff::SNIFF_LEN);
-    File::open(path)?
-        .take(sniff::SNIFF_LEN as u64)
-        .read_to_end(&mut head)?;
+    read_head_len(path, sniff::SNIFF_LEN)
+}
+
+/// Read the first `len` bytes of a file (fewer when it is shorter).
+pub fn read_head_len(path: &Path, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(len);
+    File::open(path)?.take(len as u64).read_to_end(&mut head)?;
     Ok(head)
 }
 

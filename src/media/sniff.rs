@@ -230,6 +230,43 @@ fn is_video_signature(head: &[u8]) -> bool {
         || starts(&[0x00, 0x00, 0x01])
 }
 
+/// Bytes of a file's start that [`ffmpeg_recognises`] looks at.
+pub const FFMPEG_PROBE_LEN: usize = 4096;
+
+/// The name of the FFmpeg demuxer that recognises `head` (a file's first bytes) by its content
+/// alone, with a score above what a file extension would give (so a weak or extension-only
+/// match never makes a data file look like media). For files neither the extension nor the
+/// signature table knows: a Windows TV recording, a JPEG 2000 codestream, and whatever else
+/// this FFmpeg can read.
+pub fn ffmpeg_recognises(head: &[u8]) -> Option<String> {
+    use ffmpeg_next::ffi;
+    if head.is_empty() {
+        return None;
+    }
+    crate::media::init();
+    let len = head.len().min(FFMPEG_PROBE_LEN);
+    // FFmpeg reads up to AVPROBE_PADDING_SIZE bytes past the end: give it zeros there.
+    let mut buf = vec![0u8; len + ffi::AVPROBE_PADDING_SIZE as usize];
+    buf[..len].copy_from_slice(&head[..len]);
+    let empty = c"";
+    let data = ffi::AVProbeData {
+        filename: empty.as_ptr(),
+        buf: buf.as_mut_ptr(),
+        buf_size: len as i32,
+        mime_type: std::ptr::null(),
+    };
+    let mut score = 0;
+    // SAFETY: `data` points at `buf`, which outlives the call and has the zero padding FFmpeg
+    // requires; the returned format is a static FFmpeg table entry (never freed).
+    let format = unsafe { ffi::av_probe_input_format3(&data, 1, &mut score) };
+    if format.is_null() || score <= ffi::AVPROBE_SCORE_EXTENSION {
+        return None;
+    }
+    // SAFETY: a non-null demuxer has a NUL-terminated static name.
+    let name = unsafe { std::ffi::CStr::from_ptr((*format).name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,8 @@ pub struct WalkResult {
 
 /// Walk `root`, following symbolic links (loops are detected and skipped), skipping hidden
 /// entries and `skip` (the project folder). Files with a media extension are taken;
-/// files with an unknown extension (or none) are taken when their first bytes are media.
+/// files with an unknown extension (or none) are taken when their first bytes are media (by
+/// the signature table or FFmpeg's format probe).
 pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
     let mut result = WalkResult::default();
     let skip: Vec<PathBuf> = skip.iter().filter_map(|p| p.canonicalize().ok()).collect();
@@ -69,9 +70,7 @@ pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
         let take = match media::classify_extension(path) {
             ExtensionClass::Image | ExtensionClass::Video => true,
             ExtensionClass::NonMedia => false,
-            ExtensionClass::Unknown => media::read_head(path)
-                .map(|h| matches!(media::sniff(&h), Sniffed::Image(_) | Sniffed::Video))
-                .unwrap_or(false),
+            ExtensionClass::Unknown => is_media_content(path),
         };
         if !take {
             continue;
@@ -93,6 +92,19 @@ pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
         });
     }
     result
+}
+
+/// Whether a file the extension table does not know is media by its first bytes: the
+/// signature table first, then FFmpeg's own format probe.
+fn is_media_content(path: &Path) -> bool {
+    let Ok(head) = media::read_head_len(path, media::FFMPEG_PROBE_LEN) else {
+        return false;
+    };
+    match media::sniff(&head) {
+        Sniffed::Image(_) | Sniffed::Video => true,
+        Sniffed::Empty => false,
+        Sniffed::Unknown => media::ffmpeg_recognises(&head).is_some(),
+    }
 }
 
 /// `root/a/b.mp4` -> `a/b.mp4`, always with `/`.
