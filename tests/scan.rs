@@ -126,3 +126,54 @@ fn formats_only_ffmpeg_knows_are_found_by_their_content() {
     let wtv = items.iter().find(|i| i.path == "rec.wtv").unwrap();
     assert_eq!(wtv.info.width, Some(64));
 }
+
+/// A stream this FFmpeg cannot decode is `unsupported` with a reason at scan time, and the
+/// scan says so once, grouped, instead of a decode error per file at analysis time.
+#[test]
+fn a_stream_without_a_decoder_is_reported_once_at_scan_time() {
+    let data = tempfile::tempdir().unwrap();
+    // A64 multicolour: FFmpeg encodes it, has no decoder for it, and NUT stores no codec id
+    // for it, so the file opens but its video stream cannot be decoded.
+    for name in ["a.nut", "b.nut"] {
+        let out = std::process::Command::new("ffmpeg")
+            .args([
+                "-loglevel",
+                "error",
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc=s=320x200:d=1",
+            ])
+            .args(["-frames:v", "2", "-c:v", "a64multi"])
+            .arg(data.path().join(name))
+            .output()
+            .expect("the ffmpeg command (packaging/deps.sh installs it)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    common::image(data.path(), "ok.png", ImageKind::Png, 32, 24, None);
+    let out = common::run(&["scan", data.path().to_str().unwrap(), "--deep"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let err = common::stderr(&out);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains(" lacks")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].starts_with("warning: 2 files need "), "{err}");
+    assert!(warnings[0].contains("a.nut, b.nut"), "{err}");
+    let rows = common::list_jsonl(&data.path().join(".framecull"));
+    for name in ["a.nut", "b.nut"] {
+        let row = &rows[name];
+        assert_eq!(row["status"], "unsupported", "{row}");
+        assert!(row["error"].as_str().unwrap().contains("lacks"), "{row}");
+        let codes: Vec<&str> = row["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["code"].as_str().unwrap())
+            .collect();
+        assert!(!codes.contains(&"undecodable"), "{codes:?}");
+    }
+    assert_eq!(rows["ok.png"]["status"], "ok");
+}

@@ -548,7 +548,12 @@ impl App {
         if let Some(r) = finished {
             self.scan = None;
             match r {
-                Ok(project) => self.apply(Command::Open(project)),
+                Ok((project, warnings)) => {
+                    self.apply(Command::Open(project));
+                    if !warnings.is_empty() {
+                        self.message = Some(warnings.join("\n"));
+                    }
+                }
                 Err(e) => self.message = Some(e),
             }
         } else if reload

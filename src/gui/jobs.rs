@@ -137,7 +137,8 @@ pub fn spawn_load(project: PathBuf) -> Job<Result<View, String>> {
 
 /// An ingest running for the window, with what the status bar shows.
 pub struct ScanJob {
-    pub job: Job<Result<PathBuf, String>, Progress>,
+    /// Finishes with the project folder and the scan's warnings.
+    pub job: Job<Result<(PathBuf, Vec<String>), String>, Progress>,
     pub state: ScanState,
 }
 
@@ -176,7 +177,7 @@ impl ScanState {
 }
 
 /// Ingest `root` (writing the demo dataset there first when `demo`): scan, analyse, derive
-/// flags. Finishes with the project folder to open.
+/// flags. Finishes with the project folder to open and the warnings to show.
 pub fn spawn_scan(root: PathBuf, demo: bool) -> ScanJob {
     let job = Job::spawn("framecull-scan-job", move |r: &Reporter<_, Progress>| {
         run_scan(&root, demo, r).map_err(|e| format!("{e:#}"))
@@ -195,8 +196,8 @@ pub fn spawn_scan(root: PathBuf, demo: bool) -> ScanJob {
 fn run_scan(
     root: &std::path::Path,
     demo: bool,
-    r: &Reporter<Result<PathBuf, String>, Progress>,
-) -> anyhow::Result<PathBuf> {
+    r: &Reporter<Result<(PathBuf, Vec<String>), String>, Progress>,
+) -> anyhow::Result<(PathBuf, Vec<String>)> {
     let mut on_progress = |p: Progress| {
         let must = !matches!(p, Progress::Files { .. });
         r.report(p, must);
@@ -205,6 +206,7 @@ fn run_scan(
         ensure_demo(root, &mut on_progress)?;
     }
     let mut dataset = Dataset::open(root, None::<Project>)?;
-    dataset.ingest(&IngestOptions::full(), r.cancel_flag(), &mut on_progress)?;
-    Ok(dataset.project.dir().to_path_buf())
+    let summary = dataset.ingest(&IngestOptions::full(), r.cancel_flag(), &mut on_progress)?;
+    let warnings = summary.scan.map(|s| s.warnings).unwrap_or_default();
+    Ok((dataset.project.dir().to_path_buf(), warnings))
 }

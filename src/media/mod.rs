@@ -24,8 +24,16 @@ pub use sniff::{
     ExtensionClass, FFMPEG_PROBE_LEN, ImageFormat, Sniffed, classify_extension, ffmpeg_recognises,
     sniff,
 };
+pub use video_probe::MISSING_DECODER;
 
 use crate::model::{ItemStatus, MediaKind, Probe};
+
+/// The FFmpeg libraries' version, as FFmpeg reports it (e.g. `5.1.6-0+deb12u1`).
+pub fn ffmpeg_version() -> String {
+    // SAFETY: av_version_info returns a static NUL-terminated string.
+    let version = unsafe { std::ffi::CStr::from_ptr(ffmpeg_next::ffi::av_version_info()) };
+    version.to_string_lossy().into_owned()
+}
 
 /// Read the first [`sniff::SNIFF_LEN`] bytes of a file.
 pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {

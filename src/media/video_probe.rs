@@ -47,6 +47,22 @@ pub fn probe_video(path: &Path, deadline: Instant) -> Probe {
     probe
 }
 
+/// The reason for a stream this FFmpeg cannot decode; [`MISSING_DECODER`] starts it, so
+/// a scan can report such files once, grouped by codec.
+fn missing_decoder(codec: ff::codec::Id) -> String {
+    let name = match codec {
+        ff::codec::Id::None => "an unknown codec (the container names none FFmpeg knows)".into(),
+        id => format!("the {} decoder", id.name()),
+    };
+    format!(
+        "{MISSING_DECODER}{name}, which this FFmpeg ({}) lacks",
+        crate::media::ffmpeg_version()
+    )
+}
+
+/// How the reason of a file that needs a decoder this FFmpeg lacks begins.
+pub const MISSING_DECODER: &str = "needs ";
+
 /// Demuxers of raw elementary streams: no container, so no declared duration or frame count.
 const ELEMENTARY: &[&str] = &[
     "h264",
@@ -209,6 +225,11 @@ fn describe(input: &ff::format::context::Input) -> Probe {
             "video stream declares no frame size (damaged or missing codec headers)"
         };
         let mut probe = Probe::failed(kind, ItemStatus::Error, reason);
+        probe.info = info;
+        return probe;
+    }
+    if ff::decoder::find(codec_id).is_none() {
+        let mut probe = Probe::failed(kind, ItemStatus::Unsupported, missing_decoder(codec_id));
         probe.info = info;
         return probe;
     }

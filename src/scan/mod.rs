@@ -161,13 +161,46 @@ pub fn scan(
     let problem_files = catalog.count_problems()?;
     counts.problems = problem_files;
     catalog.finish_scan(scan_id, cancelled, counts)?;
+    let mut warnings = walked.warnings;
+    warnings.extend(missing_decoders(&catalog.items()?));
     Ok(ScanSummary {
         counts,
         cancelled,
         problem_files,
-        warnings: walked.warnings,
+        warnings,
         elapsed_secs: started.elapsed().as_secs_f64(),
     })
+}
+
+/// One warning per decoder this FFmpeg lacks, with how many files need it and a few of
+/// them, instead of one error per file.
+pub fn missing_decoders(items: &[crate::model::Item]) -> Vec<String> {
+    let mut by_reason: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for item in items {
+        if item.status == ItemStatus::Unsupported
+            && let Some(reason) = item.error.as_deref()
+            && reason.starts_with(media::MISSING_DECODER)
+        {
+            by_reason.entry(reason).or_default().push(&item.path);
+        }
+    }
+    by_reason
+        .into_iter()
+        .map(|(reason, paths)| {
+            let shown: Vec<&str> = paths.iter().take(3).copied().collect();
+            let more = if paths.len() > 3 { ", ..." } else { "" };
+            let what = reason.trim_start_matches(media::MISSING_DECODER);
+            let (files, verb) = match paths.len() {
+                1 => ("1 file".to_string(), "needs"),
+                n => (format!("{n} files"), "need"),
+            };
+            format!(
+                "{files} {verb} {what}: {}{more}; install an FFmpeg build with it and rescan \
+                 (framecull list --problems lists them)",
+                shown.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// Probe files on a rayon pool and store them from this thread in batched transactions.
