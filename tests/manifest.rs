@@ -179,6 +179,15 @@ fn round_trip_versions_and_exact_diff() {
     let j: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
     assert_eq!(j["removed"].as_array().unwrap().len(), 1);
     assert!(j["added"].as_array().unwrap().is_empty());
+    // Each clip with its file and range, as the version that held it says.
+    let removed = &j["removed"][0];
+    let row = parquet.iter().find(|r| r.clip_id == d.removed[0]).unwrap();
+    assert_eq!(removed["clip_id"], row.clip_id.as_str());
+    assert_eq!(removed["path"], image.path.as_str());
+    assert_eq!(removed["start_secs"].as_f64(), Some(row.start_secs));
+    assert_eq!(removed["end_secs"].as_f64(), Some(row.end_secs));
+    assert_eq!(removed["start_frame"].as_i64(), row.start_frame);
+    assert_eq!(removed["end_frame"].as_i64(), row.end_frame);
 }
 
 #[test]

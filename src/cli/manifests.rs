@@ -66,16 +66,16 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
     let project = catalog.project_dir();
     let a = manifest::read_version(project, &args.name, version_number(&args.a)?)?;
     let b = manifest::read_version(project, &args.name, version_number(&args.b)?)?;
-    let d = manifest::diff(&a, &b);
+    let d = manifest::diff_report(&a, &b);
     if args.json {
         super::write_stdout(&serde_json::to_string_pretty(&d)?)?;
         return Ok(Outcome::Clean);
     }
-    let path = |rows: &[manifest::ManifestRow], id: &str| {
-        rows.iter()
-            .find(|r| r.clip_id == id)
-            .map(|r| format!("{} [{:.2}-{:.2} s]", r.path, r.start_secs, r.end_secs))
-            .unwrap_or_default()
+    let clip = |c: &manifest::ClipRef| {
+        format!(
+            "{} {} [{:.2}-{:.2} s]",
+            c.clip_id, c.path, c.start_secs, c.end_secs
+        )
     };
     let mut s = format!(
         "{} {} -> {}: {} added, {} removed, {} changed, {} moved split\n",
@@ -87,25 +87,21 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
         d.changed.len(),
         d.split_moves.len()
     );
-    for id in &d.added {
-        s.push_str(&format!("+ {id} {}\n", path(&b, id)));
+    for c in &d.added {
+        s.push_str(&format!("+ {}\n", clip(c)));
     }
-    for id in &d.removed {
-        s.push_str(&format!("- {id} {}\n", path(&a, id)));
+    for c in &d.removed {
+        s.push_str(&format!("- {}\n", clip(c)));
     }
-    for (id, fields) in &d.changed {
+    for c in &d.changed {
+        s.push_str(&format!("~ {} ({})\n", clip(&c.clip), c.fields.join(", ")));
+    }
+    for m in &d.split_moves {
         s.push_str(&format!(
-            "~ {id} {} ({})\n",
-            path(&b, id),
-            fields.join(", ")
-        ));
-    }
-    for (id, from, to) in &d.split_moves {
-        s.push_str(&format!(
-            "> {id} {}: {} -> {}\n",
-            path(&b, id),
-            from.as_deref().unwrap_or("-"),
-            to.as_deref().unwrap_or("-")
+            "> {}: {} -> {}\n",
+            clip(&m.clip),
+            m.from.as_deref().unwrap_or("-"),
+            m.to.as_deref().unwrap_or("-")
         ));
     }
     super::write_stdout(&s)?;

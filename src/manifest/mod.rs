@@ -27,7 +27,10 @@ use crate::model::MediaKind;
 pub use export::{export, rows_hash};
 pub use select::select_rows;
 pub use split::SplitSpec;
-pub use versions::{Diff, diff, names, open_path, read_seek_references, read_version, versions};
+pub use versions::{
+    ChangedClip, ClipRef, Diff, DiffReport, MovedClip, diff, diff_report, names, open_path,
+    read_seek_references, read_version, versions,
+};
 
 /// Version of the row and metadata layout (docs/MANIFEST.md).
 pub const SCHEMA_VERSION: u32 = 1;

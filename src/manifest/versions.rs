@@ -157,6 +157,99 @@ pub struct Diff {
     pub split_moves: Vec<(String, Option<String>, Option<String>)>,
 }
 
+/// A clip as a diff names it: id, file and boundaries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClipRef {
+    pub clip_id: String,
+    pub path: String,
+    pub start_secs: f64,
+    pub end_secs: f64,
+    pub start_frame: Option<i64>,
+    pub end_frame: Option<i64>,
+    pub split: Option<String>,
+}
+
+impl ClipRef {
+    fn of(row: &ManifestRow) -> ClipRef {
+        ClipRef {
+            clip_id: row.clip_id.clone(),
+            path: row.path.clone(),
+            start_secs: row.start_secs,
+            end_secs: row.end_secs,
+            start_frame: row.start_frame,
+            end_frame: row.end_frame,
+            split: row.split.clone(),
+        }
+    }
+}
+
+/// A changed clip: as it is now, and the fields that changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChangedClip {
+    #[serde(flatten)]
+    pub clip: ClipRef,
+    pub fields: Vec<String>,
+}
+
+/// A clip whose split moved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MovedClip {
+    #[serde(flatten)]
+    pub clip: ClipRef,
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+/// [`Diff`] with each clip's file and boundaries (`framecull diff --json`): added and moved
+/// clips as in `b`, removed ones as in `a`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DiffReport {
+    pub added: Vec<ClipRef>,
+    pub removed: Vec<ClipRef>,
+    pub changed: Vec<ChangedClip>,
+    pub split_moves: Vec<MovedClip>,
+}
+
+/// [`diff`] with each clip described from the version that holds it.
+pub fn diff_report(a: &[ManifestRow], b: &[ManifestRow]) -> DiffReport {
+    let d = diff(a, b);
+    let find = |rows: &[ManifestRow], id: &str| -> ClipRef {
+        rows.iter()
+            .find(|r| r.clip_id == id)
+            .map(ClipRef::of)
+            .unwrap_or_else(|| ClipRef {
+                clip_id: id.to_string(),
+                path: String::new(),
+                start_secs: 0.0,
+                end_secs: 0.0,
+                start_frame: None,
+                end_frame: None,
+                split: None,
+            })
+    };
+    DiffReport {
+        added: d.added.iter().map(|id| find(b, id)).collect(),
+        removed: d.removed.iter().map(|id| find(a, id)).collect(),
+        changed: d
+            .changed
+            .into_iter()
+            .map(|(id, fields)| ChangedClip {
+                clip: find(b, &id),
+                fields,
+            })
+            .collect(),
+        split_moves: d
+            .split_moves
+            .into_iter()
+            .map(|(id, from, to)| MovedClip {
+                clip: find(b, &id),
+                from,
+                to,
+            })
+            .collect(),
+    }
+}
+
 /// What changed from version `a` to version `b`, by clip id.
 pub fn diff(a: &[ManifestRow], b: &[ManifestRow]) -> Diff {
     let index = |rows: &[ManifestRow]| -> BTreeMap<String, serde_json::Value> {
