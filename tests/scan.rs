@@ -88,6 +88,20 @@ fn formats_only_ffmpeg_knows_are_found_by_their_content() {
     let mut wtv = VideoSpec::new("mpeg2video", 64, 48, 25, 10);
     wtv.gop = 5;
     synth::write_video(&data.path().join("rec.wtv"), &wtv).unwrap();
+    // MPEG-TS under an extension nobody registered, and Matroska with no extension at all.
+    let ts = VideoSpec::new("mpeg2video", 64, 48, 25, 10);
+    synth::write_video(&data.path().join("capture.ts"), &ts).unwrap();
+    std::fs::rename(
+        data.path().join("capture.ts"),
+        data.path().join("capture.rec"),
+    )
+    .unwrap();
+    synth::write_video(
+        &data.path().join("clip.mkv"),
+        &VideoSpec::new("libx264", 64, 48, 25, 10),
+    )
+    .unwrap();
+    std::fs::rename(data.path().join("clip.mkv"), data.path().join("clip")).unwrap();
     let mut j2k = VideoSpec::new("jpeg2000", 64, 48, 25, 1);
     j2k.gop = 1;
     synth::write_video(&data.path().join("still.j2k"), &j2k).unwrap();
@@ -120,7 +134,12 @@ fn formats_only_ffmpeg_knows_are_found_by_their_content() {
         .collect();
     assert_eq!(
         found,
-        [("rec.wtv", "video", "ok"), ("still.j2k", "image", "ok")],
+        [
+            ("capture.rec", "video", "ok"),
+            ("clip", "video", "ok"),
+            ("rec.wtv", "video", "ok"),
+            ("still.j2k", "image", "ok")
+        ],
         "{summary:?}"
     );
     let wtv = items.iter().find(|i| i.path == "rec.wtv").unwrap();

@@ -179,7 +179,7 @@ impl Filter {
                             text: value.to_string(),
                         })?)
                 }
-                "path" => self.search = value.to_string(),
+                "path" => self.search = unquote(value),
                 _ => {
                     return Err(FilterError::Term {
                         term: term.to_string(),
@@ -241,7 +241,7 @@ impl Filter {
             terms.push(format!("decision:{}", d.as_str()));
         }
         if !self.search.is_empty() {
-            terms.push(format!("path:{}", self.search));
+            terms.push(format!("path:{}", quote(&self.search)));
         }
         terms.join(" and ")
     }
@@ -258,23 +258,30 @@ fn shortest(v: f64, step: fn(f64) -> f64) -> (bool, f64) {
     }
 }
 
-/// Terms joined by ` and ` (any case), `&&` or `,`.
+/// Terms joined by ` and ` (any case), `&&` or `,`; separators inside double quotes (a
+/// quoted `path:"…"`) do not count.
 fn split_terms(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let lower = text.to_ascii_lowercase();
-    let mut start = 0;
-    let bytes = lower.as_bytes();
-    let mut i = 0;
+    let bytes = text.as_bytes();
+    let (mut start, mut i, mut quoted) = (0, 0, false);
     while i < bytes.len() {
-        let sep = if lower[i..].starts_with(" and ") {
+        let rest = &bytes[i..];
+        let sep = if quoted {
+            0
+        } else if rest.len() >= 5 && rest[..5].eq_ignore_ascii_case(b" and ") {
             5
-        } else if lower[i..].starts_with("&&") {
+        } else if rest.starts_with(b"&&") {
             2
-        } else if bytes[i] == b',' {
+        } else if rest[0] == b',' {
             1
         } else {
             0
         };
+        match bytes[i] {
+            b'\\' if quoted => i += 1,
+            b'"' => quoted = !quoted,
+            _ => {}
+        }
         if sep > 0 {
             out.push(&text[start..i]);
             i += sep;
@@ -283,11 +290,43 @@ fn split_terms(text: &str) -> Vec<&str> {
             i += 1;
         }
     }
-    out.push(&text[start..]);
+    out.push(text.get(start..).unwrap_or_default());
     out.into_iter()
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .collect()
+}
+
+/// `text`, or `"text"` with `\` and `"` escaped when it holds what would end a term or
+/// be trimmed.
+fn quote(text: &str) -> String {
+    let plain = !text.contains(['"', '\\', ','])
+        && !text.contains("&&")
+        && !text.to_ascii_lowercase().contains(" and ")
+        && text.trim() == text;
+    if plain {
+        return text.to_string();
+    }
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The text of a term value, unquoted when it is quoted.
+fn unquote(value: &str) -> String {
+    match value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+        Some(inner) => {
+            let mut out = String::new();
+            let mut chars = inner.chars();
+            while let Some(c) = chars.next() {
+                out.push(if c == '\\' {
+                    chars.next().unwrap_or(c)
+                } else {
+                    c
+                });
+            }
+            out
+        }
+        None => value.to_string(),
+    }
 }
 
 /// `a<=b<c` → (["a", "b", "c"], ["<=", "<"]).
@@ -424,5 +463,28 @@ mod tests {
         let f = Filter::parse("sharpness>0").unwrap();
         assert!(f.select(&rows, &columns).is_empty());
         assert_eq!(Filter::default().select(&rows, &columns), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn path_text_with_separators_quotes_or_other_scripts_round_trips() {
+        for search in [
+            "rock and roll",
+            "a,b && c",
+            "say \"hi\"",
+            "back\\slash",
+            " padded ",
+            "café/Ünïcode 東京",
+        ] {
+            let f = Filter {
+                search: search.into(),
+                flag: Some("frozen".into()),
+                ..Filter::default()
+            };
+            let text = f.to_text();
+            assert_eq!(Filter::parse(&text).unwrap(), f, "{text}");
+        }
+        // Non-ASCII text before a separator (byte offsets inside a character).
+        let f = Filter::parse("path:é and flag:x").unwrap();
+        assert_eq!((f.search.as_str(), f.flag.as_deref()), ("é", Some("x")));
     }
 }

@@ -32,6 +32,31 @@ pub struct Histogram {
     pub log: bool,
 }
 
+impl Histogram {
+    /// The bin `v` falls in, as [`histogram`] binned it; `None` for a missing value or one
+    /// outside the plotted range (the under- and overflow).
+    pub fn bin_of(&self, v: f64) -> Option<usize> {
+        let (&lo, &hi) = (self.edges.first()?, self.edges.last()?);
+        let n = self.counts.len();
+        if n == 0 || v.is_nan() || (self.log && v <= 0.0) {
+            return None;
+        }
+        let scale = |x: f64| if self.log { x.log10() } else { x };
+        let (slo, shi) = (scale(lo), scale(hi));
+        let t = if shi > slo {
+            (scale(v) - slo) / (shi - slo)
+        } else {
+            0.0
+        };
+        // Edges of log histograms went through log10 and back: allow for that rounding.
+        const EPS: f64 = 1e-9;
+        if !(-EPS..=1.0 + EPS).contains(&t) {
+            return None;
+        }
+        Some(((t.max(0.0) * n as f64) as usize).min(n - 1))
+    }
+}
+
 /// 2-D histogram of resolution: bins of log2(width) x log2(height).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ResolutionGrid {
@@ -241,11 +266,21 @@ mod tests {
             .map(|i| Some([25.0, 30.0, 29.97, 24.0, 60.0, 5.0, 50.0][i % 7]))
             .collect();
         fps.extend([Some(90_000.0); 3]);
+        let values: Vec<f64> = fps.iter().flatten().copied().collect();
         let df = DataFrame::new(fps.len(), vec![Column::new("fps".into(), fps)]).unwrap();
         let h = histogram(&df, Measure::Fps, 11).unwrap();
         assert_eq!((h.underflow, h.overflow), (0, 3));
         assert_eq!((h.edges[0], *h.edges.last().unwrap()), (5.0, 60.0));
         assert_eq!(h.counts.iter().sum::<u64>(), 247);
+        // bin_of (the window's filtered subsets) bins exactly as the histogram did.
+        let mut again = vec![0u64; h.counts.len()];
+        for v in &values {
+            if let Some(b) = h.bin_of(*v) {
+                again[b] += 1;
+            }
+        }
+        assert_eq!(again, h.counts);
+        assert_eq!(h.bin_of(90_000.0), None);
         // A column of equal values with one neighbour keeps both.
         let same: Vec<Option<f64>> = (0..50)
             .map(|i| Some(if i == 0 { 30.0 } else { 25.0 }))

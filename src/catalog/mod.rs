@@ -362,6 +362,16 @@ impl Catalog {
     }
 
     /// Files whose status is a per-file problem (error or unsupported).
+    /// Path and reason of every file with `status`, in path order (a query, not a read of
+    /// the whole catalog).
+    pub fn reasons_with_status(&self, status: ItemStatus) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT path, COALESCE(error, '') FROM items WHERE status = ?1 ORDER BY path",
+        )?;
+        let rows = stmt.query_map([status.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
     pub fn count_problems(&self) -> Result<u64> {
         let n: i64 = self.conn.query_row(
             "SELECT COUNT(*) FROM items WHERE status IN ('error', 'unsupported')",

@@ -216,30 +216,10 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
 /// Counts of the rows at `indices` in the bins of `h` (its column given as `values`).
 pub fn binned(h: &Histogram, values: &[f64], indices: &[usize]) -> Vec<u64> {
     let mut counts = vec![0u64; h.counts.len()];
-    let (Some(&lo), Some(&hi)) = (h.edges.first(), h.edges.last()) else {
-        return counts;
-    };
-    let n = counts.len();
-    let scale = |v: f64| if h.log { v.log10() } else { v };
-    let (slo, shi) = (scale(lo), scale(hi));
-    // Edges went through log10 and back: allow for the rounding at both ends.
-    let eps = 1e-9;
     for &i in indices {
-        let v = values[i];
-        if v.is_nan() || (h.log && v <= 0.0) {
-            continue;
+        if let Some(b) = h.bin_of(values[i]) {
+            counts[b] += 1;
         }
-        let t = if shi > slo {
-            (scale(v) - slo) / (shi - slo)
-        } else {
-            0.0
-        };
-        // Values outside the plotted range are the histogram's under- and overflow.
-        if t < -eps || t > 1.0 + eps {
-            continue;
-        }
-        let b = ((t.max(0.0) * n as f64) as usize).min(n - 1);
-        counts[b] += 1;
     }
     counts
 }

@@ -162,7 +162,9 @@ pub fn scan(
     counts.problems = problem_files;
     catalog.finish_scan(scan_id, cancelled, counts)?;
     let mut warnings = walked.warnings;
-    warnings.extend(missing_decoders(&catalog.items()?));
+    warnings.extend(missing_decoders(
+        &catalog.reasons_with_status(ItemStatus::Unsupported)?,
+    ));
     Ok(ScanSummary {
         counts,
         cancelled,
@@ -174,14 +176,12 @@ pub fn scan(
 
 /// One warning per decoder this FFmpeg lacks, with how many files need it and a few of
 /// them, instead of one error per file.
-pub fn missing_decoders(items: &[crate::model::Item]) -> Vec<String> {
+/// `unsupported` holds (path, reason) of the unsupported files.
+pub fn missing_decoders(unsupported: &[(String, String)]) -> Vec<String> {
     let mut by_reason: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-    for item in items {
-        if item.status == ItemStatus::Unsupported
-            && let Some(reason) = item.error.as_deref()
-            && reason.starts_with(media::MISSING_DECODER)
-        {
-            by_reason.entry(reason).or_default().push(&item.path);
+    for (path, reason) in unsupported {
+        if reason.starts_with(media::MISSING_DECODER) {
+            by_reason.entry(reason).or_default().push(path);
         }
     }
     by_reason

@@ -111,7 +111,8 @@ pub(super) fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut
         }
     });
     // The same filter on the command line (`list --where`, `export --where`).
-    let text = format!("--where '{}'", filter.to_text());
+    // Single-quoted for a POSIX shell (a ' in the text is written '\'').
+    let text = format!("--where '{}'", filter.to_text().replace('\'', r"'\''"));
     ui.add(egui::Label::new(RichText::new(text).small().monospace()).selectable(true));
 }
 
