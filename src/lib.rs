@@ -3,6 +3,15 @@
 //! Layers (a module uses those to its right, never the reverse):
 //! `cli, gui → scan, manifest, loader → catalog, media, analysis → model, output`.
 
+/// The package version and the git revision it was built from (`framecull --version`, the
+/// Python package's `framecull.__version__`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("FRAMECULL_GIT_REV"),
+    ")"
+);
+
 pub mod analysis;
 pub mod catalog;
 pub mod cli;

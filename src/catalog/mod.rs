@@ -4,6 +4,7 @@
 mod analysis;
 mod frame;
 mod journal;
+pub mod listing;
 mod project;
 mod review;
 mod schema;

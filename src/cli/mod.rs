@@ -23,13 +23,7 @@ use crate::catalog::{Catalog, PROJECT_DIR_NAME, Project};
 use crate::output::init_logging;
 pub(crate) use crate::output::write_stdout;
 
-/// `framecull --version`: the package version and the git revision it was built from.
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (",
-    env!("FRAMECULL_GIT_REV"),
-    ")"
-);
+pub use crate::VERSION;
 
 /// Exit status: 0 clean, 1 finished with per-file problems, 2 usage or fatal error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

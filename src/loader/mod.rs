@@ -17,10 +17,11 @@ mod pipeline;
 pub mod plan;
 pub mod preprocess;
 mod source;
+mod stream;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +29,7 @@ pub use cache::CacheConfig;
 pub use pipeline::Epoch;
 pub use plan::{Batching, Mode, Sampling, Timing};
 pub use preprocess::{DType, Filter, Layout, OutputSpec};
+pub use stream::{Delivered, EpochStream, Next, Share};
 
 use crate::manifest::{self, ManifestRow};
 use crate::model::{MediaKind, Ratio, SeekReference};
@@ -220,6 +222,7 @@ impl Stats {
 /// `lengths[i]` real frames in its first slots, described by `windows[i]`; the rest of its
 /// `T` slots are padding (zeros).
 pub struct Batch {
+    /// The batch's position in its epoch's plan.
     pub index: usize,
     pub shape: [usize; 5],
     pub layout: Layout,
@@ -285,8 +288,34 @@ pub struct Loader {
     extents: Vec<plan::ClipExtent>,
     gpu: Option<gpu::Gpu>,
     stats: Stats,
-    /// Host batch buffers given back with [`Loader::recycle`].
-    spare_batches: Vec<Vec<u8>>,
+    /// Host batch buffers given back with [`Loader::recycle`] or a [`Recycler`].
+    spare_batches: Recycler,
+}
+
+/// Takes host batch buffers back for later batches (no fresh pages per batch), from any
+/// thread: a front end that hands a batch's bytes to other code gives them back when that
+/// code lets go of them.
+#[derive(Debug, Clone, Default)]
+pub struct Recycler(Arc<Mutex<Vec<Vec<u8>>>>);
+
+impl Recycler {
+    /// Buffers kept; more are freed.
+    const KEEP: usize = 2;
+
+    pub fn give(&self, bytes: Vec<u8>) {
+        let mut spare = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if spare.len() < Self::KEEP {
+            spare.push(bytes);
+        }
+    }
+
+    pub(crate) fn take(&self) -> Vec<u8> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+            .unwrap_or_default()
+    }
 }
 
 impl Loader {
@@ -383,7 +412,7 @@ impl Loader {
             extents,
             gpu,
             stats,
-            spare_batches: Vec::new(),
+            spare_batches: Recycler::default(),
         })
     }
 
@@ -424,7 +453,18 @@ impl Loader {
 
     /// Start reading `epoch`: an iterator of batches, prepared by background workers.
     pub fn epoch(&mut self, epoch: u64) -> Epoch<'_> {
-        let planned = self.plan(epoch);
+        self.epoch_share(epoch, Share::ALL)
+    }
+
+    /// Start reading `share` of `epoch`'s batches (for several consumers of one rank's
+    /// batches, e.g. PyTorch's `DataLoader` workers); each batch keeps its index in the plan.
+    pub fn epoch_share(&mut self, epoch: u64, share: Share) -> Epoch<'_> {
+        let planned = self
+            .plan(epoch)
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| share.takes(*i))
+            .collect();
         Epoch::start(self, planned)
     }
 
@@ -434,11 +474,14 @@ impl Loader {
 
     /// Give a used batch back: its memory holds a later batch (no fresh pages per batch).
     pub fn recycle(&mut self, batch: Batch) {
-        if let BatchData::Host(bytes) = batch.data
-            && self.spare_batches.len() < 2
-        {
-            self.spare_batches.push(bytes);
+        if let BatchData::Host(bytes) = batch.data {
+            self.spare_batches.give(bytes);
         }
+    }
+
+    /// A handle that takes batch buffers back from any thread (see [`Loader::recycle`]).
+    pub fn recycler(&self) -> Recycler {
+        self.spare_batches.clone()
     }
 
     /// The batch's bytes in host memory (read back from the GPU when it lives there).

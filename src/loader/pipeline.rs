@@ -136,7 +136,8 @@ fn pick(
 /// The batches of one epoch, read in the background.
 pub struct Epoch<'a> {
     loader: &'a mut Loader,
-    batches: Vec<PlannedBatch>,
+    /// Each batch's index in the epoch's plan, and the batch.
+    batches: Vec<(usize, PlannedBatch)>,
     /// Index of each batch's first job; one more entry at the end.
     job_start: Vec<usize>,
     next_batch: usize,
@@ -151,10 +152,10 @@ pub struct Epoch<'a> {
 }
 
 impl<'a> Epoch<'a> {
-    pub(super) fn start(loader: &'a mut Loader, batches: Vec<PlannedBatch>) -> Epoch<'a> {
+    pub(super) fn start(loader: &'a mut Loader, batches: Vec<(usize, PlannedBatch)>) -> Epoch<'a> {
         let mut jobs = Vec::new();
         let mut job_start = Vec::with_capacity(batches.len() + 1);
-        for batch in &batches {
+        for (_, batch) in &batches {
             job_start.push(jobs.len());
             jobs.extend(
                 batch
@@ -218,6 +219,11 @@ impl<'a> Epoch<'a> {
         self.batches.is_empty()
     }
 
+    /// The loader's counts and timings so far (this epoch's included).
+    pub fn stats(&self) -> &super::Stats {
+        &self.loader.stats
+    }
+
     /// A batch's bytes in host memory (read back from the GPU when it lives there). A GPU
     /// batch's bytes count in the epoch's checksum when they are read back here.
     pub fn to_host(&mut self, batch: &Batch) -> Result<Vec<u8>, LoaderError> {
@@ -254,8 +260,8 @@ impl<'a> Epoch<'a> {
             queue.consumed = b + 1;
             self.shared.wake.notify_all();
         }
-        let planned = &self.batches[b];
-        let t = planned.t as usize;
+        let (index, planned) = &self.batches[b];
+        let (index, t) = (*index, planned.t as usize);
         let out = self.loader.config.output;
         let mut lengths = Vec::new();
         let mut clip_ids = Vec::new();
@@ -320,7 +326,7 @@ impl<'a> Epoch<'a> {
                         Prepared::Frames(_) => 0,
                     })
                     .sum();
-                let mut bytes = self.loader.spare_batches.pop().unwrap_or_default();
+                let mut bytes = self.loader.spare_batches.take();
                 bytes.clear();
                 bytes.reserve(total);
                 let mut pool = self.shared.pool.lock().unwrap_or_else(|p| p.into_inner());
@@ -359,7 +365,7 @@ impl<'a> Epoch<'a> {
             super::Layout::Bthwc => [rows, t, out.height as usize, out.width as usize, 3],
         };
         let batch = Batch {
-            index: b,
+            index,
             shape,
             layout: out.layout,
             dtype: out.dtype,

@@ -17,9 +17,11 @@ use crate::media::reader::{Picture, ReadError, ReadTimes, VideoReader};
 use crate::model::{MediaKind, Ratio};
 
 /// Check every row's file: present, and (when asked) with the fingerprint the manifest holds.
-/// Each file is read once, however many clips it has.
-pub(crate) fn check_files(
-    rows: &[&ManifestRow],
+/// Each file is read once, however many clips it has. The checks run on a thread pool made
+/// for this call, not rayon's global one: a process forked after opening a loader (Python's
+/// `multiprocessing`) has no global pool threads, and would wait for them forever.
+pub(crate) fn check_files<'a>(
+    rows: &[&'a ManifestRow],
     root: &Path,
     verify: bool,
 ) -> Vec<Result<(), (SkipReason, String)>> {
@@ -27,26 +29,29 @@ pub(crate) fn check_files(
     paths.sort_unstable();
     paths.dedup();
     // The file's fingerprint now (or an empty string when not asked for).
-    let found: std::collections::HashMap<&str, Result<String, (SkipReason, String)>> = paths
-        .par_iter()
-        .map(|&rel| {
-            let path = root.join(rel);
-            let unreadable =
-                |e: std::io::Error| (SkipReason::Missing, format!("cannot read the file: {e}"));
-            let result = std::fs::metadata(&path)
-                .map_err(unreadable)
-                .and_then(|meta| {
-                    if !meta.is_file() {
-                        return Err((SkipReason::Missing, "not a file".to_string()));
-                    }
-                    if !verify {
-                        return Ok(String::new());
-                    }
-                    crate::media::fingerprint::fingerprint(&path, meta.len()).map_err(unreadable)
-                });
-            (rel, result)
-        })
-        .collect();
+    let check = |rel: &'a str| {
+        let path = root.join(rel);
+        let unreadable =
+            |e: std::io::Error| (SkipReason::Missing, format!("cannot read the file: {e}"));
+        let result = std::fs::metadata(&path)
+            .map_err(unreadable)
+            .and_then(|meta| {
+                if !meta.is_file() {
+                    return Err((SkipReason::Missing, "not a file".to_string()));
+                }
+                if !verify {
+                    return Ok(String::new());
+                }
+                crate::media::fingerprint::fingerprint(&path, meta.len()).map_err(unreadable)
+            });
+        (rel, result)
+    };
+    let threads = std::thread::available_parallelism().map_or(2, usize::from);
+    let found: std::collections::HashMap<&str, Result<String, (SkipReason, String)>> =
+        match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+            Ok(pool) => pool.install(|| paths.par_iter().map(|&rel| check(rel)).collect()),
+            Err(_) => paths.iter().map(|&rel| check(rel)).collect(),
+        };
     rows.iter()
         .map(|row| match &found[row.path.as_str()] {
             Err(e) => Err(e.clone()),

@@ -261,9 +261,14 @@ fn csv_quote(s: &str) -> String {
     }
 }
 
+/// Read a manifest's Parquet file on the calling thread: not on polars' global thread pool,
+/// whose threads a process forked after using it (Python's `multiprocessing`, PyTorch's
+/// `DataLoader` workers) does not have, and would wait for forever.
 pub fn read_parquet(path: &Path) -> Result<Vec<ManifestRow>, ManifestError> {
     let file = File::open(path).map_err(|e| ManifestError::io(path, e))?;
-    let df = ParquetReader::new(file).finish()?;
+    let df = ParquetReader::new(file)
+        .read_parallel(polars_io::parquet::read::ParallelStrategy::None)
+        .finish()?;
     Ok(rows_from_frame(&df)?)
 }
 

@@ -1,0 +1,35 @@
+"""framecull: frame-exact video clip loading, manifests and catalogs for training.
+
+>>> import framecull
+>>> loader = framecull.Loader("data/.framecull/manifests/train", clip_len=16, batch_size=8)
+>>> for epoch in range(10):
+...     loader.set_epoch(epoch)
+...     for batch in loader:
+...         frames = torch.from_dlpack(batch.frames)  # [B, T, C, H, W], no copy
+
+``framecull.torch`` (imported on demand) adapts the loader to ``torch.utils.data``.
+"""
+
+from __future__ import annotations
+
+from ._framecull import __version__
+from .catalog import Catalog
+from .errors import CatalogError, ConfigError, Error, FileError, GpuError, ManifestError
+from .loader import Batch, Loader
+from .manifest import MANIFEST_SCHEMA, manifest_meta, read_manifest
+
+__all__ = [
+    "__version__",
+    "Batch",
+    "Catalog",
+    "CatalogError",
+    "ConfigError",
+    "Error",
+    "FileError",
+    "GpuError",
+    "Loader",
+    "MANIFEST_SCHEMA",
+    "ManifestError",
+    "manifest_meta",
+    "read_manifest",
+]

@@ -1,0 +1,36 @@
+"""The exceptions framecull raises. Every one is a :class:`Error`; those about one file or
+folder carry its ``path``."""
+
+from __future__ import annotations
+
+
+class Error(Exception):
+    """Base class of framecull's exceptions."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class ManifestError(Error):
+    """A manifest is missing, unreadable or not what was asked for."""
+
+
+class FileError(Error):
+    """A file a manifest names is missing, changed or cannot be decoded
+    (with ``on_error="fail"``). ``path`` names it."""
+
+
+class ConfigError(Error, ValueError):
+    """A setting is out of range, or a filter does not parse."""
+
+
+class GpuError(Error):
+    """No usable GPU (``device="gpu"``), or the GPU failed."""
+
+
+class CatalogError(Error):
+    """No project where one was expected, or its catalog cannot be read."""
+
+
+__all__ = ["Error", "ManifestError", "FileError", "ConfigError", "GpuError", "CatalogError"]

@@ -1,0 +1,300 @@
+"""The loader from Python: zero copy, the same batches as the command line, determinism,
+sharding, the GIL, fork and spawn, memory, errors."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import multiprocessing
+import os
+import pickle
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import framecull
+from conftest import load_bench
+
+SMALL = dict(split=None, size=(64, 64), batch_size=2, device="cpu")
+
+
+def digest(loader: framecull.Loader) -> tuple[str, int]:
+    """A hash over every batch of an epoch (shapes, frames named, bytes) and the count."""
+    h = hashlib.sha256()
+    n = 0
+    for batch in loader:
+        a = np.asarray(batch.frames)
+        h.update(repr(a.shape).encode())
+        h.update(batch.frame_indices.tobytes())
+        h.update(repr(batch.clip_ids).encode())
+        h.update(a.tobytes())
+        n += 1
+    return h.hexdigest(), n
+
+
+def windows(loader: framecull.Loader) -> set:
+    out = set()
+    for batch in loader:
+        for clip, frames, length in zip(batch.clip_ids, batch.frame_indices, batch.lengths):
+            out.add((clip, tuple(frames[:length])))
+    return out
+
+
+def test_frames_are_handed_over_without_a_copy(dataset):
+    loader = framecull.Loader(dataset["all"], **SMALL, workers=2)
+    batch = next(iter(loader))
+    via_dlpack = np.from_dlpack(batch.frames)
+    via_interface = np.asarray(batch.frames)
+    address = batch.frames.data_ptr
+    assert via_dlpack.__array_interface__["data"][0] == address
+    assert via_interface.__array_interface__["data"][0] == address
+    assert via_dlpack.shape == tuple(batch.frames.shape) == (2, 16, 3, 64, 64)
+    assert via_dlpack.dtype == np.float32 and via_dlpack.nbytes == batch.frames.nbytes
+    # A view keeps the memory alive after the batch is gone, and nothing reuses it meanwhile.
+    expected = via_dlpack.copy()
+    del batch, via_interface
+    gc.collect()
+    for _ in loader:
+        pass
+    assert np.array_equal(via_dlpack, expected)
+    assert np.isfinite(expected).all() and expected.std() > 0.1
+
+
+def test_dtypes_and_layouts_reach_numpy_as_declared(dataset):
+    for dtype, layout, shape in [
+        ("uint8", "bthwc", (2, 16, 64, 64, 3)),
+        ("float16", "bcthw", (2, 16, 3, 64, 64)),
+    ]:
+        loader = framecull.Loader(dataset["all"], **SMALL, dtype=dtype, layout=layout)
+        batch = next(iter(loader))
+        a = np.from_dlpack(batch.frames)
+        assert a.dtype == np.dtype(dtype) and a.shape == shape
+        assert np.asarray(batch.frames).dtype == np.dtype(dtype)
+        if dtype == "uint8":
+            assert a.max() > 200 and a.min() < 50
+
+
+def test_batches_equal_the_command_lines_checksum(dataset):
+    args = dict(split=None, batch_size=3, size=(96, 128), workers=2, device="cpu", checksum=True, mode="all", clip_len=8, stride=2)
+    loader = framecull.Loader(dataset["all"], **args)
+    count = sum(1 for _ in loader)
+    stats = loader.stats()
+    report = load_bench(
+        dataset["all"], "--batch-size", "3", "--size", "128x96", "--workers", "2",
+        "--device", "cpu", "--batches", "0", "--mode", "all", "--clip-len", "8", "--stride", "2",
+    )
+    assert count == report["batches"] == report["batches_planned"] > 3
+    assert stats["checksum"] == report["checksum"] != ""
+    assert stats["frames"] == report["frames"]
+
+
+def test_one_and_four_workers_give_identical_batches(dataset):
+    args = dict(SMALL, mode="all", clip_len=8, crop="random", hflip=0.5, seed=7)
+    one = digest(framecull.Loader(dataset["all"], **args, workers=1))
+    four = digest(framecull.Loader(dataset["all"], **args, workers=4))
+    again = digest(framecull.Loader(dataset["all"], **args, workers=4))
+    assert one == four == again
+    assert one[1] > 5
+    other_seed = digest(framecull.Loader(dataset["all"], **{**args, "seed": 8}, workers=2))
+    assert other_seed != one
+
+
+def test_epochs_differ_and_repeat(dataset):
+    loader = framecull.Loader(dataset["all"], **SMALL, mode="random", workers=2)
+    loader.set_epoch(0)
+    first = digest(loader)
+    loader.set_epoch(1)
+    second = digest(loader)
+    loader.set_epoch(0)
+    assert digest(loader) == first != second
+
+
+def test_rank_shards_are_disjoint_and_complete(dataset):
+    args = dict(SMALL, mode="all", clip_len=8, workers=2)
+    whole = windows(framecull.Loader(dataset["all"], **args))
+    shards = [windows(framecull.Loader(dataset["all"], **args, rank=r, world_size=3)) for r in range(3)]
+    assert len(whole) > 10
+    assert set().union(*shards) == whole
+    assert sum(len(s) for s in shards) == len(whole)
+
+
+def test_batches_say_what_they_hold(dataset):
+    loader = framecull.Loader(dataset["split"], split="train", size=32, batch_size=4, clip_len=None, max_frames=200, device="cpu")
+    table = framecull.read_manifest(dataset["split"]).to_pylist()
+    by_clip = {r["clip_id"]: r for r in table}
+    seen = 0
+    for batch in loader:
+        t = batch.frames.shape[1]
+        for i, clip in enumerate(batch.clip_ids):
+            row = by_clip[clip]
+            assert row["split"] == batch.splits[i] == "train"
+            assert batch.paths[i] == row["path"]
+            assert batch.motion[i] == pytest.approx(row["motion"])
+            n = batch.lengths[i]
+            # Whole clips: every frame of the file, in order, then padding.
+            assert list(batch.frame_indices[i, :n]) == list(range(n))
+            assert (batch.frame_indices[i, n:] == -1).all() and np.isnan(batch.pts_secs[i, n:]).all()
+            assert np.all(np.diff(batch.pts_secs[i, :n]) > 0)
+            assert n == row["end_frame"] - row["start_frame"]
+            if n < t:
+                assert not np.asarray(batch.frames)[i, n:].any()
+            seen += 1
+    assert seen == sum(1 for r in table if r["split"] == "train") > 0
+
+
+def test_a_python_thread_runs_while_the_loader_works(dataset):
+    # Free-running rate of a counting thread, then the same thread while an epoch is read.
+    def count_for(seconds: float) -> float:
+        stop = time.monotonic() + seconds
+        n = 0
+        while time.monotonic() < stop:
+            n += 1
+        return n / seconds
+
+    alone = count_for(0.3)
+    counted = [0]
+    running = threading.Event()
+    running.set()
+
+    def counter():
+        while running.is_set():
+            counted[0] += 1
+
+    loader = framecull.Loader(dataset["all"], split=None, size=(160, 160), batch_size=2, mode="all", clip_len=8, workers=2, device="cpu")
+    thread = threading.Thread(target=counter)
+    thread.start()
+    started = time.monotonic()
+    for _ in loader:
+        pass
+    elapsed = time.monotonic() - started
+    running.clear()
+    thread.join()
+    assert elapsed > 0.2
+    # Holding the GIL while decoding or waiting would starve the counter; released, it
+    # gets a large share of the free-running rate (it shares the cores with the decoders).
+    assert counted[0] / elapsed > 0.1 * alone, (counted[0] / elapsed, alone)
+
+
+def _child_digest(loader, queue):
+    queue.put(digest(loader))
+
+
+def test_forked_and_spawned_children_read_the_same_batches(dataset):
+    loader = framecull.Loader(dataset["all"], **SMALL, mode="all", clip_len=8, workers=2)
+    expected = digest(loader)
+    # Leave an epoch running in the parent: the child must not inherit its threads.
+    running = iter(loader)
+    next(running)
+    for method in ("fork", "spawn"):
+        context = multiprocessing.get_context(method)
+        queue = context.Queue()
+        child = context.Process(target=_child_digest, args=(loader, queue))
+        child.start()
+        got = queue.get(timeout=120)
+        child.join(timeout=60)
+        assert child.exitcode == 0, method
+        assert got == expected, method
+    rest = sum(1 for _ in running)
+    assert rest == expected[1] - 1
+
+
+def test_a_snapshot_rebuilds_the_same_loader(dataset):
+    loader = framecull.Loader(dataset["all"], **SMALL, mode="random", crop="random", seed=3, workers=2)
+    loader.set_epoch(5)
+    snapshot = loader.snapshot()
+    assert snapshot["manifest"]["name"] == "all" and snapshot["manifest"]["version"] == 1
+    assert snapshot["epoch"] == 5 and snapshot["seed"] == 3
+    assert snapshot["manifest"]["rows_hash"] == framecull.manifest_meta(framecull.read_manifest(dataset["all"]))["rows_hash"]
+    import json
+
+    text = json.dumps(snapshot)
+    rebuilt = framecull.Loader.from_snapshot(json.loads(text), workers=1)
+    assert rebuilt.epoch == 5
+    assert digest(rebuilt) == digest(loader)
+    assert digest(pickle.loads(pickle.dumps(loader))) == digest(loader)
+    # Another manifest with other rows is refused.
+    with pytest.raises(framecull.ConfigError, match="other rows"):
+        framecull.Loader.from_snapshot(snapshot, manifest=dataset["split"])
+
+
+def test_memory_stays_flat_over_500_batches(dataset):
+    def rss() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    loader = framecull.Loader(dataset["all"], split=None, size=(112, 112), batch_size=2, mode="all", clip_len=4, workers=2, device="cpu")
+    batches = 0
+    epoch = 0
+    start = None
+    while batches < 500:
+        loader.set_epoch(epoch)
+        for batch in loader:
+            frames = np.from_dlpack(batch.frames)
+            assert frames.shape[0] >= 1
+            batches += 1
+            if batches == 30:
+                gc.collect()
+                start = rss()
+        epoch += 1
+    gc.collect()
+    grown = rss() - start
+    assert grown < 50e6, f"RSS grew {grown / 1e6:.1f} MB over {batches} batches"
+
+
+def test_a_missing_manifest_raises_a_manifest_error(tmp_path):
+    with pytest.raises(framecull.ManifestError) as caught:
+        framecull.Loader(tmp_path / "nothing")
+    assert "nothing" in str(caught.value)
+    with pytest.raises(framecull.ManifestError):
+        framecull.read_manifest(tmp_path / "nothing")
+
+
+def test_settings_are_checked(dataset):
+    with pytest.raises(framecull.ConfigError, match="split 'train'"):
+        framecull.Loader(dataset["all"])  # no splits in this manifest
+    with pytest.raises(framecull.ConfigError, match="mode"):
+        framecull.Loader(dataset["all"], split=None, mode="sometimes")
+    with pytest.raises(framecull.ConfigError, match="rank"):
+        framecull.Loader(dataset["all"], split=None, rank=2, world_size=2)
+
+
+def test_missing_and_corrupt_files_are_counted_or_raised(dataset, copy_of):
+    root = copy_of(dataset["root"])
+    manifest = root / ".framecull" / "manifests" / "all"
+    (root / "b_mandelbrot.mp4").unlink()
+    target = root / "a_testsrc2.mp4"
+    data = bytearray(target.read_bytes())
+    assert len(data) > 3 * 64 * 1024, "the damaged file must be large enough to keep its fingerprint"
+    # Damage the middle of the file outside the sampled fingerprint regions.
+    lo = len(data) // 5
+    data[lo : lo + 20000] = bytes((i * 7919) % 251 for i in range(20000))
+    target.write_bytes(bytes(data))
+
+    args = dict(split=None, size=32, batch_size=2, mode="all", clip_len=8, device="cpu", root=root)
+    loader = framecull.Loader(manifest, **args)
+    frames = sum(int(b.lengths.sum()) for b in loader)
+    stats = loader.stats()
+    assert stats["skipped_clips"] == {"missing": 1}
+    assert stats["skipped_windows"].get("corrupt", 0) >= 1, stats
+    assert frames > 0
+    assert any("b_mandelbrot.mp4" in e for e in stats["errors"])
+
+    with pytest.raises(framecull.FileError) as caught:
+        framecull.Loader(manifest, **args, on_error="fail")
+    assert caught.value.path.endswith("b_mandelbrot.mp4")
+    (root / "b_mandelbrot.mp4").write_bytes(b"")
+    with pytest.raises(framecull.FileError) as caught:
+        framecull.Loader(manifest, **args, on_error="fail")
+    assert caught.value.path.endswith("b_mandelbrot.mp4")
+    assert "changed" in str(caught.value)
+
+
+def test_iteration_stops_early_and_restarts(dataset):
+    loader = framecull.Loader(dataset["all"], **SMALL, mode="all", clip_len=4, workers=2)
+    total = len(loader)
+    for i, _ in enumerate(loader):
+        if i == 1:
+            break
+    assert sum(1 for _ in loader) == total
