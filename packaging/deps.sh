@@ -14,6 +14,8 @@ packages=(
   libswresample-dev libavfilter-dev libavdevice-dev
   # the ffmpeg/ffprobe CLIs: peer benchmarks and corpus checks
   ffmpeg
+  # the Python package (python/): a venv to build it into and test it
+  python3 python3-venv python3-pip
   # software GPU (lavapipe) for wgpu and headless UI tests; window screenshots
   mesa-vulkan-drivers libvulkan1 libgl1-mesa-dri libegl1
   xvfb xauth imagemagick xdotool

@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/toolchain.sh
 bash packaging/deps.sh
-exec cargo test --all-targets
+cargo test --all-targets
+# The Python package: built into a venv, then its pytest suite.
+bash scripts/python.sh

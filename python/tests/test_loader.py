@@ -298,3 +298,32 @@ def test_iteration_stops_early_and_restarts(dataset):
         if i == 1:
             break
     assert sum(1 for _ in loader) == total
+
+
+def test_ctrl_c_stops_iteration_promptly(dataset):
+    import signal
+    import subprocess
+    import sys
+
+    code = f"""
+import sys, time, framecull
+loader = framecull.Loader({str(dataset["all"])!r}, split=None, size=(480, 640), batch_size=1,
+                          mode="all", clip_len=4, workers=1, device="cpu")
+print("ready", flush=True)
+try:
+    while True:
+        for _ in loader:
+            pass
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic(), flush=True)
+    sys.exit(3)
+"""
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    out, _ = child.communicate(timeout=30)
+    assert child.returncode == 3, out
+    stopped = float(out.split()[1])
+    assert stopped - sent < 2.0, f"stopped {stopped - sent:.2f} s after Ctrl-C"
