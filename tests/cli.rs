@@ -135,6 +135,33 @@ fn scan_then_list_reports_every_media_file_with_documented_fields() {
         .find(|g| g["key"] == "video")
         .unwrap();
     assert_eq!(video["files"], 5);
+    // The text file is not media: counted, and listed with --all (same fields, the reason).
+    assert_eq!(v["other_files"], 1);
+    let all = run(&[
+        "list",
+        "--project",
+        proj.path().to_str().unwrap(),
+        "--format",
+        "jsonl",
+        "--all",
+    ]);
+    let rows: Vec<serde_json::Value> = stdout(&all)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), n + 1);
+    let notes = rows.iter().find(|r| r["path"] == "notes.txt").unwrap();
+    assert_eq!(notes["kind"], "other");
+    assert_eq!(notes["status"], "not_media");
+    assert_eq!(
+        notes["error"],
+        "not media: .txt files are not images or videos"
+    );
+    assert_eq!(
+        notes.as_object().unwrap().keys().collect::<Vec<_>>(),
+        rows[0].as_object().unwrap().keys().collect::<Vec<_>>()
+    );
+    assert!(stderr(&out).contains("1 other file is not media"));
 }
 
 #[test]

@@ -116,6 +116,7 @@ fn formats_only_ffmpeg_knows_are_found_by_their_content() {
     )
     .unwrap();
     std::fs::write(data.path().join("empty.dat"), b"").unwrap();
+    std::fs::write(data.path().join("labels.json"), b"{}").unwrap();
 
     let root = data.path().canonicalize().unwrap();
     let mut catalog = Catalog::create_or_open(proj.path(), &root).unwrap();
@@ -144,6 +145,47 @@ fn formats_only_ffmpeg_knows_are_found_by_their_content() {
     );
     let wtv = items.iter().find(|i| i.path == "rec.wtv").unwrap();
     assert_eq!(wtv.info.width, Some(64));
+
+    // Every other regular file is accounted for, with the reason it was not taken.
+    assert_eq!(summary.counts.other, 4);
+    let others = catalog.other_files().unwrap();
+    let reasons: Vec<(&str, u64, &str)> = others
+        .iter()
+        .map(|f| (f.path.as_str(), f.size_bytes, f.reason.as_str()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (
+                "README",
+                1000,
+                "not media: neither its name nor its first bytes are an image or video format FFmpeg knows"
+            ),
+            ("empty.dat", 0, "not media: an empty file"),
+            (
+                "labels.json",
+                2,
+                "not media: .json files are not images or videos"
+            ),
+            (
+                "weights.bin",
+                9000,
+                "not media: neither its name nor its first bytes are an image or video format FFmpeg knows"
+            ),
+        ]
+    );
+    // A rescan replaces the list: a removed file leaves it.
+    std::fs::remove_file(data.path().join("README")).unwrap();
+    let summary = scan(
+        &mut catalog,
+        &root,
+        &ScanOptions::default(),
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(summary.counts.other, 3);
+    assert_eq!(catalog.other_files().unwrap().len(), 3);
 }
 
 /// A stream this FFmpeg cannot decode is `unsupported` with a reason at scan time, and the

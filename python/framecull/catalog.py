@@ -96,11 +96,12 @@ class Catalog:
     def __init__(self, project: str | os.PathLike) -> None:
         self.project = _framecull.catalog_locate(os.fspath(project))
 
-    def items(self, where: str | None = None) -> pa.Table:
-        """One row per file with the fields of ``framecull list`` (:data:`ITEMS_SCHEMA`),
+    def items(self, where: str | None = None, all: bool = False) -> pa.Table:
+        """One row per media file with the fields of ``framecull list`` (:data:`ITEMS_SCHEMA`),
         optionally only those matching a filter in the window's ``--where`` form, e.g.
-        ``"motion_mean>2 and flag:frozen"``."""
-        rows = _jsonl(_framecull.catalog_items(self.project, where))
+        ``"motion_mean>2 and flag:frozen"``. ``all``: also the files that are not media (kind
+        ``other``, status ``not_media``, the reason in ``error``), as ``list --all``."""
+        rows = _jsonl(_framecull.catalog_items(self.project, where, all))
         return pa.Table.from_pylist(rows, schema=ITEMS_SCHEMA)
 
     def to_polars(self, where: str | None = None):
@@ -112,7 +113,7 @@ class Catalog:
     def flags(self) -> pa.Table:
         """One row per flag raised on a file: path, code, severity, reason, source."""
         out = []
-        for row in _jsonl(_framecull.catalog_items(self.project, None)):
+        for row in _jsonl(_framecull.catalog_items(self.project, None, False)):
             for flag in row["flags"]:
                 out.append({"path": row["path"], **flag})
         return pa.Table.from_pylist(out, schema=FLAGS_SCHEMA)

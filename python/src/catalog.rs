@@ -56,10 +56,16 @@ pub fn catalog_locate(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     Ok(catalog.project_dir().display().to_string())
 }
 
-/// `framecull list --format jsonl` of the project, optionally filtered (`--where`).
+/// `framecull list --format jsonl` of the project, optionally filtered (`--where`), with the
+/// files that are not media when `all` (`--all`, unfiltered only).
 #[pyfunction]
-#[pyo3(signature = (project, filter=None))]
-pub fn catalog_items(py: Python<'_>, project: PathBuf, filter: Option<&str>) -> PyResult<String> {
+#[pyo3(signature = (project, filter=None, all=false))]
+pub fn catalog_items(
+    py: Python<'_>,
+    project: PathBuf,
+    filter: Option<&str>,
+    all: bool,
+) -> PyResult<String> {
     let catalog = open(py, &project)?;
     let filter = filter
         .map(Filter::parse)

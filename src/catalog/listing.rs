@@ -7,10 +7,13 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::{Catalog, Result};
-use crate::model::{Cut, DupInfo, Flag, Item, ItemId, Metrics, Review};
+use crate::model::{Cut, DupInfo, Flag, Item, ItemId, Metrics, OtherFile, Review};
+
+/// The `status` of a file that is not media (`framecull list --all`).
+pub const OTHER_STATUS: &str = "not_media";
 
 /// The documented fields of `list --format jsonl|csv` (docs/CLI.md), in order.
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 pub struct Row<'a> {
     pub path: &'a str,
     pub kind: &'static str,
@@ -82,6 +85,19 @@ impl Analysis {
 }
 
 impl<'a> Row<'a> {
+    /// A file that is not media: kind `other`, status `not_media`, the reason as its error.
+    pub fn other(file: &'a OtherFile) -> Self {
+        Row {
+            path: &file.path,
+            kind: "other",
+            status: OTHER_STATUS,
+            error: Some(&file.reason),
+            size_bytes: file.size_bytes,
+            decision: "unreviewed",
+            ..Row::default()
+        }
+    }
+
     pub fn from_item(item: &'a Item, a: &'a Analysis) -> Self {
         let i = &item.info;
         let m = a.metrics.get(&item.id);

@@ -19,7 +19,7 @@ pub use analysis::{AnalysisResult, AnalysisTodo};
 pub use frame::items_frame;
 pub use project::{CONFIG_FILE, ConfigError, PROJECT_DIR_NAME, Project};
 
-use crate::model::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, Probe, Ratio};
+use crate::model::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, Probe, Ratio};
 
 const DB_FILE: &str = "catalog.db";
 
@@ -76,6 +76,8 @@ pub struct ScanCounts {
     pub unchanged: u64,
     pub missing: u64,
     pub problems: u64,
+    /// Regular files that are not media.
+    pub other: u64,
 }
 
 pub struct Catalog {
@@ -201,7 +203,7 @@ impl Catalog {
     pub fn finish_scan(&self, scan_id: i64, cancelled: bool, counts: ScanCounts) -> Result<()> {
         self.conn.execute(
             "UPDATE scans SET finished_at = ?2, state = ?3, seen = ?4, probed = ?5,
-                 unchanged = ?6, missing = ?7, problems = ?8
+                 unchanged = ?6, missing = ?7, problems = ?8, other = ?9
              WHERE id = ?1",
             params![
                 scan_id,
@@ -212,9 +214,41 @@ impl Catalog {
                 counts.unchanged as i64,
                 counts.missing as i64,
                 counts.problems as i64,
+                counts.other as i64,
             ],
         )?;
         Ok(())
+    }
+
+    /// Replace the list of files that are not media with what a finished walk found.
+    pub fn replace_other_files(&mut self, files: &[OtherFile]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM other_files", [])?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO other_files(path, size_bytes, reason) VALUES (?1, ?2, ?3)",
+            )?;
+            for f in files {
+                stmt.execute(params![f.path, f.size_bytes as i64, f.reason])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The files of the last finished walk that are not media, by path.
+    pub fn other_files(&self) -> Result<Vec<OtherFile>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path, size_bytes, reason FROM other_files ORDER BY path")?;
+        let rows = stmt.query_map([], |r| {
+            Ok(OtherFile {
+                path: r.get(0)?,
+                size_bytes: r.get::<_, i64>(1)?.max(0) as u64,
+                reason: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
     /// Store a batch of probed files in one transaction (insert or replace by path).

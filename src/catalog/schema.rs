@@ -169,4 +169,13 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE curves ADD COLUMN frames BLOB;
     "#,
+    // 6: the regular files of the last finished walk that are not media, and their count.
+    r#"
+    CREATE TABLE other_files (
+        path       TEXT PRIMARY KEY,          -- relative to the dataset root, '/'-separated
+        size_bytes INTEGER NOT NULL,
+        reason     TEXT NOT NULL
+    );
+    ALTER TABLE scans ADD COLUMN other INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];

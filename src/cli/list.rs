@@ -4,9 +4,9 @@ use std::io::{BufWriter, Write};
 
 use super::{Outcome, ProjectArg};
 use crate::analysis::filter::Filter;
-use crate::catalog::listing::{Analysis, Row};
+use crate::catalog::listing::{Analysis, OTHER_STATUS, Row};
 pub use crate::model::human_bytes;
-use crate::model::{Item, ItemStatus, MediaKind};
+use crate::model::{Item, ItemStatus, MediaKind, OtherFile};
 use crate::model::{human_duration, human_number};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,10 @@ pub struct Args {
     /// and path:cam1".
     #[arg(long = "where", value_name = "FILTER")]
     filter: Option<String>,
+    /// Also the files that are not media (kind other, status not_media, with the reason),
+    /// which the scan counts but does not probe.
+    #[arg(long)]
+    all: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -65,12 +69,22 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             .collect(),
         None => items,
     };
+    // Files that are not media have no measures, flags or problems to match.
+    let others = if args.all
+        && !args.problems
+        && filter.is_none()
+        && kind.is_none_or(|k| k == MediaKind::Other)
+    {
+        catalog.other_files()?
+    } else {
+        Vec::new()
+    };
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::new(stdout);
     let written = match args.format {
-        Format::Jsonl => write_jsonl(&mut out, &items, &analysis),
-        Format::Csv => write_csv(&mut out, &items, &analysis),
-        Format::Table => write_table(&mut out, &items, &analysis),
+        Format::Jsonl => write_jsonl(&mut out, &rows(&items, &others, &analysis)),
+        Format::Csv => write_csv(&mut out, &rows(&items, &others, &analysis)),
+        Format::Table => write_table(&mut out, &items, &others, &analysis),
     };
     match written.and_then(|()| out.flush().map_err(anyhow::Error::from)) {
         Err(e)
@@ -81,18 +95,24 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
-fn write_jsonl(out: &mut impl Write, items: &[Item], a: &Analysis) -> anyhow::Result<()> {
-    for item in items {
-        serde_json::to_writer(&mut *out, &Row::from_item(item, a))?;
+/// The rows of `--format jsonl|csv`: media files, then the others.
+fn rows<'a>(items: &'a [Item], others: &'a [OtherFile], a: &'a Analysis) -> Vec<Row<'a>> {
+    let media = items.iter().map(|item| Row::from_item(item, a));
+    media.chain(others.iter().map(Row::other)).collect()
+}
+
+fn write_jsonl(out: &mut impl Write, rows: &[Row]) -> anyhow::Result<()> {
+    for row in rows {
+        serde_json::to_writer(&mut *out, row)?;
         out.write_all(b"\n")?;
     }
     Ok(())
 }
 
-fn write_csv(out: &mut impl Write, items: &[Item], a: &Analysis) -> anyhow::Result<()> {
+fn write_csv(out: &mut impl Write, rows: &[Row]) -> anyhow::Result<()> {
     let mut header_written = false;
-    for item in items {
-        let value = serde_json::to_value(Row::from_item(item, a))?;
+    for row in rows {
+        let value = serde_json::to_value(row)?;
         let serde_json::Value::Object(map) = value else {
             continue;
         };
@@ -120,7 +140,12 @@ fn csv_cell(v: &serde_json::Value) -> String {
     }
 }
 
-fn write_table(out: &mut impl Write, items: &[Item], a: &Analysis) -> anyhow::Result<()> {
+fn write_table(
+    out: &mut impl Write,
+    items: &[Item],
+    others: &[OtherFile],
+    a: &Analysis,
+) -> anyhow::Result<()> {
     writeln!(
         out,
         "{:<6} {:<11} {:>11} {:<10} {:>8} {:>11} {:>10}  path",
@@ -160,6 +185,21 @@ fn write_table(out: &mut impl Write, items: &[Item], a: &Analysis) -> anyhow::Re
             write!(out, "  [{}]", codes.join(", "))?;
         }
         writeln!(out)?;
+    }
+    for f in others {
+        writeln!(
+            out,
+            "{:<6} {:<11} {:>11} {:<10} {:>8} {:>11} {:>10}  {}  ({})",
+            "other",
+            OTHER_STATUS,
+            human_bytes(f.size_bytes),
+            "-",
+            "-",
+            "-",
+            "-",
+            f.path,
+            f.reason
+        )?;
     }
     Ok(())
 }

@@ -112,6 +112,14 @@ fn report(summary: &IngestSummary, project: &std::path::Path, json: bool) -> any
         summary.elapsed_secs,
         project.display()
     );
+    if c.other > 0 {
+        let files = if c.other == 1 { "file is" } else { "files are" };
+        eprintln!(
+            "{} other {files} not media (not scanned): framecull list --all --project {}",
+            c.other,
+            project.display()
+        );
+    }
     if summary.problem_files > 0 {
         eprintln!(
             "see them with: framecull list --project {} --problems",

@@ -42,6 +42,9 @@ pub struct Summary {
 pub struct Stats {
     pub files: u64,
     pub size_bytes: u64,
+    /// Regular files under the root that are not media (not probed; `list --all`).
+    pub other_files: u64,
+    pub other_size_bytes: u64,
     pub by_kind: Vec<Group>,
     pub by_status: Vec<Group>,
     pub by_codec: Vec<Group>,
@@ -57,7 +60,10 @@ pub struct Stats {
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let catalog = args.project.open()?;
     let items = catalog.items()?;
-    let stats = compute(&items_frame(&items, &catalog.all_metrics()?)?)?;
+    let mut stats = compute(&items_frame(&items, &catalog.all_metrics()?)?)?;
+    let others = catalog.other_files()?;
+    stats.other_files = others.len() as u64;
+    stats.other_size_bytes = others.iter().map(|f| f.size_bytes).sum();
     let text = if args.json {
         serde_json::to_string_pretty(&stats)?
     } else {
@@ -93,6 +99,8 @@ pub fn compute(df: &DataFrame) -> PolarsResult<Stats> {
         resolution: resolution_grid(df)?,
         files: df.height() as u64,
         size_bytes: size,
+        other_files: 0,
+        other_size_bytes: 0,
         by_kind: groups(df, "kind")?,
         by_status: groups(df, "status")?,
         by_codec: groups(df, "codec")?,
@@ -167,6 +175,19 @@ pub fn render(stats: &Stats) -> String {
         stats.files,
         human_bytes(stats.size_bytes)
     );
+    if stats.other_files > 0 {
+        let files = if stats.other_files == 1 {
+            "file that is"
+        } else {
+            "files that are"
+        };
+        let _ = writeln!(
+            s,
+            "and {} other {files} not media, {} (framecull list --all)",
+            stats.other_files,
+            human_bytes(stats.other_size_bytes)
+        );
+    }
     for (title, groups) in [
         ("kind", &stats.by_kind),
         ("status", &stats.by_status),

@@ -139,6 +139,18 @@ impl Probe {
     }
 }
 
+/// A regular file under the dataset root that is not media (a README, labels, a blob FFmpeg
+/// does not recognise): not probed, not analysed, but counted and listed so that no file is
+/// left out without a line that says why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherFile {
+    /// Relative to the dataset root, `/`-separated.
+    pub path: String,
+    pub size_bytes: u64,
+    /// Why it is not taken for media.
+    pub reason: String,
+}
+
 /// One catalogued file, as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {

@@ -19,7 +19,9 @@ mod units;
 pub use frames::{
     FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView, SeekReference,
 };
-pub use item::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, Probe, orientation_turns};
+pub use item::{
+    Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, Probe, orientation_turns,
+};
 pub use measure::Measure;
 pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
 pub use review::{Clip, ClipOrigin, Decision, Edit, Review};

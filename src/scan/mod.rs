@@ -111,6 +111,7 @@ pub fn scan(
 
     let mut counts = ScanCounts {
         seen: walked.files.len() as u64,
+        other: walked.others.len() as u64,
         ..ScanCounts::default()
     };
     let to_probe: Vec<&FoundFile> = walked
@@ -157,6 +158,7 @@ pub fn scan(
             .collect();
         catalog.mark_missing(&gone)?;
         counts.missing = gone.len() as u64;
+        catalog.replace_other_files(&walked.others)?;
     }
     let problem_files = catalog.count_problems()?;
     counts.problems = problem_files;

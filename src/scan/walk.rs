@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::media::{self, ExtensionClass, Sniffed};
+use crate::model::OtherFile;
 
 /// A file found by the walk.
 #[derive(Debug, Clone)]
@@ -18,6 +19,8 @@ pub struct FoundFile {
 #[derive(Debug, Default)]
 pub struct WalkResult {
     pub files: Vec<FoundFile>,
+    /// Regular files that are not media, with the reason.
+    pub others: Vec<OtherFile>,
     /// Relative folders that could not be listed: files under them are not marked missing.
     pub unreadable_dirs: Vec<String>,
     /// Problems that are not about one file (symlink loops, permissions).
@@ -27,7 +30,8 @@ pub struct WalkResult {
 /// Walk `root`, following symbolic links (loops are detected and skipped), skipping hidden
 /// entries and `skip` (the project folder). Files with a media extension are taken;
 /// files with an unknown extension (or none) are taken when their first bytes are media (by
-/// the signature table or FFmpeg's format probe).
+/// the signature table or FFmpeg's format probe). Every other regular file is returned in
+/// `others` with the reason.
 pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
     let mut result = WalkResult::default();
     let skip: Vec<PathBuf> = skip.iter().filter_map(|p| p.canonicalize().ok()).collect();
@@ -67,14 +71,16 @@ pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
             continue;
         }
         let path = entry.path();
-        let take = match media::classify_extension(path) {
-            ExtensionClass::Image | ExtensionClass::Video => true,
-            ExtensionClass::NonMedia => false,
-            ExtensionClass::Unknown => is_media_content(path),
+        let not_media = match media::classify_extension(path) {
+            ExtensionClass::Image | ExtensionClass::Video => None,
+            ExtensionClass::NonMedia => Some(format!(
+                "not media: .{} files are not images or videos",
+                path.extension()
+                    .map(|e| e.to_string_lossy().to_lowercase())
+                    .unwrap_or_default()
+            )),
+            ExtensionClass::Unknown => not_media_content(path),
         };
-        if !take {
-            continue;
-        }
         let meta = match entry.metadata() {
             Ok(m) => m,
             Err(e) => {
@@ -84,6 +90,14 @@ pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
                 continue;
             }
         };
+        if let Some(reason) = not_media {
+            result.others.push(OtherFile {
+                path: relative(root, path),
+                size_bytes: meta.len(),
+                reason,
+            });
+            continue;
+        }
         result.files.push(FoundFile {
             rel_path: relative(root, path),
             abs_path: path.to_path_buf(),
@@ -94,16 +108,21 @@ pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
     result
 }
 
-/// Whether a file the extension table does not know is media by its first bytes: the
-/// signature table first, then FFmpeg's own format probe.
-fn is_media_content(path: &Path) -> bool {
-    let Ok(head) = media::read_head_len(path, media::FFMPEG_PROBE_LEN) else {
-        return false;
+/// Why a file the extension table does not know is not media by its first bytes (the
+/// signature table first, then FFmpeg's own format probe); `None` when it is media.
+fn not_media_content(path: &Path) -> Option<String> {
+    let head = match media::read_head_len(path, media::FFMPEG_PROBE_LEN) {
+        Ok(head) => head,
+        Err(e) => return Some(format!("not read: {e}")),
     };
     match media::sniff(&head) {
-        Sniffed::Image(_) | Sniffed::Video => true,
-        Sniffed::Empty => false,
-        Sniffed::Unknown => media::ffmpeg_recognises(&head).is_some(),
+        Sniffed::Image(_) | Sniffed::Video => None,
+        Sniffed::Empty => Some("not media: an empty file".to_string()),
+        Sniffed::Unknown if media::ffmpeg_recognises(&head).is_some() => None,
+        Sniffed::Unknown => Some(
+            "not media: neither its name nor its first bytes are an image or video format FFmpeg knows"
+                .to_string(),
+        ),
     }
 }
 
