@@ -283,8 +283,13 @@ fn ffprobe_frame_count(path: &Path) -> usize {
 
 /// The reference: every frame of one decode from the start, in order.
 fn sequential(path: &Path) -> Vec<Picture> {
+    let n = VideoReader::open(path, 1).unwrap().frames().len();
+    first_frames(path, n)
+}
+
+/// The first `n` frames of one decode from the start, in order.
+fn first_frames(path: &Path, n: usize) -> Vec<Picture> {
     let mut reader = VideoReader::open(path, 1).unwrap();
-    let n = reader.frames().len();
     let mut frames = vec![None; n];
     reader
         .read(
@@ -791,4 +796,201 @@ fn corpus_videos_read_exactly() {
         checked += 1;
     }
     assert!(checked >= 30, "only {checked} corpus videos checked");
+}
+
+/// Files whose packets say more than a decode shows, or that declare no duration, each with
+/// the frames FFmpeg decodes from it: H.264 and VP9 muxed live (Matroska and WebM without a
+/// duration, as recorders and pipes write them), VP8 in IVF with a hidden packet (a copy of
+/// the first keyframe that is not shown, as libvpx's alt-ref packets in the corpus's
+/// `fate_sintel-signbias.ivf`: the header and the packets count one frame more than a decode
+/// shows; 9 frames, 10 packets), and an MP4 cut short in its media data (its index lists 40
+/// frames, about half of them decode).
+fn generate_odd(dir: &Path) -> Vec<(&'static str, usize)> {
+    encode(
+        dir,
+        "h264_live.mkv",
+        "160x96",
+        40,
+        &[
+            "-c:v", "libx264", "-g", "12", "-f", "matroska", "-live", "1",
+        ],
+    );
+    encode(
+        dir,
+        "vp9_live.webm",
+        "160x96",
+        40,
+        &["-c:v", "libvpx-vp9", "-g", "12", "-f", "webm", "-live", "1"],
+    );
+    let vp8 = encode(dir, "vp8.tmp.ivf", "160x96", 9, &["-c:v", "libvpx"]);
+    hide_first_keyframe_copy(&vp8, &dir.join("vp8_hidden_packet.ivf"));
+    std::fs::remove_file(vp8).unwrap();
+    let full = encode(
+        dir,
+        "h264_full.tmp.mp4",
+        "160x96",
+        40,
+        &[
+            "-c:v",
+            "libx264",
+            "-bf",
+            "0",
+            "-g",
+            "12",
+            "-movflags",
+            "+faststart",
+        ],
+    );
+    let bytes = std::fs::read(&full).unwrap();
+    std::fs::write(dir.join("h264_truncated.mp4"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::remove_file(full).unwrap();
+    [
+        "h264_live.mkv",
+        "vp9_live.webm",
+        "vp8_hidden_packet.ivf",
+        "h264_truncated.mp4",
+    ]
+    .into_iter()
+    .map(|name| (name, ffprobe_frame_count(&dir.join(name))))
+    .collect()
+}
+
+/// Copy an IVF file, inserting after its first packet a copy of it with VP8's show_frame bit
+/// cleared (decoded, never shown), and counting it in the header.
+fn hide_first_keyframe_copy(src: &Path, dst: &Path) {
+    let b = std::fs::read(src).unwrap();
+    let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let header = usize::from(u16::from_le_bytes([b[6], b[7]]));
+    let mut out = b[..header].to_vec();
+    out[24..28].copy_from_slice(&(u32_at(24) + 1).to_le_bytes());
+    let mut at = header;
+    while at + 12 <= b.len() {
+        let end = at + 12 + u32_at(at) as usize;
+        out.extend_from_slice(&b[at..end]);
+        if at == header {
+            let mut hidden = b[at..end].to_vec();
+            assert_eq!(hidden[12] & 0x11, 0x10, "a shown keyframe");
+            hidden[12] &= !0x10;
+            out.extend_from_slice(&hidden);
+        }
+        at = end;
+    }
+    std::fs::write(dst, out).unwrap();
+}
+
+/// Without a deep pass, files that declare no duration and files whose packets promise frames
+/// a decode never shows lose no window: a whole-file row of a file without a duration covers
+/// all of its frames, and a window planned past the frames a decode shows is moved back to
+/// end at the last one (with a stride, too). Every frame is the one it names.
+#[test]
+fn metadata_only_windows_stay_within_the_frames_a_decode_shows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let files = generate_odd(&data);
+    let manifest = manifest(&data, &tmp.path().join("project"), false);
+    let (rows, names) = row_paths(&manifest);
+    let (_, manifest_rows) = framecull::manifest::open_path(&manifest).unwrap();
+    let decoded: std::collections::HashMap<&str, Vec<Picture>> = files
+        .iter()
+        .map(|&(name, n)| (name, first_frames(&data.join(name), n)))
+        .collect();
+    for (row, name) in manifest_rows.iter().zip(&names) {
+        if name.contains("live") {
+            // Counted from the packets at scan time: the whole file.
+            assert_eq!(
+                row.end_frame,
+                Some(decoded[name.as_str()].len() as i64),
+                "{name}: the whole-file row's end"
+            );
+        }
+    }
+    for mode in [Mode::Uniform, Mode::All] {
+        let mut runs = Vec::new();
+        for workers in [1, 2] {
+            let mut config = loader_config(mode, false, workers);
+            config.sampling.clip_len = Some(6);
+            config.sampling.timing = Timing::Stride(3);
+            config.sampling.window_step = None;
+            config.batching.batch_size = 1;
+            let out = config.output;
+            let mut loader = Loader::open(&manifest, None, config).unwrap();
+            let mut last_frame: std::collections::HashMap<String, u64> = Default::default();
+            let mut scratch = Scratch::default();
+            for batch in loader.epoch(0).map(Result::unwrap) {
+                let framecull::loader::BatchData::Host(bytes) = &batch.data else {
+                    unreachable!("CPU loader");
+                };
+                let t = batch.shape[1];
+                for (w, window) in batch.windows.iter().enumerate() {
+                    assert_eq!(rows[window.row], window.clip_id);
+                    let name = &names[window.row];
+                    let reference = &decoded[name.as_str()];
+                    for (slot, &f) in window.frames.iter().enumerate() {
+                        let picture = reference.get(f as usize).unwrap_or_else(|| {
+                            panic!("{name}: frame {f} named, {} decoded", reference.len())
+                        });
+                        let frame = framecull::loader::preprocess::Frame::from(picture.clone());
+                        let (dw, dh) = frame.display_size(0);
+                        let mut want = vec![0u8; out.frame_elements()];
+                        write_frame(
+                            Some(&FrameJob {
+                                frame: &frame,
+                                params: FrameParams {
+                                    quarter_turns: 0,
+                                    crop: [0.0, 0.0, dw as f32, dh as f32],
+                                    flip: false,
+                                },
+                            }),
+                            &out,
+                            &mut scratch,
+                            &mut want,
+                        );
+                        let at = (w * t + slot) * out.frame_elements();
+                        assert!(
+                            bytes[at..at + want.len()] == want[..],
+                            "{name}: slot {slot} is not frame {f} ({mode:?})"
+                        );
+                    }
+                    let last = last_frame.entry(name.clone()).or_default();
+                    *last = (*last).max(window.frames.last().copied().unwrap_or(0));
+                }
+            }
+            let stats = loader.stats();
+            assert!(
+                stats.skipped_windows.is_empty() && stats.skipped_clips.is_empty(),
+                "{mode:?}: skipped {:?}",
+                stats.errors
+            );
+            assert_eq!(last_frame.len(), files.len(), "{mode:?}: a window per file");
+            if mode == Mode::Uniform {
+                // 6 frames at stride 3 span 16 frames, centred in the frames the manifest
+                // plans (the row's count), moved back to end at the last frame a decode
+                // shows where the plan goes past it; a clip shorter than the span starts
+                // at its first frame and takes the frames there are.
+                for (row, name) in manifest_rows.iter().zip(&names) {
+                    let n = decoded[name.as_str()].len() as u64;
+                    let planned = row.end_frame.unwrap() as u64;
+                    let start = (planned.saturating_sub(16) / 2).min(n.saturating_sub(16));
+                    let len = 6.min(planned.div_ceil(3));
+                    let want = (0..len).map(|k| start + 3 * k).filter(|&f| f < n).max();
+                    assert_eq!(
+                        Some(last_frame[name]),
+                        want,
+                        "{name}: last frame ({n} decoded, {planned} planned)"
+                    );
+                    if name.contains("live") {
+                        assert_eq!(last_frame[name], 12 + 15, "{name}: centred");
+                    } else {
+                        assert!(planned > n, "{name}: the packets promise more frames");
+                    }
+                }
+            }
+            runs.push(stats.checksum.clone());
+        }
+        assert_eq!(
+            runs[0], runs[1],
+            "{mode:?}: checksums differ across workers"
+        );
+    }
 }

@@ -363,25 +363,34 @@ impl Readers {
         deadline: Instant,
         times: &mut ReadTimes,
     ) -> Result<(Vec<Frame>, Ratio), WindowError> {
-        let (reader, range) = self.clip_reader(clip)?;
-        let time_base = reader.time_base();
-        let clip_pts = &reader.frame_pts()[range.clone()];
-        let wanted: Vec<usize> = window_positions(clip_pts, time_base, sample, timing)
-            .into_iter()
-            .map(|p| range.start + p)
-            .collect();
-        let mut pictures: Vec<Option<Picture>> = vec![None; wanted.len()];
-        if let Err(e) = reader.read(&wanted, Some(deadline), times, &mut |i, p| {
-            pictures[i] = Some(p)
-        }) {
-            self.drop_reader(&clip.path);
-            return Err(e.into());
+        loop {
+            let (reader, range) = self.clip_reader(clip)?;
+            let promised = reader.frames().len();
+            let time_base = reader.time_base();
+            let clip_pts = &reader.frame_pts()[range.clone()];
+            let wanted: Vec<usize> = window_positions(clip_pts, time_base, sample, timing)
+                .into_iter()
+                .map(|p| range.start + p)
+                .collect();
+            let mut pictures: Vec<Option<Picture>> = vec![None; wanted.len()];
+            match reader.read(&wanted, Some(deadline), times, &mut |i, p| {
+                pictures[i] = Some(p)
+            }) {
+                Ok(()) => {}
+                // The decode from the start found the file's real end before frames the
+                // packets promised: plan the window again on the frames there are.
+                Err(ReadError::Missing(_)) if reader.frames().len() < promised => continue,
+                Err(e) => {
+                    self.drop_reader(&clip.path);
+                    return Err(e.into());
+                }
+            }
+            let frames = pictures
+                .into_iter()
+                .map(|p| p.map(Frame::from).ok_or(WindowError::NotDecoded))
+                .collect::<Result<_, _>>()?;
+            return Ok((frames, time_base));
         }
-        let frames = pictures
-            .into_iter()
-            .map(|p| p.map(Frame::from).ok_or(WindowError::NotDecoded))
-            .collect::<Result<_, _>>()?;
-        Ok((frames, time_base))
     }
 
     /// The window's frames from the cache (filled with the whole clip on a miss), already
@@ -402,8 +411,16 @@ impl Readers {
             self.cache_hits += 1;
             self.known.insert(clip.clip_id.clone(), c);
         } else {
-            let (reader, range) = self.clip_reader(clip)?;
-            let filled = cache.fill(clip, reader, range, deadline, times);
+            let filled = loop {
+                let (reader, range) = self.clip_reader(clip)?;
+                let promised = reader.frames().len();
+                let filled = cache.fill(clip, reader, range, deadline, times);
+                // A file that ends before the frames its packets promised: fill again with
+                // the frames there are.
+                if filled.is_ok() || reader.frames().len() == promised {
+                    break filled;
+                }
+            };
             if filled.is_err() {
                 self.drop_reader(&clip.path);
             }

@@ -225,18 +225,21 @@ fn chosen_clips<'a>(
 }
 
 /// A video with no clip chosen: the whole video is one clip, its length and frame count from
-/// the decode when there was one, else from the headers.
+/// the decode when there was one, else from the headers. A file that declares no duration
+/// (a live recording) lasts as long as its frames (counted from its packets at scan time)
+/// at its frame rate.
 fn whole_video_row(base: ManifestRow, info: &MediaInfo, m: Option<&Metrics>) -> ManifestRow {
     let start = info.start_secs.unwrap_or(0.0);
-    let duration = m
-        .and_then(|m| m.decoded_duration_secs)
-        .or(info.duration_secs)
-        .unwrap_or(0.0);
     let frames = m
         .map(|m| m.decoded_frames as i64)
         .filter(|f| *f > 0)
-        .or(info.frame_count)
-        .or_else(|| info.fps.map(|f| (f * duration).round() as i64));
+        .or(info.frame_count);
+    let duration = m
+        .and_then(|m| m.decoded_duration_secs)
+        .or(info.duration_secs)
+        .or_else(|| Some(frames? as f64 / info.fps.filter(|f| *f > 0.0)?))
+        .unwrap_or(0.0);
+    let frames = frames.or_else(|| info.fps.map(|f| (f * duration).round() as i64));
     let (start_pts, end_pts) = match info.time_base {
         Some(tb) => {
             let per_sec = f64::from(tb.den) / f64::from(tb.num);

@@ -272,6 +272,24 @@ impl VideoReader {
         Ok(())
     }
 
+    /// A decode from the start ran dry after `count` frames, each the next in order: the
+    /// file ends there, whatever its packets promised (a truncated file, VP8's hidden
+    /// alt-ref packets, a header's frame count). Frames from `count` on are forgotten, so
+    /// windows planned past the real end can be moved back ([`VideoReader::frames`] shrinks).
+    fn end_at(&mut self, count: usize) {
+        if count == 0 || count >= self.frames.len() {
+            return;
+        }
+        tracing::debug!(
+            "{}: {} frames decode, the packets promised {}",
+            self.path.display(),
+            count,
+            self.frames.len()
+        );
+        self.frames.pts.truncate(count);
+        self.frames.seek_points.retain(|s| s.frame < count);
+    }
+
     /// Seek to the keyframe of seek point `point` and reset the decoder.
     fn seek(&mut self, point: usize) -> bool {
         self.decoder.flush();
@@ -376,6 +394,9 @@ impl VideoReader {
         let mut eof = false;
         // Index in `wanted` of the next frame to reach.
         let mut next = 0;
+        // From the start: how many frames came out, while they are frames 0, 1, 2, ... in
+        // order (the file's real frame count when the decoder then runs dry).
+        let mut prefix = attempt.from_start.then_some(0usize);
         loop {
             if deadline.is_some_and(|d| Instant::now() > d) {
                 self.position = None;
@@ -390,6 +411,9 @@ impl VideoReader {
                     Ok(()) => {}
                     Err(ff::Error::Eof) => {
                         self.position = None;
+                        if let Some(count) = prefix {
+                            self.end_at(count);
+                        }
                         return if attempt.from_start {
                             Err(ReadError::Missing(wanted[next..].to_vec()))
                         } else {
@@ -405,6 +429,7 @@ impl VideoReader {
                     Identity::Pts => frame.pts().and_then(|p| self.frames.frame_of_pts(p)),
                     Identity::Ordinal => ordinal,
                 };
+                prefix = prefix.filter(|&k| index == Some(k)).map(|k| k + 1);
                 let mut key = frame.is_key();
                 if key
                     && !attempt.trusted

@@ -43,7 +43,7 @@ pub fn probe_video(path: &Path, deadline: Instant) -> Probe {
         }
     };
     let mut probe = describe(&input);
-    count_frames_without_duration(&mut input, &mut probe);
+    count_frames_without_duration(&mut input, &mut probe, deadline);
     probe
 }
 
@@ -74,21 +74,24 @@ const ELEMENTARY: &[&str] = &[
     "obu",
 ];
 
-/// Elementary streams (raw H.264, HEVC, MPEG-2, ...) declare neither a duration nor a frame
-/// count: count their frames from the packets (no decoding), so a whole-file clip covers the
-/// whole file. The per-file time budget still applies (the interrupt callback). Containers
-/// that merely omit a duration keep it unknown (as ffprobe reports it); the deep pass counts
-/// their frames.
-fn count_frames_without_duration(input: &mut ff::format::context::Input, probe: &mut Probe) {
+/// Files that declare neither a duration nor a frame count get their frames counted from
+/// the packets (no decoding), so a whole-file clip covers the whole file: elementary streams
+/// (raw H.264, HEVC, MPEG-2, ...), which have no container, and containers written without
+/// one (a live Matroska or WebM recording, a file muxed to a pipe). Elementary streams also
+/// get their duration from the packets; a container that omits it keeps it unknown, as
+/// ffprobe reports it (the deep pass measures it). A count cut short by the per-file time
+/// budget (the interrupt callback) is not kept.
+fn count_frames_without_duration(
+    input: &mut ff::format::context::Input,
+    probe: &mut Probe,
+    deadline: Instant,
+) {
     let info = &mut probe.info;
     let elementary = info
         .container
         .as_deref()
         .is_some_and(|c| ELEMENTARY.contains(&c));
-    if probe.kind != MediaKind::Video
-        || !elementary
-        || info.duration_secs.is_some()
-        || info.frame_count.is_some()
+    if probe.kind != MediaKind::Video || info.duration_secs.is_some() || info.frame_count.is_some()
     {
         return;
     }
@@ -104,9 +107,14 @@ fn count_frames_without_duration(input: &mut ff::format::context::Input, probe: 
         return;
     };
     let frames = crate::media::frames::FrameIndex::read(input, index, step);
+    if Instant::now() > deadline {
+        return;
+    }
     if let (Some(first), Some(last)) = (frames.pts.first(), frames.pts.last()) {
         info.frame_count = Some(frames.len() as i64);
-        info.duration_secs = Some((last - first + step) as f64 * tb.as_f64());
+        if elementary {
+            info.duration_secs = Some((last - first + step) as f64 * tb.as_f64());
+        }
     }
 }
 
