@@ -58,11 +58,7 @@ fn random_frame(rng: &mut Rng, width: u32, height: u32, format: FrameFormat) -> 
         };
         data.push(v as u8);
     }
-    let matrix = if rng.below(2) == 0 {
-        Matrix::Bt601
-    } else {
-        Matrix::Bt709
-    };
+    let matrix = [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020][rng.below(3) as usize];
     let range = if rng.below(2) == 0 {
         Range::Limited
     } else {

@@ -103,7 +103,7 @@ def test_frames_equal_pyavs_decode(corpus, tmp_path):
             report.append(f"{row['path']}: PyAV cannot open it ({e})")
             continue
         # framecull's rule (docs/LOADER.md): the stream's matrix, else BT.709 from 720 lines.
-        matrix = space if space in (1, 5, 6, 9) else (1 if row["height"] >= 720 else 5)
+        matrix = space if space in (1, 5, 6, 9, 10) else (1 if row["height"] >= 720 else 5)
         # The frames asked for and their neighbours: each delivered frame must be closer to
         # PyAV's frame of the same index than to the frames before and after it.
         wanted = {j for i in indices for j in (i - 1, i, i + 1) if j >= 0}

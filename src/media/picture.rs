@@ -1,7 +1,7 @@
 //! A decoded frame as the conversions read it (size, format, matrix, range, and its planes,
 //! packed or still in the decoder's buffers), and its colours: the YUV -> RGB formula of
-//! BT.601 and BT.709, limited or full range. The reader's [`Picture`](super::reader::Picture)
-//! becomes a [`Frame`] with `Frame::from`.
+//! BT.601, BT.709 and BT.2020 (non-constant luminance), limited or full range. The reader's
+//! [`Picture`](super::reader::Picture) becomes a [`Frame`] with `Frame::from`.
 
 /// A decoded frame, tightly packed.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,11 +34,7 @@ impl From<crate::media::reader::Picture> for Frame {
             } else {
                 FrameFormat::Rgb
             },
-            matrix: if p.bt709 {
-                Matrix::Bt709
-            } else {
-                Matrix::Bt601
-            },
+            matrix: p.matrix,
             range: if p.full_range {
                 Range::Full
             } else {
@@ -129,6 +125,9 @@ pub enum FrameFormat {
 pub enum Matrix {
     Bt601,
     Bt709,
+    /// BT.2020 non-constant luminance (HDR10, HLG and most 10-bit UHD video). FFmpeg converts
+    /// constant-luminance BT.2020 with the same matrix, and so does the loader.
+    Bt2020,
 }
 
 impl Matrix {
@@ -137,6 +136,7 @@ impl Matrix {
         match self {
             Matrix::Bt601 => (0.299, 0.114),
             Matrix::Bt709 => (0.2126, 0.0722),
+            Matrix::Bt2020 => (0.2627, 0.0593),
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::media::ffmpeg_log;
 use crate::media::frames::{
     FrameIndex, Identity, SeekPoint, content_hash, is_damaged, stream_frame_step,
 };
+use crate::media::picture::Matrix;
 use crate::model::{Ratio, SeekReference};
 use seek::{Attempt, Check, Seen, Start, start_plan};
 
@@ -28,8 +29,9 @@ pub struct Picture {
     pub height: u32,
     /// `true`: YUV 4:2:0 planes; `false`: RGB, 3 bytes per pixel.
     pub yuv420: bool,
-    /// BT.709 matrix (else BT.601). Unspecified streams: BT.709 from 720 lines up.
-    pub bt709: bool,
+    /// The YUV matrix the stream declares (BT.601, BT.709 or BT.2020). Unspecified streams:
+    /// BT.709 from 720 lines up, else BT.601.
+    pub matrix: Matrix,
     /// Full-range samples (JPEG), else limited (16..235).
     pub full_range: bool,
     pub data: Vec<u8>,
@@ -512,12 +514,14 @@ impl VideoReader {
         let (w, h, format) = (frame.width(), frame.height(), frame.format());
         let full_range = matches!(format, Pixel::YUVJ420P | Pixel::YUVJ422P | Pixel::YUVJ444P)
             || frame.color_range() == ff::color::Range::JPEG;
-        let bt709 = match frame.color_space() {
-            ff::color::Space::BT709 => true,
+        let matrix = match frame.color_space() {
+            ff::color::Space::BT709 => Matrix::Bt709,
             ff::color::Space::BT470BG | ff::color::Space::SMPTE170M | ff::color::Space::FCC => {
-                false
+                Matrix::Bt601
             }
-            _ => h >= 720,
+            ff::color::Space::BT2020NCL | ff::color::Space::BT2020CL => Matrix::Bt2020,
+            _ if h >= 720 => Matrix::Bt709,
+            _ => Matrix::Bt601,
         };
         // 4:2:0 at 8 bits is copied (or, with zero copy, referenced); at 10 and 12 bits
         // (HEVC, VP9, AV1) rounded to 8 bits here, plane by plane: faster than swscale, and
@@ -546,7 +550,7 @@ impl VideoReader {
                 width: w,
                 height: h,
                 yuv420: true,
-                bt709,
+                matrix,
                 full_range,
                 data,
                 pts,
@@ -595,7 +599,7 @@ impl VideoReader {
             width: w,
             height: h,
             yuv420: !to_rgb,
-            bt709,
+            matrix,
             full_range: to_rgb,
             data,
             pts,

@@ -464,7 +464,7 @@ mod tests {
             (Range::Limited, 235.0, 1.0),
             (Range::Full, 255.0, 1.0),
         ] {
-            for matrix in [Matrix::Bt601, Matrix::Bt709] {
+            for matrix in [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020] {
                 let rgb = yuv_to_rgb(y, 128.0, 128.0, matrix, range);
                 for c in rgb {
                     assert!((c - expect).abs() < 1e-6, "{range:?} {matrix:?} {rgb:?}");
@@ -474,6 +474,11 @@ mod tests {
         // Pure red in BT.709 limited range: Y 63, U 102, V 240.
         let [r, g, b] = yuv_to_rgb(63.0, 102.0, 240.0, Matrix::Bt709, Range::Limited);
         assert!(r > 0.99 && g < 0.02 && b < 0.02, "{r} {g} {b}");
+        // And in BT.2020: Y 16 + 219 Kr, U 128 - 112 Kr / (1 - Kb), V 240.
+        let [r, g, b] = yuv_to_rgb(73.53, 96.72, 240.0, Matrix::Bt2020, Range::Limited);
+        assert!(r > 0.99 && g < 0.01 && b < 0.01, "{r} {g} {b}");
+        let [_, g, _] = yuv_to_rgb(73.53, 96.72, 240.0, Matrix::Bt709, Range::Limited);
+        assert!(g > 0.03, "BT.709 reads BT.2020 red as another colour: {g}");
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //!
 //! For each output pixel: its footprint in the (cropped, flipped) display image is mapped to
 //! the coded frame (rotation), the planes are sampled there (bilinear at the footprint's
-//! centre, or the exact area average), the sample is converted YUV -> RGB (BT.601 or BT.709,
-//! limited or full range), clamped to [0, 1] and normalised. Sampling happens in the YUV
-//! planes, before conversion, so both paths touch each plane the same way.
+//! centre, or the exact area average), the sample is converted YUV -> RGB (BT.601, BT.709 or
+//! BT.2020, limited or full range), clamped to [0, 1] and normalised. Sampling happens in the
+//! YUV planes, before conversion, so both paths touch each plane the same way. Chroma is
+//! sampled as centred between luma samples, as FFmpeg's swscale converts.
 //!
 //! Here: the vocabulary (what to make of a frame: [`FrameParams`], [`OutputSpec`] and its
 //! [`Filter`], [`Layout`] and [`DType`]); in `cpu`, the kernel ([`write_frame`]).
