@@ -516,47 +516,61 @@ fn worker(
         let mut preprocess_secs = 0.0;
         // A panic in one window (a bug, or a decoder gone wrong) fails that window only.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let window = readers.read_window(clip, &job.sample, config, &mut times)?;
-            if matches!(config.sampling.timing, super::Timing::Stride(_)) && config.cache.is_none()
-            {
-                let mut known = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
-                if !known.contains_key(&job.sample.clip)
-                    && let Some(keys) = readers.clip_keyframes(clip)
+            let publish_keyframes = |readers: &Readers| {
+                if matches!(config.sampling.timing, super::Timing::Stride(_))
+                    && config.cache.is_none()
                 {
-                    known.insert(job.sample.clip, Arc::new(keys));
+                    let mut known = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
+                    if !known.contains_key(&job.sample.clip)
+                        && let Some(keys) = readers.clip_keyframes(clip)
+                    {
+                        known.insert(job.sample.clip, Arc::new(keys));
+                    }
                 }
-            }
-            let frames: Vec<(usize, i64)> =
-                window.frames.iter().map(|f| (f.index, f.pts)).collect();
-            let time_base = window.time_base;
+            };
             if gpu {
+                let window = readers.read_window(clip, &job.sample, config, &mut times)?;
+                publish_keyframes(&readers);
+                let frames = window.frames.iter().map(|f| (f.index, f.pts)).collect();
+                let time_base = window.time_base;
                 return Ok(Read {
                     prepared: Prepared::Frames(window),
                     frames,
                     time_base,
                 });
             }
-            let started = Instant::now();
-            let size = job.t as usize * frame_bytes;
+            let slots = job.t as usize;
             let mut bytes = shared
                 .pool
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .pop()
                 .unwrap_or_default();
-            // Padding slots must read as zeros; frames overwrite the rest.
-            bytes.resize(size, 0);
-            bytes[window.frames.len().min(job.t as usize) * frame_bytes..].fill(0);
-            for ((frame, &params), dst) in window
-                .frames
-                .iter()
-                .zip(&window.params)
-                .zip(bytes.chunks_exact_mut(frame_bytes))
-            {
-                preprocess::write_frame(Some(&FrameJob { frame, params }), &out, &mut scratch, dst);
-            }
-            preprocess_secs = started.elapsed().as_secs_f64();
-            readers.recycle(&clip.path, window.frames.into_iter().map(|f| f.data));
+            bytes.resize(slots * frame_bytes, 0);
+            // Each frame is preprocessed as it is decoded: the worker holds one decoded
+            // frame, not a window of them (a 4K window is 16 x 12 MB).
+            let (frames, time_base) = readers.read_window_each(
+                clip,
+                &job.sample,
+                config,
+                &mut times,
+                &mut |slot, frame, params| {
+                    if slot < slots {
+                        let started = Instant::now();
+                        let dst = &mut bytes[slot * frame_bytes..(slot + 1) * frame_bytes];
+                        preprocess::write_frame(
+                            Some(&FrameJob { frame, params }),
+                            &out,
+                            &mut scratch,
+                            dst,
+                        );
+                        preprocess_secs += started.elapsed().as_secs_f64();
+                    }
+                },
+            )?;
+            publish_keyframes(&readers);
+            // Padding slots must read as zeros.
+            bytes[frames.len().min(slots) * frame_bytes..].fill(0);
             Ok(Read {
                 prepared: Prepared::Bytes(bytes),
                 frames,
