@@ -61,54 +61,84 @@ struct Shared {
     stop: AtomicBool,
 }
 
-/// Which windows are taken, and how far the consumer is.
+/// Which windows are taken, where each worker's decoder is, and how far the consumer is.
 struct Queue {
     taken: Vec<bool>,
     untaken: usize,
+    /// The window (clip, start) each worker took last: its decoder goes on from there.
+    at: Vec<Option<(u32, f64)>>,
     /// Batches the consumer has taken.
     consumed: usize,
 }
 
+/// The window worker `me` would read on to from its last window: the next free window of
+/// that clip when close after it (`near`), unless another worker's decoder stands between
+/// the two (that one reads on to it, decoding fewer frames).
+fn next_window(
+    jobs: &[Job],
+    taken: &[bool],
+    me: usize,
+    at: &[Option<(u32, f64)>],
+    near: f64,
+) -> Option<usize> {
+    let (clip, start) = at.get(me).copied().flatten()?;
+    let next = (0..taken.len())
+        .filter(|&j| !taken[j] && jobs[j].sample.clip == clip)
+        .filter(|&j| jobs[j].sample.start > start && jobs[j].sample.start - start <= near)
+        .min_by(|&a, &b| jobs[a].sample.start.total_cmp(&jobs[b].sample.start))?;
+    let until = jobs[next].sample.start;
+    let between = at
+        .iter()
+        .enumerate()
+        .any(|(w, pos)| w != me && pos.is_some_and(|(c, p)| c == clip && p > start && p < until));
+    (!between).then_some(next)
+}
+
 /// Windows a worker may take: those of the batches within `ahead` of the consumer.
-/// Among them it takes, in this order of preference:
+/// Worker `me` takes, in this order of preference:
 /// 1. the next window of the clip it just read, when close after it: the open decoder goes
 ///    on without a seek (two workers alternating over one clip would each decode all of it);
 /// 2. else the first window of a clip (decoding starts at a keyframe, nothing is wasted);
-/// 3. else, in the longest run of free windows, its first window when nobody reads the one
-///    before it, else (someone is likely reading on from there) the window of its second
-///    half that starts closest after a keyframe (the fewest frames decoded only to reach
-///    it), else its middle.
+/// 3. else, in the longest run of windows that are neither taken nor another worker's next
+///    (rule 1: taking it would make that worker seek, or decode the frames twice), its first
+///    window when nobody reads on to it, else (someone reads on from the window before) the
+///    window of its second half that starts closest after a keyframe (the fewest frames
+///    decoded only to reach it), else its middle.
 ///
-/// Output does not depend on this: batches are assembled in plan order.
+/// With nothing left but other workers' next windows, the worker waits: the window's own
+/// worker reads on to it for less than a seek costs. Output does not depend on this:
+/// batches are assembled in plan order.
 fn pick(
     jobs: &[Job],
     taken: &[bool],
-    last: Option<(u32, f64)>,
+    me: usize,
+    at: &[Option<(u32, f64)>],
     near: f64,
     keyframes: &HashMap<u32, Arc<Vec<f64>>>,
 ) -> Option<usize> {
-    if let Some((clip, start)) = last {
-        let next = (0..taken.len())
-            .filter(|&j| !taken[j] && jobs[j].sample.clip == clip)
-            .filter(|&j| jobs[j].sample.start > start && jobs[j].sample.start - start <= near)
-            .min_by(|&a, &b| jobs[a].sample.start.total_cmp(&jobs[b].sample.start));
-        if next.is_some() {
-            return next;
+    if let Some(next) = next_window(jobs, taken, me, at, near) {
+        return Some(next);
+    }
+    // Other workers' next windows count as taken.
+    let mut busy = taken.to_vec();
+    for w in (0..at.len()).filter(|&w| w != me) {
+        if let Some(j) = next_window(jobs, taken, w, at, near) {
+            busy[j] = true;
         }
     }
     // The first window of a clip nobody reads yet: decoding starts at a keyframe.
-    if let Some(j) = (0..taken.len()).find(|&j| !taken[j] && jobs[j].sample.start == 0.0) {
+    if let Some(j) = (0..busy.len()).find(|&j| !busy[j] && jobs[j].sample.start == 0.0) {
         return Some(j);
     }
     let mut best: Option<(usize, usize)> = None;
     let mut j = 0;
-    while j < taken.len() {
-        if taken[j] {
+    while j < busy.len() {
+        if busy[j] {
             j += 1;
             continue;
         }
         let run_start = j;
-        while j < taken.len() && !taken[j] {
+        while j < busy.len() && !busy[j] {
             j += 1;
         }
         if best.is_none_or(|(_, len)| j - run_start > len) {
@@ -116,7 +146,7 @@ fn pick(
         }
     }
     let (start, len) = best?;
-    if start == 0 || !taken[start - 1] {
+    if start == 0 || !busy[start - 1] {
         return Some(start);
     }
     let middle = start + len / 2;
@@ -127,7 +157,7 @@ fn pick(
         let k = keys.partition_point(|&k| k <= sample.start);
         Some(sample.start - keys[k.checked_sub(1)?])
     };
-    let aligned = (middle..start + len)
+    let aligned = (start + (len - 1) / 2..start + len)
         .filter_map(|j| lead(j).map(|l| (l, j)))
         .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     Some(aligned.map_or(middle, |(_, j)| j))
@@ -166,10 +196,12 @@ impl<'a> Epoch<'a> {
         }
         job_start.push(jobs.len());
         let jobs = Arc::new(jobs);
+        let count = loader.config.workers.max(1).min(jobs.len().max(1));
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 taken: vec![false; jobs.len()],
                 untaken: jobs.len(),
+                at: vec![None; count],
                 consumed: 0,
             }),
             keyframes: Mutex::new(HashMap::new()),
@@ -180,7 +212,6 @@ impl<'a> Epoch<'a> {
         let job_start_shared = Arc::new(job_start.clone());
         let (tx, rx) = channel();
         let gpu = loader.gpu.is_some();
-        let count = loader.config.workers.max(1).min(jobs.len().max(1));
         let mut workers = Vec::with_capacity(count);
         for i in 0..count {
             let (jobs, shared, tx) = (Arc::clone(&jobs), Arc::clone(&shared), tx.clone());
@@ -189,7 +220,7 @@ impl<'a> Epoch<'a> {
             let config = loader.config.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("loader-{i}"))
-                .spawn(move || worker(&jobs, &job_start, &clips, &config, gpu, &shared, &tx));
+                .spawn(move || worker(i, &jobs, &job_start, &clips, &config, gpu, &shared, &tx));
             match spawned {
                 Ok(handle) => workers.push(handle),
                 Err(e) => tracing::error!("cannot start a loader worker: {e}"),
@@ -411,7 +442,24 @@ impl Drop for Epoch<'_> {
     }
 }
 
+/// Clears a worker's place in the queue when it ends (or panics outside a window), so no
+/// other worker waits for it to read on.
+struct Leave<'a> {
+    me: usize,
+    shared: &'a Shared,
+}
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        queue.at[self.me] = None;
+        self.shared.wake.notify_all();
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn worker(
+    me: usize,
     jobs: &[Job],
     job_start: &[usize],
     clips: &[ClipSource],
@@ -439,7 +487,7 @@ fn worker(
         }
         super::Timing::Fps(_) => 4.0,
     };
-    let mut last: Option<(u32, f64)> = None;
+    let _leave = Leave { me, shared };
     loop {
         if shared.stop.load(Ordering::SeqCst) {
             return;
@@ -454,65 +502,81 @@ fn worker(
                 // Lock order: the queue, then the keyframes (workers publish keyframes
                 // holding only the latter).
                 let keyframes = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
-                let picked = pick(jobs, &queue.taken[..limit], last, near, &keyframes);
+                let picked = pick(jobs, &queue.taken[..limit], me, &queue.at, near, &keyframes);
                 drop(keyframes);
                 if let Some(j) = picked {
                     queue.taken[j] = true;
                     queue.untaken -= 1;
+                    queue.at[me] = Some((jobs[j].sample.clip, jobs[j].sample.start));
+                    // Waiting workers look again: what counts as someone's next window moved.
+                    shared.wake.notify_all();
                     break j;
                 }
                 queue = shared.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
             }
         };
         let job = &jobs[j];
-        last = Some((job.sample.clip, job.sample.start));
         let clip = &clips[job.sample.clip as usize];
         let mut times = ReadTimes::default();
         let (hits, fills) = (readers.cache_hits, readers.cache_fills);
         let mut preprocess_secs = 0.0;
         // A panic in one window (a bug, or a decoder gone wrong) fails that window only.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let window = readers.read_window(clip, &job.sample, config, &mut times)?;
-            if matches!(config.sampling.timing, super::Timing::Stride(_)) && config.cache.is_none()
-            {
-                let mut known = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
-                if !known.contains_key(&job.sample.clip)
-                    && let Some(keys) = readers.clip_keyframes(clip)
+            let publish_keyframes = |readers: &Readers| {
+                if matches!(config.sampling.timing, super::Timing::Stride(_))
+                    && config.cache.is_none()
                 {
-                    known.insert(job.sample.clip, Arc::new(keys));
+                    let mut known = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
+                    if !known.contains_key(&job.sample.clip)
+                        && let Some(keys) = readers.clip_keyframes(clip)
+                    {
+                        known.insert(job.sample.clip, Arc::new(keys));
+                    }
                 }
-            }
-            let frames: Vec<(usize, i64)> =
-                window.frames.iter().map(|f| (f.index, f.pts)).collect();
-            let time_base = window.time_base;
+            };
             if gpu {
+                let window = readers.read_window(clip, &job.sample, config, &mut times)?;
+                publish_keyframes(&readers);
+                let frames = window.frames.iter().map(|f| (f.index, f.pts)).collect();
+                let time_base = window.time_base;
                 return Ok(Read {
                     prepared: Prepared::Frames(window),
                     frames,
                     time_base,
                 });
             }
-            let started = Instant::now();
-            let size = job.t as usize * frame_bytes;
+            let slots = job.t as usize;
             let mut bytes = shared
                 .pool
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .pop()
                 .unwrap_or_default();
-            // Padding slots must read as zeros; frames overwrite the rest.
-            bytes.resize(size, 0);
-            bytes[window.frames.len().min(job.t as usize) * frame_bytes..].fill(0);
-            for ((frame, &params), dst) in window
-                .frames
-                .iter()
-                .zip(&window.params)
-                .zip(bytes.chunks_exact_mut(frame_bytes))
-            {
-                preprocess::write_frame(Some(&FrameJob { frame, params }), &out, &mut scratch, dst);
-            }
-            preprocess_secs = started.elapsed().as_secs_f64();
-            readers.recycle(&clip.path, window.frames.into_iter().map(|f| f.data));
+            bytes.resize(slots * frame_bytes, 0);
+            // Each frame is preprocessed as it is decoded: the worker holds one decoded
+            // frame, not a window of them (a 4K window is 16 x 12 MB).
+            let (frames, time_base) = readers.read_window_each(
+                clip,
+                &job.sample,
+                config,
+                &mut times,
+                &mut |slot, frame, params| {
+                    if slot < slots {
+                        let started = Instant::now();
+                        let dst = &mut bytes[slot * frame_bytes..(slot + 1) * frame_bytes];
+                        preprocess::write_frame(
+                            Some(&FrameJob { frame, params }),
+                            &out,
+                            &mut scratch,
+                            dst,
+                        );
+                        preprocess_secs += started.elapsed().as_secs_f64();
+                    }
+                },
+            )?;
+            publish_keyframes(&readers);
+            // Padding slots must read as zeros.
+            bytes[frames.len().min(slots) * frame_bytes..].fill(0);
             Ok(Read {
                 prepared: Prepared::Bytes(bytes),
                 frames,
@@ -560,23 +624,50 @@ mod tests {
 
     #[test]
     fn a_worker_jumping_into_a_clip_starts_close_after_a_keyframe() {
-        // Windows of 16 frames every 16 frames; window 0 is being read.
+        // Windows of 16 frames every 16 frames; window 0 is taken (by no worker that reads
+        // on from it).
         let starts: Vec<f64> = (0..12).map(|i| f64::from(i * 16)).collect();
         let jobs = jobs(&starts);
         let mut taken = vec![false; jobs.len()];
         taken[0] = true;
         let none = HashMap::new();
+        let idle = [None, None];
         // Without keyframes known: the middle of the free run (windows 1..12).
-        assert_eq!(pick(&jobs, &taken, None, 32.0, &none), Some(6));
+        assert_eq!(pick(&jobs, &taken, 0, &idle, 32.0, &none), Some(6));
         // Keyframes every 30 frames: of windows 6..11 (starts 96..176), the one that starts
         // the fewest frames after a keyframe.
         let keys: HashMap<u32, Arc<Vec<f64>>> =
             [(0, Arc::new((0..7).map(|k| f64::from(k * 30)).collect()))].into();
-        let picked = pick(&jobs, &taken, None, 32.0, &keys).unwrap();
+        let picked = pick(&jobs, &taken, 0, &idle, 32.0, &keys).unwrap();
         let lead = |j: usize| starts[j] - (starts[j] / 30.0).floor() * 30.0;
         assert!((6..12).contains(&picked));
         assert!((6..12).all(|j| lead(picked) <= lead(j)), "picked {picked}");
         // Someone's next window is preferred over any jump.
-        assert_eq!(pick(&jobs, &taken, Some((0, 0.0)), 32.0, &keys), Some(1));
+        let reading = [Some((0, 0.0)), None];
+        assert_eq!(pick(&jobs, &taken, 0, &reading, 32.0, &keys), Some(1));
+        // Another worker's next window is left to it: the jump lands past it.
+        let picked = pick(&jobs, &taken, 1, &reading, 32.0, &keys).unwrap();
+        assert!((6..12).contains(&picked), "picked {picked}");
+    }
+
+    #[test]
+    fn a_worker_does_not_read_through_windows_another_worker_reads() {
+        // One clip of six windows (starts 0..80), keyframes every 30 frames. Worker 0 read
+        // 0..48; worker 1 jumped in at 64 and reads on to 80.
+        let starts: Vec<f64> = (0..6).map(|i| f64::from(i * 16)).collect();
+        let jobs = jobs(&starts);
+        let keys: HashMap<u32, Arc<Vec<f64>>> =
+            [(0, Arc::new((0..4).map(|k| f64::from(k * 30)).collect()))].into();
+        let taken = [true, true, true, true, true, false];
+        let at = [Some((0, 48.0)), Some((0, 64.0))];
+        // Worker 0 would decode 64..80 again (or seek and decode 60..80): it waits.
+        assert_eq!(pick(&jobs, &taken, 0, &at, 32.0, &keys), None);
+        assert_eq!(pick(&jobs, &taken, 1, &at, 32.0, &keys), Some(5));
+        // Worker 0 reads 32..48 and will read on to 48; a worker done with its own clip
+        // takes the rest from the keyframe at 60 (4 frames before 64), not 48.
+        let taken = [true, true, true, false, false, false];
+        let at = [Some((0, 32.0)), Some((1, 80.0))];
+        assert_eq!(pick(&jobs, &taken, 1, &at, 32.0, &keys), Some(4));
+        assert_eq!(pick(&jobs, &taken, 0, &at, 32.0, &keys), Some(3));
     }
 }

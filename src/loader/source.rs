@@ -260,6 +260,10 @@ pub(crate) struct WindowFrames {
     pub time_base: Ratio,
 }
 
+/// Which frames a window read: each one's index in the file and timestamp, in slot order, and
+/// the timestamps' time base.
+pub(crate) type FramesRead = (Vec<(usize, i64)>, Ratio);
+
 /// Why a window's frames could not be read (the message a skipped clip reports).
 #[derive(Debug, thiserror::Error)]
 enum WindowError {
@@ -458,55 +462,132 @@ impl Readers {
     ) -> Result<WindowFrames, (SkipReason, String)> {
         let timing = config.sampling.timing;
         let budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
-        let (frames, quarter_turns, mirror) = match self.cache.clone() {
+        let (frames, mut cut) = match self.cache.clone() {
             Some(cache) => {
                 // Filling decodes the whole clip: a budget in proportion.
                 let deadline = Instant::now() + budget * (1 + clip_len_hint(clip) / 64);
                 let frames = self.cached_window(&cache, clip, sample, timing, deadline, times);
-                (frames, 0, false)
+                (frames, Cut::new(sample, config, 0, false))
             }
             None => {
                 let frames =
                     self.decode_window(clip, sample, timing, Instant::now() + budget, times);
-                (frames, clip.quarter_turns, clip.mirror)
+                let cut = Cut::new(sample, config, clip.quarter_turns, clip.mirror);
+                (frames, cut)
             }
         };
         let (frames, time_base) = frames.map_err(|e| (SkipReason::Corrupt, e.to_string()))?;
         if frames.is_empty() {
             return Err((SkipReason::Corrupt, WindowError::NoFrames.to_string()));
         }
-        let mut params = Vec::with_capacity(frames.len());
-        let mut augmentation = None;
-        for frame in &frames {
-            let display = frame.display_size(quarter_turns);
-            let (rect, flip) = *augmentation.get_or_insert_with(|| {
-                draw_augmentation(
-                    sample.aug_seed,
-                    config.crop,
-                    config.hflip,
-                    display,
-                    &config.output,
-                )
-            });
-            let [mut x, y, w, h] = rect;
-            let mut flip = flip;
-            if mirror {
-                // Crop the mirrored picture: the same region of the unmirrored one, flipped.
-                x = 1.0 - x - w;
-                flip = !flip;
-            }
-            let (dw, dh) = (display.0 as f32, display.1 as f32);
-            params.push(FrameParams {
-                quarter_turns,
-                crop: [x * dw, y * dh, w * dw, h * dh],
-                flip,
-            });
-        }
+        let params = frames.iter().map(|frame| cut.params(frame)).collect();
         Ok(WindowFrames {
             frames,
             params,
             time_base,
         })
+    }
+
+    /// Read one window and hand each frame, with how to cut it, to `each` as it is decoded
+    /// (slot by slot, in order), instead of keeping the window's frames: a worker then holds
+    /// one decoded frame rather than a window of them. Returns each frame's index in the file
+    /// and timestamp, and the time base.
+    pub fn read_window_each(
+        &mut self,
+        clip: &ClipSource,
+        sample: &Sample,
+        config: &LoaderConfig,
+        times: &mut ReadTimes,
+        each: &mut dyn FnMut(usize, &Frame, FrameParams),
+    ) -> Result<FramesRead, (SkipReason, String)> {
+        let corrupt = |e: WindowError| (SkipReason::Corrupt, e.to_string());
+        if self.cache.is_some() {
+            let window = self.read_window(clip, sample, config, times)?;
+            for (slot, (frame, &params)) in window.frames.iter().zip(&window.params).enumerate() {
+                each(slot, frame, params);
+            }
+            let frames = window.frames.iter().map(|f| (f.index, f.pts)).collect();
+            self.recycle(&clip.path, window.frames.into_iter().map(|f| f.data));
+            return Ok((frames, window.time_base));
+        }
+        let budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
+        let deadline = Instant::now() + budget;
+        let (reader, range) = self.clip_reader(clip).map_err(corrupt)?;
+        let time_base = reader.time_base();
+        let clip_pts = &reader.frame_pts()[range.clone()];
+        let wanted: Vec<usize> =
+            window_positions(clip_pts, time_base, sample, config.sampling.timing)
+                .into_iter()
+                .map(|p| range.start + p)
+                .collect();
+        if wanted.is_empty() {
+            return Err(corrupt(WindowError::NoFrames));
+        }
+        let mut cut = Cut::new(sample, config, clip.quarter_turns, clip.mirror);
+        let mut frames: Vec<Option<(usize, i64)>> = vec![None; wanted.len()];
+        let read = reader.read_recycling(&wanted, Some(deadline), times, &mut |slot, picture| {
+            let frame = Frame::from(picture);
+            frames[slot] = Some((frame.index, frame.pts));
+            each(slot, &frame, cut.params(&frame));
+            Some(frame.data)
+        });
+        if let Err(e) = read {
+            self.drop_reader(&clip.path);
+            return Err(corrupt(e.into()));
+        }
+        let frames = frames
+            .into_iter()
+            .map(|f| f.ok_or(WindowError::NotDecoded))
+            .collect::<Result<_, _>>()
+            .map_err(corrupt)?;
+        Ok((frames, time_base))
+    }
+}
+
+/// How a window's frames are cut: the crop and flip drawn once per window (from its first
+/// frame's display size), with the clip's rotation and mirror.
+struct Cut {
+    seed: u64,
+    crop: Crop,
+    hflip: f32,
+    output: OutputSpec,
+    quarter_turns: u8,
+    mirror: bool,
+    augmentation: Option<([f32; 4], bool)>,
+}
+
+impl Cut {
+    fn new(sample: &Sample, config: &LoaderConfig, quarter_turns: u8, mirror: bool) -> Cut {
+        Cut {
+            seed: sample.aug_seed,
+            crop: config.crop,
+            hflip: config.hflip,
+            output: config.output,
+            quarter_turns,
+            mirror,
+            augmentation: None,
+        }
+    }
+
+    /// The next frame's parameters (frames in slot order).
+    fn params(&mut self, frame: &Frame) -> FrameParams {
+        let display = frame.display_size(self.quarter_turns);
+        let (rect, flip) = *self.augmentation.get_or_insert_with(|| {
+            draw_augmentation(self.seed, self.crop, self.hflip, display, &self.output)
+        });
+        let [mut x, y, w, h] = rect;
+        let mut flip = flip;
+        if self.mirror {
+            // Crop the mirrored picture: the same region of the unmirrored one, flipped.
+            x = 1.0 - x - w;
+            flip = !flip;
+        }
+        let (dw, dh) = (display.0 as f32, display.1 as f32);
+        FrameParams {
+            quarter_turns: self.quarter_turns,
+            crop: [x * dw, y * dh, w * dw, h * dh],
+            flip,
+        }
     }
 }
 

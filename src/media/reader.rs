@@ -328,6 +328,22 @@ impl VideoReader {
         times: &mut ReadTimes,
         on_frame: &mut dyn FnMut(usize, Picture),
     ) -> Result<(), ReadError> {
+        self.read_recycling(wanted, deadline, times, &mut |i, picture| {
+            on_frame(i, picture);
+            None
+        })
+    }
+
+    /// [`read`](Self::read), where `on_frame` may hand the picture's buffer back when done
+    /// with it: the next picture is converted into it (one buffer in use rather than one per
+    /// frame; a 4K frame is 12 MB of fresh pages otherwise).
+    pub fn read_recycling(
+        &mut self,
+        wanted: &[usize],
+        deadline: Option<Instant>,
+        times: &mut ReadTimes,
+        on_frame: &mut dyn FnMut(usize, Picture) -> Option<Vec<u8>>,
+    ) -> Result<(), ReadError> {
         let Some(&first) = wanted.first() else {
             return Ok(());
         };
@@ -390,7 +406,7 @@ impl VideoReader {
         handed: &mut usize,
         deadline: Option<Instant>,
         times: &mut ReadTimes,
-        on_frame: &mut dyn FnMut(usize, Picture),
+        on_frame: &mut dyn FnMut(usize, Picture) -> Option<Vec<u8>>,
     ) -> Result<Outcome, ReadError> {
         let mut frame = ff::frame::Video::empty();
         let mut eof = false;
@@ -465,7 +481,9 @@ impl VideoReader {
                         let t = Instant::now();
                         let picture = self.convert(&frame, index)?;
                         times.convert_secs += t.elapsed().as_secs_f64();
-                        on_frame(next, picture);
+                        if let Some(buffer) = on_frame(next, picture) {
+                            self.spare.push(buffer);
+                        }
                         *handed = next + 1;
                     }
                     next += 1;

@@ -22,9 +22,10 @@ pub struct Args {
     dir: PathBuf,
     #[arg(long, default_value_t = 8)]
     clips: usize,
-    /// Frames per clip (30 fps; a multiple of 16 so windows cover every frame).
-    #[arg(long, default_value_t = 320)]
-    frames: u32,
+    /// Frames per clip (30 fps; a multiple of 16 so windows cover every frame; default 320,
+    /// 96 with `--uhd`). Kept clips with another count are generated again.
+    #[arg(long)]
+    frames: Option<u32>,
     /// Loader workers (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
@@ -50,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let r = bench_load(
         &args.dir,
         source,
-        args.frames,
+        args.frames.unwrap_or(if args.uhd { 96 } else { 320 }),
         args.workers,
         &args.python,
         args.repeat.max(1),
@@ -178,9 +179,17 @@ enum LoadSource {
     Uhd,
 }
 
-/// Generate the benchmark's clips in `media` (kept between runs).
+/// Frames in a video file (its packets counted, no decoding).
+fn frame_count(path: &Path) -> Option<usize> {
+    framecull::media::reader::VideoReader::open(path, 1)
+        .ok()
+        .map(|r| r.frames().len())
+}
+
+/// Generate the benchmark's clips in `media` (kept between runs while they hold `frames`).
 fn load_sources(media: &Path, source: LoadSource, frames: u32) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(media)?;
+    let missing = |path: &Path| frame_count(path) != Some(frames as usize);
     let h264 = |path: &Path, w: u32, h: u32, speed: u32| -> anyhow::Result<()> {
         let mut spec = synth::VideoSpec::new("libx264", w, h, 30, frames);
         spec.pattern = Pattern::MovingBox { speed };
@@ -193,7 +202,7 @@ fn load_sources(media: &Path, source: LoadSource, frames: u32) -> anyhow::Result
         LoadSource::Hd(clips) => {
             for i in 0..clips {
                 let path = media.join(format!("clip{i:03}.mp4"));
-                if !path.is_file() {
+                if missing(&path) {
                     h264(&path, 1280, 720, 2 + i as u32)?;
                 }
                 files.push(path);
@@ -201,12 +210,12 @@ fn load_sources(media: &Path, source: LoadSource, frames: u32) -> anyhow::Result
         }
         LoadSource::Uhd => {
             let path = media.join("uhd_h264.mp4");
-            if !path.is_file() {
+            if missing(&path) {
                 h264(&path, 3840, 2160, 12)?;
             }
             files.push(path);
             let path = media.join("uhd_hevc10.mp4");
-            if !path.is_file() {
+            if missing(&path) {
                 let status = Command::new("ffmpeg")
                     .args(["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i"])
                     .arg("testsrc2=size=3840x2160:rate=30")
@@ -294,7 +303,10 @@ fn bench_load(
     let mut delivered = 0;
     let mut stats = framecull::loader::Stats::default();
     // ffmpeg decodes every frame of every clip.
-    let ffmpeg_frames = u64::from(frames) * clips as u64;
+    let ffmpeg_frames: u64 = files
+        .iter()
+        .map(|f| frame_count(f).unwrap_or(0) as u64)
+        .sum();
     let mut pyav_frames = 0u64;
     for _ in 0..repeat {
         let mut loader = Loader::open(&manifest, None, config.clone())?;
