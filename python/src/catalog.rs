@@ -84,11 +84,15 @@ pub fn catalog_items(
         ),
         None => (0..items.len()).collect(),
     };
-    jsonl(
-        chosen
-            .into_iter()
-            .map(|i| Row::from_item(&items[i], &analysis)),
-    )
+    let others = if all && filter.is_none() {
+        catalog.other_files().map_err(catalog_error)?
+    } else {
+        Vec::new()
+    };
+    let media = chosen
+        .into_iter()
+        .map(|i| Row::from_item(&items[i], &analysis));
+    jsonl(media.chain(others.iter().map(Row::other)))
 }
 
 #[derive(Serialize)]

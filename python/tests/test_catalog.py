@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import framecull
-from conftest import run
+from conftest import SOURCES, make_dataset, run
 
 
 def test_read_manifest_matches_the_command_lines_export(dataset):
@@ -66,6 +66,20 @@ def test_reviews_clips_flags_and_diffs(dataset, copy_of):
     assert [c["path"] for c in diff["added"]] == ["a_testsrc2.mp4"]
     cli = json.loads(run("diff", "all", "1", "2", "--json", "--project", str(project)).stdout)
     assert diff == cli
+
+
+def test_files_that_are_not_media_are_listed_with_all(tmp_path):
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "README.txt").write_text("one video\n")
+    make_dataset(root, SOURCES[:1])
+    catalog = framecull.Catalog(root)
+    assert catalog.items().column("path").to_pylist() == [SOURCES[0][0]]
+    everything = catalog.items(all=True).to_pylist()
+    assert [r["path"] for r in everything] == [SOURCES[0][0], "README.txt"]
+    readme = everything[-1]
+    assert (readme["kind"], readme["status"], readme["size_bytes"]) == ("other", "not_media", 10)
+    assert readme["error"] == "not media: .txt files are not images or videos"
 
 
 def test_to_polars_when_polars_is_installed(dataset):

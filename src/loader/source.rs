@@ -512,29 +512,40 @@ impl Readers {
         }
         let budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
         let deadline = Instant::now() + budget;
-        let (reader, range) = self.clip_reader(clip).map_err(corrupt)?;
-        let time_base = reader.time_base();
-        let clip_pts = &reader.frame_pts()[range.clone()];
-        let wanted: Vec<usize> =
-            window_positions(clip_pts, time_base, sample, config.sampling.timing)
-                .into_iter()
-                .map(|p| range.start + p)
-                .collect();
-        if wanted.is_empty() {
-            return Err(corrupt(WindowError::NoFrames));
-        }
-        let mut cut = Cut::new(sample, config, clip.quarter_turns, clip.mirror);
-        let mut frames: Vec<Option<(usize, i64)>> = vec![None; wanted.len()];
-        let read = reader.read_recycling(&wanted, Some(deadline), times, &mut |slot, picture| {
-            let frame = Frame::from(picture);
-            frames[slot] = Some((frame.index, frame.pts));
-            each(slot, &frame, cut.params(&frame));
-            Some(frame.data)
-        });
-        if let Err(e) = read {
-            self.drop_reader(&clip.path);
-            return Err(corrupt(e.into()));
-        }
+        let (frames, time_base) = loop {
+            let (reader, range) = self.clip_reader(clip).map_err(corrupt)?;
+            let promised = reader.frames().len();
+            let time_base = reader.time_base();
+            let clip_pts = &reader.frame_pts()[range.clone()];
+            let wanted: Vec<usize> =
+                window_positions(clip_pts, time_base, sample, config.sampling.timing)
+                    .into_iter()
+                    .map(|p| range.start + p)
+                    .collect();
+            if wanted.is_empty() {
+                return Err(corrupt(WindowError::NoFrames));
+            }
+            let mut cut = Cut::new(sample, config, clip.quarter_turns, clip.mirror);
+            let mut frames: Vec<Option<(usize, i64)>> = vec![None; wanted.len()];
+            let read =
+                reader.read_recycling(&wanted, Some(deadline), times, &mut |slot, picture| {
+                    let frame = Frame::from(picture);
+                    frames[slot] = Some((frame.index, frame.pts));
+                    each(slot, &frame, cut.params(&frame));
+                    Some(frame.data)
+                });
+            match read {
+                Ok(()) => break (frames, time_base),
+                // The decode from the start found the file's real end before frames the
+                // packets promised: plan the window again on the frames there are (slots
+                // handed out are written again; the caller zeroes those past the end).
+                Err(ReadError::Missing(_)) if reader.frames().len() < promised => continue,
+                Err(e) => {
+                    self.drop_reader(&clip.path);
+                    return Err(corrupt(e.into()));
+                }
+            }
+        };
         let frames = frames
             .into_iter()
             .map(|f| f.ok_or(WindowError::NotDecoded))
