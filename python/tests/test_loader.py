@@ -327,3 +327,24 @@ except KeyboardInterrupt:
     assert child.returncode == 3, out
     stopped = float(out.split()[1])
     assert stopped - sent < 2.0, f"stopped {stopped - sent:.2f} s after Ctrl-C"
+
+
+def test_the_gpu_path_matches_the_cpu_path(dataset):
+    # lavapipe in CI (FRAMECULL_REQUIRE_GPU=1): a software Vulkan adapter is enough here.
+    args = dict(split=None, size=(48, 64), batch_size=2, mode="all", clip_len=4, workers=2, seed=5, crop="random", hflip=0.5)
+    try:
+        gpu = framecull.Loader(dataset["all"], **args, device="gpu")
+    except framecull.GpuError as e:
+        if os.environ.get("FRAMECULL_REQUIRE_GPU") == "1":
+            raise
+        pytest.skip(f"no GPU adapter: {e}")
+    assert gpu.device.startswith("gpu")
+    cpu = framecull.Loader(dataset["all"], **args, device="cpu")
+    pairs = list(zip(cpu, gpu))
+    assert len(pairs) == len(cpu) > 3
+    for a, b in pairs:
+        assert a.clip_ids == b.clip_ids and (a.frame_indices == b.frame_indices).all()
+        x, y = np.from_dlpack(a.frames), np.from_dlpack(b.frames)
+        assert x.shape == y.shape
+        # Within one level of 255 after normalisation (std 0.225).
+        assert np.abs(x - y).max() <= 1 / 255 / 0.224 + 1e-6
