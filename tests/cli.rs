@@ -344,3 +344,18 @@ fn version_completions_and_manual_page() {
     );
     assert!(text.contains("scan") && text.contains("export"));
 }
+
+#[test]
+fn the_desktop_entry_is_valid() {
+    let entry = concat!(env!("CARGO_MANIFEST_DIR"), "/packaging/framecull.desktop");
+    let out = std::process::Command::new("desktop-file-validate")
+        .arg(entry)
+        .output()
+        .expect("desktop-file-validate (packaging/deps.sh installs desktop-file-utils)");
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
