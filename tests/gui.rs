@@ -155,6 +155,15 @@ fn open_brush_gallery_select_scan_and_cancel() {
     h.run_steps(10);
     assert!(h.state().state().gallery);
 
+    // Log counts: a setting kept with the window's state, shown on the count axis.
+    assert!(!h.state().state().log_counts);
+    h.get_by_label("log counts").click();
+    h.run_steps(5);
+    assert!(h.state().state().log_counts);
+    h.get_by_label("log counts").click();
+    h.run_steps(5);
+    assert!(!h.state().state().log_counts);
+
     // Start a scan and cancel it: the window stays usable and the project reloads.
     h.get_by_label("Rescan").click();
     h.step();

@@ -25,6 +25,8 @@ pub struct State {
     pub last_project: Option<PathBuf>,
     pub recent: Vec<PathBuf>,
     pub gallery: bool,
+    /// Histogram heights by log(1 + count).
+    pub log_counts: bool,
     pub filter: Filter,
     /// Table order: column and ascending.
     pub sort: Option<(SortKey, bool)>,
@@ -310,6 +312,7 @@ impl App {
                 self.open_player();
             }
             Command::ShowGallery(on) => self.state.gallery = on,
+            Command::LogCounts(on) => self.state.log_counts = on,
             Command::ShowExport => self.export.open = true,
             Command::ShowDuplicates => self.duplicates = true,
             Command::KeepBest(group) => {

@@ -23,6 +23,9 @@ pub enum Command {
     FilterFlag(Option<String>),
     Select(Option<usize>),
     ShowGallery(bool),
+    /// Histogram bar heights on a log scale of counts (a few tall bins no longer flatten the
+    /// rest).
+    LogCounts(bool),
     ShowExport,
     /// Count what the export dialog's settings would write.
     PreviewExport,

@@ -119,6 +119,7 @@ impl App {
                     view,
                     &self.shown.subsets,
                     &self.shown.filter,
+                    self.state.log_counts,
                     &mut self.shown.brushing,
                     &mut commands,
                 );

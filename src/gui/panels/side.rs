@@ -121,9 +121,18 @@ pub(super) fn histograms_ui(
     view: &View,
     subsets: &[Vec<u64>],
     filter: &Filter,
+    log_counts: bool,
     brushing: &mut Option<(Measure, f64)>,
     commands: &mut Vec<Command>,
 ) {
+    let mut log = log_counts;
+    if ui
+        .checkbox(&mut log, "log counts")
+        .on_hover_text("Bar heights by log(1 + files): small bins stay visible next to tall ones")
+        .changed()
+    {
+        commands.push(Command::LogCounts(log));
+    }
     let cell = theme::HISTOGRAM_SIZE.x + theme::SPACING;
     let per_row = ((ui.available_width() / cell).floor() as usize).max(1);
     let empty = Vec::new();
@@ -133,7 +142,7 @@ pub(super) fn histograms_ui(
         ui.horizontal(|ui| {
             for &(i, h) in chunk {
                 let subset = subsets.get(i).unwrap_or(&empty);
-                histogram_ui(ui, h, subset, filter, brushing, commands);
+                histogram_ui(ui, h, subset, filter, log_counts, brushing, commands);
             }
         });
     }
@@ -144,6 +153,7 @@ pub(super) fn histogram_ui(
     h: &crate::analysis::histogram::Histogram,
     subset: &[u64],
     filter: &Filter,
+    log_counts: bool,
     brushing: &mut Option<(Measure, f64)>,
     commands: &mut Vec<Command>,
 ) {
@@ -161,13 +171,20 @@ pub(super) fn histogram_ui(
         let painter = ui.painter_at(rect);
         painter.rect_filled(rect, 4.0, theme::CARD_BG);
         let peak_count = h.counts.iter().copied().max().unwrap_or(1).max(1);
-        let peak = peak_count as f32;
+        // Bar height as a share of the tallest: linear, or by log(1 + count).
+        let scale = |count: u64| {
+            if log_counts {
+                (count as f32).ln_1p() / (peak_count as f32).ln_1p()
+            } else {
+                count as f32 / peak_count as f32
+            }
+        };
         let n = h.counts.len().max(1);
         let w = rect.width() / n as f32;
         for (i, (&all, &sub)) in h.counts.iter().zip(subset).enumerate() {
             let x = rect.left() + i as f32 * w;
             let bar = |count: u64| {
-                let height = rect.height() * (count as f32 / peak);
+                let height = rect.height() * scale(count);
                 egui::Rect::from_min_max(
                     egui::pos2(x + 1.0, rect.bottom() - height),
                     egui::pos2(x + w - 1.0, rect.bottom()),
@@ -199,7 +216,11 @@ pub(super) fn histogram_ui(
         painter.text(
             rect.left_top() + egui::vec2(4.0, 2.0),
             egui::Align2::LEFT_TOP,
-            format!("{peak_count} files"),
+            if log_counts {
+                format!("{peak_count} files (log)")
+            } else {
+                format!("{peak_count} files")
+            },
             egui::FontId::proportional(10.0),
             theme::AXIS,
         );
