@@ -120,14 +120,17 @@ fn formats_only_ffmpeg_knows_are_found_by_their_content() {
 
     let root = data.path().canonicalize().unwrap();
     let mut catalog = Catalog::create_or_open(proj.path(), &root).unwrap();
-    let summary = scan(
-        &mut catalog,
-        &root,
-        &ScanOptions::default(),
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let rescan = |catalog: &mut Catalog| {
+        scan(
+            catalog,
+            &root,
+            &ScanOptions::default(),
+            &AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .unwrap()
+    };
+    let summary = rescan(&mut catalog);
     let items = catalog.items().unwrap();
     let found: Vec<(&str, &str, &str)> = items
         .iter()
@@ -176,14 +179,7 @@ fn formats_only_ffmpeg_knows_are_found_by_their_content() {
     );
     // A rescan replaces the list: a removed file leaves it.
     std::fs::remove_file(data.path().join("README")).unwrap();
-    let summary = scan(
-        &mut catalog,
-        &root,
-        &ScanOptions::default(),
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let summary = rescan(&mut catalog);
     assert_eq!(summary.counts.other, 3);
     assert_eq!(catalog.other_files().unwrap().len(), 3);
 }

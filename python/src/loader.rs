@@ -206,14 +206,8 @@ impl NativeLoader {
         index: usize,
         count: usize,
     ) -> PyResult<usize> {
-        let share = Share { index, count };
         let loader = self.idle(py)?;
-        Ok(loader
-            .plan(epoch)
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| share.takes(*i))
-            .count())
+        Ok(loader.plan_share(epoch, Share { index, count }).len())
     }
 
     /// Clips that will be read (after the split filter and the file checks).

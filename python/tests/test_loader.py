@@ -348,3 +348,26 @@ def test_the_gpu_path_matches_the_cpu_path(dataset):
         assert x.shape == y.shape
         # Within one level of 255 after normalisation (std 0.225).
         assert np.abs(x - y).max() <= 1 / 255 / 0.224 + 1e-6
+
+
+def test_odd_names_in_mpeg_ts_load_every_frame(tmp_path):
+    # A space, a leading dash, '#', parentheses and non-ASCII letters, in a subfolder; MPEG-2
+    # in MPEG-TS, whose timestamps start at 1.4 s.
+    from conftest import make_dataset, run
+
+    root = tmp_path / "odd"
+    name = "sub dir/-vidéo #1 (ü).ts"
+    (root / "sub dir").mkdir(parents=True)
+    source = "testsrc2=size=160x120:rate=25:duration=2"
+    project = make_dataset(root, [(name, source, ["-c:v", "mpeg2video", "-g", "10"])])
+    run("export", "--project", str(project), "--name", "odd")
+    # Windows of 10 tile the 50 frames exactly ("all" takes whole windows only).
+    loader = framecull.Loader(project / "manifests" / "odd", split=None, size=32, batch_size=2, mode="all", clip_len=10, device="cpu", workers=2)
+    seen = []
+    for batch in loader:
+        assert set(batch.paths) == {name}
+        for frames, n in zip(batch.frame_indices, batch.lengths):
+            seen.extend(int(i) for i in frames[:n])
+    assert sorted(seen) == list(range(50))
+    assert loader.stats()["skipped_windows"] == {} and loader.stats()["skipped_clips"] == {}
+    assert framecull.read_manifest(project / "manifests" / "odd").column("path").to_pylist() == [name]

@@ -459,13 +459,17 @@ impl Loader {
     /// Start reading `share` of `epoch`'s batches (for several consumers of one rank's
     /// batches, e.g. PyTorch's `DataLoader` workers); each batch keeps its index in the plan.
     pub fn epoch_share(&mut self, epoch: u64, share: Share) -> Epoch<'_> {
-        let planned = self
-            .plan(epoch)
+        let planned = self.plan_share(epoch, share);
+        Epoch::start(self, planned)
+    }
+
+    /// `share` of `epoch`'s batches, each with its index in the whole plan.
+    pub fn plan_share(&self, epoch: u64, share: Share) -> Vec<(usize, plan::PlannedBatch)> {
+        self.plan(epoch)
             .into_iter()
             .enumerate()
             .filter(|(i, _)| share.takes(*i))
-            .collect();
-        Epoch::start(self, planned)
+            .collect()
     }
 
     pub fn stats(&self) -> &Stats {

@@ -358,15 +358,16 @@ impl Readers {
         Ok((reader, range))
     }
 
-    /// The window's frames as decoded, with the clip's rotation and mirror still to apply.
-    fn decode_window(
+    /// Read the window's frames (file indices `wanted`) with `read`; when a decode from the
+    /// start finds the file's real end before frames its packets promised, the window is
+    /// planned again on the frames there are. Returns what `read` made and the time base.
+    fn read_planned<T>(
         &mut self,
         clip: &ClipSource,
         sample: &Sample,
         timing: Timing,
-        deadline: Instant,
-        times: &mut ReadTimes,
-    ) -> Result<(Vec<Frame>, Ratio), WindowError> {
+        mut read: impl FnMut(&mut VideoReader, &[usize]) -> Result<T, ReadError>,
+    ) -> Result<(T, Ratio), WindowError> {
         loop {
             let (reader, range) = self.clip_reader(clip)?;
             let promised = reader.frames().len();
@@ -376,25 +377,38 @@ impl Readers {
                 .into_iter()
                 .map(|p| range.start + p)
                 .collect();
-            let mut pictures: Vec<Option<Picture>> = vec![None; wanted.len()];
-            match reader.read(&wanted, Some(deadline), times, &mut |i, p| {
-                pictures[i] = Some(p)
-            }) {
-                Ok(()) => {}
-                // The decode from the start found the file's real end before frames the
-                // packets promised: plan the window again on the frames there are.
+            match read(reader, &wanted) {
+                Ok(made) => return Ok((made, time_base)),
                 Err(ReadError::Missing(_)) if reader.frames().len() < promised => continue,
                 Err(e) => {
                     self.drop_reader(&clip.path);
                     return Err(e.into());
                 }
             }
-            let frames = pictures
-                .into_iter()
-                .map(|p| p.map(Frame::from).ok_or(WindowError::NotDecoded))
-                .collect::<Result<_, _>>()?;
-            return Ok((frames, time_base));
         }
+    }
+
+    /// The window's frames as decoded, with the clip's rotation and mirror still to apply.
+    fn decode_window(
+        &mut self,
+        clip: &ClipSource,
+        sample: &Sample,
+        timing: Timing,
+        deadline: Instant,
+        times: &mut ReadTimes,
+    ) -> Result<(Vec<Frame>, Ratio), WindowError> {
+        let (pictures, time_base) = self.read_planned(clip, sample, timing, |reader, wanted| {
+            let mut pictures: Vec<Option<Picture>> = vec![None; wanted.len()];
+            reader.read(wanted, Some(deadline), times, &mut |i, p| {
+                pictures[i] = Some(p)
+            })?;
+            Ok(pictures)
+        })?;
+        let frames = pictures
+            .into_iter()
+            .map(|p| p.map(Frame::from).ok_or(WindowError::NotDecoded))
+            .collect::<Result<_, _>>()?;
+        Ok((frames, time_base))
     }
 
     /// The window's frames from the cache (filled with the whole clip on a miss), already
@@ -512,40 +526,25 @@ impl Readers {
         }
         let budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
         let deadline = Instant::now() + budget;
-        let (frames, time_base) = loop {
-            let (reader, range) = self.clip_reader(clip).map_err(corrupt)?;
-            let promised = reader.frames().len();
-            let time_base = reader.time_base();
-            let clip_pts = &reader.frame_pts()[range.clone()];
-            let wanted: Vec<usize> =
-                window_positions(clip_pts, time_base, sample, config.sampling.timing)
-                    .into_iter()
-                    .map(|p| range.start + p)
-                    .collect();
-            if wanted.is_empty() {
-                return Err(corrupt(WindowError::NoFrames));
-            }
-            let mut cut = Cut::new(sample, config, clip.quarter_turns, clip.mirror);
-            let mut frames: Vec<Option<(usize, i64)>> = vec![None; wanted.len()];
-            let read =
-                reader.read_recycling(&wanted, Some(deadline), times, &mut |slot, picture| {
+        let timing = config.sampling.timing;
+        let (frames, time_base) = self
+            .read_planned(clip, sample, timing, |reader, wanted| {
+                // Slots handed out by an attempt that is planned again are written again; the
+                // caller zeroes those past the window's end.
+                let mut cut = Cut::new(sample, config, clip.quarter_turns, clip.mirror);
+                let mut frames: Vec<Option<(usize, i64)>> = vec![None; wanted.len()];
+                reader.read_recycling(wanted, Some(deadline), times, &mut |slot, picture| {
                     let frame = Frame::from(picture);
                     frames[slot] = Some((frame.index, frame.pts));
                     each(slot, &frame, cut.params(&frame));
                     Some(frame.data)
-                });
-            match read {
-                Ok(()) => break (frames, time_base),
-                // The decode from the start found the file's real end before frames the
-                // packets promised: plan the window again on the frames there are (slots
-                // handed out are written again; the caller zeroes those past the end).
-                Err(ReadError::Missing(_)) if reader.frames().len() < promised => continue,
-                Err(e) => {
-                    self.drop_reader(&clip.path);
-                    return Err(corrupt(e.into()));
-                }
-            }
-        };
+                })?;
+                Ok(frames)
+            })
+            .map_err(corrupt)?;
+        if frames.is_empty() {
+            return Err(corrupt(WindowError::NoFrames));
+        }
         let frames = frames
             .into_iter()
             .map(|f| f.ok_or(WindowError::NotDecoded))

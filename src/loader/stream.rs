@@ -6,7 +6,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::{Batch, BatchData, Loader, LoaderError, Stats};
+use super::plan::PlannedBatch;
+use super::{Batch, BatchData, Epoch, Loader, LoaderError, Stats};
 
 /// Which of an epoch's batches a consumer takes: those whose index in the plan leaves
 /// `index` when divided by `count`. Consumers with the shares `0..count` together take every
@@ -48,18 +49,15 @@ impl Loader {
     /// Read `share` of `epoch` on a thread of its own that owns the loader. GPU batches are
     /// read back to host memory there.
     pub fn stream(mut self, epoch: u64, share: Share) -> Result<EpochStream, LoaderError> {
-        let batches = self
-            .plan(epoch)
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| share.takes(*i))
-            .count();
+        // Planned once: the count here, the batches on the thread.
+        let planned = self.plan_share(epoch, share);
+        let batches = planned.len();
         // One batch waits in the channel while the consumer holds the previous one.
         let (tx, rx) = sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("loader-stream".into())
             .spawn(move || {
-                run(&mut self, epoch, share, &tx);
+                run(&mut self, planned, &tx);
                 self
             })
             .map_err(|e| LoaderError::Config(format!("cannot start the loader's thread: {e}")))?;
@@ -71,8 +69,8 @@ impl Loader {
     }
 }
 
-fn run(loader: &mut Loader, epoch: u64, share: Share, tx: &SyncSender<Delivered>) {
-    let mut epoch = loader.epoch_share(epoch, share);
+fn run(loader: &mut Loader, planned: Vec<(usize, PlannedBatch)>, tx: &SyncSender<Delivered>) {
+    let mut epoch = Epoch::start(loader, planned);
     while let Some(batch) = epoch.next() {
         let batch = batch.and_then(|mut batch| {
             if matches!(batch.data, BatchData::Gpu(_)) {
