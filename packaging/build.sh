@@ -1,19 +1,34 @@
 #!/usr/bin/env bash
-# Release artefacts into dist/: a tarball of the installed tree and a Debian package.
-#   bash packaging/build.sh            # release build, then dist/framecull-VERSION-ARCH-linux.tar.gz
-#                                      # and dist/framecull_VERSION_ARCH.deb
-# Both hold the binary, the desktop entry, the icons, the man page and the shell completions
-# (generated from the command-line definition). FFmpeg is the system's (Debian's shared
-# libraries): the .deb depends on them, as dpkg-shlibdeps computes from the binary.
+# Release artefacts into dist/: a Debian package, an AppImage and a tarball.
+#   bash packaging/build.sh                # release build, then into dist/:
+#     framecull_VERSION_ARCH.deb           #   FFmpeg from the system (dependencies computed)
+#     framecull-VERSION-ARCH.AppImage      #   FFmpeg and its libraries bundled (Debian 12's)
+#     framecull-VERSION-ARCH-linux.tar.gz  #   the .deb's tree, for systems with the same libraries
+#   bash packaging/build.sh --profile dev  # the same from the dev profile, compressed fast
+#                                          # (what CI's install smoke test uses: see smoke.sh)
+# All hold the binary, the desktop entry, the icons, the man page and the shell completions
+# (generated from the command-line definition).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+profile=release
+while (($#)); do
+  case "$1" in
+    --profile) profile="$2"; shift 2 ;;
+    *) echo "usage: bash packaging/build.sh [--profile release|dev]" >&2; exit 2 ;;
+  esac
+done
+case "$profile" in
+  release) profile_dir=release; deb_compress=(-Zxz); squash_compress=(-comp zstd -Xcompression-level 19) ;;
+  dev) profile_dir=debug; deb_compress=(-Zgzip -z1); squash_compress=(-comp zstd -Xcompression-level 3) ;;
+  *) echo "build.sh: --profile is release or dev" >&2; exit 2 ;;
+esac
 bash scripts/toolchain.sh
 if [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi
 bash packaging/deps.sh
 
-cargo build --release --bin framecull
+cargo build --profile "$profile" --bin framecull
 target="${CARGO_TARGET_DIR:-target}"
-bin="$target/release/framecull"
+bin="$target/$profile_dir/framecull"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
 arch="$(dpkg --print-architecture 2>/dev/null || uname -m)"
 
@@ -67,6 +82,10 @@ Description: see, filter, trim and ship image and video datasets before training
  exports versioned manifests, and loads frame-exact training batches.
 EOF
 deb="dist/framecull_${version}_${arch}.deb"
-dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
-rm -rf dist/shlibs
-ls -l "$tarball" "$deb"
+dpkg-deb --root-owner-group "${deb_compress[@]}" --build "$root" "$deb" >/dev/null
+rm -rf dist/shlibs "$root/DEBIAN"
+
+appimage="dist/framecull-${version}-${arch}.AppImage"
+bash packaging/appimage/build.sh "$root" "$appimage" "${squash_compress[@]}"
+rm -rf dist/stage
+ls -l "$deb" "$appimage" "$tarball"

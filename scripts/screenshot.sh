@@ -12,7 +12,7 @@ Xvfb "$display" -screen 0 1440x900x24 >/dev/null 2>&1 &
 xvfb=$!
 trap 'kill $app $xvfb 2>/dev/null || true' EXIT
 sleep 1
-DISPLAY=$display WAYLAND_DISPLAY= "$bin" "$@" >/tmp/framecull-screenshot.log 2>&1 &
+DISPLAY=$display WAYLAND_DISPLAY='' "$bin" "$@" >/tmp/framecull-screenshot.log 2>&1 &
 app=$!
 sleep "${WAIT_SECS:-8}"
 # Optional interactions before the shot, e.g. ACTIONS="click 357 335; drag 415 124 539 124".
@@ -28,9 +28,9 @@ for step in "${steps[@]}"; do
       DISPLAY=$display xdotool key --delay 60 "${a[@]:1}" ;;
     drag)
       DISPLAY=$display xdotool mousemove "${a[1]}" "${a[2]}" mousedown 1
-      for step in 1 2 3 4 5 6 7 8; do
+      for part in 1 2 3 4 5 6 7 8; do
         sleep 0.15
-        DISPLAY=$display xdotool mousemove "$(( ${a[1]} + (${a[3]} - ${a[1]}) * step / 8 ))" "${a[4]}"
+        DISPLAY=$display xdotool mousemove "$(( ${a[1]} + (${a[3]} - ${a[1]}) * part / 8 ))" "${a[4]}"
       done
       sleep 0.3
       DISPLAY=$display xdotool mouseup 1 ;;
@@ -38,5 +38,10 @@ for step in "${steps[@]}"; do
   sleep 1
 done
 sleep 2
+if ! kill -0 "$app" 2>/dev/null; then
+  echo "screenshot.sh: the window exited before the screenshot; its log:" >&2
+  cat /tmp/framecull-screenshot.log >&2
+  exit 1
+fi
 DISPLAY=$display import -window root "$out"
 echo "$out"

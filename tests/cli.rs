@@ -321,11 +321,29 @@ fn usage_errors_exit_with_2() {
 #[test]
 fn version_completions_and_manual_page() {
     let version = stdout(&run(&["--version"]));
-    assert!(version.starts_with("framecull 0."), "{version}");
+    let mut lines = version.lines();
+    let first = lines.next().unwrap_or_default();
+    assert!(first.starts_with("framecull 0."), "{version}");
+    assert!(first.contains(" (") && first.ends_with(')'), "{version}");
+    // The FFmpeg it runs with, and the decoders of common dataset codecs it has and lacks.
+    let ffmpeg = lines.next().unwrap_or_default();
     assert!(
-        version.contains(" (") && version.trim_end().ends_with(')'),
+        ffmpeg.starts_with("FFmpeg ") && ffmpeg.contains("libavcodec "),
         "{version}"
     );
+    let decoders = lines.next().unwrap_or_default();
+    assert!(
+        decoders.starts_with("decoders: ") && decoders.contains("h264"),
+        "{version}"
+    );
+    assert!(
+        lines
+            .next()
+            .unwrap_or_default()
+            .starts_with("missing decoders: ")
+    );
+    let short = stdout(&run(&["-V"]));
+    assert_eq!(short.lines().count(), 1, "{short}");
     for shell in ["bash", "zsh", "fish"] {
         let out = run(&["completions", shell]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

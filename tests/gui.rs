@@ -176,6 +176,21 @@ fn open_brush_gallery_select_scan_and_cancel() {
         !a.is_scanning() && a.is_idle()
     });
     assert_eq!(h.state().shown(), 8);
+
+    // A filter is the project's: opening another project starts unfiltered, and so does a
+    // window started on another project than the one whose filter it kept.
+    h.get_by_label("unreadable  2").click();
+    h.run();
+    assert_eq!(h.state().shown(), 2);
+    let other = tempfile::tempdir().unwrap();
+    common::mixed_dataset(other.path());
+    let out = common::run(&["scan", other.path().to_str().unwrap()]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    h.state_mut()
+        .apply(Command::Open(other.path().to_path_buf()));
+    wait(&mut h, "the other project to load", App::is_idle);
+    assert_eq!(h.state().shown(), 8);
+    assert!(h.query_by_label_contains("flag unreadable").is_none());
 }
 
 /// Frame index of the counter pattern, from the shown picture's top half (8 blocks).

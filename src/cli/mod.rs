@@ -126,8 +126,17 @@ impl ProjectArg {
     }
 }
 
+/// The command line, with `--version` also naming the FFmpeg it runs with (`-V` stays short).
+fn parse() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let long_version = format!("{VERSION}\n{}", crate::media::ffmpeg_report());
+    // Built once per process, for clap's 'static text.
+    let command = Cli::command().long_version(&*Box::leak(long_version.into_boxed_str()));
+    Cli::from_arg_matches(&command.try_get_matches()?)
+}
+
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };

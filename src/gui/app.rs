@@ -22,6 +22,7 @@ use crate::model::{Clip, Decision, Edit, Measure};
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct State {
+    /// The project open at exit; `filter` is this project's.
     pub last_project: Option<PathBuf>,
     pub recent: Vec<PathBuf>,
     pub gallery: bool,
@@ -443,6 +444,10 @@ impl App {
     }
 
     pub(super) fn remember(&mut self, project: PathBuf) {
+        // The kept filter belongs to the project it was made on: another starts unfiltered.
+        if self.state.last_project.as_ref() != Some(&project) {
+            self.shown.filter = Filter::default();
+        }
         self.state.recent.retain(|p| *p != project);
         self.state.recent.insert(0, project.clone());
         self.state.recent.truncate(8);

@@ -35,6 +35,76 @@ pub fn ffmpeg_version() -> String {
     version.to_string_lossy().into_owned()
 }
 
+/// The decoders of the codecs datasets are usually made of, as `--version` reports them.
+const DATASET_CODECS: &[ffmpeg_next::codec::Id] = {
+    use ffmpeg_next::codec::Id;
+    &[
+        Id::H264,
+        Id::HEVC,
+        Id::AV1,
+        Id::VP9,
+        Id::VP8,
+        Id::MPEG4,
+        Id::MPEG2VIDEO,
+        Id::MJPEG,
+        Id::PRORES,
+        Id::DNXHD,
+        Id::FFV1,
+        Id::THEORA,
+        Id::VC1,
+        Id::H263,
+        Id::PNG,
+        Id::JPEG2000,
+        Id::WEBP,
+        Id::GIF,
+        Id::TIFF,
+        Id::BMP,
+    ]
+};
+
+/// The FFmpeg this binary runs with: its version, its libraries' versions, and which decoders
+/// of common dataset codecs it has and lacks (files that need a missing one are recorded as
+/// `unsupported`, and a scan names them once per codec).
+pub fn ffmpeg_report() -> String {
+    let triple = |v: u32| format!("{}.{}.{}", v >> 16, (v >> 8) & 0xff, v & 0xff);
+    // SAFETY: the *_version functions only return constants of the loaded libraries.
+    let (codec, format, util, scale) = unsafe {
+        use ffmpeg_next::ffi;
+        (
+            ffi::avcodec_version(),
+            ffi::avformat_version(),
+            ffi::avutil_version(),
+            ffi::swscale_version(),
+        )
+    };
+    let (mut present, mut missing) = (Vec::new(), Vec::new());
+    for &id in DATASET_CODECS {
+        match ffmpeg_next::decoder::find(id) {
+            Some(decoder) if decoder.name() != id.name() => {
+                present.push(format!("{} ({})", id.name(), decoder.name()));
+            }
+            Some(_) => present.push(id.name().to_string()),
+            None => missing.push(id.name().to_string()),
+        }
+    }
+    let missing = if missing.is_empty() {
+        "none".to_string()
+    } else {
+        missing.join(", ")
+    };
+    format!(
+        "FFmpeg {}: libavcodec {}, libavformat {}, libavutil {}, libswscale {}\n\
+         decoders: {}\n\
+         missing decoders: {missing}",
+        ffmpeg_version(),
+        triple(codec),
+        triple(format),
+        triple(util),
+        triple(scale),
+        present.join(", ")
+    )
+}
+
 /// Read the first [`sniff::SNIFF_LEN`] bytes of a file.
 pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
     read_head_len(path, sniff::SNIFF_LEN)
