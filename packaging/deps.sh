@@ -18,7 +18,7 @@ packages=(
   python3 python3-venv python3-pip
   # packaging: the desktop entry's check; the .deb's library dependencies, the AppImage's
   # file system and library paths (packaging/build.sh); the clean root of packaging/smoke.sh
-  desktop-file-utils dpkg-dev squashfs-tools patchelf debootstrap
+  desktop-file-utils man-db dpkg-dev squashfs-tools patchelf debootstrap
   # software GPU (lavapipe) for wgpu and headless UI tests; window screenshots
   mesa-vulkan-drivers libvulkan1 libgl1-mesa-dri libegl1
   xvfb xauth imagemagick xdotool

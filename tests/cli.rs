@@ -361,6 +361,43 @@ fn version_completions_and_manual_page() {
         &text[..text.len().min(300)]
     );
     assert!(text.contains("scan") && text.contains("export"));
+
+    // The page renders with man(1) without warnings, and bash loads the completions.
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("framecull.1");
+    std::fs::write(&page, &text).unwrap();
+    let out = std::process::Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(&page)
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+        .expect("man (packaging/deps.sh installs man-db)");
+    let rendered = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        rendered.contains("NAME") && rendered.contains("framecull - "),
+        "{rendered}"
+    );
+    let completions = dir.path().join("framecull.bash");
+    std::fs::write(&completions, stdout(&run(&["completions", "bash"]))).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#"source "$1" && complete -p framecull"#)
+        .arg("bash")
+        .arg(&completions)
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).contains("framecull"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
 }
 
 #[test]
