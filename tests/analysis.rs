@@ -360,3 +360,107 @@ fn frames_decoded_with_errors_are_located_for_the_timeline_and_stored() {
     let stored = catalog.curves(item.id).unwrap().unwrap();
     assert_eq!(stored.error_secs, c.error_secs);
 }
+
+/// A PNG whose header declares `width` x `height` grey pixels, with `zero_bytes` of compressed
+/// zero rows after it: a decompression bomb's shape (the stream is cut short to keep the test
+/// fast; nothing past the header is read for a picture over the limit).
+fn bomb_png(path: &Path, width: u32, height: u32, zero_bytes: usize) {
+    use std::io::Write;
+    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let mut crc = flate2::Crc::new();
+        crc.update(kind);
+        crc.update(data);
+        out.extend_from_slice(kind);
+        out.extend_from_slice(data);
+        out.extend_from_slice(&crc.sum().to_be_bytes());
+    }
+    let mut header = Vec::new();
+    header.extend_from_slice(&width.to_be_bytes());
+    header.extend_from_slice(&height.to_be_bytes());
+    header.extend_from_slice(&[8, 0, 0, 0, 0]); // 8-bit greyscale
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(&vec![0u8; zero_bytes]).unwrap();
+    let idat = z.finish().unwrap();
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut png, b"IHDR", &header);
+    chunk(&mut png, b"IDAT", &idat);
+    chunk(&mut png, b"IEND", &[]);
+    std::fs::write(path, png).unwrap();
+}
+
+/// Pictures over the project's `[limits]` are not decoded and get `too_large` with both
+/// sizes, not `undecodable`; the other files are analysed as usual; raising the limit in
+/// framecull.toml analyses them.
+#[test]
+fn pictures_over_the_pixel_limits_are_flagged_too_large_not_decoded() {
+    let data = tempfile::tempdir().unwrap();
+    bomb_png(&data.path().join("bomb.png"), 60000, 60000, 8 << 20);
+    common::image(data.path(), "small.png", ImageKind::Png, 320, 240, None);
+    common::video(
+        data.path(),
+        "clip.mp4",
+        &spec(Pattern::MovingBox { speed: 3 }, 10),
+    );
+    let project = data.path().join(".framecull");
+    let scan = |extra: &[&str]| {
+        let mut args = vec!["scan", data.path().to_str().unwrap(), "--deep"];
+        args.extend_from_slice(extra);
+        let out = common::run(&args);
+        assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+        common::stderr(&out)
+    };
+    let log = scan(&[]);
+    assert!(log.contains("1 over the picture size limits"), "{log}");
+    let rows = common::list_jsonl(&project);
+    let codes = |path: &str| -> Vec<String> {
+        rows[path]["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(codes("bomb.png"), ["too_large"]);
+    let reason = rows["bomb.png"]["flags"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("60000x60000") && reason.contains("268.4 Mpx"),
+        "{reason}"
+    );
+    assert!(rows["small.png"]["sharpness"].is_number());
+    assert!(rows["clip.mp4"]["motion_mean"].is_number());
+
+    // A lower image limit catches the small picture too; the video's frames have their own.
+    let config = project.join("framecull.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("max_image_pixels = 268435456", "max_image_pixels = 50000"),
+    )
+    .unwrap();
+    scan(&[]);
+    let rows = common::list_jsonl(&project);
+    let flags = rows["small.png"]["flags"].to_string();
+    assert!(
+        flags.contains("320x240 (0.1 Mpx) is over the limit of 0.1 Mpx"),
+        "{flags}"
+    );
+    assert!(!rows["clip.mp4"]["flags"].to_string().contains("too_large"));
+
+    // Raised past the bomb: it is decoded now, and FFmpeg's own refusal is what it gets.
+    std::fs::write(
+        &config,
+        text.replace(
+            "max_image_pixels = 268435456",
+            "max_image_pixels = 4000000000",
+        ),
+    )
+    .unwrap();
+    scan(&[]);
+    let rows = common::list_jsonl(&project);
+    let flags = rows["bomb.png"]["flags"].to_string();
+    assert!(
+        !flags.contains("too_large") && flags.contains("undecodable"),
+        "{flags}"
+    );
+}

@@ -14,6 +14,48 @@ pub struct Config {
     pub quality: QualityRules,
     pub statistics: Statistics,
     pub duplicates: Duplicates,
+    pub limits: Limits,
+}
+
+/// The largest pictures framecull decodes. Larger ones are not decoded (by deep analysis) and
+/// get the `too_large` flag with both sizes, so that a decompression bomb (a small file that
+/// declares a huge picture) cannot exhaust memory. Headers are still read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Pixels of one image (256 Mpx by default: 16384 x 16384, about 768 MiB as RGB).
+    pub max_image_pixels: u64,
+    /// Pixels of one video frame (128 Mpx by default: 16K x 8K).
+    pub max_frame_pixels: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_image_pixels: 1 << 28,
+            max_frame_pixels: 1 << 27,
+        }
+    }
+}
+
+impl Limits {
+    /// Why a picture of this kind and size is over the limit, if it is.
+    pub fn over(&self, kind: MediaKind, width: u32, height: u32) -> Option<String> {
+        let (limit, key, what) = match kind {
+            MediaKind::Video => (self.max_frame_pixels, "max_frame_pixels", "per video frame"),
+            _ => (self.max_image_pixels, "max_image_pixels", "per image"),
+        };
+        let pixels = u64::from(width) * u64::from(height);
+        let mpx = |p: u64| p as f64 / 1e6;
+        (pixels > limit).then(|| {
+            format!(
+                "{width}x{height} ({:.1} Mpx) is over the limit of {:.1} Mpx {what} \
+                 (limits.{key} in framecull.toml); not decoded",
+                mpx(pixels),
+                mpx(limit)
+            )
+        })
+    }
 }
 
 /// What to do with duplicate groups.
@@ -344,6 +386,9 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
     let s = FlagSource::Rule;
     let i = &item.info;
     if let (Some(w), Some(h)) = (i.width, i.height) {
+        if let Some(why) = config.limits.over(item.kind, w, h) {
+            out.push(flag("too_large", Severity::Error, s, why));
+        }
         let mut small = Vec::new();
         if let Some(min) = r.min_width.filter(|m| w < *m) {
             small.push(format!("width {w} is below the minimum {min}"));

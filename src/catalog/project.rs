@@ -95,7 +95,9 @@ impl Project {
         let text = format!(
             "# framecull project settings: rules and cut-offs that shape the flags.\n\
              # Edit, then run `framecull flags --recompute` (no rescan needed).\n\
-             # [rules] limits are off until set, e.g. min_width = 640, min_duration_secs = 0.5.\n\n{body}"
+             # [rules] limits are off until set, e.g. min_width = 640, min_duration_secs = 0.5.\n\
+             # [limits]: pictures larger than these (pixels) are not decoded but flagged\n\
+             # too_large; raising them takes `framecull analyze`.\n\n{body}"
         );
         std::fs::create_dir_all(&self.dir)?;
         std::fs::write(path, text)

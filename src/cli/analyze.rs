@@ -51,8 +51,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 /// One line on stderr: what the analysis did.
 pub fn report(summary: Option<&AnalyzeSummary>) {
     if let Some(s) = summary {
+        let over = if s.over_limit > 0 {
+            format!(
+                ", {} over the picture size limits (not decoded; flag too_large)",
+                s.over_limit
+            )
+        } else {
+            String::new()
+        };
         eprintln!(
-            "{} files analysed, {} up to date; {:.2} s",
+            "{} files analysed, {} up to date{over}; {:.2} s",
             s.analysed, s.up_to_date, s.elapsed_secs
         );
     }

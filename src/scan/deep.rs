@@ -55,6 +55,8 @@ pub enum AnalyzeEvent {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct AnalyzeSummary {
     pub analysed: u64,
+    /// Files not decoded because their pictures are over the project's `[limits]`.
+    pub over_limit: u64,
     pub up_to_date: u64,
     pub cancelled: bool,
     pub elapsed_secs: f64,
@@ -70,7 +72,19 @@ pub fn analyze(
 ) -> Result<AnalyzeSummary, ScanError> {
     let started = Instant::now();
     crate::media::init();
-    let todo = catalog.analysis_todo(ANALYSIS_VERSION)?;
+    let mut todo = catalog.analysis_todo(ANALYSIS_VERSION)?;
+    // Pictures over the project's limits are not decoded (their flag says so); they stay to
+    // do, so raising the limit analyses them.
+    let limits = crate::catalog::Project::at(catalog.project_dir())
+        .config()
+        .map(|c| c.limits)
+        .unwrap_or_default();
+    let before = todo.len();
+    todo.retain(|t| match (t.width, t.height) {
+        (Some(w), Some(h)) => limits.over(t.kind, w, h).is_none(),
+        _ => true,
+    });
+    let over_limit = (before - todo.len()) as u64;
     let total_items = catalog.count_items()?;
     let total = todo.len() as u64;
     on_event(AnalyzeEvent::Started { total });
@@ -151,7 +165,8 @@ pub fn analyze(
     })?;
     Ok(AnalyzeSummary {
         analysed: stored,
-        up_to_date: total_items.saturating_sub(total),
+        over_limit,
+        up_to_date: total_items.saturating_sub(total + over_limit),
         cancelled: cancel.load(Ordering::SeqCst),
         elapsed_secs: started.elapsed().as_secs_f64(),
     })
