@@ -378,3 +378,73 @@ fn an_export_with_a_filter_holds_only_the_files_it_matches() {
         filter
     );
 }
+
+/// An export that runs into a file-size limit (RLIMIT_FSIZE, as a full disk would stop it)
+/// fails with one error naming the file, exit 2, not a signal; earlier versions stay whole
+/// and the catalog intact; the next export without the limit succeeds.
+#[test]
+fn an_export_over_the_file_size_limit_fails_cleanly_and_keeps_earlier_versions() {
+    let proj = tempfile::tempdir().unwrap();
+    {
+        let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
+        add_items(&mut catalog, 0, 20_000);
+    }
+    let project = proj.path().to_str().unwrap();
+    let export = |limit: Option<u64>| {
+        let mut command = match limit {
+            Some(bytes) => {
+                let mut c = std::process::Command::new("prlimit");
+                c.arg(format!("--fsize={bytes}"))
+                    .arg(env!("CARGO_BIN_EXE_framecull"));
+                c
+            }
+            None => common::bin(),
+        };
+        command
+            .args(["export", "--project", project, "--name", "f"])
+            .args(["--format", "parquet,jsonl"])
+            .output()
+            .expect("prlimit (util-linux)")
+    };
+    let out = export(None);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let dir = manifest::manifest_dir(proj.path(), "f");
+    let jsonl = std::fs::read(dir.join("v0001.jsonl")).unwrap();
+    let catalog_len = std::fs::metadata(proj.path().join("catalog.db"))
+        .unwrap()
+        .len();
+    // Room for the catalog (and SQLite's side files), not for another JSON lines file.
+    let limit = catalog_len.max(64 << 10) + 4096;
+    assert!((jsonl.len() as u64) > limit, "make the catalog larger");
+
+    let out = export(Some(limit));
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("v0002") && err.contains("File too large"),
+        "{err}"
+    );
+    // Nothing of the failed version holds the space.
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            !name.ends_with(".tmp") && !name.starts_with("v0002"),
+            "{name}"
+        );
+    }
+    let versions = manifest::versions(proj.path(), "f").unwrap();
+    assert_eq!(versions.len(), 1);
+    assert_eq!(std::fs::read(dir.join("v0001.jsonl")).unwrap(), jsonl);
+    let rows = manifest::read_version(proj.path(), "f", 1).unwrap();
+    assert_eq!(manifest::rows_hash(&rows), versions[0].rows_hash);
+    let check: String = rusqlite::Connection::open(proj.path().join("catalog.db"))
+        .unwrap()
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+
+    let out = export(None);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    assert_eq!(manifest::versions(proj.path(), "f").unwrap().len(), 2);
+}

@@ -136,6 +136,7 @@ fn parse() -> Result<Cli, clap::Error> {
 }
 
 pub fn main() -> ExitCode {
+    crate::media::ignore_file_size_signal();
     let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -37,6 +37,18 @@ pub fn rows_hash(rows: &[ManifestRow]) -> String {
     format!("{:032x}", h.digest128())
 }
 
+/// The temporary files of a version being written, removed when the export stops before
+/// publishing them (an error such as a full disk), so they do not hold the space.
+struct Staged(Vec<(std::path::PathBuf, std::path::PathBuf)>);
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        for (tmp, _) in &self.0 {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
 /// Export a new version. Files go to temporary names, are synced, then renamed; the
 /// metadata file is renamed last, so a crash leaves a whole version or none.
 pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta, ManifestError> {
@@ -63,7 +75,7 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
     let (rows, counts) = select_rows(catalog, options)?;
     let stem = format!("v{version:04}");
     let mut files = BTreeMap::new();
-    let mut staged = Vec::new();
+    let mut staged = Staged(Vec::new());
     for format in &options.formats {
         let file = format!("{stem}.{}", format.extension());
         let path = dir.join(&file);
@@ -78,7 +90,7 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
             Format::Jsonl => io::write_jsonl(out, &rows),
             Format::Csv => io::write_csv(out, &rows),
         })?;
-        staged.push((tmp, path));
+        staged.0.push((tmp, path));
         files.insert(format.extension().to_string(), file);
     }
     let references = seek_references(catalog, &rows)?;
@@ -96,7 +108,7 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
             }
             Ok(())
         })?;
-        staged.push((tmp, path));
+        staged.0.push((tmp, path));
         Some(file)
     };
     let meta = VersionMeta {
@@ -126,10 +138,12 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
         serde_json::to_writer_pretty(&mut *out, &meta)
             .map_err(|e| ManifestError::Encode(e.to_string()))
     })?;
-    for (tmp, path) in &staged {
+    // The metadata last: a version is visible once it is.
+    staged.0.push((meta_tmp, meta_path));
+    for (tmp, path) in &staged.0 {
         io::publish(tmp, path)?;
     }
-    io::publish(&meta_tmp, &meta_path)?;
+    staged.0.clear();
     catalog.record_manifest(
         &meta.name,
         meta.version,

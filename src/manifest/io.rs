@@ -11,8 +11,9 @@ use polars_io::parquet::read::ParquetReader;
 use super::{ManifestError, ManifestRow};
 use crate::model::MediaKind;
 
-/// Write `bytes_fn`'s output to `path` through a temporary file that is synced before the
-/// caller renames it into place; returns the temporary path.
+/// Write `write`'s output to `path` through a temporary file that is synced before the
+/// caller renames it into place; returns the temporary path. On failure (a full disk, a
+/// file-size limit) the temporary file is removed and the error names `path`.
 pub fn write_temp(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> Result<(), ManifestError>,
@@ -24,11 +25,23 @@ pub fn write_temp(
     let tmp = path.with_file_name(format!(".{name}.tmp"));
     let file = File::create(&tmp).map_err(|e| ManifestError::io(&tmp, e))?;
     let mut out = BufWriter::new(file);
-    write(&mut out)?;
-    out.flush().map_err(|e| ManifestError::io(&tmp, e))?;
-    out.get_ref()
-        .sync_all()
-        .map_err(|e| ManifestError::io(&tmp, e))?;
+    let written = write(&mut out).and_then(|()| {
+        out.flush().map_err(|e| ManifestError::io(&tmp, e))?;
+        out.get_ref()
+            .sync_all()
+            .map_err(|e| ManifestError::io(&tmp, e))
+    });
+    if let Err(e) = written {
+        drop(out);
+        let _ = std::fs::remove_file(&tmp);
+        return Err(match e {
+            ManifestError::Io { source, .. } => ManifestError::io(path, source),
+            other => ManifestError::Write {
+                path: path.to_path_buf(),
+                reason: other.to_string(),
+            },
+        });
+    }
     Ok(tmp)
 }
 

@@ -46,6 +46,8 @@ pub enum ManifestError {
     },
     #[error("manifest encoding failed: {0}")]
     Encode(String),
+    #[error("cannot write {path}: {reason}")]
+    Write { path: PathBuf, reason: String },
     #[error("parquet: {0}")]
     Polars(#[from] polars::prelude::PolarsError),
     #[error("{0}")]

@@ -105,6 +105,16 @@ pub fn ffmpeg_report() -> String {
     )
 }
 
+/// Makes writes past a file-size limit (`ulimit -f`, RLIMIT_FSIZE) fail with an error that
+/// names the file (EFBIG), as a full disk does, instead of SIGXFSZ ending the process in the
+/// middle of a write. (Here because this module holds the crate's `unsafe`.)
+pub fn ignore_file_size_signal() {
+    // SAFETY: SIG_IGN installs no handler; nothing runs on the signal.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 /// Read the first [`sniff::SNIFF_LEN`] bytes of a file.
 pub fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
     read_head_len(path, sniff::SNIFF_LEN)
