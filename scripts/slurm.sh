@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A private single-node Slurm cluster on this machine, for trying and testing the Slurm
 # launchers (packaging/slurm/):
-#   bash scripts/slurm.sh start    # install slurm-wlm and munge if missing, start, wait idle
+#   bash scripts/slurm.sh install  # install slurm-wlm and munge (apt; sudo when not root)
+#   bash scripts/slurm.sh start    # install if missing, start, wait until the node is idle
 #   bash scripts/slurm.sh status   # daemons and `sinfo`
 #   bash scripts/slurm.sh env      # prints `export SLURM_CONF=...` for sbatch, squeue, sinfo
 #   bash scripts/slurm.sh stop     # cancel its jobs, stop the daemons, remove the state
@@ -24,7 +25,7 @@ say() { printf 'slurm.sh: %s\n' "$*" >&2; }
 
 install_packages() {
   local missing=() p
-  for p in slurmctld slurmd slurm-client munge; do
+  for p in slurm-wlm munge; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]} == 0)); then
@@ -197,12 +198,13 @@ status() {
 }
 
 case "${1:-}" in
+  install) install_packages ;;
   start) start ;;
   stop) stop ;;
   status) status ;;
   env) echo "export SLURM_CONF=$conf" ;;
   *)
-    echo "usage: $0 start|stop|status|env" >&2
+    echo "usage: $0 install|start|stop|status|env" >&2
     exit 2
     ;;
 esac
