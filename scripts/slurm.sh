@@ -74,7 +74,8 @@ SlurmUser=$user
 SlurmdUser=$user
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$socket
+# cred_expire: also how long a requeued job waits before it may run again (default 120 s).
+AuthInfo=socket=$socket,cred_expire=15
 StateSaveLocation=$state/ctld
 SlurmdSpoolDir=$state/spool
 SlurmctldPidFile=$state/slurmctld.pid
@@ -94,6 +95,8 @@ MpiDefault=none
 SwitchType=switch/none
 # One task per core: array tasks share the node.
 SchedulerType=sched/backfill
+# Jobs that become eligible (a requeued one after cred_expire) start within seconds.
+SchedulerParameters=bf_interval=5
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2

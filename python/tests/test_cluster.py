@@ -6,7 +6,9 @@ shards with deep analysis. The merged catalog must equal the single-machine scan
 ``list --format jsonl --all`` rows (duplicate groups compared by their members, since item ids
 differ), the same ``flags --json`` and the same ``dups --json`` groups. Faults: a shard killed
 part way (Slurm: its array task cancelled, then that index resubmitted; Ray: its process
-killed, Ray retries it) still gives the same catalog; a shard merged again adds no rows.
+killed, Ray retries it) still gives the same catalog; a shard merged again adds no rows. Exit
+codes, with a framecull that fails on purpose over the image folder: 3 is requeued (Slurm) or
+retried (Ray) and the run finishes; 2 fails without a merge.
 
 Skips with a message when an engine cannot be started or the corpus is absent; with
 ``FRAMECULL_REQUIRE_CLUSTER=1`` (CI) it fails instead.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -128,6 +131,37 @@ def copy_shards(work: Path, target: Path, indexes) -> None:
         shutil.copytree(work / f"shard-{i}", target / f"shard-{i}")
 
 
+def flaky_binary(folder: Path, index: int, code: int, times: int) -> str:
+    """A framecull that exits with CODE the first TIMES times it is asked to scan shard INDEX,
+    and is the real one otherwise."""
+    folder.mkdir(parents=True, exist_ok=True)
+    counter, script = folder / "failures", folder / "framecull"
+    q = shlex.quote
+    script.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = scan ]; then\n'
+        f'  case " $* " in *" --shard {index}/"*)\n'
+        f"    n=$(cat {q(str(counter))} 2>/dev/null || echo 0)\n"
+        f'    if [ "$n" -lt {times} ]; then\n'
+        f"      echo $((n + 1)) > {q(str(counter))}; echo 'flaky framecull: exit {code}' >&2; exit {code}\n"
+        "    fi ;;\n"
+        "  esac\n"
+        "fi\n"
+        f'exec {q(framecull_bin())} "$@"\n'
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.fixture(scope="session")
+def images(media, tmp_path_factory) -> tuple[Path, dict]:
+    """The corpus' image folder and its single-machine scan (no deep analysis: quick), for the
+    exit code tests."""
+    project = tmp_path_factory.mktemp("images") / "project"
+    run("scan", str(media / "image"), "--project", str(project), "--jobs", "2")
+    return media / "image", catalog_view(project)
+
+
 @pytest.fixture(scope="session")
 def media() -> Path:
     need((MEDIA / "video").is_dir(), f"no corpus at {MEDIA}: set FRAMECULL_MEDIA")
@@ -189,11 +223,12 @@ def slurm(media):
         shutil.rmtree(state, ignore_errors=True)
 
 
-def submit(env: dict, root: Path, work: Path, out: Path, *options: str) -> dict[str, str]:
+def submit(env: dict, root: Path, work: Path, out: Path, *options: str, shards: int = SHARDS,
+           deep: bool = True, binary: str | None = None) -> dict[str, str]:
     done = subprocess.run(
         ["bash", str(REPO / "packaging" / "slurm" / "submit.sh"), str(root), str(work), str(out),
-         "--shards", str(SHARDS), "--deep", "--cpus-per-task", "1", *options],
-        env={**env, "FRAMECULL_BIN": framecull_bin()}, capture_output=True, text=True, check=False,
+         "--shards", str(shards), *(["--deep"] if deep else []), "--cpus-per-task", "1", *options],
+        env={**env, "FRAMECULL_BIN": binary or framecull_bin()}, capture_output=True, text=True, check=False,
     )
     assert done.returncode == 0, f"submit.sh failed:\n{done.stdout}\n{done.stderr}"
     jobs = dict(line.split() for line in done.stdout.splitlines())
@@ -201,14 +236,15 @@ def submit(env: dict, root: Path, work: Path, out: Path, *options: str) -> dict[
     return jobs
 
 
-def job_states(env: dict, job: str) -> dict[str, str]:
-    """State of a job, or of each task of an array job, by job id (`scontrol show job -o`)."""
+def job_fields(env: dict, job: str) -> list[dict[str, str]]:
+    """`scontrol show job -o` of a job, or of each task of an array job."""
     done = subprocess.run(["scontrol", "show", "job", "-o", job], env=env, capture_output=True, text=True)
-    states = {}
-    for line in done.stdout.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
-        states[fields.get("JobId", "?")] = fields.get("JobState", "?")
-    return states
+    return [dict(f.split("=", 1) for f in line.split() if "=" in f) for line in done.stdout.splitlines()]
+
+
+def job_states(env: dict, job: str) -> dict[str, str]:
+    """State of a job, or of each task of an array job, by job id."""
+    return {fields.get("JobId", "?"): fields.get("JobState", "?") for fields in job_fields(env, job)}
 
 
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
@@ -297,6 +333,28 @@ def test_merge_again_adds_no_rows(slurm_run, reference, tmp_path, media):
     assert_same_catalog(other, reference)
 
 
+def test_slurm_exit_codes(slurm, images, tmp_path):
+    """Exit 3 requeues the task, which runs again and finishes; exit 2 fails the task and the
+    merge is cancelled."""
+    root, reference = images
+    work, out = tmp_path / "work", tmp_path / "catalog"
+    binary = flaky_binary(tmp_path / "transient", index=1, code=3, times=1)
+    jobs = submit(slurm, root, work, out, shards=2, deep=False, binary=binary)
+    assert wait_job(slurm, jobs["merge"], work) == "COMPLETED", (work / "logs" / "merge.log").read_text()
+    restarts = {f["ArrayTaskId"]: f["Restarts"] for f in job_fields(slurm, jobs["scan"])}
+    assert restarts == {"0": "0", "1": "1"}
+    assert "requeueing shard 1" in (work / "logs" / "scan-1.log").read_text()
+    assert_same_catalog(out, reference)
+
+    work, out = tmp_path / "work-fatal", tmp_path / "catalog-fatal"
+    binary = flaky_binary(tmp_path / "fatal", index=0, code=2, times=99)
+    jobs = submit(slurm, root, work, out, shards=2, deep=False, binary=binary)
+    assert wait_job(slurm, jobs["merge"], work) == "CANCELLED"
+    tasks = {f["ArrayTaskId"]: (f["JobState"], f["Restarts"], f["ExitCode"]) for f in job_fields(slurm, jobs["scan"])}
+    assert tasks["0"] == ("FAILED", "0", "2:0"), tasks
+    assert not out.exists()
+
+
 # --- Ray ----------------------------------------------------------------------------------
 
 
@@ -339,15 +397,18 @@ def ray_cluster(media):
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def ray_command(root: Path, work: Path, out: Path, address: str) -> list[str]:
-    return [sys.executable, "-m", "framecull.ray", str(root), "--shards", str(SHARDS), "--work", str(work),
-            "--project", str(out), "--deep", "--cpus-per-shard", "1", "--address", address]
+def ray_command(root: Path, work: Path, out: Path, address: str, *options: str, shards: int = SHARDS,
+                deep: bool = True) -> list[str]:
+    return [sys.executable, "-m", "framecull.ray", str(root), "--shards", str(shards), "--work", str(work),
+            "--project", str(out), *(["--deep"] if deep else []), "--cpus-per-shard", "1", "--address", address,
+            *options]
 
 
-def ray_env() -> dict:
+def ray_env(binary: str | None = None) -> dict:
     path = os.environ.get("PYTHONPATH")
     python = str(REPO / "python")
-    return {**os.environ, "FRAMECULL_BIN": framecull_bin(), "PYTHONPATH": f"{python}:{path}" if path else python}
+    return {**os.environ, "FRAMECULL_BIN": binary or framecull_bin(),
+            "PYTHONPATH": f"{python}:{path}" if path else python}
 
 
 @pytest.fixture(scope="session")
@@ -423,3 +484,25 @@ def test_ray_fatal_error_fails_fast(ray_cluster, tmp_path):
     assert "fatal" in done.stderr
     assert not (tmp_path / "catalog").exists()
     assert time.monotonic() - started < 120
+
+
+def test_ray_transient_exit_is_retried(ray_cluster, images, tmp_path):
+    """Exit 3 is retried and the run finishes; a shard that keeps failing ends the run with 3
+    once its retries are used up, without a merge."""
+    root, reference = images
+    work, out = tmp_path / "work", tmp_path / "catalog"
+    binary = flaky_binary(tmp_path / "once", index=1, code=3, times=1)
+    done = subprocess.run(ray_command(root, work, out, ray_cluster, shards=2, deep=False),
+                          env=ray_env(binary), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (tmp_path / "once" / "failures").read_text().strip() == "1"
+    assert_same_catalog(out, reference)
+
+    work, out = tmp_path / "work-always", tmp_path / "catalog-always"
+    binary = flaky_binary(tmp_path / "always", index=1, code=3, times=99)
+    done = subprocess.run(ray_command(root, work, out, ray_cluster, "--max-retries", "1", shards=2, deep=False),
+                          env=ray_env(binary), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stderr[-4000:]
+    assert (tmp_path / "always" / "failures").read_text().strip() == "2", "one run and one retry"
+    assert "did not finish" in done.stderr
+    assert not out.exists()
