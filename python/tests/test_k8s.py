@@ -148,6 +148,14 @@ def test_failure_policy_follows_the_documented_exit_codes(jobs):
     assert merge == {"FailJob": [FATAL], "Count": [TRANSIENT]}
 
 
+def test_one_pod_per_catalog_at_a_time(jobs):
+    """A replacement pod waits until the failed one has terminated, so that two pods never
+    write the same shard's catalog."""
+    for name, job in jobs.items():
+        assert job["spec"]["podReplacementPolicy"] == "Failed", name
+        assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never", name
+
+
 def test_requests_cpu_and_memory(jobs):
     for name, job in jobs.items():
         requests = container(job)["resources"]["requests"]
