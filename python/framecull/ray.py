@@ -104,7 +104,9 @@ def _framecull(binary: str, args: list[str], what: str) -> int:
     return code
 
 
-def _scan_shard(binary: str, root: str, project: str, index: int, count: int, deep: bool, jobs: int) -> int:
+def _scan_shard(
+    binary: str, root: str, project: str, index: int, count: int, deep: bool, jobs: int
+) -> int:
     args = ["scan", root, "--project", project, "--shard", f"{index}/{count}", "--jobs", str(jobs)]
     if deep:
         args.append("--deep")
@@ -173,7 +175,11 @@ def run(
     if started_here:
         ray.init(address=address, log_to_driver=True, configure_logging=False)
     try:
-        options: dict = {"num_cpus": cpus_per_shard, "max_retries": max_retries, "retry_exceptions": True}
+        options: dict = {
+            "num_cpus": cpus_per_shard,
+            "max_retries": max_retries,
+            "retry_exceptions": True,
+        }
         if memory_per_shard:
             options["memory"] = int(memory_per_shard)
         scan = ray.remote(_scan_shard)
@@ -239,15 +245,20 @@ def main(argv: list[str] | None = None) -> int:
         description="Scan a dataset as N shards on a Ray cluster, then merge them into one project.",
         epilog="Exit codes: 0 done, 1 done with per-file problems, 2 fatal, 3 transient (run again).",
     )
-    parser.add_argument("root", help="dataset root, seen by every node (a folder, or a storage URL)")
-    parser.add_argument("--shards", type=int, required=True, help="number of shards (Ray tasks)")
-    parser.add_argument("--work", required=True, help="shared folder for the shard projects (WORK/shard-I)")
-    parser.add_argument("--project", required=True, help="the merged project")
-    parser.add_argument("--deep", action="store_true", help="deep analysis too (framecull scan --deep)")
-    parser.add_argument("--cpus-per-shard", type=float, default=1, help="Ray CPUs per shard task, and scan --jobs (default 1)")
-    parser.add_argument("--memory-per-shard", type=_bytes, default=None, help="Ray memory per shard task, in bytes (4G, 512M accepted)")
-    parser.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, a local cluster, or a new one)")
-    parser.add_argument("--max-retries", type=int, default=3, help="retries of a shard after a transient failure (default 3)")
+    add = parser.add_argument
+    add("root", metavar="ROOT", help="dataset root, seen by every node (a folder, or a storage URL)")
+    add("--shards", metavar="N", type=int, required=True, help="number of shards (Ray tasks)")
+    add("--work", metavar="DIR", required=True, help="shared folder for the shard projects (DIR/shard-I)")
+    add("--project", metavar="DIR", required=True, help="the merged project")
+    add("--deep", action="store_true", help="deep analysis too (framecull scan --deep)")
+    add("--cpus-per-shard", metavar="C", type=float, default=1,
+        help="Ray CPUs per shard task, and its scan's --jobs (default 1)")
+    add("--memory-per-shard", metavar="BYTES", type=_bytes, default=None,
+        help="Ray memory per shard task (4294967296, 4G, 512M)")
+    add("--address", metavar="ADDR", default=None,
+        help="Ray cluster address (default: RAY_ADDRESS, a cluster on this machine, or a new one)")
+    add("--max-retries", metavar="R", type=int, default=3,
+        help="retries of a shard after a transient failure (default 3)")
     args = parser.parse_args(argv)
     try:
         return run(
@@ -261,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
             address=args.address,
             max_retries=args.max_retries,
         )
+    except ImportError as error:
+        _log(f"Ray is not installed (pip install ray): {error}")
+        return EXIT_FATAL
     except (FileNotFoundError, ValueError) as error:
         _log(str(error))
         return EXIT_FATAL
