@@ -45,12 +45,13 @@ install_packages() {
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# The pid in FILE when that process is alive.
+# Whether daemon NAME (munged, slurmctld, slurmd) of this cluster runs: the pid in its pid
+# file is alive and is that program (not another process that got the pid since).
 alive() {
   local pid
-  [ -f "$1" ] || return 1
-  pid="$(cat "$1" 2>/dev/null)" || return 1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+  [ -f "$state/$1.pid" ] || return 1
+  pid="$(cat "$state/$1.pid" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && [ "$(ps -p "$pid" -o comm= 2>/dev/null)" = "$1" ]
 }
 
 write_config() {
@@ -138,7 +139,7 @@ start() {
   if [ ! -f "$state/munge.key" ]; then
     (umask 077 && head -c 1024 /dev/urandom >"$state/munge.key")
   fi
-  if ! alive "$state/munged.pid"; then
+  if ! alive munged; then
     # --force: munged refuses some setups (running as root, a key in /tmp) without it.
     munged --force --key-file="$state/munge.key" --socket="$socket" \
       --pid-file="$state/munged.pid" --log-file="$state/munged.log" \
@@ -148,11 +149,11 @@ start() {
     write_config
   fi
   host="$(sed -n 's/^NodeName=\([^ ]*\).*/\1/p' "$conf")"
-  if ! alive "$state/slurmctld.pid"; then
+  if ! alive slurmctld; then
     # -i: ignore state files an earlier, killed run left behind.
     slurmctld -i -f "$conf"
   fi
-  if ! alive "$state/slurmd.pid"; then
+  if ! alive slurmd; then
     slurmd -f "$conf" -N "$host"
   fi
   wait_idle
@@ -160,7 +161,7 @@ start() {
 }
 
 stop() {
-  if [ -f "$conf" ] && alive "$state/slurmctld.pid"; then
+  if [ -f "$conf" ] && alive slurmctld; then
     scancel --full --quiet --user "$(id -un)" 2>/dev/null || true
     # Give the jobs' steps a moment to end before their slurmd goes.
     for _ in 1 2 3 4 5; do
@@ -170,7 +171,7 @@ stop() {
   fi
   local name pid
   for name in slurmd slurmctld munged; do
-    if alive "$state/$name.pid"; then
+    if alive "$name"; then
       pid="$(cat "$state/$name.pid")"
       kill "$pid" 2>/dev/null || true
       for _ in $(seq 1 20); do
@@ -186,7 +187,7 @@ stop() {
 status() {
   local name up=0
   for name in munged slurmctld slurmd; do
-    if alive "$state/$name.pid"; then
+    if alive "$name"; then
       echo "$name: running (pid $(cat "$state/$name.pid"))"
       up=$((up + 1))
     else
