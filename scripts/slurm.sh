@@ -12,7 +12,8 @@
 # changed and a system Slurm, if any, is left alone. No cgroups (proctrack/linuxproc,
 # task/none), so it runs in a container too. The ports are $FRAMECULL_SLURM_PORT and the
 # next one (default 16817 and 16818, beside Slurm's usual 6817/6818). Clients find this
-# cluster through SLURM_CONF (see `env`). start and stop are idempotent.
+# cluster through SLURM_CONF (see `env`). start and stop are idempotent. Runs as root (CI) or
+# as an ordinary user, whose jobs then run as that user.
 set -euo pipefail
 
 state="${FRAMECULL_SLURM_DIR:-${TMPDIR:-/tmp}/framecull-slurm}"

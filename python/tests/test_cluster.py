@@ -506,3 +506,20 @@ def test_ray_transient_exit_is_retried(ray_cluster, images, tmp_path):
     assert (tmp_path / "always" / "failures").read_text().strip() == "2", "one run and one retry"
     assert "did not finish" in done.stderr
     assert not out.exists()
+
+
+def test_ray_python_api(ray_cluster, images, tmp_path):
+    """framecull.ray.run() from a program of one's own: the same shards and merge, the exit
+    code returned."""
+    root, reference = images
+    program = (
+        "import sys, framecull.ray\n"
+        "sys.exit(framecull.ray.run(sys.argv[1], shards=3, work=sys.argv[2], project=sys.argv[3],"
+        " cpus_per_shard=1, memory_per_shard=256 << 20, address=sys.argv[4]))\n"
+    )
+    out = tmp_path / "catalog"
+    done = subprocess.run([sys.executable, "-c", program, str(root), str(tmp_path / "work"), str(out), ray_cluster],
+                          env=ray_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["shard-0", "shard-1", "shard-2"]
+    assert_same_catalog(out, reference)
