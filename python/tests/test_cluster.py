@@ -51,11 +51,12 @@ def need(ok: bool, why: str) -> None:
 # --- comparing catalogs -------------------------------------------------------------------
 
 # Files whose deep decode does not give the same result on every run, sharded or not: how many
-# decode errors, and the words of the flag's reason (FFmpeg's message, once with an address in
-# it). This truncated AVIF (256 bytes, a sample size of 2.9 GB) was seen with "Sample size ...
-# is too large" and no error, "packet 1: Invalid argument" and "Invalid data found ... partial
-# file" in three runs of the same binary. For these files the kind, status, flag codes and
-# everything else are still compared.
+# decode errors, and the words of the flag's reason (FFmpeg's message). On this truncated AVIF
+# (256 bytes) FFmpeg 5.1's MP4 demuxer reads a different sample size on every run (`ffprobe`
+# alone prints "Sample size 2216631664 is too large", then 1637879152, then 4248771952), and
+# framecull records "Sample size ... is too large" with no error, "packet 1: Invalid argument"
+# or "Invalid data found ... partial file" accordingly. For these files the kind, status, flag
+# codes and everything else are still compared.
 UNSTABLE_DECODE = {"broken/mp4p_corrupt_bug-1655846.avif"}
 
 
