@@ -34,6 +34,10 @@ shards=8 parallel="" deep=0 cpus=2 mem="" indexes=""
 extra=()
 while (($#)); do
   case "$1" in
+    --shards | --parallel | --cpus-per-task | --mem | --indexes)
+      if (($# < 2)); then echo "submit.sh: $1 needs a value" >&2; exit 2; fi ;;
+  esac
+  case "$1" in
     --shards) shards="$2"; shift 2 ;;
     --parallel) parallel="$2"; shift 2 ;;
     --deep) deep=1; shift ;;

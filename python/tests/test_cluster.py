@@ -16,6 +16,7 @@ Skips with a message when an engine cannot be started or the corpus is absent; w
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -362,10 +363,7 @@ def test_slurm_exit_codes(slurm, images, tmp_path):
 @pytest.fixture(scope="session")
 def ray_cluster(media):
     """A Ray head on this machine (2 CPUs), its own process group, stopped after the session."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        need(False, "Ray is not installed (pip install ray)")
+    need(importlib.util.find_spec("ray") is not None, "Ray is not installed (pip install ray)")
     ray_bin = Path(sys.executable).parent / "ray"
     need(ray_bin.exists(), f"no `ray` command beside {sys.executable}")
     # A short folder: Ray's sockets live in it, and socket paths are limited to 107 bytes.
