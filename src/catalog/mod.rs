@@ -69,7 +69,7 @@ pub struct ItemUpdate {
 }
 
 /// Counters of a finished or interrupted scan.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScanCounts {
     pub seen: u64,
     pub probed: u64,
@@ -170,6 +170,16 @@ impl Catalog {
             [key, value],
         )?;
         Ok(())
+    }
+
+    /// The shard (`I/N`) this project holds, when it is a shard of a dataset.
+    pub fn shard(&self) -> Result<Option<String>> {
+        self.meta("shard")
+    }
+
+    /// Record the shard this project holds.
+    pub fn set_shard(&self, shard: &str) -> Result<()> {
+        self.set_meta("shard", shard)
     }
 
     /// Path, size, mtime and status of every catalogued file.

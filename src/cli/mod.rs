@@ -25,7 +25,8 @@ pub(crate) use crate::output::write_stdout;
 
 pub use crate::VERSION;
 
-/// Exit status: 0 clean, 1 finished with per-file problems, 2 usage or fatal error.
+/// Exit status: 0 clean, 1 finished with per-file problems, 2 usage or fatal error, 3
+/// transient error (retry: [`crate::transient`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Clean,
@@ -179,8 +180,17 @@ pub fn main() -> ExitCode {
         Ok(Outcome::Problems) => ExitCode::from(1),
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(exit_status_of(&e))
         }
+    }
+}
+
+/// 3 for an error worth retrying as is (a database busy, a storage or network error), else 2.
+fn exit_status_of(e: &anyhow::Error) -> u8 {
+    if e.chain().any(crate::transient::is_transient) {
+        3
+    } else {
+        2
     }
 }
 
