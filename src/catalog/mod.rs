@@ -5,6 +5,7 @@ mod analysis;
 mod frame;
 mod journal;
 pub mod listing;
+mod merge;
 mod project;
 mod review;
 mod schema;
@@ -17,6 +18,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 pub use analysis::{AnalysisResult, AnalysisTodo};
 pub use frame::items_frame;
+pub use merge::{MergedShard, ShardSource};
 pub use project::{CONFIG_FILE, ConfigError, PROJECT_DIR_NAME, Project};
 
 use crate::model::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, Probe, Ratio};

@@ -9,6 +9,7 @@ mod flags;
 mod list;
 mod load_bench;
 mod manifests;
+mod merge;
 mod progress;
 mod review;
 mod scan;
@@ -54,6 +55,9 @@ struct Cli {
 enum Command {
     /// Scan a dataset folder into its catalog (incremental: unchanged files are skipped).
     Scan(scan::Args),
+    /// Merge finished shard projects (`scan --shard I/N`) into one project, then derive
+    /// duplicate groups, statistics and flags over the whole dataset.
+    Merge(merge::Args),
     /// Deep analysis of a scanned project: motion, cuts, integrity, quality, duplicates, flags.
     Analyze(analyze::Args),
     /// Flags grouped by code, each with its reason.
@@ -155,6 +159,7 @@ pub fn main() -> ExitCode {
     };
     let result = match command {
         Command::Scan(args) => scan::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Flags(args) => flags::run(args),
         Command::Review(args) => review::review(args),

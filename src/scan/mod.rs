@@ -4,6 +4,7 @@
 pub mod curate;
 pub mod deep;
 pub mod derive;
+pub mod merge;
 pub mod pipeline;
 pub mod shard;
 mod walk;
