@@ -32,7 +32,7 @@ pub struct Args {
     json: bool,
     /// Scan one shard of the dataset, I of N (zero-based), into the --project folder: the
     /// files whose path hash falls in it. `framecull merge` joins the shards' projects.
-    #[arg(long, value_name = "I/N", value_parser = parse_shard, conflicts_with = "shards")]
+    #[arg(long, value_name = "I/N", value_parser = parse_shard, conflicts_with = "shards", allow_hyphen_values = true)]
     shard: Option<ShardSpec>,
     /// Scan one of N shards, the index taken from SLURM_ARRAY_TASK_ID (minus
     /// SLURM_ARRAY_TASK_MIN) or JOB_COMPLETION_INDEX; N defaults to SLURM_ARRAY_TASK_COUNT.

@@ -122,9 +122,8 @@ fn read_shard(dir: &Path) -> Result<Shard, MergeError> {
     })
 }
 
-/// Refuse shards that do not belong to one partition of one dataset, or that OUT's shards
-/// do not belong with.
-fn check_together(shards: &[Shard], out: &Catalog) -> Result<(), MergeError> {
+/// Refuse shards that do not belong to one partition of one dataset.
+fn check_together(shards: &[Shard]) -> Result<(), MergeError> {
     let first = &shards[0].marker;
     let mut by_index: BTreeMap<u32, &Path> = BTreeMap::new();
     for s in shards {
@@ -161,6 +160,13 @@ fn check_together(shards: &[Shard], out: &Catalog) -> Result<(), MergeError> {
             )));
         }
     }
+    Ok(())
+}
+
+/// Refuse to merge into a project that is not a merge's, or holds shards these do not
+/// belong with.
+fn check_out(shards: &[Shard], out: &Catalog) -> Result<(), MergeError> {
+    let first = &shards[0].marker;
     if out.shard()?.is_some() || out.count_unmerged_items()? > 0 {
         return Err(MergeError::Inconsistent(format!(
             "{} is a scanned project, not a merge's: merge into a new --project folder",
@@ -203,8 +209,9 @@ pub fn merge(
         .collect::<Result<Vec<_>, _>>()?;
     shards.sort_by_key(|s| s.marker.index);
     shards.dedup_by(|a, b| a.dir == b.dir);
+    check_together(&shards)?;
     let mut catalog = out.create_or_open(&shards[0].marker.root)?;
-    check_together(&shards, &catalog)?;
+    check_out(&shards, &catalog)?;
 
     let merged_before: BTreeMap<u32, String> = catalog
         .merged_shards()?
