@@ -591,3 +591,39 @@ fn a_busy_catalog_is_a_transient_error() {
     conn.execute_batch("ROLLBACK").unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", common::stderr(&out));
 }
+
+/// A merge killed part-way leaves whole shards merged; its rerun merges the rest and derives,
+/// and the result equals an uninterrupted merge.
+#[test]
+fn a_killed_merge_rerun_finishes() {
+    const FILES: usize = 3000;
+    const COUNT: u32 = 16;
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = data.path().canonicalize().unwrap();
+    common::copies_of_one_image(&root, FILES);
+    let shards: Vec<PathBuf> = (0..COUNT)
+        .map(|i| work.path().join(format!("s{i:02}")))
+        .collect();
+    for (i, dir) in shards.iter().enumerate() {
+        let spec = format!("{i}/{COUNT}");
+        run_ok(
+            &["scan", s(&root), "--shard", &spec, "--project", s(dir)],
+            &[0],
+        );
+    }
+    let whole = work.path().join("whole");
+    let refs: Vec<&PathBuf> = shards.iter().collect();
+    merge(&refs, &whole);
+
+    let killed = work.path().join("killed");
+    let mut args = vec!["merge"];
+    args.extend(shards.iter().map(|p| s(p)));
+    args.extend(["--project", s(&killed)]);
+    let at_kill = common::kill_after_first_batch(&args, &killed.join("catalog.db"));
+    if at_kill as usize >= FILES {
+        eprintln!("note: the merge finished before it could be killed");
+    }
+    merge(&refs, &killed);
+    assert_eq!(view(&killed), view(&whole));
+}

@@ -2,16 +2,24 @@
 //! shard's identity and content stamp recorded (`merged_shards`) and every copied row tagged
 //! with the shard it came from, so merging a shard again replaces its rows.
 //!
-//! Item ids are `shard id × count + index`: a shard's items get the same ids whatever the
+//! Item ids are `index × 10⁹ + shard id`: a shard's items get the same ids whatever the
 //! order shards are merged in, and keep them when the shard is merged again, so review
-//! work and the journal in the merged project stay attached to their files. Derived data
+//! work and the journal in the merged project stay attached to their files; and each shard's
+//! rows are one contiguous range of the tables' keys, so merging a shard writes its own pages
+//! instead of touching every page of a large catalog. Derived data
 //! (duplicate groups, flags) is not copied: it needs the whole dataset and is recomputed.
 
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Transaction, params};
 
-use super::{Catalog, Result, unix_now};
+use super::{Catalog, CatalogError, Result, unix_now};
+
+/// SQLite's page cache while merging (KiB): the path index of a million items.
+const MERGE_CACHE_KIB: i64 = 128 * 1024;
+
+/// Ids of shard `i`'s items in a merged catalog start at `i × SHARD_ID_BLOCK`.
+pub const SHARD_ID_BLOCK: i64 = 1_000_000_000;
 
 /// A shard about to be merged: its catalog, identity and content stamp.
 #[derive(Debug, Clone)]
@@ -116,6 +124,9 @@ impl Catalog {
     /// the same shard left, and record the shard. Returns the items copied.
     pub fn merge_shard(&mut self, shard: &ShardSource) -> Result<u64> {
         let db = shard.dir.join(super::DB_FILE);
+        // Index pages of a large merged catalog stay in memory between shards.
+        self.conn
+            .pragma_update(None, "cache_size", -MERGE_CACHE_KIB)?;
         self.conn
             .execute("ATTACH DATABASE ?1 AS shard", [read_only_uri(&db)])?;
         let result = self.merge_attached(shard);
@@ -125,21 +136,40 @@ impl Catalog {
         Ok(items)
     }
 
+    /// Give back the memory the merges' page cache took.
+    pub fn end_merges(&self) -> Result<()> {
+        self.conn.pragma_update(None, "cache_size", -2000)?;
+        self.conn.execute_batch("PRAGMA shrink_memory")?;
+        Ok(())
+    }
+
     fn merge_attached(&mut self, shard: &ShardSource) -> Result<u64> {
-        let (n, i) = (i64::from(shard.count), i64::from(shard.index));
+        let (block, i) = (SHARD_ID_BLOCK, i64::from(shard.index));
+        let largest: i64 =
+            self.conn
+                .query_row("SELECT COALESCE(MAX(id), 0) FROM shard.items", [], |r| {
+                    r.get(0)
+                })?;
+        if largest >= block {
+            return Err(CatalogError::TooManyItems {
+                shard: shard.dir.to_path_buf(),
+                largest,
+            });
+        }
         let tx = self.conn.transaction()?;
         // Rows of this shard that it no longer holds, and rows of its paths under other ids.
         tx.execute(
             "DELETE FROM main.items WHERE shard_index = ?2 AND NOT EXISTS (
                  SELECT 1 FROM shard.items s
-                 WHERE s.id = (main.items.id - ?2) / ?1 AND s.path = main.items.path)",
-            params![n, i],
+                 WHERE s.id = main.items.id - ?2 * ?1 AND s.path = main.items.path)",
+            params![block, i],
         )?;
         tx.execute(
+            // CROSS JOIN: the shard's rows drive the join (the merged catalog is far larger).
             "DELETE FROM main.items WHERE id IN (
-                 SELECT m.id FROM main.items m JOIN shard.items s ON s.path = m.path
-                 WHERE m.id != s.id * ?1 + ?2)",
-            params![n, i],
+                 SELECT m.id FROM shard.items s CROSS JOIN main.items m ON m.path = s.path
+                 WHERE m.id != ?2 * ?1 + s.id)",
+            params![block, i],
         )?;
         let cols = copied_columns(&tx, "items", &["id", "shard_index", "scan_id"])?;
         let list = cols.join(", ");
@@ -147,39 +177,38 @@ impl Catalog {
         let items = tx.execute(
             &format!(
                 "INSERT INTO main.items(id, shard_index, scan_id, {list})
-                 SELECT id * ?1 + ?2, ?2, NULL, {list} FROM shard.items WHERE true
+                 SELECT ?2 * ?1 + id, ?2, NULL, {list} FROM shard.items WHERE true
                  ON CONFLICT(id) DO UPDATE SET shard_index = excluded.shard_index,
                      scan_id = NULL, {}",
                 updates.join(", ")
             ),
-            params![n, i],
+            params![block, i],
         )?;
         for table in ["metrics", "curves"] {
             let cols = copied_columns(&tx, table, &["item_id"])?.join(", ");
             tx.execute(
                 &format!(
-                    "DELETE FROM main.{table} WHERE item_id IN
-                         (SELECT id FROM main.items WHERE shard_index = ?1)"
+                    "DELETE FROM main.{table} WHERE item_id >= ?2 * ?1 AND item_id < (?2 + 1) * ?1"
                 ),
-                [i],
+                params![block, i],
             )?;
             tx.execute(
                 &format!(
                     "INSERT INTO main.{table}(item_id, {cols})
-                     SELECT item_id * ?1 + ?2, {cols} FROM shard.{table}"
+                     SELECT ?2 * ?1 + item_id, {cols} FROM shard.{table}"
                 ),
-                params![n, i],
+                params![block, i],
             )?;
         }
         // Review decisions: the later of the shard's and this catalog's wins.
         tx.execute(
             "INSERT INTO main.reviews(item_id, decision, tags, note, updated_at)
-             SELECT item_id * ?1 + ?2, decision, tags, note, updated_at FROM shard.reviews
+             SELECT ?2 * ?1 + item_id, decision, tags, note, updated_at FROM shard.reviews
              WHERE true
              ON CONFLICT(item_id) DO UPDATE SET decision = excluded.decision,
                  tags = excluded.tags, note = excluded.note, updated_at = excluded.updated_at
              WHERE excluded.updated_at > main.reviews.updated_at",
-            params![n, i],
+            params![block, i],
         )?;
         let clip_cols = copied_columns(&tx, "clips", &["id", "item_id", "shard_index"])?;
         let clip_list = clip_cols.join(", ");
@@ -187,10 +216,10 @@ impl Catalog {
         tx.execute(
             &format!(
                 "INSERT INTO main.clips(item_id, shard_index, {clip_list})
-                 SELECT item_id * ?1 + ?2, ?2, {clip_list} FROM shard.clips
+                 SELECT ?2 * ?1 + item_id, ?2, {clip_list} FROM shard.clips
                  ORDER BY item_id, start_pts, id"
             ),
-            params![n, i],
+            params![block, i],
         )?;
         tx.execute("DELETE FROM main.other_files WHERE shard_index = ?1", [i])?;
         tx.execute(
@@ -204,7 +233,7 @@ impl Catalog {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 i,
-                n,
+                shard.count,
                 shard.deep,
                 shard.dir.to_string_lossy(),
                 shard.stamp,

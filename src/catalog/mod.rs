@@ -18,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 pub use analysis::{AnalysisResult, AnalysisTodo};
 pub use frame::items_frame;
-pub use merge::{MergedShard, ShardSource};
+pub use merge::{MergedShard, SHARD_ID_BLOCK, ShardSource};
 pub use project::{CONFIG_FILE, ConfigError, PROJECT_DIR_NAME, Project};
 
 use crate::model::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, Probe, Ratio};
@@ -40,6 +40,11 @@ pub enum CatalogError {
         "catalog schema version {found} is newer than this framecull supports ({supported}); upgrade framecull"
     )]
     TooNew { found: i64, supported: i64 },
+    #[error(
+        "shard {shard} holds item id {largest}: a merged catalog takes shards of fewer than a \
+         billion items"
+    )]
+    TooManyItems { shard: PathBuf, largest: i64 },
     #[error("the project at {project} belongs to dataset {recorded}, not {given}")]
     OtherDataset {
         project: PathBuf,

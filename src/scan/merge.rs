@@ -246,6 +246,7 @@ pub fn merge(
         });
     }
 
+    catalog.end_merges()?;
     // Derive again when the merged content differs from what was last derived.
     let held = catalog.merged_shards()?;
     let mut hasher = Xxh3::new();
