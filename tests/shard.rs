@@ -627,3 +627,50 @@ fn a_killed_merge_rerun_finishes() {
     merge(&refs, &killed);
     assert_eq!(view(&killed), view(&whole));
 }
+
+/// A shard interrupted with Ctrl-C (SIGINT) stops after the files in flight and exits 3, so a
+/// scheduler retries it; it writes no marker, and the retry resumes and finishes it.
+#[test]
+fn an_interrupted_shard_exits_3_and_its_retry_finishes() {
+    const FILES: usize = 3000;
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    common::copies_of_one_image(data.path(), FILES);
+    let p = work.path().join("p");
+    let args = [
+        "scan",
+        s(data.path()),
+        "--shard",
+        "0/1",
+        "--project",
+        s(&p),
+        "--jobs",
+        "1",
+    ];
+    let mut child = common::bin()
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let db = p.join("catalog.db");
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) && common::count_items(&db) == 0 {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let signal = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(signal.success());
+    let status = child.wait().unwrap();
+    let stored = common::count_items(&db) as usize;
+    if stored < FILES {
+        assert_eq!(status.code(), Some(3));
+        assert!(!p.join("shard.json").exists());
+    } else {
+        eprintln!("note: the shard finished before it could be interrupted");
+    }
+    run_ok(&args, &[0]);
+    assert!(p.join("shard.json").exists());
+    assert_eq!(common::count_items(&db) as usize, FILES);
+}
