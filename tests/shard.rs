@@ -242,6 +242,7 @@ fn shards_merged_equal_a_single_scan_in_any_order_and_after_a_rescan() {
         merged_view.groups
     );
     assert_same(view(&merged), view(&single));
+    assert_eq!(indexes(&merged), indexes(&single));
 
     // (b) order independence, (c) a shard merged twice: equal, ids included.
     let reversed = work.path().join("reversed");
@@ -626,6 +627,27 @@ fn a_killed_merge_rerun_finishes() {
     }
     merge(&refs, &killed);
     assert_eq!(view(&killed), view(&whole));
+    // Indexes set aside for the bulk merge are back, as the migrations made them.
+    assert_eq!(indexes(&killed), indexes(&whole));
+    assert!(
+        indexes(&killed)
+            .iter()
+            .any(|(name, _)| name == "items_fingerprint")
+    );
+}
+
+/// Every index of a project's catalog, with its definition.
+fn indexes(project: &Path) -> Vec<(String, String)> {
+    let conn = rusqlite::Connection::open(project.join("catalog.db")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT name, COALESCE(sql, '') FROM sqlite_master WHERE type = 'index' ORDER BY name",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
 
 /// A shard interrupted with Ctrl-C (SIGINT) stops after the files in flight and exits 3, so a

@@ -11,12 +11,15 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{Catalog, CatalogError, Result, unix_now};
 
 /// SQLite's page cache while merging (KiB): the path index of a million items.
 const MERGE_CACHE_KIB: i64 = 128 * 1024;
+
+/// The meta key holding the definitions of indexes set aside for a bulk merge.
+const SET_ASIDE_INDEXES: &str = "merge_set_aside_indexes";
 
 /// Ids of shard `i`'s items in a merged catalog start at `i × SHARD_ID_BLOCK`.
 pub const SHARD_ID_BLOCK: i64 = 1_000_000_000;
@@ -136,8 +139,68 @@ impl Catalog {
         Ok(items)
     }
 
-    /// Give back the memory the merges' page cache took.
-    pub fn end_merges(&self) -> Result<()> {
+    /// Before merging many shards: set aside the secondary indexes a merge does not read
+    /// (their definitions are kept in the catalog, and [`Catalog::end_merges`] creates them
+    /// again, also after a merge killed in between), so each shard's rows are indexed once at
+    /// the end instead of rewriting those indexes' pages for every shard.
+    pub fn begin_bulk_merges(&mut self) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        let mut indexes: Vec<(String, String)> = {
+            let mut stmt = tx.prepare(
+                "SELECT name, sql FROM sqlite_master
+                 WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN ('items', 'metrics')
+                   AND name != 'items_shard'",
+            )?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        if let Some(earlier) = tx
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                [SET_ASIDE_INDEXES],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()?
+        {
+            indexes.extend(
+                serde_json::from_str::<Vec<(String, String)>>(&earlier).unwrap_or_default(),
+            );
+        }
+        for (name, _) in &indexes {
+            tx.execute_batch(&format!("DROP INDEX IF EXISTS \"{name}\""))?;
+        }
+        tx.execute(
+            "INSERT INTO meta(key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![
+                SET_ASIDE_INDEXES,
+                serde_json::to_string(&indexes).unwrap_or_default()
+            ],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// After merging: create the indexes [`Catalog::begin_bulk_merges`] set aside, and give
+    /// back the memory the merges' page cache took.
+    pub fn end_merges(&mut self) -> Result<()> {
+        if let Some(set_aside) = self.meta(SET_ASIDE_INDEXES)? {
+            let indexes: Vec<(String, String)> =
+                serde_json::from_str(&set_aside).unwrap_or_default();
+            let tx = self.conn.transaction()?;
+            for (name, sql) in &indexes {
+                let exists: bool = tx.query_row(
+                    "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1)",
+                    [name],
+                    |r| r.get(0),
+                )?;
+                if !exists {
+                    tx.execute_batch(sql)?;
+                }
+            }
+            tx.execute("DELETE FROM meta WHERE key = ?1", [SET_ASIDE_INDEXES])?;
+            tx.commit()?;
+        }
         self.conn.pragma_update(None, "cache_size", -2000)?;
         self.conn.execute_batch("PRAGMA shrink_memory")?;
         Ok(())

@@ -71,6 +71,9 @@ pub struct MergeSummary {
     pub elapsed_secs: f64,
 }
 
+/// Merging this many shards at once sets the secondary indexes aside until the last one.
+const BULK_SHARDS: usize = 4;
+
 /// A shard project, read and checked.
 struct Shard {
     dir: PathBuf,
@@ -223,6 +226,13 @@ pub fn merge(
         ..MergeSummary::default()
     };
     let total = shards.len() as u64;
+    let to_merge = shards
+        .iter()
+        .filter(|s| merged_before.get(&s.marker.index) != Some(&s.stamp))
+        .count();
+    if to_merge >= BULK_SHARDS {
+        catalog.begin_bulk_merges()?;
+    }
     for (n, s) in shards.iter().enumerate() {
         let up_to_date = merged_before.get(&s.marker.index) == Some(&s.stamp);
         if up_to_date {
