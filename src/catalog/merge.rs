@@ -17,6 +17,8 @@ use super::{Catalog, CatalogError, Result, unix_now};
 
 /// SQLite's page cache while merging (KiB): the path index of a million items.
 const MERGE_CACHE_KIB: i64 = 128 * 1024;
+/// SQLite's default page cache (KiB).
+const DEFAULT_CACHE_KIB: i64 = 2000;
 
 /// The meta key holding the definitions of indexes set aside for a bulk merge.
 const SET_ASIDE_INDEXES: &str = "merge_set_aside_indexes";
@@ -166,6 +168,8 @@ impl Catalog {
                 serde_json::from_str::<Vec<(String, String)>>(&earlier).unwrap_or_default(),
             );
         }
+        indexes.sort();
+        indexes.dedup_by(|a, b| a.0 == b.0);
         for (name, _) in &indexes {
             tx.execute_batch(&format!("DROP INDEX IF EXISTS \"{name}\""))?;
         }
@@ -201,7 +205,8 @@ impl Catalog {
             tx.execute("DELETE FROM meta WHERE key = ?1", [SET_ASIDE_INDEXES])?;
             tx.commit()?;
         }
-        self.conn.pragma_update(None, "cache_size", -2000)?;
+        self.conn
+            .pragma_update(None, "cache_size", -DEFAULT_CACHE_KIB)?;
         self.conn.execute_batch("PRAGMA shrink_memory")?;
         Ok(())
     }
