@@ -1,7 +1,7 @@
 //! framecull: see, filter, trim and ship image and video datasets before training.
 //!
 //! Layers (a module uses those to its right, never the reverse):
-//! `cli, gui → scan, manifest, loader → catalog, media, analysis → model, output`.
+//! `cli, gui → scan, manifest, loader → catalog, media, analysis → model, output, transient`.
 
 /// The package version and the git revision it was built from (`framecull --version`, the
 /// Python package's `framecull.__version__`).
@@ -25,3 +25,4 @@ pub mod media;
 pub mod model;
 pub mod output;
 pub mod scan;
+pub mod transient;

@@ -286,7 +286,7 @@ impl Catalog {
     pub fn all_frame_hashes(&self) -> Result<HashMap<ItemId, Vec<u64>>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT item_id, frame_hashes FROM curves")?;
+            .prepare("SELECT item_id, frame_hashes FROM curves WHERE length(frame_hashes) > 0")?;
         let rows = stmt.query_map([], |r| {
             let b: Option<Vec<u8>> = r.get(1)?;
             Ok((

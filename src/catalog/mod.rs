@@ -5,6 +5,7 @@ mod analysis;
 mod frame;
 mod journal;
 pub mod listing;
+mod merge;
 mod project;
 mod review;
 mod schema;
@@ -17,6 +18,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 pub use analysis::{AnalysisResult, AnalysisTodo};
 pub use frame::items_frame;
+pub use merge::{MergedShard, SHARD_ID_BLOCK, ShardSource};
 pub use project::{CONFIG_FILE, ConfigError, PROJECT_DIR_NAME, Project};
 
 use crate::model::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, Probe, Ratio};
@@ -38,6 +40,11 @@ pub enum CatalogError {
         "catalog schema version {found} is newer than this framecull supports ({supported}); upgrade framecull"
     )]
     TooNew { found: i64, supported: i64 },
+    #[error(
+        "shard {shard} holds item id {largest}: a merged catalog takes shards of fewer than a \
+         billion items"
+    )]
+    TooManyItems { shard: PathBuf, largest: i64 },
     #[error("the project at {project} belongs to dataset {recorded}, not {given}")]
     OtherDataset {
         project: PathBuf,
@@ -69,7 +76,7 @@ pub struct ItemUpdate {
 }
 
 /// Counters of a finished or interrupted scan.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScanCounts {
     pub seen: u64,
     pub probed: u64,
@@ -170,6 +177,16 @@ impl Catalog {
             [key, value],
         )?;
         Ok(())
+    }
+
+    /// The shard (`I/N`) this project holds, when it is a shard of a dataset.
+    pub fn shard(&self) -> Result<Option<String>> {
+        self.meta("shard")
+    }
+
+    /// Record the shard this project holds.
+    pub fn set_shard(&self, shard: &str) -> Result<()> {
+        self.set_meta("shard", shard)
     }
 
     /// Path, size, mtime and status of every catalogued file.

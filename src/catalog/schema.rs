@@ -178,4 +178,22 @@ pub const MIGRATIONS: &[&str] = &[
     );
     ALTER TABLE scans ADD COLUMN other INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 7: merged shards (`framecull merge`): each shard's identity and content stamp, and the
+    // shard each merged row came from (NULL: not from a shard).
+    r#"
+    CREATE TABLE merged_shards (
+        shard_index INTEGER PRIMARY KEY,
+        shard_count INTEGER NOT NULL,
+        deep        INTEGER NOT NULL,
+        source_dir  TEXT NOT NULL,
+        stamp       TEXT NOT NULL,          -- changes whenever the shard's content does
+        items       INTEGER NOT NULL,
+        finished_at INTEGER NOT NULL,       -- the shard's scan
+        merged_at   INTEGER NOT NULL
+    );
+    ALTER TABLE items ADD COLUMN shard_index INTEGER;
+    ALTER TABLE clips ADD COLUMN shard_index INTEGER;
+    ALTER TABLE other_files ADD COLUMN shard_index INTEGER;
+    CREATE INDEX items_shard ON items(shard_index);
+    "#,
 ];

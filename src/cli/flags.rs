@@ -101,18 +101,31 @@ pub fn recompute_and_report(catalog: &mut Catalog) -> anyhow::Result<Outcome> {
 
 /// Report derived counts on stderr. Problems when any item carries an error-severity flag.
 pub fn report_derived(catalog: &Catalog, summary: &DerivedSummary) -> anyhow::Result<Outcome> {
-    let errors = catalog
-        .all_flags()?
-        .values()
-        .filter(|fs| fs.iter().any(|f| f.severity == Severity::Error))
-        .count();
+    let errors = files_with_error_flags(catalog)?;
     eprintln!(
         "{} flags on {} files ({} with errors), {} duplicate groups; see `framecull flags`",
         summary.flags, summary.flagged_items, errors, summary.dup_groups
     );
-    Ok(if errors > 0 {
+    Ok(outcome_of(errors))
+}
+
+/// Problems when any item carries an error-severity flag (the flags stored, not derived now).
+pub fn error_flag_outcome(catalog: &Catalog) -> anyhow::Result<Outcome> {
+    Ok(outcome_of(files_with_error_flags(catalog)?))
+}
+
+fn files_with_error_flags(catalog: &Catalog) -> anyhow::Result<usize> {
+    Ok(catalog
+        .all_flags()?
+        .values()
+        .filter(|fs| fs.iter().any(|f| f.severity == Severity::Error))
+        .count())
+}
+
+fn outcome_of(files_with_errors: usize) -> Outcome {
+    if files_with_errors > 0 {
         Outcome::Problems
     } else {
         Outcome::Clean
-    })
+    }
 }

@@ -9,6 +9,7 @@ mod flags;
 mod list;
 mod load_bench;
 mod manifests;
+mod merge;
 mod progress;
 mod review;
 mod scan;
@@ -25,7 +26,8 @@ pub(crate) use crate::output::write_stdout;
 
 pub use crate::VERSION;
 
-/// Exit status: 0 clean, 1 finished with per-file problems, 2 usage or fatal error.
+/// Exit status: 0 clean, 1 finished with per-file problems, 2 usage or fatal error, 3
+/// transient error (retry: [`crate::transient`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Clean,
@@ -53,6 +55,9 @@ struct Cli {
 enum Command {
     /// Scan a dataset folder into its catalog (incremental: unchanged files are skipped).
     Scan(scan::Args),
+    /// Merge finished shard projects (`scan --shard I/N`) into one project, then derive
+    /// duplicate groups, statistics and flags over the whole dataset.
+    Merge(merge::Args),
     /// Deep analysis of a scanned project: motion, cuts, integrity, quality, duplicates, flags.
     Analyze(analyze::Args),
     /// Flags grouped by code, each with its reason.
@@ -164,6 +169,7 @@ pub fn main() -> ExitCode {
     };
     let result = match command {
         Command::Scan(args) => scan::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Flags(args) => flags::run(args),
         Command::Review(args) => review::review(args),
@@ -189,8 +195,17 @@ pub fn main() -> ExitCode {
         Ok(Outcome::Problems) => ExitCode::from(1),
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(exit_status_of(&e))
         }
+    }
+}
+
+/// 3 for an error worth retrying as is (a database busy, a storage or network error), else 2.
+fn exit_status_of(e: &anyhow::Error) -> u8 {
+    if e.chain().any(crate::transient::is_transient) {
+        3
+    } else {
+        2
     }
 }
 

@@ -7,7 +7,9 @@ use super::{Outcome, ProjectArg};
 use crate::catalog::Project;
 use crate::scan::deep::AnalyzeOptions;
 use crate::scan::pipeline::{Dataset, IngestOptions, IngestSummary};
+use crate::scan::shard::{MarkerCounts, ShardMarker, ShardSpec};
 use crate::scan::{ScanOptions, ScanSummary};
+use crate::transient::Transient;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -28,11 +30,53 @@ pub struct Args {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Scan one shard of the dataset, I of N (zero-based), into the --project folder: the
+    /// files whose path hash falls in it. `framecull merge` joins the shards' projects.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard, conflicts_with = "shards", allow_hyphen_values = true)]
+    shard: Option<ShardSpec>,
+    /// Scan one of N shards, the index taken from SLURM_ARRAY_TASK_ID (minus
+    /// SLURM_ARRAY_TASK_MIN) or JOB_COMPLETION_INDEX; N defaults to SLURM_ARRAY_TASK_COUNT.
+    #[arg(long, value_name = "N", num_args = 0..=1)]
+    shards: Option<Option<u32>>,
+    /// Scan a shard again even though its shard.json says it is finished (to take in files
+    /// that changed since).
+    #[arg(long)]
+    rescan: bool,
+}
+
+fn parse_shard(text: &str) -> Result<ShardSpec, String> {
+    ShardSpec::parse(text).map_err(|e| e.to_string())
+}
+
+/// The shard `--shard` or `--shards` names, if any.
+fn shard_of_args(args: &Args) -> anyhow::Result<Option<ShardSpec>> {
+    let spec = match (args.shard, args.shards) {
+        (Some(spec), _) => spec,
+        (None, Some(count)) => ShardSpec::from_env(count, |name| std::env::var(name).ok())?,
+        (None, None) => return Ok(None),
+    };
+    if args.project.project.is_none() {
+        anyhow::bail!("a shard scan needs --project DIR: each shard writes its own project");
+    }
+    Ok(Some(spec))
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let shard = shard_of_args(&args)?;
     let mut dataset = Dataset::open(&args.dir, args.project.project.clone().map(Project::at))?;
-    let mut scan = ScanOptions::default();
+    let project_dir = dataset.project.dir().to_path_buf();
+    if let Some(spec) = shard {
+        if !args.rescan
+            && let Some(done) = ShardMarker::finished(&project_dir, &dataset.root, spec, args.deep)?
+        {
+            return already_done(&done, &project_dir, args.json);
+        }
+        ShardMarker::remove(&project_dir)?;
+    }
+    let mut scan = ScanOptions {
+        shard,
+        ..ScanOptions::default()
+    };
     if let Some(jobs) = args.jobs {
         scan.jobs = jobs.max(1);
     }
@@ -48,10 +92,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let summary = super::progress::ingest(&mut dataset, &options, &cancel)?;
     report(&summary, dataset.project.dir(), args.json)?;
     if summary.cancelled {
-        anyhow::bail!(
+        let message = format!(
             "scan cancelled: {} files recorded; run the same command again to resume",
             summary.scan.as_ref().map_or(0, |s| s.counts.probed)
         );
+        // A scheduler retries an interrupted shard, which resumes it.
+        if shard.is_some() {
+            return Err(Transient::new(message).into());
+        }
+        anyhow::bail!(message);
     }
     let flagged = match &summary.derived {
         Some(derived) => super::flags::report_derived(&dataset.catalog, derived)?,
@@ -63,13 +112,50 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Clean
     };
-    Ok(
-        if summary.problem_files() > 0 || flagged == Outcome::Problems {
-            Outcome::Problems
-        } else {
-            Outcome::Clean
-        },
-    )
+    let problems = summary.problem_files() > 0 || flagged == Outcome::Problems;
+    if let Some(spec) = shard {
+        let counts = MarkerCounts {
+            scan: summary.scan.as_ref().map(|s| s.counts).unwrap_or_default(),
+            items: dataset.catalog.count_items()?,
+            analysed: summary.analysis.as_ref().map_or(0, |a| a.analysed),
+        };
+        ShardMarker::finished_now(&dataset.root, spec, args.deep, counts, problems)
+            .write(&project_dir)?;
+        eprintln!(
+            "shard {spec} finished: {}",
+            ShardMarker::path(&project_dir).display()
+        );
+    }
+    Ok(if problems {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// A shard rerun after it finished: nothing to do; the recorded outcome again.
+fn already_done(
+    done: &ShardMarker,
+    project_dir: &std::path::Path,
+    json: bool,
+) -> anyhow::Result<Outcome> {
+    if json {
+        super::write_stdout(&serde_json::to_string_pretty(done)?)?;
+    }
+    eprintln!(
+        "shard {} of {} already done at {} ({} files, {}); nothing to do ({}; --rescan scans it again)",
+        done.spec(),
+        done.root.display(),
+        done.finished_at,
+        done.counts.items,
+        done.outcome,
+        ShardMarker::path(project_dir).display()
+    );
+    Ok(if done.had_problems() {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
 }
 
 /// `scan --json`: the scan's summary, with the analysis and flag counts when they ran.

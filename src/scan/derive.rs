@@ -28,9 +28,26 @@ pub struct DerivedSummary {
     pub dup_groups: usize,
 }
 
+/// What a derivation covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DeriveScope {
+    /// Everything: per-file flags, duplicate groups and outlier statistics.
+    #[default]
+    Dataset,
+    /// Per-file flags only: the catalog holds one shard of a dataset, whose duplicates and
+    /// statistics `framecull merge` computes over all the shards.
+    PerFile,
+}
+
 /// Recompute duplicate groups and every flag with the project's settings (written out with
-/// their defaults when the project has none yet), and store them.
+/// their defaults when the project has none yet), and store them. A project holding one
+/// shard of a dataset gets its per-file flags only ([`DeriveScope::PerFile`]).
 pub fn recompute_for_project(catalog: &mut Catalog) -> Result<DerivedSummary, DeriveError> {
+    let scope = if catalog.shard()?.is_some() {
+        DeriveScope::PerFile
+    } else {
+        DeriveScope::Dataset
+    };
     let project = Project::at(catalog.project_dir());
     if let Err(e) = project.write_default_config() {
         tracing::warn!(
@@ -39,12 +56,22 @@ pub fn recompute_for_project(catalog: &mut Catalog) -> Result<DerivedSummary, De
         );
     }
     let config = project.config()?;
-    recompute(catalog, &config)
+    recompute_in(catalog, &config, scope)
 }
 
 /// Recompute duplicate groups and every flag, and store them (replacing the old ones) with
 /// the settings used.
 pub fn recompute(catalog: &mut Catalog, config: &Config) -> Result<DerivedSummary, DeriveError> {
+    recompute_in(catalog, config, DeriveScope::Dataset)
+}
+
+/// [`recompute`] over `scope`.
+pub fn recompute_in(
+    catalog: &mut Catalog,
+    config: &Config,
+    scope: DeriveScope,
+) -> Result<DerivedSummary, DeriveError> {
+    let whole = scope == DeriveScope::Dataset;
     let items: Vec<_> = catalog
         .items()?
         .into_iter()
@@ -77,7 +104,12 @@ pub fn recompute(catalog: &mut Catalog, config: &Config) -> Result<DerivedSummar
             }
         })
         .collect();
-    let dups: HashMap<ItemId, DupInfo> = group_duplicates(&inputs)
+    let groups = if whole {
+        group_duplicates(&inputs)
+    } else {
+        HashMap::new()
+    };
+    let dups: HashMap<ItemId, DupInfo> = groups
         .into_iter()
         .map(|(id, m)| {
             (
@@ -103,10 +135,12 @@ pub fn recompute(catalog: &mut Catalog, config: &Config) -> Result<DerivedSummar
             flags.push((item.id, dup_flag(d, like, item.kind)));
         }
     }
-    flags.extend(outlier_flags(
-        &measures_frame(&items, &metrics)?,
-        &config.statistics,
-    )?);
+    if whole {
+        flags.extend(outlier_flags(
+            &measures_frame(&items, &metrics)?,
+            &config.statistics,
+        )?);
+    }
 
     let summary = DerivedSummary {
         flags: flags.len(),

@@ -4,7 +4,9 @@
 pub mod curate;
 pub mod deep;
 pub mod derive;
+pub mod merge;
 pub mod pipeline;
+pub mod shard;
 mod walk;
 
 use std::collections::HashSet;
@@ -16,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-pub use walk::{FoundFile, WalkResult, relative, walk};
+pub use walk::{FoundFile, WalkResult, relative, walk, walk_where};
+
+use shard::ShardSpec;
 
 use crate::catalog::{Catalog, CatalogError, ItemUpdate, ScanCounts};
 use crate::media;
@@ -33,6 +37,8 @@ pub struct ScanOptions {
     pub file_budget: Duration,
     /// Files stored per transaction (a batch is also flushed every 250 ms).
     pub batch_size: usize,
+    /// Scan only this shard's files (`scan --shard I/N`): the project holds that shard alone.
+    pub shard: Option<ShardSpec>,
 }
 
 impl Default for ScanOptions {
@@ -41,6 +47,7 @@ impl Default for ScanOptions {
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
             file_budget: Duration::from_secs(20),
             batch_size: 512,
+            shard: None,
         }
     }
 }
@@ -87,6 +94,38 @@ pub enum ScanError {
     },
     #[error("cannot start probe threads: {0}")]
     Threads(String),
+    #[error(
+        "the project at {project} holds {recorded}, not {given}: use another --project for \
+         each shard"
+    )]
+    ShardMismatch {
+        project: PathBuf,
+        recorded: String,
+        given: String,
+    },
+}
+
+/// Record the shard a project holds on its first scan; refuse a scan of another shard (or of
+/// the whole dataset) into a shard's project, and a shard scan into a whole dataset's.
+fn check_shard(catalog: &Catalog, shard: Option<ShardSpec>) -> Result<(), ScanError> {
+    let recorded = catalog.shard()?;
+    let given = shard.map(|s| s.to_string());
+    let describe = |s: &Option<String>| match s {
+        Some(s) => format!("shard {s}"),
+        None => "the whole dataset".to_string(),
+    };
+    match (&recorded, &given) {
+        (None, Some(g)) if catalog.count_items()? == 0 => {
+            catalog.set_shard(g)?;
+            Ok(())
+        }
+        (r, g) if r == g => Ok(()),
+        (r, g) => Err(ScanError::ShardMismatch {
+            project: catalog.project_dir().to_path_buf(),
+            recorded: describe(r),
+            given: describe(g),
+        }),
+    }
 }
 
 /// Scan `root` into `catalog`. `cancel` is checked before each file; when it is set, files
@@ -104,9 +143,11 @@ pub fn scan(
         path: root.to_path_buf(),
         source,
     })?;
+    check_shard(catalog, options.shard)?;
+    let in_shard = |p: &str| options.shard.is_none_or(|s| s.contains(p));
     let scan_id = catalog.begin_scan(root)?;
     let project_dir = catalog.project_dir().to_path_buf();
-    let walked = walk(root, &[project_dir]);
+    let walked = walk_where(root, &[project_dir], &in_shard);
     let known = catalog.known_files()?;
 
     let mut counts = ScanCounts {
@@ -151,6 +192,7 @@ pub fn scan(
             .iter()
             .filter(|(p, k)| {
                 k.status != ItemStatus::Missing
+                    && in_shard(p)
                     && !seen.contains(p.as_str())
                     && !under_unreadable(p)
             })

@@ -33,6 +33,12 @@ pub struct WalkResult {
 /// the signature table or FFmpeg's format probe). Every other regular file is returned in
 /// `others` with the reason.
 pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
+    walk_where(root, skip, &|_| true)
+}
+
+/// [`walk`], taking only the files whose relative path `keep` accepts (a shard's files):
+/// the others are not read at all.
+pub fn walk_where(root: &Path, skip: &[PathBuf], keep: &dyn Fn(&str) -> bool) -> WalkResult {
     let mut result = WalkResult::default();
     let skip: Vec<PathBuf> = skip.iter().filter_map(|p| p.canonicalize().ok()).collect();
     let walker = walkdir::WalkDir::new(root)
@@ -71,6 +77,10 @@ pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
             continue;
         }
         let path = entry.path();
+        let rel_path = relative(root, path);
+        if !keep(&rel_path) {
+            continue;
+        }
         let not_media = match media::classify_extension(path) {
             ExtensionClass::Image | ExtensionClass::Video => None,
             ExtensionClass::NonMedia => Some(format!(
@@ -84,22 +94,20 @@ pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
         let meta = match entry.metadata() {
             Ok(m) => m,
             Err(e) => {
-                result
-                    .warnings
-                    .push(format!("cannot stat {}: {e}", relative(root, path)));
+                result.warnings.push(format!("cannot stat {rel_path}: {e}"));
                 continue;
             }
         };
         if let Some(reason) = not_media {
             result.others.push(OtherFile {
-                path: relative(root, path),
+                path: rel_path,
                 size_bytes: meta.len(),
                 reason,
             });
             continue;
         }
         result.files.push(FoundFile {
-            rel_path: relative(root, path),
+            rel_path,
             abs_path: path.to_path_buf(),
             size_bytes: meta.len(),
             mtime_ns: mtime_ns(&meta),

@@ -24,6 +24,48 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Rows in the catalog's items table, read-only (0 while it cannot be read: a scan being
+/// killed mid-way is still creating it).
+pub fn count_items(db: &Path) -> i64 {
+    let Ok(conn) =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return 0;
+    };
+    conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0))
+        .unwrap_or(0)
+}
+
+/// `files` copies of one small JPEG (`seed.jpg` and `dNN/img_NNNNN.jpg` in 40 folders): a
+/// tree a scan takes a while over.
+pub fn copies_of_one_image(root: &Path, files: usize) {
+    let seed = image(root, "seed.jpg", ImageKind::Jpeg, 32, 24, Some(1));
+    for i in 1..files {
+        let dir = root.join(format!("d{:02}", i % 40));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&seed, dir.join(format!("img_{i:05}.jpg"))).unwrap();
+    }
+}
+
+/// Run framecull with `args`, SIGKILL it as soon as the catalog at `db` holds a row (or
+/// after 60 s), and return the rows it holds then.
+pub fn kill_after_first_batch(args: &[&str], db: &Path) -> i64 {
+    let mut child = bin()
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(60) && count_items(db) == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let rows = count_items(db);
+    assert!(rows > 0, "no batch was committed before the deadline");
+    rows
+}
+
 /// `list --format jsonl` parsed, keyed by path.
 pub fn list_jsonl(project: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
     list_jsonl_where(project, None)

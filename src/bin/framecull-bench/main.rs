@@ -9,6 +9,7 @@ mod export;
 #[cfg(feature = "gui")]
 mod gui;
 mod load;
+mod merge;
 #[cfg(feature = "gui")]
 mod player;
 mod scan;
@@ -54,6 +55,9 @@ enum Which {
     /// the display size, upload to a wgpu texture, frame after frame.
     #[cfg(feature = "gui")]
     Player(player::Args),
+    /// Merge N generated shard catalogs (`scan --shard I/N --deep` as it leaves them) into
+    /// one: wall time (copy and derive) and peak memory.
+    Merge(merge::Args),
     /// Metadata scan of a corpus against a per-file ffprobe loop over the same files.
     Probe(scan::ProbeArgs),
 }
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
         Which::Analyze(args) => analyze::run(args),
         Which::Export(args) => export::run(args),
         Which::Load(args) => load::run(args),
+        Which::Merge(args) => merge::run(args),
         #[cfg(feature = "gui")]
         Which::Gui(args) => gui::run(args),
         #[cfg(feature = "gui")]
