@@ -88,6 +88,45 @@ fn open_brush_gallery_select_scan_and_cancel() {
     h.run();
     assert_eq!(h.state().shown(), 8);
 
+    // The scatter (duration against motion by default): a box dragged over it brushes both
+    // measures, and the window shows what `list --where` with that filter lists.
+    let plot = h.get_by_label("scatter").rect();
+    let (from, to) = (
+        plot.left_top() + eframe::egui::vec2(1.0, 1.0),
+        plot.right_bottom() - eframe::egui::vec2(1.0, 1.0),
+    );
+    h.drag_at(from);
+    h.step();
+    h.hover_at(plot.center());
+    h.step();
+    h.hover_at(to);
+    h.step();
+    h.drop_at(to);
+    h.run();
+    let text = {
+        use egui_kittest::kittest::NodeT;
+        h.get_by_label_contains("--where '")
+            .accesskit_node()
+            .value()
+            .unwrap()
+    };
+    assert!(
+        text.contains("duration_secs") && text.contains("motion_mean"),
+        "{text}"
+    );
+    let filter = text.trim_start_matches("--where '").trim_end_matches('\'');
+    let listed = common::list_jsonl_where(&project, Some(filter)).len();
+    assert!((1..8).contains(&listed), "{filter}: {listed}");
+    assert_eq!(h.state().shown(), listed);
+    for measure in [
+        framecull::model::Measure::DurationSecs,
+        framecull::model::Measure::MotionMean,
+    ] {
+        h.state_mut().apply(Command::ClearRange(measure));
+    }
+    h.run();
+    assert_eq!(h.state().shown(), 8);
+
     // A flag filter from the flags panel: the two broken files.
     h.get_by_label("unreadable  2").click();
     h.run();

@@ -31,6 +31,15 @@ pub struct State {
     pub filter: Filter,
     /// Table order: column and ascending.
     pub sort: Option<(SortKey, bool)>,
+    /// The scatter's measures (x, y); `None`: motion against duration.
+    pub scatter: Option<(Measure, Measure)>,
+}
+
+impl State {
+    pub fn scatter_axes(&self) -> (Measure, Measure) {
+        self.scatter
+            .unwrap_or((Measure::DurationSecs, Measure::MotionMean))
+    }
 }
 
 pub struct App {
@@ -59,6 +68,7 @@ pub struct App {
     pub(super) help: bool,
     /// The duplicate groups window.
     pub(super) duplicates: bool,
+    pub(super) scatter: super::panels::scatter::Scatter,
 }
 
 /// The filter and what it keeps.
@@ -74,6 +84,8 @@ pub(super) struct Shown {
     pub(super) sort_order: Option<Vec<usize>>,
     /// Histogram being brushed: the measure and the value where the drag started.
     pub(super) brushing: Option<(Measure, f64)>,
+    /// Counts the filter's changes (views that cache what they draw compare it).
+    pub(super) generation: u64,
 }
 
 /// The selected files.
@@ -132,6 +144,7 @@ impl App {
             ctx: ctx.clone(),
             help: false,
             duplicates: false,
+            scatter: Default::default(),
         };
         app.shown.filter = app.state.filter.clone();
         let start = dir.or_else(|| app.state.last_project.clone());
@@ -314,6 +327,7 @@ impl App {
             }
             Command::ShowGallery(on) => self.state.gallery = on,
             Command::LogCounts(on) => self.state.log_counts = on,
+            Command::ScatterAxes(x, y) => self.state.scatter = Some((x, y)),
             Command::ShowExport => self.export.open = true,
             Command::ShowDuplicates => self.duplicates = true,
             Command::KeepBest(group) => {
@@ -467,6 +481,7 @@ impl App {
     }
 
     pub(super) fn refilter(&mut self) {
+        self.shown.generation += 1;
         self.shown.filtered = match &self.view {
             Some(v) => v.select(&self.shown.filter),
             None => Vec::new(),

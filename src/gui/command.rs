@@ -26,6 +26,8 @@ pub enum Command {
     /// Histogram bar heights on a log scale of counts (a few tall bins no longer flatten the
     /// rest).
     LogCounts(bool),
+    /// The scatter's measures: x, y.
+    ScatterAxes(Measure, Measure),
     ShowExport,
     /// Count what the export dialog's settings would write.
     PreviewExport,

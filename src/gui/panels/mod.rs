@@ -5,6 +5,7 @@ mod duplicates;
 mod gallery;
 mod inspector;
 mod keys;
+pub(super) mod scatter;
 mod side;
 mod table;
 mod top_bar;
@@ -114,6 +115,10 @@ impl App {
             }
             egui::CentralPanel::default().show(ui, |ui| {
                 filter_chips_ui(ui, &self.shown.filter, &mut commands);
+                let axes = self.state.scatter_axes();
+                let (filtered, generation) = (&self.shown.filtered, self.shown.generation);
+                let ranges = &self.shown.filter.ranges;
+                let scatter = &mut self.scatter;
                 histograms_ui(
                     ui,
                     view,
@@ -122,6 +127,11 @@ impl App {
                     self.state.log_counts,
                     &mut self.shown.brushing,
                     &mut commands,
+                    |ui, commands| {
+                        scatter::scatter_ui(
+                            ui, view, axes, filtered, generation, ranges, scatter, commands,
+                        );
+                    },
                 );
                 ui.separator();
                 ui.horizontal(|ui| {

@@ -116,6 +116,8 @@ pub(super) fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut
     ui.add(egui::Label::new(RichText::new(text).small().monospace()).selectable(true));
 }
 
+/// The histograms in rows as wide as the panel, `last` (the scatter) in the cell after them.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn histograms_ui(
     ui: &mut egui::Ui,
     view: &View,
@@ -124,6 +126,7 @@ pub(super) fn histograms_ui(
     log_counts: bool,
     brushing: &mut Option<(Measure, f64)>,
     commands: &mut Vec<Command>,
+    last: impl FnOnce(&mut egui::Ui, &mut Vec<Command>),
 ) {
     let mut log = log_counts;
     if ui
@@ -136,13 +139,22 @@ pub(super) fn histograms_ui(
     let cell = theme::HISTOGRAM_SIZE.x + theme::SPACING;
     let per_row = ((ui.available_width() / cell).floor() as usize).max(1);
     let empty = Vec::new();
-    let histograms: Vec<(usize, &crate::analysis::histogram::Histogram)> =
-        view.histograms.iter().enumerate().collect();
-    for chunk in histograms.chunks(per_row) {
+    let cells: Vec<usize> = (0..=view.histograms.len()).collect();
+    let mut last = Some(last);
+    for chunk in cells.chunks(per_row) {
         ui.horizontal(|ui| {
-            for &(i, h) in chunk {
-                let subset = subsets.get(i).unwrap_or(&empty);
-                histogram_ui(ui, h, subset, filter, log_counts, brushing, commands);
+            for &i in chunk {
+                match view.histograms.get(i) {
+                    Some(h) => {
+                        let subset = subsets.get(i).unwrap_or(&empty);
+                        histogram_ui(ui, h, subset, filter, log_counts, brushing, commands);
+                    }
+                    None => {
+                        if let Some(last) = last.take() {
+                            last(ui, commands);
+                        }
+                    }
+                }
             }
         });
     }

@@ -1,0 +1,351 @@
+//! Scatter of two measures: every file a dot, the files the filter shows bright (flagged ones in
+//! their worst flag's colour), the others grey. Dragging a box brushes both measures, so the
+//! scatter filters every other view and they filter it; hovering names the nearest file and a
+//! click selects it. The dots are drawn into a texture when the data or the filter change, not
+//! every frame, so it stays fluid at 100,000 files and more.
+
+use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, RichText, Sense, TextureHandle};
+
+use crate::gui::command::Command;
+use crate::gui::theme;
+use crate::gui::view::View;
+use crate::model::{Measure, Severity};
+
+/// What the dots were drawn from: the axes, the filter's generation, the size in pixels.
+type Drawn = (Measure, Measure, u64, [usize; 2]);
+
+/// The scatter's state between frames.
+#[derive(Default)]
+pub struct Scatter {
+    texture: Option<(TextureHandle, Drawn)>,
+    /// Where a box brush started.
+    drag_from: Option<Pos2>,
+}
+
+/// One axis: the measure's histogram range (robust, log for measures spanning decades).
+struct Axis {
+    measure: Measure,
+    lo: f64,
+    hi: f64,
+    log: bool,
+}
+
+impl Axis {
+    fn of(view: &View, measure: Measure) -> Option<Axis> {
+        let h = view.histograms.iter().find(|h| h.measure == measure)?;
+        Some(Axis {
+            measure,
+            lo: *h.edges.first()?,
+            hi: *h.edges.last()?,
+            log: h.log,
+        })
+    }
+
+    /// 0..1 along the axis (clamped: values beyond the robust range sit on its edges).
+    fn t(&self, v: f64) -> Option<f32> {
+        if !v.is_finite() || (self.log && v <= 0.0) {
+            return None;
+        }
+        let t = if self.log {
+            (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
+        } else {
+            (v - self.lo) / (self.hi - self.lo)
+        };
+        Some(if t.is_finite() {
+            t.clamp(0.0, 1.0)
+        } else {
+            0.5
+        } as f32)
+    }
+
+    fn value(&self, t: f32) -> f64 {
+        let t = f64::from(t.clamp(0.0, 1.0));
+        if self.log {
+            10f64.powf(self.lo.log10() + t * (self.hi.log10() - self.lo.log10()))
+        } else {
+            self.lo + t * (self.hi - self.lo)
+        }
+    }
+}
+
+/// The smallest and largest finite values.
+fn extremes(values: &[f64]) -> (f64, f64) {
+    values
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        })
+}
+
+/// Dot colour of a shown file: its worst flag's, else the selection blue.
+fn shown_color(worst: Option<Severity>) -> Color32 {
+    match worst {
+        Some(s @ (Severity::Error | Severity::Warning)) => theme::severity_color(s),
+        _ => theme::BAR_SELECTED,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(in crate::gui) fn scatter_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    axes: (Measure, Measure),
+    filtered: &[usize],
+    generation: u64,
+    ranges: &[(Measure, f64, f64)],
+    scatter: &mut Scatter,
+    commands: &mut Vec<Command>,
+) {
+    let measures: Vec<Measure> = view.histograms.iter().map(|h| h.measure).collect();
+    ui.vertical(|ui| {
+        ui.horizontal(|ui| {
+            for (id, which, other) in [("scatter x", axes.0, axes.1), ("scatter y", axes.1, axes.0)]
+            {
+                // Labelled "x" / "y" (the accessible names are "scatter x" and "scatter y").
+                egui::ComboBox::new(id, &id[8..])
+                    .selected_text(RichText::new(which.title()).small())
+                    .width(theme::HISTOGRAM_SIZE.x / 2.0 - 26.0)
+                    .show_ui(ui, |ui| {
+                        for &m in &measures {
+                            if ui.selectable_label(m == which, m.title()).clicked() {
+                                let axes = if id == "scatter x" {
+                                    (m, other)
+                                } else {
+                                    (other, m)
+                                };
+                                commands.push(Command::ScatterAxes(axes.0, axes.1));
+                            }
+                        }
+                    });
+            }
+        });
+        let (rect, response) =
+            ui.allocate_exact_size(theme::HISTOGRAM_SIZE, Sense::click_and_drag());
+        response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Canvas, true, "scatter"));
+        let painter = ui.painter_at(rect);
+        painter.rect_filled(rect, 4.0, theme::CARD_BG);
+        let (Some(x), Some(y)) = (Axis::of(view, axes.0), Axis::of(view, axes.1)) else {
+            return;
+        };
+        let (Some(xs), Some(ys)) = (view.columns.get(&x.measure), view.columns.get(&y.measure))
+        else {
+            return;
+        };
+        // Screen position of a row's dot.
+        let pos = |row: usize| -> Option<Pos2> {
+            let (tx, ty) = (x.t(xs[row])?, y.t(ys[row])?);
+            Some(egui::pos2(
+                rect.left() + tx * rect.width(),
+                rect.bottom() - ty * rect.height(),
+            ))
+        };
+
+        // The dots, drawn again only when the axes, the filter or the size change.
+        let ppp = ui.ctx().pixels_per_point();
+        let size = [
+            (rect.width() * ppp).round().max(1.0) as usize,
+            (rect.height() * ppp).round().max(1.0) as usize,
+        ];
+        let key = (x.measure, y.measure, generation, size);
+        if scatter.texture.as_ref().is_none_or(|(_, k)| *k != key) {
+            let image = draw_dots(view, filtered, size, |row| {
+                Some((x.t(xs[row])?, y.t(ys[row])?))
+            });
+            let options = egui::TextureOptions::NEAREST;
+            match &mut scatter.texture {
+                Some((texture, k)) => {
+                    texture.set(image, options);
+                    *k = key;
+                }
+                None => {
+                    let texture = ui.ctx().load_texture("scatter", image, options);
+                    scatter.texture = Some((texture, key));
+                }
+            }
+        }
+        if let Some((texture, _)) = &scatter.texture {
+            painter.image(
+                texture.id(),
+                rect,
+                Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)),
+                Color32::WHITE,
+            );
+        }
+
+        // The filter's ranges of these two measures, as bands.
+        for (m, lo, hi) in ranges {
+            let band = if *m == x.measure {
+                let (a, b) = (x.t(*lo).unwrap_or(0.0), x.t(*hi).unwrap_or(1.0));
+                Rect::from_x_y_ranges(
+                    rect.left() + a * rect.width()..=rect.left() + b * rect.width(),
+                    rect.y_range(),
+                )
+            } else if *m == y.measure {
+                let (a, b) = (y.t(*lo).unwrap_or(0.0), y.t(*hi).unwrap_or(1.0));
+                Rect::from_x_y_ranges(
+                    rect.x_range(),
+                    rect.bottom() - b * rect.height()..=rect.bottom() - a * rect.height(),
+                )
+            } else {
+                continue;
+            };
+            painter.rect_filled(band, 0.0, theme::BRUSH);
+        }
+
+        // Axes: each measure's range at its ends.
+        let small = egui::FontId::proportional(10.0);
+        painter.text(
+            rect.left_top() + egui::vec2(3.0, 2.0),
+            egui::Align2::LEFT_TOP,
+            y.measure.format(y.hi),
+            small.clone(),
+            theme::AXIS,
+        );
+        painter.text(
+            rect.left_bottom() + egui::vec2(3.0, -2.0),
+            egui::Align2::LEFT_BOTTOM,
+            y.measure.format(y.lo),
+            small.clone(),
+            theme::AXIS,
+        );
+        let (ticks, _) =
+            ui.allocate_exact_size(egui::vec2(theme::HISTOGRAM_SIZE.x, 12.0), Sense::hover());
+        for (text, at, align) in [
+            (
+                x.measure.format(x.lo),
+                ticks.left_top(),
+                egui::Align2::LEFT_TOP,
+            ),
+            (
+                x.measure.format(x.hi),
+                ticks.right_top(),
+                egui::Align2::RIGHT_TOP,
+            ),
+        ] {
+            ui.painter()
+                .text(at, align, text, small.clone(), theme::AXIS);
+        }
+
+        // A box brush: both measures' ranges on release.
+        if response.drag_started() {
+            // Where the button went down, not where the drag was recognised.
+            scatter.drag_from = ui
+                .input(|i| i.pointer.press_origin())
+                .or(response.interact_pointer_pos());
+        }
+        if let (Some(from), Some(to)) = (scatter.drag_from, response.interact_pointer_pos())
+            && (response.dragged() || response.drag_stopped())
+        {
+            let brush = Rect::from_two_pos(from, to).intersect(rect);
+            painter.rect_filled(brush, 0.0, theme::BRUSH);
+            if response.drag_stopped() {
+                scatter.drag_from = None;
+                let tx = |px: f32| (px - rect.left()) / rect.width();
+                let ty = |py: f32| (rect.bottom() - py) / rect.height();
+                // A box reaching an edge takes the files drawn on it too (values beyond the
+                // robust range sit there): that end goes to the data's extreme.
+                let range = |axis: &Axis, values: &[f64], a: f32, b: f32| {
+                    let (min, max) = extremes(values);
+                    let lo = if a <= 0.01 { min } else { axis.value(a) };
+                    let hi = if b >= 0.99 { max } else { axis.value(b) };
+                    Command::Brush {
+                        measure: axis.measure,
+                        lo: lo.min(axis.value(a)),
+                        hi: hi.max(axis.value(b)),
+                    }
+                };
+                if brush.width() >= 3.0 {
+                    commands.push(range(&x, xs, tx(brush.left()), tx(brush.right())));
+                }
+                if brush.height() >= 3.0 {
+                    commands.push(range(&y, ys, ty(brush.bottom()), ty(brush.top())));
+                }
+            }
+        }
+
+        // The shown file nearest the pointer: named on hover, selected on click.
+        if let Some(p) = response.hover_pos() {
+            let nearest = filtered
+                .iter()
+                .filter_map(|&row| Some((pos(row)?.distance_sq(p), row)))
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .filter(|(d, _)| *d <= 64.0);
+            if let Some((_, row)) = nearest {
+                let r = &view.rows[row];
+                response.clone().on_hover_text_at_pointer(format!(
+                    "{}\n{} {}, {} {}",
+                    r.path,
+                    x.measure.title(),
+                    x.measure.format(xs[row]),
+                    y.measure.title(),
+                    y.measure.format(ys[row])
+                ));
+                if response.clicked() {
+                    commands.push(Command::Select(Some(row)));
+                }
+            }
+        }
+    });
+}
+
+/// Every row with both values as a dot (larger when there are few): the others grey first,
+/// then the shown ones in their colours, so shown files are never hidden under filtered-out
+/// ones.
+fn draw_dots(
+    view: &View,
+    filtered: &[usize],
+    [w, h]: [usize; 2],
+    at: impl Fn(usize) -> Option<(f32, f32)>,
+) -> ColorImage {
+    let mut image = ColorImage::filled([w, h], Color32::TRANSPARENT);
+    let mut shown = vec![false; view.rows.len()];
+    for &row in filtered {
+        shown[row] = true;
+    }
+    let side: usize = match view.rows.len() {
+        0..2_000 => 5,
+        2_000..20_000 => 3,
+        _ => 2,
+    };
+    // A round stamp of `side` pixels.
+    let centre = (side as f32 - 1.0) / 2.0;
+    let stamp: Vec<(usize, usize)> = (0..side)
+        .flat_map(|dy| (0..side).map(move |dx| (dx, dy)))
+        .filter(|&(dx, dy)| {
+            let (fx, fy) = (dx as f32 - centre, dy as f32 - centre);
+            fx * fx + fy * fy <= (centre + 0.5) * (centre + 0.5)
+        })
+        .collect();
+    let mut dot = |row: usize, color: Color32| {
+        let Some((tx, ty)) = at(row) else {
+            return;
+        };
+        let px =
+            ((tx * w.saturating_sub(side) as f32).round() as usize).min(w.saturating_sub(side));
+        let py = (((1.0 - ty) * h.saturating_sub(side) as f32).round() as usize)
+            .min(h.saturating_sub(side));
+        for &(dx, dy) in &stamp {
+            if let Some(p) = image.pixels.get_mut((py + dy) * w + px + dx) {
+                *p = color;
+            }
+        }
+    };
+    for (row, _) in shown.iter().enumerate().filter(|(_, s)| !**s) {
+        dot(row, theme::BAR);
+    }
+    // Flagged files on top: plain ones, then warnings, then errors.
+    for pass in [None, Some(Severity::Warning), Some(Severity::Error)] {
+        for &row in filtered {
+            let worst = view.rows[row].worst();
+            let class = match worst {
+                Some(s @ (Severity::Error | Severity::Warning)) => Some(s),
+                _ => None,
+            };
+            if class == pass {
+                dot(row, shown_color(worst));
+            }
+        }
+    }
+    image
+}
