@@ -18,7 +18,7 @@ use crate::analysis::still;
 use crate::analysis::video::{FLAT_STD, VideoAnalyzer};
 use crate::catalog::{AnalysisResult, AnalysisTodo, Catalog};
 use crate::media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
-use crate::model::{Curves, FrameRecord, FrameTable, MediaKind, Metrics};
+use crate::model::{Curves, FrameRecord, FrameTable, ItemStatus, MediaKind, Metrics};
 
 /// Bump when an analysis changes what it stores: older results are recomputed (3: the
 /// box-averaged analysis copy moves every picture measure slightly).
@@ -217,6 +217,12 @@ pub fn analyse_file(
         structure_error,
         ..Metrics::default()
     };
+    // A file the probe could not read (its flag says why) is hashed, for exact duplicates,
+    // not decoded: there is nothing to measure, and FFmpeg is not deterministic on some such
+    // files (a corrupt AVIF sample table reads a different size on every run).
+    if item.status == ItemStatus::Error {
+        return (base, Curves::default());
+    }
     match item.kind.as_str() {
         "image" => analyse_image(&path, item, deadline, base),
         "video" => analyse_video(&path, item, deadline, &options.cuts, base),
