@@ -454,6 +454,11 @@ fn bad_shard_arguments_and_shards_that_do_not_belong_together_are_fatal() {
         &[],
         "needs --project",
     );
+    fatal(
+        &["scan", s(&root), "--rescan", "--project", s(&p)],
+        &[],
+        "--rescan is for a shard",
+    );
 
     // The index from a Slurm array (offset by its first task id) or a Kubernetes Job.
     let out = common::bin()
