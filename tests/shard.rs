@@ -334,7 +334,85 @@ fn shards_of_the_media_corpus_merged_equal_a_single_scan() {
     let single_view = view(&single);
     assert!(single_view.rows.len() > 150);
     assert!(!single_view.groups.is_empty());
-    assert_same(view(&merged), single_view);
+    let mut merged_view = view(&merged);
+    // The merge copies each shard's rows as they are (all but what it derives again).
+    let per_file = |r: &Value| {
+        let mut r = r.clone();
+        for derived in ["flags", "dup_group", "dup_exact_group"] {
+            r[derived] = Value::Null;
+        }
+        r
+    };
+    let shard_rows: BTreeMap<String, Value> = shards.iter().flat_map(|d| view(d).rows).collect();
+    assert_eq!(shard_rows.len(), merged_view.rows.len());
+    for (path, row) in &shard_rows {
+        assert_eq!(per_file(&merged_view.rows[path]), per_file(row), "{path}");
+    }
+    let unrepeatable = unrepeatable_decodes(&merged_view, &single_view);
+    let mut single_view = single_view;
+    for path in &unrepeatable {
+        eprintln!(
+            "note: {path}: FFmpeg decodes it differently from run to run; compared without \
+             its decode fields"
+        );
+        mask_decode_fields(&mut single_view, path);
+        mask_decode_fields(&mut merged_view, path);
+    }
+    assert_same(merged_view, single_view);
+}
+
+/// Damaged files whose decode FFmpeg does not repeat from run to run (a demuxer reading
+/// uninitialised memory in a broken header reports a different error each time): the paths
+/// whose rows in `a` and `b` differ in the decode fields only, on a file whose probe or decode
+/// failed. At most 2, else the difference is not that.
+fn unrepeatable_decodes(a: &View, b: &View) -> Vec<String> {
+    const DECODE_FIELDS: [&str; 3] = ["decode_errors", "decoded_frames", "flags"];
+    let mut paths = Vec::new();
+    for (path, row) in &a.rows {
+        let Some(other) = b.rows.get(path) else {
+            continue;
+        };
+        if row == other {
+            continue;
+        }
+        let strip = |r: &Value| {
+            let mut r = r.clone();
+            for f in DECODE_FIELDS {
+                r[f] = Value::Null;
+            }
+            r
+        };
+        let damaged = [row, other].iter().any(|r| {
+            r["status"] == "error"
+                || r["flags"].as_array().is_some_and(|fs| {
+                    fs.iter()
+                        .any(|f| f["severity"] == "error" && f["source"] == "decode")
+                })
+        });
+        if strip(row) == strip(other) && damaged {
+            paths.push(path.clone());
+        }
+    }
+    assert!(paths.len() <= 2, "decodes differ on {paths:?}");
+    paths
+}
+
+/// `v` without the decode fields of `path`, and without `path` in `flags --json`.
+fn mask_decode_fields(v: &mut View, path: &str) {
+    if let Some(row) = v.rows.get_mut(path) {
+        for f in ["decode_errors", "decoded_frames", "flags"] {
+            row[f] = Value::Null;
+        }
+    }
+    for group in v.flags.as_array_mut().into_iter().flatten() {
+        if let Some(items) = group["items"].as_array_mut() {
+            items.retain(|i| i["path"] != path);
+            group["count"] = Value::from(items.len());
+        }
+    }
+    if let Some(groups) = v.flags.as_array_mut() {
+        groups.retain(|g| g["count"] != 0);
+    }
 }
 
 /// (d) A shard killed part-way has no marker, is refused by merge, and its rerun resumes;
