@@ -179,6 +179,12 @@ impl Catalog {
 
     /// Metrics of every analysed item.
     pub fn all_metrics(&self) -> Result<HashMap<ItemId, Metrics>> {
+        Ok(self.metrics_by_id()?.into_iter().collect())
+    }
+
+    /// Metrics of every analysed item, by ascending item id: half the memory of
+    /// [`Catalog::all_metrics`] for a million items (a hash map holds twice as many slots).
+    pub fn metrics_by_id(&self) -> Result<Vec<(ItemId, Metrics)>> {
         let mut stmt = self.conn.prepare(
             "SELECT item_id, decoded_frames, decode_errors, first_error, undecodable, timed_out,
                 decoder_messages, first_message, repeat_frames, no_decoder,
@@ -186,7 +192,7 @@ impl Catalog {
                 sharpness, entropy, colorfulness, black_share, frozen_share,
                 decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
                 resolution_changes, truncated, structure_error, phash, content_hash
-             FROM metrics",
+             FROM metrics ORDER BY item_id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((

@@ -53,6 +53,9 @@ fn shard_of_args(args: &Args) -> anyhow::Result<Option<ShardSpec>> {
     let spec = match (args.shard, args.shards) {
         (Some(spec), _) => spec,
         (None, Some(count)) => ShardSpec::from_env(count, |name| std::env::var(name).ok())?,
+        (None, None) if args.rescan => {
+            anyhow::bail!("--rescan is for a shard (--shard I/N or --shards N)")
+        }
         (None, None) => return Ok(None),
     };
     if args.project.project.is_none() {

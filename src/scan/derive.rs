@@ -9,7 +9,7 @@ use crate::analysis::dups::{DupInput, DupRelation, group_duplicates};
 use crate::analysis::flags::{Config, dup_flag, item_flags};
 use crate::analysis::outliers::outlier_flags;
 use crate::catalog::{Catalog, CatalogError, ConfigError, Project};
-use crate::model::{DupInfo, Flag, ItemId, ItemStatus, MediaKind};
+use crate::model::{DupInfo, Flag, ItemId, ItemStatus, MediaKind, Metrics};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeriveError {
@@ -77,13 +77,13 @@ pub fn recompute_in(
         .into_iter()
         .filter(|i| i.status != ItemStatus::Missing)
         .collect();
-    let metrics = catalog.all_metrics()?;
+    let metrics = MetricsById(catalog.metrics_by_id()?);
     let hashes = catalog.all_frame_hashes()?;
 
     let inputs: Vec<DupInput> = items
         .iter()
         .filter_map(|item| {
-            let m = metrics.get(&item.id)?;
+            let m = metrics.get(item.id)?;
             let content = m.content_hash.as_deref();
             let h = hashes.get(&item.id).map(Vec::as_slice).unwrap_or_default();
             match (item.kind, h.len()) {
@@ -127,7 +127,7 @@ pub fn recompute_in(
     let paths: HashMap<ItemId, &str> = items.iter().map(|i| (i.id, i.path.as_str())).collect();
     let mut flags: Vec<(ItemId, Flag)> = Vec::new();
     for item in &items {
-        for f in item_flags(item, metrics.get(&item.id), config) {
+        for f in item_flags(item, metrics.get(item.id), config) {
             flags.push((item.id, f));
         }
         if let Some(d) = dups.get(&item.id) {
@@ -159,16 +159,23 @@ pub fn recompute_in(
     Ok(summary)
 }
 
+/// Metrics by ascending item id.
+struct MetricsById(Vec<(ItemId, Metrics)>);
+
+impl MetricsById {
+    fn get(&self, id: ItemId) -> Option<&Metrics> {
+        let i = self.0.binary_search_by_key(&id, |(k, _)| *k).ok()?;
+        Some(&self.0[i].1)
+    }
+}
+
 /// One row per usable item with the measures statistics are computed on.
-fn measures_frame(
-    items: &[crate::model::Item],
-    metrics: &HashMap<ItemId, crate::model::Metrics>,
-) -> PolarsResult<DataFrame> {
+fn measures_frame(items: &[crate::model::Item], metrics: &MetricsById) -> PolarsResult<DataFrame> {
     let ok: Vec<_> = items
         .iter()
         .filter(|i| i.status == ItemStatus::Ok && i.kind != MediaKind::Other)
         .collect();
-    let m = |i: &crate::model::Item| metrics.get(&i.id).filter(|m| m.undecodable.is_none());
+    let m = |i: &crate::model::Item| metrics.get(i.id).filter(|m| m.undecodable.is_none());
     let pixels =
         |i: &crate::model::Item| Some(f64::from(i.info.width?) * f64::from(i.info.height?));
     let video = |i: &crate::model::Item| i.kind == MediaKind::Video;
