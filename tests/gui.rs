@@ -90,6 +90,11 @@ fn open_brush_gallery_select_scan_and_cancel() {
 
     // The scatter (duration against motion by default): a box dragged over it brushes both
     // measures, and the window shows what `list --where` with that filter lists.
+    assert!(
+        h.state().scatter_dots() >= 2,
+        "{}",
+        h.state().scatter_dots()
+    );
     let plot = h.get_by_label("scatter").rect();
     let (from, to) = (
         plot.left_top() + eframe::egui::vec2(1.0, 1.0),

@@ -538,12 +538,13 @@ fn bad_shard_arguments_and_shards_that_do_not_belong_together_are_fatal() {
         "--rescan is for a shard",
     );
 
-    // The index from a Slurm array (offset by its first task id) or a Kubernetes Job.
+    // The index from a Slurm array task (as it is: a task resubmitted alone keeps its
+    // index) or a Kubernetes Job.
     let out = common::bin()
         .args(["scan", s(&root), "--shards", "--project", s(&p)])
         .envs([
-            ("SLURM_ARRAY_TASK_ID", "11"),
-            ("SLURM_ARRAY_TASK_MIN", "10"),
+            ("SLURM_ARRAY_TASK_ID", "1"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
             ("SLURM_ARRAY_TASK_COUNT", "2"),
         ])
         .env_remove("JOB_COMPLETION_INDEX")

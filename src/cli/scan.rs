@@ -34,8 +34,8 @@ pub struct Args {
     /// files whose path hash falls in it. `framecull merge` joins the shards' projects.
     #[arg(long, value_name = "I/N", value_parser = parse_shard, conflicts_with = "shards", allow_hyphen_values = true)]
     shard: Option<ShardSpec>,
-    /// Scan one of N shards, the index taken from SLURM_ARRAY_TASK_ID (minus
-    /// SLURM_ARRAY_TASK_MIN) or JOB_COMPLETION_INDEX; N defaults to SLURM_ARRAY_TASK_COUNT.
+    /// Scan one of N shards, the index taken from SLURM_ARRAY_TASK_ID (an array from 0) or
+    /// JOB_COMPLETION_INDEX; N defaults to SLURM_ARRAY_TASK_COUNT.
     #[arg(long, value_name = "N", num_args = 0..=1)]
     shards: Option<Option<u32>>,
     /// Scan a shard again even though its shard.json says it is finished (to take in files

@@ -154,6 +154,11 @@ impl App {
         app
     }
 
+    /// Files drawn in the scatter (those with both of its measures).
+    pub fn scatter_dots(&self) -> usize {
+        self.scatter.dots
+    }
+
     /// Files that pass the current filter.
     pub fn shown(&self) -> usize {
         self.shown.filtered.len()

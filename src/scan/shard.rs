@@ -59,9 +59,10 @@ impl ShardSpec {
         ShardSpec::new(index, count).map_err(|_| invalid())
     }
 
-    /// The shard of a scheduler's array task: the index from `SLURM_ARRAY_TASK_ID` (minus
-    /// `SLURM_ARRAY_TASK_MIN` when set) or else `JOB_COMPLETION_INDEX` (Kubernetes Indexed
-    /// Job); the count is `count`, else `SLURM_ARRAY_TASK_COUNT`. `var` reads a variable.
+    /// The shard of a scheduler's array task: the index is `SLURM_ARRAY_TASK_ID` as it is
+    /// (arrays are `--array=0-(N-1)`; a task resubmitted alone, `--array=2`, is still shard 2)
+    /// or else `JOB_COMPLETION_INDEX` (Kubernetes Indexed Job); the count is `count`, else
+    /// `SLURM_ARRAY_TASK_COUNT`. `var` reads a variable.
     pub fn from_env(
         count: Option<u32>,
         var: impl Fn(&str) -> Option<String>,
@@ -78,8 +79,7 @@ impl ShardSpec {
             }
         };
         let (index, from) = if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
-            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-            (id - min, "SLURM_ARRAY_TASK_ID")
+            (id, "SLURM_ARRAY_TASK_ID")
         } else if let Some(i) = number("JOB_COMPLETION_INDEX")? {
             (i, "JOB_COMPLETION_INDEX")
         } else {
@@ -364,14 +364,27 @@ mod tests {
             }
         };
         let slurm = env(&[
-            ("SLURM_ARRAY_TASK_ID", "12"),
-            ("SLURM_ARRAY_TASK_MIN", "10"),
+            ("SLURM_ARRAY_TASK_ID", "2"),
             ("SLURM_ARRAY_TASK_COUNT", "4"),
         ]);
         assert_eq!(
             ShardSpec::from_env(None, slurm),
             Ok(ShardSpec { index: 2, count: 4 })
         );
+        // One task resubmitted alone (`--array=2`): its own index, the count as given; without
+        // a count it is refused, never taken for another shard.
+        let again = || {
+            env(&[
+                ("SLURM_ARRAY_TASK_ID", "2"),
+                ("SLURM_ARRAY_TASK_MIN", "2"),
+                ("SLURM_ARRAY_TASK_COUNT", "1"),
+            ])
+        };
+        assert_eq!(
+            ShardSpec::from_env(Some(4), again()),
+            Ok(ShardSpec { index: 2, count: 4 })
+        );
+        assert!(ShardSpec::from_env(None, again()).is_err());
         let k8s = env(&[("JOB_COMPLETION_INDEX", "5")]);
         assert_eq!(
             ShardSpec::from_env(Some(8), k8s),

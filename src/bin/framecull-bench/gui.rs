@@ -1,6 +1,6 @@
 //! `gui`: the window on a generated catalog of N items: apply a brush filter (file size, about
-//! half the items) and lay out one frame (table, then gallery), with egui's layout and
-//! tessellation, no GPU.
+//! half the items) and lay out one frame (table, then gallery; the scatter draws a dot per
+//! item), with egui's layout and tessellation, no GPU.
 
 use std::time::Instant;
 
@@ -24,11 +24,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let r = bench_gui(args.items, args.frames.max(1))?;
     print(&r, args.json, || {
         format!(
-            "window on {} items (load {:.2} s off the UI thread): brush + one frame, \
-             table: median {:.2} ms, p95 {:.2} ms; gallery: median {:.2} ms, p95 {:.2} ms; \
-             {} .. {} files shown; peak RSS {}",
+            "window on {} items (load {:.2} s off the UI thread), the scatter drawing {} \
+             dots: brush + one frame, table: median {:.2} ms, p95 {:.2} ms; gallery: median \
+             {:.2} ms, p95 {:.2} ms; {} .. {} files shown; peak RSS {}",
             r.items,
             r.load_secs,
+            r.scatter_dots,
             r.table_median_ms,
             r.table_p95_ms,
             r.gallery_median_ms,
@@ -45,6 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 struct GuiBench {
     items: usize,
     load_secs: f64,
+    scatter_dots: usize,
     table_ms: Vec<f64>,
     table_median_ms: f64,
     table_p95_ms: f64,
@@ -83,6 +85,13 @@ fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let load_secs = started.elapsed().as_secs_f64();
+    // The scatter on two measures every item has, so each frame draws a dot per item.
+    app.apply(Command::ScatterAxes(
+        framecull::model::Measure::SizeBytes,
+        framecull::model::Measure::Aspect,
+    ));
+    let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+    let scatter_dots = app.scatter_dots();
     let mut shown = Vec::new();
     let mut measure = |app: &mut App, gallery: bool| {
         app.apply(Command::ShowGallery(gallery));
@@ -117,6 +126,7 @@ fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
     Ok(GuiBench {
         items,
         load_secs,
+        scatter_dots,
         table_median_ms: median(table.clone()),
         table_p95_ms: p95(&table),
         table_ms: table,

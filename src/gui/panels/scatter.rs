@@ -20,6 +20,12 @@ pub struct Scatter {
     texture: Option<(TextureHandle, Drawn)>,
     /// Where a box brush started.
     drag_from: Option<Pos2>,
+    /// Dots in the texture (files with both values).
+    pub(in crate::gui) dots: usize,
+    /// Each row's place on the two axes (0..1; NaN without a value), and what it was
+    /// computed for: the axes and the view's rows (their address and length).
+    places: Vec<[f32; 2]>,
+    places_for: Option<(Measure, Measure, usize, usize)>,
 }
 
 /// One axis: the measure's histogram range (robust, log for measures spanning decades).
@@ -149,9 +155,27 @@ pub(in crate::gui) fn scatter_ui(
         ];
         let key = (x.measure, y.measure, generation, size);
         if scatter.texture.as_ref().is_none_or(|(_, k)| *k != key) {
-            let image = draw_dots(view, filtered, size, |row| {
-                Some((x.t(xs[row])?, y.t(ys[row])?))
+            let places_for = (
+                x.measure,
+                y.measure,
+                view.rows.as_ptr() as usize,
+                view.rows.len(),
+            );
+            if scatter.places_for != Some(places_for) {
+                scatter.places = (0..view.rows.len())
+                    .map(|row| match (x.t(xs[row]), y.t(ys[row])) {
+                        (Some(tx), Some(ty)) => [tx, ty],
+                        _ => [f32::NAN; 2],
+                    })
+                    .collect();
+                scatter.places_for = Some(places_for);
+            }
+            let places = &scatter.places;
+            let (image, dots) = draw_dots(view, filtered, size, |row| {
+                let [tx, ty] = places[row];
+                (!tx.is_nan()).then_some((tx, ty))
             });
+            scatter.dots = dots;
             let options = egui::TextureOptions::NEAREST;
             match &mut scatter.texture {
                 Some((texture, k)) => {
@@ -297,7 +321,7 @@ fn draw_dots(
     filtered: &[usize],
     [w, h]: [usize; 2],
     at: impl Fn(usize) -> Option<(f32, f32)>,
-) -> ColorImage {
+) -> (ColorImage, usize) {
     let mut image = ColorImage::filled([w, h], Color32::TRANSPARENT);
     let mut shown = vec![false; view.rows.len()];
     for &row in filtered {
@@ -317,10 +341,12 @@ fn draw_dots(
             fx * fx + fy * fy <= (centre + 0.5) * (centre + 0.5)
         })
         .collect();
+    let mut dots = 0;
     let mut dot = |row: usize, color: Color32| {
         let Some((tx, ty)) = at(row) else {
             return;
         };
+        dots += 1;
         let px =
             ((tx * w.saturating_sub(side) as f32).round() as usize).min(w.saturating_sub(side));
         let py = (((1.0 - ty) * h.saturating_sub(side) as f32).round() as usize)
@@ -335,17 +361,19 @@ fn draw_dots(
         dot(row, theme::BAR);
     }
     // Flagged files on top: plain ones, then warnings, then errors.
-    for pass in [None, Some(Severity::Warning), Some(Severity::Error)] {
-        for &row in filtered {
-            let worst = view.rows[row].worst();
-            let class = match worst {
-                Some(s @ (Severity::Error | Severity::Warning)) => Some(s),
-                _ => None,
-            };
-            if class == pass {
-                dot(row, shown_color(worst));
-            }
+    let (mut warnings, mut errors) = (Vec::new(), Vec::new());
+    for &row in filtered {
+        match view.rows[row].worst() {
+            Some(Severity::Error) => errors.push(row),
+            Some(Severity::Warning) => warnings.push(row),
+            _ => dot(row, theme::BAR_SELECTED),
         }
     }
-    image
+    for (rows, severity) in [(warnings, Severity::Warning), (errors, Severity::Error)] {
+        let color = shown_color(Some(severity));
+        for row in rows {
+            dot(row, color);
+        }
+    }
+    (image, dots)
 }
