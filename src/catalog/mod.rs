@@ -115,6 +115,15 @@ impl Catalog {
         Ok(catalog)
     }
 
+    /// Read the database through a memory map instead of a copy per page, for a command that
+    /// reads the whole catalog (`list` of a million items: a third faster). Not the default:
+    /// an I/O error on a mapped file (a network file system failing) is a SIGBUS, not an
+    /// error.
+    pub fn map_for_reading(&self) -> Result<()> {
+        self.conn.pragma_update(None, "mmap_size", 1i64 << 32)?;
+        Ok(())
+    }
+
     /// Open an existing project.
     pub fn open(project_dir: &Path) -> Result<Self> {
         if !project_dir.join(DB_FILE).is_file() {

@@ -41,6 +41,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let catalog = args.project.open()?;
+    catalog.map_for_reading()?;
     let kind = match args.kind.as_deref() {
         Some(k) => Some(
             MediaKind::parse(k)
@@ -82,8 +83,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::new(stdout);
     let written = match args.format {
-        Format::Jsonl => write_jsonl(&mut out, &rows(&items, &others, &analysis)),
-        Format::Csv => write_csv(&mut out, &rows(&items, &others, &analysis)),
+        Format::Jsonl => write_jsonl(&mut out, rows(&items, &others, &analysis)),
+        Format::Csv => write_csv(&mut out, rows(&items, &others, &analysis)),
         Format::Table => write_table(&mut out, &items, &others, &analysis),
     };
     match written.and_then(|()| out.flush().map_err(anyhow::Error::from)) {
@@ -95,24 +96,31 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
-/// The rows of `--format jsonl|csv`: media files, then the others.
-fn rows<'a>(items: &'a [Item], others: &'a [OtherFile], a: &'a Analysis) -> Vec<Row<'a>> {
+/// The rows of `--format jsonl|csv`: media files, then the others, made as they are written.
+fn rows<'a>(
+    items: &'a [Item],
+    others: &'a [OtherFile],
+    a: &'a Analysis,
+) -> impl Iterator<Item = Row<'a>> {
     let media = items.iter().map(|item| Row::from_item(item, a));
-    media.chain(others.iter().map(Row::other)).collect()
+    media.chain(others.iter().map(Row::other))
 }
 
-fn write_jsonl(out: &mut impl Write, rows: &[Row]) -> anyhow::Result<()> {
+fn write_jsonl<'a>(
+    out: &mut impl Write,
+    rows: impl Iterator<Item = Row<'a>>,
+) -> anyhow::Result<()> {
     for row in rows {
-        serde_json::to_writer(&mut *out, row)?;
+        serde_json::to_writer(&mut *out, &row)?;
         out.write_all(b"\n")?;
     }
     Ok(())
 }
 
-fn write_csv(out: &mut impl Write, rows: &[Row]) -> anyhow::Result<()> {
+fn write_csv<'a>(out: &mut impl Write, rows: impl Iterator<Item = Row<'a>>) -> anyhow::Result<()> {
     let mut header_written = false;
     for row in rows {
-        let value = serde_json::to_value(row)?;
+        let value = serde_json::to_value(&row)?;
         let serde_json::Value::Object(map) = value else {
             continue;
         };
