@@ -81,7 +81,9 @@ pub fn read_version(
         .into_iter()
         .find(|m| m.version == version)
         .ok_or_else(|| {
-            ManifestError::Invalid(format!("manifest {name} has no version {version}"))
+            ManifestError::Invalid(format!(
+                "manifest {name} has no version {version}; `framecull manifests` lists them"
+            ))
         })?;
     let dir = manifest_dir(project, name);
     if let Some(file) = meta.files.get("parquet") {
