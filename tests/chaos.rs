@@ -10,26 +10,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// `list --format jsonl` rows by path, with duplicate groups (named by an item id, which
-/// depends on the order files were recorded in) replaced by their members' paths.
+/// `list --format jsonl` rows by path, duplicate groups named by their first path.
 fn rows_by_path(project: &Path) -> BTreeMap<String, serde_json::Value> {
     let mut rows = common::list_jsonl(project);
-    for key in ["dup_group", "dup_exact_group"] {
-        let mut members: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (path, row) in &rows {
-            if !row[key].is_null() {
-                members
-                    .entry(row[key].to_string())
-                    .or_default()
-                    .push(path.clone());
-            }
-        }
-        for row in rows.values_mut() {
-            if !row[key].is_null() {
-                row[key] = serde_json::json!(members[&row[key].to_string()]);
-            }
-        }
-    }
+    common::groups_by_first_path(&mut rows);
     rows
 }
 

@@ -115,21 +115,7 @@ fn view(project: &Path) -> View {
 /// The view with duplicate group ids (item ids, which differ between catalogs) replaced by
 /// the group's first path.
 fn without_ids(mut v: View) -> View {
-    let mut first: BTreeMap<(String, i64), String> = BTreeMap::new();
-    for (path, row) in &v.rows {
-        for key in ["dup_group", "dup_exact_group"] {
-            if let Some(g) = row[key].as_i64() {
-                first.entry((key.into(), g)).or_insert_with(|| path.clone());
-            }
-        }
-    }
-    for row in v.rows.values_mut() {
-        for key in ["dup_group", "dup_exact_group"] {
-            if let Some(g) = row[key].as_i64() {
-                row[key] = Value::String(first[&(key.to_string(), g)].clone());
-            }
-        }
-    }
+    common::groups_by_first_path(&mut v.rows);
     v
 }
 

@@ -168,3 +168,23 @@ pub fn corpus_dir() -> Option<PathBuf> {
         None
     }
 }
+
+/// Duplicate group ids in `list` rows (item ids, which depend on the order files were
+/// recorded in and differ between catalogs) replaced by the group's first path.
+pub fn groups_by_first_path(rows: &mut std::collections::BTreeMap<String, serde_json::Value>) {
+    let mut first: std::collections::BTreeMap<(&str, i64), String> = Default::default();
+    for (path, row) in rows.iter() {
+        for key in ["dup_group", "dup_exact_group"] {
+            if let Some(g) = row[key].as_i64() {
+                first.entry((key, g)).or_insert_with(|| path.clone());
+            }
+        }
+    }
+    for row in rows.values_mut() {
+        for key in ["dup_group", "dup_exact_group"] {
+            if let Some(g) = row[key].as_i64() {
+                row[key] = serde_json::Value::String(first[&(key, g)].clone());
+            }
+        }
+    }
+}

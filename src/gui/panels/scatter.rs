@@ -28,8 +28,9 @@ pub struct Scatter {
     places_for: Option<(Measure, Measure, usize, usize)>,
 }
 
-/// One axis: the measure's histogram range (robust, log for measures spanning decades).
-struct Axis {
+/// One axis: the measure's histogram range (robust, log for measures spanning decades). The
+/// histograms' x axes and the scatter's two map values through it.
+pub(super) struct Axis {
     measure: Measure,
     lo: f64,
     hi: f64,
@@ -38,9 +39,12 @@ struct Axis {
 
 impl Axis {
     fn of(view: &View, measure: Measure) -> Option<Axis> {
-        let h = view.histograms.iter().find(|h| h.measure == measure)?;
+        Axis::from_histogram(view.histograms.iter().find(|h| h.measure == measure)?)
+    }
+
+    pub(super) fn from_histogram(h: &crate::analysis::histogram::Histogram) -> Option<Axis> {
         Some(Axis {
-            measure,
+            measure: h.measure,
             lo: *h.edges.first()?,
             hi: *h.edges.last()?,
             log: h.log,
@@ -48,7 +52,7 @@ impl Axis {
     }
 
     /// 0..1 along the axis (clamped: values beyond the robust range sit on its edges).
-    fn t(&self, v: f64) -> Option<f32> {
+    pub(super) fn t(&self, v: f64) -> Option<f32> {
         if !v.is_finite() || (self.log && v <= 0.0) {
             return None;
         }
@@ -64,7 +68,7 @@ impl Axis {
         } as f32)
     }
 
-    fn value(&self, t: f32) -> f64 {
+    pub(super) fn value(&self, t: f32) -> f64 {
         let t = f64::from(t.clamp(0.0, 1.0));
         if self.log {
             10f64.powf(self.lo.log10() + t * (self.hi.log10() - self.lo.log10()))

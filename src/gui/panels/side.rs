@@ -205,25 +205,12 @@ pub(super) fn histogram_ui(
             painter.rect_filled(bar(all), 1.0, theme::BAR);
             painter.rect_filled(bar(sub), 1.0, theme::BAR_SELECTED);
         }
-        // Value at a screen x, in the measure's units.
-        let value_at = |x: f32| {
-            let t = ((x - rect.left()) / rect.width()).clamp(0.0, 1.0) as f64;
-            let (lo, hi) = (h.edges[0], h.edges[h.edges.len() - 1]);
-            if h.log {
-                10f64.powf(lo.log10() + t * (hi.log10() - lo.log10()))
-            } else {
-                lo + t * (hi - lo)
-            }
+        // Value at a screen x, in the measure's units, and back.
+        let Some(axis) = super::scatter::Axis::from_histogram(h) else {
+            return;
         };
-        let x_of = |v: f64| {
-            let (lo, hi) = (h.edges[0], h.edges[h.edges.len() - 1]);
-            let t = if h.log {
-                (v.log10() - lo.log10()) / (hi.log10() - lo.log10())
-            } else {
-                (v - lo) / (hi - lo)
-            };
-            rect.left() + (t.clamp(0.0, 1.0) as f32) * rect.width()
-        };
+        let value_at = |x: f32| axis.value((x - rect.left()) / rect.width());
+        let x_of = |v: f64| rect.left() + axis.t(v).unwrap_or(0.0) * rect.width();
         // Axes: the count of the tallest bar, and the values at both ends and the middle.
         painter.text(
             rect.left_top() + egui::vec2(4.0, 2.0),
