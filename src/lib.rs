@@ -1,7 +1,8 @@
 //! framecull: see, filter, trim and ship image and video datasets before training.
 //!
 //! Layers (a module uses those to its right, never the reverse):
-//! `cli, gui → scan, manifest, loader → catalog, media, analysis → model, output, transient`.
+//! `cli, gui → scan, manifest, loader → catalog, media, analysis → storage, model, output,
+//! transient`.
 
 /// The package version and the git revision it was built from (`framecull --version`, the
 /// Python package's `framecull.__version__`).
@@ -25,4 +26,5 @@ pub mod media;
 pub mod model;
 pub mod output;
 pub mod scan;
+pub mod storage;
 pub mod transient;

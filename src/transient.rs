@@ -38,6 +38,9 @@ fn cause_is_transient(e: &(dyn Error + 'static)) -> bool {
     if e.is::<Transient>() {
         return true;
     }
+    if let Some(storage) = e.downcast_ref::<crate::storage::StorageError>() {
+        return storage.is_transient();
+    }
     if let Some(rusqlite::Error::SqliteFailure(f, _)) = e.downcast_ref::<rusqlite::Error>() {
         return matches!(
             f.code,

@@ -28,7 +28,11 @@ fn analyse(dir: &Path, name: &str) -> (Metrics, Curves) {
         mtime_ns: 0,
         frame_estimate: None,
     };
-    analyse_file(dir, &todo, &AnalyzeOptions::default())
+    analyse_file(
+        &framecull::storage::Root::Local(dir.to_path_buf()),
+        &todo,
+        &AnalyzeOptions::default(),
+    )
 }
 
 fn spec(pattern: Pattern, frames: u32) -> VideoSpec {
@@ -191,7 +195,11 @@ fn the_time_budget_stops_a_long_analysis_and_keeps_what_was_decoded() {
         file_budget: std::time::Duration::ZERO,
         ..AnalyzeOptions::default()
     };
-    let (m, _) = analyse_file(dir.path(), &todo, &options);
+    let (m, _) = analyse_file(
+        &framecull::storage::Root::Local(dir.path().to_path_buf()),
+        &todo,
+        &options,
+    );
     assert!(m.timed_out, "{m:?}");
     assert!(m.undecodable.is_none());
     assert!(m.decoded_frames < 50);

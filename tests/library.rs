@@ -183,7 +183,7 @@ mod catalog {
         for same in [a.join("sub/.."), root.join("link")] {
             let dataset = Dataset::open(&same, None).unwrap();
             assert_eq!(
-                (dataset.root, dataset.project),
+                (dataset.root.recorded(), dataset.project),
                 (a.clone(), project.clone())
             );
         }

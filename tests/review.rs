@@ -128,11 +128,16 @@ fn clip_boundaries_are_frame_exact_on_variable_frame_rate_video() {
 
     // Decode every frame: its timestamp and the frame index its pixels encode.
     let mut frames: Vec<(i64, u64)> = Vec::new();
-    decode_frames(&path, &DecodeOptions::default(), 0, &mut |f| {
-        let gray = Gray::from_planes(f.planes, f.width, f.height);
-        frames.push((f.pts.unwrap(), counter_index(&gray)));
-        true
-    })
+    decode_frames(
+        &framecull::media::Source::from(path.as_path()).open(),
+        &DecodeOptions::default(),
+        0,
+        &mut |f| {
+            let gray = Gray::from_planes(f.planes, f.width, f.height);
+            frames.push((f.pts.unwrap(), counter_index(&gray)));
+            true
+        },
+    )
     .unwrap();
     assert_eq!(frames.len(), 60);
     assert!(

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use framecull::catalog::Catalog;
 use framecull::media::synth::ImageKind;
 use framecull::scan::{ScanEvent, ScanOptions, scan};
+use framecull::storage::Root;
 
 #[test]
 fn cancelling_leaves_a_consistent_catalog_and_the_next_scan_resumes() {
@@ -30,14 +31,20 @@ fn cancelling_leaves_a_consistent_catalog_and_the_next_scan_resumes() {
     let cancel = AtomicBool::new(false);
     let mut walked = None;
     let mut committed = 0;
-    let summary = scan(&mut catalog, &root, &options, &cancel, &mut |e| match e {
-        ScanEvent::Walked {
-            files, to_probe, ..
-        } => walked = Some((files, to_probe)),
-        ScanEvent::Probed { done: 100, .. } => cancel.store(true, Ordering::SeqCst),
-        ScanEvent::Committed { stored } => committed = stored,
-        _ => {}
-    })
+    let summary = scan(
+        &mut catalog,
+        &Root::from(root.clone()),
+        &options,
+        &cancel,
+        &mut |e| match e {
+            ScanEvent::Walked {
+                files, to_probe, ..
+            } => walked = Some((files, to_probe)),
+            ScanEvent::Probed { done: 100, .. } => cancel.store(true, Ordering::SeqCst),
+            ScanEvent::Committed { stored } => committed = stored,
+            _ => {}
+        },
+    )
     .unwrap();
     assert_eq!(walked, Some((total, total)));
     assert!(summary.cancelled);
@@ -50,7 +57,7 @@ fn cancelling_leaves_a_consistent_catalog_and_the_next_scan_resumes() {
 
     let summary = scan(
         &mut catalog,
-        &root,
+        &Root::from(root.clone()),
         &options,
         &AtomicBool::new(false),
         &mut |_| {},
@@ -123,7 +130,7 @@ fn formats_only_ffmpeg_knows_are_found_by_their_content() {
     let rescan = |catalog: &mut Catalog| {
         scan(
             catalog,
-            &root,
+            &Root::from(root.clone()),
             &ScanOptions::default(),
             &AtomicBool::new(false),
             &mut |_| {},

@@ -56,13 +56,14 @@ pub enum CatalogError {
 pub type Result<T> = std::result::Result<T, CatalogError>;
 
 /// What the catalog knows about a file, for incremental rescans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnownFile {
     pub size_bytes: u64,
     pub mtime_ns: i64,
     pub status: ItemStatus,
     /// The probe version the metadata was read with.
     pub probe_version: u32,
+    pub fingerprint: Option<String>,
 }
 
 /// A probed file ready to be stored.
@@ -200,9 +201,9 @@ impl Catalog {
 
     /// Path, size, mtime and status of every catalogued file.
     pub fn known_files(&self) -> Result<HashMap<String, KnownFile>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT path, size_bytes, mtime_ns, status, probe_version FROM items")?;
+        let mut stmt = self.conn.prepare(
+            "SELECT path, size_bytes, mtime_ns, status, probe_version, fingerprint FROM items",
+        )?;
         let rows = stmt.query_map([], |r| {
             let status: String = r.get(3)?;
             Ok((
@@ -212,6 +213,7 @@ impl Catalog {
                     mtime_ns: r.get(2)?,
                     status: ItemStatus::parse(&status).unwrap_or(ItemStatus::Error),
                     probe_version: r.get(4)?,
+                    fingerprint: r.get(5)?,
                 },
             ))
         })?;

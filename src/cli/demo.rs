@@ -54,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let display =
         std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
     if cfg!(feature = "gui") && display && !args.no_window {
-        super::open_window(Some(dataset.root))?;
+        super::open_window(Some(dataset.root.recorded()))?;
     }
     Ok(Outcome::Clean)
 }

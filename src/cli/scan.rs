@@ -9,11 +9,12 @@ use crate::scan::deep::AnalyzeOptions;
 use crate::scan::pipeline::{Dataset, IngestOptions, IngestSummary};
 use crate::scan::shard::{MarkerCounts, ShardMarker, ShardSpec};
 use crate::scan::{ScanOptions, ScanSummary};
+use crate::storage::RequestCounts;
 use crate::transient::Transient;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset folder to scan.
+    /// Dataset folder to scan, or a URL (s3://BUCKET/PREFIX, with --project).
     dir: PathBuf,
     #[command(flatten)]
     project: ProjectArg,
@@ -70,7 +71,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let project_dir = dataset.project.dir().to_path_buf();
     if let Some(spec) = shard {
         if !args.rescan
-            && let Some(done) = ShardMarker::finished(&project_dir, &dataset.root, spec, args.deep)?
+            && let Some(done) =
+                ShardMarker::finished(&project_dir, &dataset.root.recorded(), spec, args.deep)?
         {
             return already_done(&done, &project_dir, args.json);
         }
@@ -93,7 +95,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     };
     let cancel = super::cancel_on_ctrl_c();
     let summary = super::progress::ingest(&mut dataset, &options, &cancel)?;
-    report(&summary, dataset.project.dir(), args.json)?;
+    let requests = dataset.root.as_remote().map(|r| r.counts());
+    report(
+        &summary,
+        dataset.project.dir(),
+        requests.as_ref(),
+        args.json,
+    )?;
+    if let (Some(remote), Some(counts), false) = (dataset.root.as_remote(), &requests, args.json) {
+        eprintln!("{}: {}", remote.url(), requests_text(counts));
+    }
     if summary.cancelled {
         let message = format!(
             "scan cancelled: {} files recorded; run the same command again to resume",
@@ -122,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             items: dataset.catalog.count_items()?,
             analysed: summary.analysis.as_ref().map_or(0, |a| a.analysed),
         };
-        ShardMarker::finished_now(&dataset.root, spec, args.deep, counts, problems)
+        ShardMarker::finished_now(&dataset.root.recorded(), spec, args.deep, counts, problems)
             .write(&project_dir)?;
         eprintln!(
             "shard {spec} finished: {}",
@@ -161,24 +172,53 @@ fn already_done(
     })
 }
 
+/// "12 requests (1 list, 11 get), 2.4 MiB read"
+fn requests_text(c: &RequestCounts) -> String {
+    let kinds: Vec<String> = [
+        ("list", c.list),
+        ("get", c.get),
+        ("head", c.head),
+        ("other", c.other),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(kind, n)| format!("{n} {kind}"))
+    .collect();
+    format!(
+        "{} requests ({}), {:.1} MiB read",
+        c.total(),
+        kinds.join(", "),
+        c.bytes_read as f64 / (1024.0 * 1024.0)
+    )
+}
+
 /// `scan --json`: the scan's summary, with the analysis and flag counts when they ran.
 #[derive(serde::Serialize)]
 struct JsonSummary<'a> {
     #[serde(flatten)]
     scan: &'a ScanSummary,
+    /// Requests made to the object store (a URL root only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    requests: Option<&'a RequestCounts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     analysis: Option<&'a crate::scan::deep::AnalyzeSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     derived: Option<&'a crate::scan::derive::DerivedSummary>,
 }
 
-fn report(summary: &IngestSummary, project: &std::path::Path, json: bool) -> anyhow::Result<()> {
+fn report(
+    summary: &IngestSummary,
+    project: &std::path::Path,
+    requests: Option<&RequestCounts>,
+    json: bool,
+) -> anyhow::Result<()> {
     let Some(scan) = &summary.scan else {
         return Ok(());
     };
     if json {
         let out = serde_json::to_string_pretty(&JsonSummary {
             scan,
+            requests,
             analysis: summary.analysis.as_ref(),
             derived: summary.derived.as_ref(),
         })?;

@@ -10,6 +10,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 
 use eframe::egui;
 
+use crate::media::Source;
 use crate::media::decode::{DecodeOptions, decode_frames};
 
 /// Longest side of a thumbnail, pixels.
@@ -193,7 +194,7 @@ fn load_or_make(
         ..DecodeOptions::default()
     };
     let mut picture = None;
-    decode_frames(file, &options, 2, &mut |f| {
+    decode_frames(&Source::from(file).open(), &options, 2, &mut |f| {
         picture = Some((f.width, f.height, f.rgb24()));
         false
     })

@@ -15,6 +15,7 @@ use ffmpeg_next as ff;
 
 use crate::media::downscale::YuvBox;
 use crate::media::ffmpeg_log;
+use crate::media::source::Opened;
 use crate::model::{FrameView, Ratio};
 
 #[derive(Debug, Clone)]
@@ -101,7 +102,7 @@ pub enum DecodeError {
 /// RGB copy of each. `on_frame` returns `false` to stop early. `lowres` (0-3) asks decoders
 /// that support it (JPEG) to decode at 1/2^lowres size directly.
 pub fn decode_frames(
-    path: &Path,
+    source: &Opened,
     options: &DecodeOptions,
     lowres: u8,
     on_frame: &mut dyn FnMut(&FrameView) -> bool,
@@ -109,19 +110,18 @@ pub fn decode_frames(
     ffmpeg_log::init();
     ffmpeg_log::clear_last_error();
     let deadline = options.deadline;
-    let mut input = ff::format::input_with_interrupt(path, move || {
-        deadline.is_some_and(|d| Instant::now() > d)
-    })
-    .map_err(|e| {
-        if e == ff::Error::Exit {
-            return DecodeError::TimedOut;
-        }
-        let detail = ffmpeg_log::take_last_error();
-        DecodeError::Open(match detail {
-            Some(d) => format!("{e} ({d})"),
-            None => e.to_string(),
-        })
-    })?;
+    let mut input = source
+        .input(move || deadline.is_some_and(|d| Instant::now() > d))
+        .map_err(|e| {
+            if e == ff::Error::Exit {
+                return DecodeError::TimedOut;
+            }
+            let detail = ffmpeg_log::take_last_error();
+            DecodeError::Open(match detail {
+                Some(d) => format!("{e} ({d})"),
+                None => e.to_string(),
+            })
+        })?;
     let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
     let index = stream.index();
     let tb = stream.time_base();
@@ -403,18 +403,24 @@ pub fn frame_timestamps(path: &Path) -> Result<(Vec<i64>, Ratio), DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::media::source::Source;
     use crate::media::synth::{ImageKind, Pattern, write_image};
 
     /// Mean of each of the R, G and B planes of the first frame of `path`.
     fn channel_means(path: &Path) -> [f64; 3] {
         let mut means = None;
-        decode_frames(path, &DecodeOptions::default(), 0, &mut |f| {
-            means = Some(
-                f.planes
-                    .map(|p| p.iter().map(|&v| f64::from(v)).sum::<f64>() / p.len() as f64),
-            );
-            false
-        })
+        decode_frames(
+            &Source::from(path).open(),
+            &DecodeOptions::default(),
+            0,
+            &mut |f| {
+                means = Some(
+                    f.planes
+                        .map(|p| p.iter().map(|&v| f64::from(v)).sum::<f64>() / p.len() as f64),
+                );
+                false
+            },
+        )
         .expect("decodes");
         means.expect("a frame")
     }

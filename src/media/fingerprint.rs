@@ -31,3 +31,22 @@ pub fn fingerprint(path: &Path, size_bytes: u64) -> std::io::Result<String> {
     }
     Ok(format!("{:032x}", hasher.digest128()))
 }
+
+/// Fingerprint of an object in a store from its listing alone: xxh3-128 of its size and its
+/// version id, else its ETag (a store changes both whenever the content changes). `None`
+/// when the listing gives neither, and for an empty object (as for an empty file).
+pub fn of_listing(size_bytes: u64, e_tag: Option<&str>, version: Option<&str>) -> Option<String> {
+    if size_bytes == 0 {
+        return None;
+    }
+    let (what, tag) = match (version, e_tag) {
+        (Some(v), _) => ("version", v),
+        (None, Some(e)) => ("etag", e),
+        (None, None) => return None,
+    };
+    let mut hasher = Xxh3::new();
+    hasher.update(&size_bytes.to_le_bytes());
+    hasher.update(what.as_bytes());
+    hasher.update(tag.as_bytes());
+    Some(format!("{:032x}", hasher.digest128()))
+}

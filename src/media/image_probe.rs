@@ -1,10 +1,10 @@
 //! Image metadata from headers: size, EXIF orientation and frame count, without decoding pixels.
 
-use std::fs::File;
-use std::io::{Cursor, Read};
+use std::io::Cursor;
 use std::path::Path;
 
 use crate::media::sniff::ImageFormat;
+use crate::media::source::{Opened, Source};
 use crate::model::{MediaInfo, MediaKind, Probe};
 
 /// Bytes read up front; enough for the headers of nearly every image, EXIF included.
@@ -39,8 +39,8 @@ enum ImageProbeError {
 }
 
 /// Probe an image whose format the signature already told.
-pub fn probe_image(path: &Path, format: ImageFormat) -> Probe {
-    match probe_image_inner(path, format) {
+pub fn probe_image(source: &Opened, format: ImageFormat) -> Probe {
+    match probe_image_inner(source, format) {
         Ok(info) => Probe::ok(MediaKind::Image, info),
         Err(reason) => Probe::failed(
             MediaKind::Image,
@@ -50,25 +50,21 @@ pub fn probe_image(path: &Path, format: ImageFormat) -> Probe {
     }
 }
 
-fn read_prefix(path: &Path, limit: u64) -> Result<(Vec<u8>, u64), ImageProbeError> {
-    let file = File::open(path).map_err(ImageProbeError::Open)?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut buf = Vec::with_capacity(limit.min(len) as usize);
-    file.take(limit)
-        .read_to_end(&mut buf)
-        .map_err(ImageProbeError::Read)?;
+fn read_prefix(source: &Opened, limit: u64) -> Result<(Vec<u8>, u64), ImageProbeError> {
+    let len = source.size_bytes().map_err(ImageProbeError::Open)?;
+    let buf = source.read_prefix(limit).map_err(ImageProbeError::Read)?;
     Ok((buf, len))
 }
 
-fn probe_image_inner(path: &Path, format: ImageFormat) -> Result<MediaInfo, ImageProbeError> {
-    let (mut buf, file_len) = read_prefix(path, HEAD_LEN)?;
+fn probe_image_inner(source: &Opened, format: ImageFormat) -> Result<MediaInfo, ImageProbeError> {
+    let (mut buf, file_len) = read_prefix(source, HEAD_LEN)?;
     // Formats whose frame count needs the whole file, and headers that sit past the prefix.
     let needs_all = matches!(format, ImageFormat::Gif)
         || (format == ImageFormat::Webp && webp_is_animated(&buf));
     let (width, height) = match dimensions(format, &buf) {
         Ok(d) if !needs_all => d,
         _ if (buf.len() as u64) < file_len => {
-            buf = read_prefix(path, u64::MAX)?.0;
+            buf = read_prefix(source, u64::MAX)?.0;
             dimensions(format, &buf)?
         }
         other => other?,
@@ -138,7 +134,12 @@ fn dimensions(format: ImageFormat, buf: &[u8]) -> Result<(u32, u32), ImageProbeE
 
 /// EXIF orientation of an image file, read from its first bytes.
 pub fn exif_orientation_of(path: &Path) -> Option<u16> {
-    let (buf, _) = read_prefix(path, HEAD_LEN).ok()?;
+    exif_orientation_in(&Source::from(path).open())
+}
+
+/// EXIF orientation of an opened image, read from its first bytes.
+pub fn exif_orientation_in(source: &Opened) -> Option<u16> {
+    let (buf, _) = read_prefix(source, HEAD_LEN).ok()?;
     exif_orientation(&buf).or_else(|| webp_exif_orientation(&buf))
 }
 

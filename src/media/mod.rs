@@ -10,6 +10,7 @@ mod image_probe;
 pub mod picture;
 pub mod reader;
 pub mod sniff;
+pub mod source;
 pub mod synth;
 mod video_probe;
 
@@ -24,6 +25,7 @@ pub use sniff::{
     ExtensionClass, FFMPEG_PROBE_LEN, ImageFormat, Sniffed, classify_extension, ffmpeg_recognises,
     sniff,
 };
+pub use source::{Opened, Source};
 pub use video_probe::MISSING_DECODER;
 
 use crate::model::{ItemStatus, MediaKind, Probe};
@@ -130,37 +132,43 @@ pub fn read_head_len(path: &Path, len: usize) -> std::io::Result<Vec<u8>> {
 /// Probe one file: recognise it by content, then read its metadata from headers.
 /// Never panics on bad input; every failure becomes a `Probe` with a status and reason.
 pub fn probe_file(path: &Path, budget: Duration) -> Probe {
-    let ext_kind = match classify_extension(path) {
+    probe(&Source::from(path).open(), budget)
+}
+
+/// [`probe_file`] for any source. An object costs one ranged request for the signature and
+/// image headers, and whatever more FFmpeg reads of a video's headers.
+pub fn probe(source: &Opened, budget: Duration) -> Probe {
+    let ext_kind = match classify_extension(source.name()) {
         ExtensionClass::Image => MediaKind::Image,
         ExtensionClass::Video => MediaKind::Video,
         _ => MediaKind::Other,
     };
-    let head = match read_head(path) {
+    let head = match source.read_prefix(sniff::SNIFF_LEN as u64) {
         Ok(head) => head,
         Err(e) => return Probe::failed(ext_kind, ItemStatus::Error, format!("cannot read: {e}")),
     };
     match sniff(&head) {
         Sniffed::Empty => Probe::failed(ext_kind, ItemStatus::Error, "empty file (0 bytes)"),
         Sniffed::Image(format) => {
-            let probe = image_probe::probe_image(path, format);
+            let probe = image_probe::probe_image(source, format);
             if probe.status == ItemStatus::Ok {
                 return probe;
             }
             // Our header reader is strict; FFmpeg resynchronises past damaged segments. If it
             // finds a picture, the file is usable.
-            let mut ff = video_probe::probe_video(path, Instant::now() + budget);
+            let mut ff = video_probe::probe_video(source, Instant::now() + budget);
             if ff.status == ItemStatus::Ok && ff.kind == MediaKind::Image {
                 ff.info.container = Some(format.name().to_string());
                 ff.info.codec = Some(format.name().to_string());
-                ff.info.exif_orientation = image_probe::exif_orientation_of(path);
+                ff.info.exif_orientation = image_probe::exif_orientation_in(source);
                 return ff;
             }
             probe
         }
-        Sniffed::Video => video_probe::probe_video(path, Instant::now() + budget),
+        Sniffed::Video => video_probe::probe_video(source, Instant::now() + budget),
         Sniffed::Unknown => {
             // No signature we know; FFmpeg probes content for many more formats.
-            let mut probe = video_probe::probe_video(path, Instant::now() + budget);
+            let mut probe = video_probe::probe_video(source, Instant::now() + budget);
             if probe.status != ItemStatus::Ok && probe.kind == MediaKind::Video {
                 probe.kind = ext_kind;
                 if ext_kind == MediaKind::Image && probe.status == ItemStatus::Error {

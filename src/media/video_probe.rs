@@ -1,7 +1,6 @@
 //! Video metadata through libavformat: container and stream headers, no full decode.
 
 use std::ffi::CStr;
-use std::path::Path;
 use std::time::Instant;
 
 use ff::ffi;
@@ -10,15 +9,15 @@ use ff::media::Type as Medium;
 use ffmpeg_next as ff;
 
 use crate::media::ffmpeg_log;
+use crate::media::source::Opened;
 use crate::model::{ItemStatus, MediaInfo, MediaKind, Probe, Ratio};
 
 /// Probe a file with libavformat. `deadline` bounds the time spent in FFmpeg's I/O and
 /// stream analysis, so a pathological file cannot hang the caller.
-pub fn probe_video(path: &Path, deadline: Instant) -> Probe {
+pub fn probe_video(source: &Opened, deadline: Instant) -> Probe {
     ffmpeg_log::init();
     ffmpeg_log::clear_last_error();
-    let mut input = match ff::format::input_with_interrupt(path, move || Instant::now() > deadline)
-    {
+    let mut input = match source.input(move || Instant::now() > deadline) {
         Ok(input) => input,
         Err(ff::Error::Exit) => {
             return Probe::failed(

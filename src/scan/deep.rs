@@ -1,10 +1,8 @@
 //! Deep analysis: one decode pass per file, in parallel, results stored in batches; then the
 //! derived data (duplicate groups, flags) is recomputed over the whole catalog.
 
-use std::fs::File;
 use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
@@ -18,7 +16,9 @@ use crate::analysis::still;
 use crate::analysis::video::{FLAT_STD, VideoAnalyzer};
 use crate::catalog::{AnalysisResult, AnalysisTodo, Catalog};
 use crate::media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
+use crate::media::{Opened, Source};
 use crate::model::{Curves, FrameRecord, FrameTable, ItemStatus, MediaKind, Metrics};
+use crate::storage::Root;
 
 /// Bump when an analysis changes what it stores: older results are recomputed (3: the
 /// box-averaged analysis copy moves every picture measure slightly).
@@ -65,7 +65,7 @@ pub struct AnalyzeSummary {
 /// Analyse every item whose analysis is missing or stale.
 pub fn analyze(
     catalog: &mut Catalog,
-    root: &Path,
+    root: &Root,
     options: &AnalyzeOptions,
     cancel: &AtomicBool,
     on_event: &mut dyn FnMut(AnalyzeEvent),
@@ -127,9 +127,11 @@ pub fn analyze(
                                     break;
                                 }
                                 let item = &todo[item_index];
-                                if tx
-                                    .send((item_index, analyse_guarded(root, item, options)))
-                                    .is_err()
+                                let result = analyse_guarded(root, item, options);
+                                // A network or permission failure is not this file's: the
+                                // file is left to do and the analysis stops.
+                                if root.as_remote().is_some_and(|r| r.failure().is_some())
+                                    || tx.send((item_index, result)).is_err()
                                 {
                                     break;
                                 }
@@ -163,6 +165,9 @@ pub fn analyze(
         }
         Ok(stored?)
     })?;
+    if let Some(e) = root.as_remote().and_then(|r| r.failure()) {
+        return Err(ScanError::Storage(e));
+    }
     Ok(AnalyzeSummary {
         analysed: stored,
         over_limit,
@@ -172,7 +177,7 @@ pub fn analyze(
     })
 }
 
-fn analyse_guarded(root: &Path, item: &AnalysisTodo, options: &AnalyzeOptions) -> AnalysisResult {
+fn analyse_guarded(root: &Root, item: &AnalysisTodo, options: &AnalyzeOptions) -> AnalysisResult {
     let (metrics, curves) = catch_unwind(AssertUnwindSafe(|| analyse_file(root, item, options)))
         .unwrap_or_else(|_| {
             (
@@ -196,21 +201,21 @@ fn analyse_guarded(root: &Path, item: &AnalysisTodo, options: &AnalyzeOptions) -
 
 /// Analyse one file: content hash, structure (images), then one decode pass.
 pub fn analyse_file(
-    root: &Path,
+    root: &Root,
     item: &AnalysisTodo,
     options: &AnalyzeOptions,
 ) -> (Metrics, Curves) {
-    let path = root.join(&item.path);
+    let source = Source::in_root(root, &item.path, item.size_bytes).open();
     let deadline = Instant::now() + options.file_budget;
     let is_image = item.kind == MediaKind::Image;
     // Images are small: read once for the hash and the structural check.
     let (content_hash, structure_error) = if is_image {
-        match std::fs::read(&path) {
+        match source.read_all() {
             Ok(bytes) => (Some(hash_bytes(&bytes)), still::structure_error(&bytes)),
             Err(e) => (None, Some(format!("cannot read: {e}"))),
         }
     } else {
-        (hash_file(&path).ok(), None)
+        (hash_reader(&source).ok(), None)
     };
     let base = Metrics {
         content_hash,
@@ -224,8 +229,8 @@ pub fn analyse_file(
         return (base, Curves::default());
     }
     match item.kind.as_str() {
-        "image" => analyse_image(&path, item, deadline, base),
-        "video" => analyse_video(&path, item, deadline, &options.cuts, base),
+        "image" => analyse_image(&source, item, deadline, base),
+        "video" => analyse_video(&source, item, deadline, &options.cuts, base),
         _ => (base, Curves::default()),
     }
 }
@@ -253,7 +258,7 @@ fn apply_report(m: &mut Metrics, report: &DecodeReport) {
 }
 
 fn analyse_video(
-    path: &Path,
+    source: &Opened,
     item: &AnalysisTodo,
     deadline: Instant,
     cuts: &CutOptions,
@@ -268,7 +273,7 @@ fn analyse_video(
         ..DecodeOptions::default()
     };
     let mut table = FrameTable::default();
-    let report = match decode_frames(path, &options, 0, &mut |f| {
+    let report = match decode_frames(source, &options, 0, &mut |f| {
         analyzer.push(f);
         table.frames.push(FrameRecord {
             pts: f.pts,
@@ -301,7 +306,7 @@ fn analyse_video(
 }
 
 fn analyse_image(
-    path: &Path,
+    source: &Opened,
     item: &AnalysisTodo,
     deadline: Instant,
     base: Metrics,
@@ -314,7 +319,7 @@ fn analyse_image(
         ..DecodeOptions::default()
     };
     let mut picture: Option<([Vec<u8>; 3], usize, usize)> = None;
-    let report = match decode_frames(path, &options, lowres, &mut |f| {
+    let report = match decode_frames(source, &options, lowres, &mut |f| {
         picture = Some((f.planes.map(<[u8]>::to_vec), f.width, f.height));
         false
     }) {
@@ -370,8 +375,8 @@ fn hash_bytes(bytes: &[u8]) -> String {
     format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes))
 }
 
-fn hash_file(path: &Path) -> std::io::Result<String> {
-    let mut file = File::open(path)?;
+fn hash_reader(source: &Opened) -> std::io::Result<String> {
+    let mut file = source.reader()?;
     let mut hasher = Xxh3::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {

@@ -11,20 +11,21 @@ mod walk;
 
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-pub use walk::{FoundFile, WalkResult, relative, walk, walk_where};
+pub use walk::{FoundFile, WalkResult, list_where, relative, walk, walk_where};
 
 use shard::ShardSpec;
 
 use crate::catalog::{Catalog, CatalogError, ItemUpdate, ScanCounts};
-use crate::media;
+use crate::media::{self, Source};
 use crate::model::{ItemStatus, MediaKind, Probe};
+use crate::storage::{Root, StorageError};
 
 /// Bump when probing reads files differently: the next scan re-probes every file.
 pub const PROBE_VERSION: u32 = 2;
@@ -94,6 +95,10 @@ pub enum ScanError {
     },
     #[error("cannot start probe threads: {0}")]
     Threads(String),
+    /// The object store failed in a way that is not about one object (network, permission):
+    /// what was stored before stays, and the same command resumes.
+    #[error("{0}")]
+    Storage(#[from] StorageError),
     #[error(
         "the project at {project} holds {recorded}, not {given}: use another --project for \
          each shard"
@@ -132,22 +137,27 @@ fn check_shard(catalog: &Catalog, shard: Option<ShardSpec>) -> Result<(), ScanEr
 /// probed so far are stored and the scan returns with `cancelled: true`.
 pub fn scan(
     catalog: &mut Catalog,
-    root: &Path,
+    root: &Root,
     options: &ScanOptions,
     cancel: &AtomicBool,
     on_event: &mut dyn FnMut(ScanEvent),
 ) -> Result<ScanSummary, ScanError> {
     let started = Instant::now();
     media::init();
-    std::fs::read_dir(root).map_err(|source| ScanError::Root {
-        path: root.to_path_buf(),
-        source,
-    })?;
+    if let Root::Local(dir) = root {
+        std::fs::read_dir(dir).map_err(|source| ScanError::Root {
+            path: dir.clone(),
+            source,
+        })?;
+    }
     check_shard(catalog, options.shard)?;
     let in_shard = |p: &str| options.shard.is_none_or(|s| s.contains(p));
-    let scan_id = catalog.begin_scan(root)?;
+    let scan_id = catalog.begin_scan(&root.recorded())?;
     let project_dir = catalog.project_dir().to_path_buf();
-    let walked = walk_where(root, &[project_dir], &in_shard);
+    let walked = match root {
+        Root::Local(dir) => walk_where(dir, &[project_dir], &in_shard),
+        Root::Remote(remote) => list_where(remote, &in_shard)?,
+    };
     let known = catalog.known_files()?;
 
     let mut counts = ScanCounts {
@@ -164,7 +174,12 @@ pub fn scan(
                 k.probe_version != PROBE_VERSION
                     || k.status == ItemStatus::Missing
                     || k.size_bytes != f.size_bytes
-                    || k.mtime_ns != f.mtime_ns
+                    || match &f.fingerprint {
+                        // An object's ETag or version says whether its content changed; its
+                        // time changes when the same bytes are uploaded again.
+                        Some(listed) => k.fingerprint.as_ref() != Some(listed),
+                        None => k.mtime_ns != f.mtime_ns,
+                    }
             }
             None => true,
         })
@@ -177,6 +192,9 @@ pub fn scan(
     });
 
     let probed = probe_and_store(catalog, scan_id, &to_probe, options, cancel, on_event)?;
+    if let Some(e) = root.as_remote().and_then(|r| r.failure()) {
+        return Err(ScanError::Storage(e));
+    }
     counts.probed = probed;
     let cancelled = cancel.load(Ordering::SeqCst);
 
@@ -270,17 +288,25 @@ fn probe_and_store(
     let budget = options.file_budget;
     let flush_every = Duration::from_millis(250);
 
+    // Set when the object store fails for every file (network, permission): the file that
+    // met it is not recorded, and no other file is started.
+    let storage_failed = &AtomicBool::new(false);
     std::thread::scope(|s| {
         let producer = std::thread::Builder::new()
             .name("framecull-scan".into())
             .spawn_scoped(s, move || {
                 pool.install(|| {
                     files.par_iter().for_each_with(tx, |tx, f| {
-                        if cancel.load(Ordering::SeqCst) {
+                        if cancel.load(Ordering::SeqCst) || storage_failed.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        let update = probe_one(f, budget);
+                        if f.source.storage_failure().is_some() {
+                            storage_failed.store(true, Ordering::SeqCst);
                             return;
                         }
                         // A closed channel means the writer stopped; nothing left to do.
-                        let _ = tx.send(probe_one(f, budget));
+                        let _ = tx.send(update);
                     });
                 });
             })
@@ -364,18 +390,21 @@ pub(crate) fn store_in_batches<T, E>(
 
 /// Probe one file; a panic inside FFmpeg glue or a header parser becomes an error row.
 fn probe_one(f: &FoundFile, budget: Duration) -> ItemUpdate {
-    let probe = catch_unwind(AssertUnwindSafe(|| media::probe_file(&f.abs_path, budget)))
-        .unwrap_or_else(|_| {
+    let opened = f.source.open();
+    let probe =
+        catch_unwind(AssertUnwindSafe(|| media::probe(&opened, budget))).unwrap_or_else(|_| {
             Probe::failed(
                 MediaKind::Other,
                 ItemStatus::Error,
                 "internal error while probing this file (a bug: please report it)",
             )
         });
-    let fingerprint = if f.size_bytes > 0 {
-        media::fingerprint::fingerprint(&f.abs_path, f.size_bytes).ok()
-    } else {
-        None
+    let fingerprint = match &f.source {
+        _ if f.fingerprint.is_some() => f.fingerprint.clone(),
+        Source::File(path) if f.size_bytes > 0 => {
+            media::fingerprint::fingerprint(path, f.size_bytes).ok()
+        }
+        _ => None,
     };
     ItemUpdate {
         path: f.rel_path.clone(),

@@ -10,6 +10,7 @@ use super::deep::{AnalyzeEvent, AnalyzeOptions, AnalyzeSummary, analyze};
 use super::derive::{DeriveError, DerivedSummary, recompute_for_project};
 use super::{ScanError, ScanEvent, ScanOptions, ScanSummary, scan};
 use crate::catalog::{Catalog, CatalogError, Project};
+use crate::storage::{Root, StorageError};
 
 /// The steps of an ingest, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,19 +101,39 @@ pub enum IngestError {
     Derive(#[from] DeriveError),
     #[error("cannot write the demo dataset: {0}")]
     Demo(#[from] crate::demo::DemoError),
+    #[error("{0}")]
+    Storage(#[from] StorageError),
+    #[error(
+        "{url} is not a folder: a dataset URL needs --project DIR, the local folder its \
+         catalog is kept in"
+    )]
+    UrlNeedsProject { url: String },
 }
 
-/// A dataset opened for ingest: its canonical root, its project and catalog.
+/// A dataset opened for ingest: its canonical root (a folder or a URL), its project and
+/// catalog.
 pub struct Dataset {
-    pub root: PathBuf,
+    pub root: Root,
     pub project: Project,
     pub catalog: Catalog,
 }
 
 impl Dataset {
-    /// Open the dataset at `root` with `project` (default: `<root>/.framecull`), creating the
-    /// project when it is new.
+    /// Open the dataset at `root` (a folder, or a URL such as `s3://bucket/prefix`) with
+    /// `project` (default: `<root>/.framecull`; a URL needs one), creating the project when it
+    /// is new.
     pub fn open(root: &Path, project: Option<Project>) -> Result<Dataset, IngestError> {
+        if Root::is_url(root) {
+            let url = root.to_string_lossy().into_owned();
+            let project = project.ok_or(IngestError::UrlNeedsProject { url: url.clone() })?;
+            let root = Root::remote(&url)?;
+            let catalog = project.create_or_open(&root.recorded())?;
+            return Ok(Dataset {
+                root,
+                project,
+                catalog,
+            });
+        }
         let root = root.canonicalize().map_err(|source| IngestError::Root {
             path: root.to_path_buf(),
             source,
@@ -120,7 +141,7 @@ impl Dataset {
         let project = project.unwrap_or_else(|| Project::of_dataset(&root));
         let catalog = project.create_or_open(&root)?;
         Ok(Dataset {
-            root,
+            root: Root::Local(root),
             project,
             catalog,
         })
@@ -129,10 +150,15 @@ impl Dataset {
     /// Open an existing project for analysis of the dataset it records.
     pub fn of_project(project: Project) -> Result<Dataset, IngestError> {
         let catalog = project.open()?;
-        let root = catalog.dataset_root()?.ok_or_else(|| IngestError::Root {
+        let recorded = catalog.dataset_root()?.ok_or_else(|| IngestError::Root {
             path: project.dir().to_path_buf(),
             source: std::io::Error::other("the project records no dataset folder"),
         })?;
+        let root = if Root::is_url(&recorded) {
+            Root::remote(&recorded.to_string_lossy())?
+        } else {
+            Root::Local(recorded)
+        };
         Ok(Dataset {
             root,
             project,

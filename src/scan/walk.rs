@@ -1,18 +1,24 @@
-//! Recursive walk of a dataset folder: which files are media, with size and mtime.
+//! Recursive walk of a dataset folder, or the listing of a dataset URL: which files are
+//! media, with size and mtime.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::media::{self, ExtensionClass, Sniffed};
+use crate::media::{self, ExtensionClass, Sniffed, Source};
 use crate::model::OtherFile;
+use crate::storage::{Object, Remote, StorageError};
 
 /// A file found by the walk.
 #[derive(Debug, Clone)]
 pub struct FoundFile {
     /// Relative to the dataset root, `/`-separated.
     pub rel_path: String,
-    pub abs_path: PathBuf,
+    pub source: Source,
     pub size_bytes: u64,
     pub mtime_ns: i64,
+    /// The content fingerprint when the listing tells it (objects: size and ETag); local
+    /// files are fingerprinted when probed.
+    pub fingerprint: Option<String>,
 }
 
 /// What the walk found, and the folders it could not read.
@@ -81,16 +87,8 @@ pub fn walk_where(root: &Path, skip: &[PathBuf], keep: &dyn Fn(&str) -> bool) ->
         if !keep(&rel_path) {
             continue;
         }
-        let not_media = match media::classify_extension(path) {
-            ExtensionClass::Image | ExtensionClass::Video => None,
-            ExtensionClass::NonMedia => Some(format!(
-                "not media: .{} files are not images or videos",
-                path.extension()
-                    .map(|e| e.to_string_lossy().to_lowercase())
-                    .unwrap_or_default()
-            )),
-            ExtensionClass::Unknown => not_media_content(path),
-        };
+        let source = Source::File(path.to_path_buf());
+        let not_media = not_media(&source);
         let meta = match entry.metadata() {
             Ok(m) => m,
             Err(e) => {
@@ -108,18 +106,78 @@ pub fn walk_where(root: &Path, skip: &[PathBuf], keep: &dyn Fn(&str) -> bool) ->
         }
         result.files.push(FoundFile {
             rel_path,
-            abs_path: path.to_path_buf(),
+            source,
             size_bytes: meta.len(),
             mtime_ns: mtime_ns(&meta),
+            fingerprint: None,
         });
     }
     result
 }
 
+/// List the objects under a dataset URL, taking those whose relative path `keep` accepts.
+/// Objects are classified by name as files are; only those with an unknown extension cost a
+/// ranged read of their first bytes.
+pub fn list_where(
+    remote: &Arc<Remote>,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<WalkResult, StorageError> {
+    let mut result = WalkResult::default();
+    for listed in remote.list()? {
+        if !keep(&listed.rel_path) {
+            continue;
+        }
+        let source = Source::Object(Object {
+            remote: remote.clone(),
+            rel_path: listed.rel_path.clone(),
+            size_bytes: listed.size_bytes,
+        });
+        if let Some(reason) = not_media(&source) {
+            if let Some(e) = source.storage_failure() {
+                return Err(e);
+            }
+            result.others.push(OtherFile {
+                path: listed.rel_path,
+                size_bytes: listed.size_bytes,
+                reason,
+            });
+            continue;
+        }
+        result.files.push(FoundFile {
+            fingerprint: media::fingerprint::of_listing(
+                listed.size_bytes,
+                listed.e_tag.as_deref(),
+                listed.version.as_deref(),
+            ),
+            rel_path: listed.rel_path,
+            source,
+            size_bytes: listed.size_bytes,
+            mtime_ns: listed.modified_ns,
+        });
+    }
+    Ok(result)
+}
+
+/// Why a file is not media, by its extension, else (an extension the table does not know)
+/// by its first bytes; `None` when it is media.
+fn not_media(source: &Source) -> Option<String> {
+    let name = source.name();
+    match media::classify_extension(name) {
+        ExtensionClass::Image | ExtensionClass::Video => None,
+        ExtensionClass::NonMedia => Some(format!(
+            "not media: .{} files are not images or videos",
+            name.extension()
+                .map(|e| e.to_string_lossy().to_lowercase())
+                .unwrap_or_default()
+        )),
+        ExtensionClass::Unknown => not_media_content(source),
+    }
+}
+
 /// Why a file the extension table does not know is not media by its first bytes (the
 /// signature table first, then FFmpeg's own format probe); `None` when it is media.
-fn not_media_content(path: &Path) -> Option<String> {
-    let head = match media::read_head_len(path, media::FFMPEG_PROBE_LEN) {
+fn not_media_content(source: &Source) -> Option<String> {
+    let head = match source.open().read_prefix(media::FFMPEG_PROBE_LEN as u64) {
         Ok(head) => head,
         Err(e) => return Some(format!("not read: {e}")),
     };

@@ -102,9 +102,10 @@ fn deep_once(
 ) -> anyhow::Result<(f64, u64, Vec<VideoCuts>)> {
     let project = std::env::temp_dir().join(format!("framecull-bench-deep-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&project);
-    let root = dir.canonicalize()?;
+    let dir = dir.canonicalize()?;
     let started = Instant::now();
-    let mut catalog = Catalog::create_or_open(&project, &root)?;
+    let mut catalog = Catalog::create_or_open(&project, &dir)?;
+    let root = framecull::storage::Root::Local(dir.clone());
     let scan_options = ScanOptions {
         jobs: options.jobs,
         ..ScanOptions::default()
@@ -126,7 +127,7 @@ fn deep_once(
         frames += metrics.get(&item.id).map_or(0, |m| m.decoded_frames);
         let start = item.info.start_secs.unwrap_or(0.0);
         videos.push(VideoCuts {
-            path: root.join(&item.path),
+            path: dir.join(&item.path),
             fps: item.info.fps.unwrap_or(25.0),
             cuts_secs: cuts
                 .get(&item.id)

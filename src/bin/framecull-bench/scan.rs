@@ -143,7 +143,7 @@ pub fn scan_once(
     let mut catalog = Catalog::create_or_open(project, root)?;
     let summary = scan(
         &mut catalog,
-        root,
+        &framecull::storage::Root::Local(root.to_path_buf()),
         options,
         &AtomicBool::new(false),
         &mut |_| {},
@@ -210,7 +210,10 @@ fn bench_probe(dir: &Path, repeat: usize) -> anyhow::Result<ProbeBench> {
     let files: Vec<PathBuf> = framecull::scan::walk(&root, &[])
         .files
         .into_iter()
-        .map(|f| f.abs_path)
+        .filter_map(|f| match f.source {
+            framecull::media::Source::File(path) => Some(path),
+            framecull::media::Source::Object(_) => None,
+        })
         .collect();
     Command::new("ffprobe")
         .arg("-version")

@@ -1,0 +1,132 @@
+//! What the probes and decoders read: a local file, or an object in a store read through
+//! ranged requests (FFmpeg reads it through a custom AVIOContext over [`ObjectReader`]).
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use ffmpeg_next as ff;
+
+use crate::storage::{CachedObject, Object, ObjectReader, Root, StorageError};
+
+/// A file to read, named but not opened.
+#[derive(Debug, Clone)]
+pub enum Source {
+    File(PathBuf),
+    Object(Object),
+}
+
+impl Source {
+    /// The file at `rel_path` of a dataset root (`size_bytes` as the scan recorded it).
+    pub fn in_root(root: &Root, rel_path: &str, size_bytes: u64) -> Source {
+        match root {
+            Root::Local(dir) => Source::File(dir.join(rel_path)),
+            Root::Remote(remote) => Source::Object(Object {
+                remote: remote.clone(),
+                rel_path: rel_path.to_string(),
+                size_bytes,
+            }),
+        }
+    }
+
+    /// The name the format is guessed from (its extension).
+    pub fn name(&self) -> &Path {
+        match self {
+            Source::File(path) => path,
+            Source::Object(object) => Path::new(&object.rel_path),
+        }
+    }
+
+    /// Open for one use (a probe, an analysis): every read of the returned value shares one
+    /// cache of fetched ranges, so a header read by the sniffer is not fetched again by
+    /// FFmpeg.
+    pub fn open(&self) -> Opened {
+        match self {
+            Source::File(path) => Opened::File(path.clone()),
+            Source::Object(object) => Opened::Object(CachedObject::new(object.clone())),
+        }
+    }
+
+    /// The error that stops a whole scan (network, permission), if reading this source met
+    /// one.
+    pub fn storage_failure(&self) -> Option<StorageError> {
+        match self {
+            Source::File(_) => None,
+            Source::Object(object) => object.remote.failure(),
+        }
+    }
+}
+
+impl From<&Path> for Source {
+    fn from(path: &Path) -> Self {
+        Source::File(path.to_path_buf())
+    }
+}
+
+/// A [`Source`] opened for reading.
+#[derive(Debug)]
+pub enum Opened {
+    File(PathBuf),
+    Object(CachedObject),
+}
+
+impl Opened {
+    pub fn name(&self) -> &Path {
+        match self {
+            Opened::File(path) => path,
+            Opened::Object(o) => Path::new(&o.object().rel_path),
+        }
+    }
+
+    pub fn size_bytes(&self) -> io::Result<u64> {
+        match self {
+            Opened::File(path) => Ok(std::fs::metadata(path)?.len()),
+            Opened::Object(o) => Ok(o.size_bytes()),
+        }
+    }
+
+    /// A reader from the first byte.
+    pub fn reader(&self) -> io::Result<Box<dyn Read + Send>> {
+        Ok(match self {
+            Opened::File(path) => Box::new(File::open(path)?),
+            Opened::Object(o) => Box::new(o.reader()),
+        })
+    }
+
+    /// The first `len` bytes (fewer when the file is shorter).
+    pub fn read_prefix(&self, len: u64) -> io::Result<Vec<u8>> {
+        let mut head = Vec::new();
+        self.reader()?.take(len).read_to_end(&mut head)?;
+        Ok(head)
+    }
+
+    /// All bytes (an object in one request).
+    pub fn read_all(&self) -> io::Result<Vec<u8>> {
+        match self {
+            Opened::File(path) => std::fs::read(path),
+            Opened::Object(o) => o.read_all().map_err(io::Error::other),
+        }
+    }
+
+    /// Open with libavformat: a file by its path, an object through a custom AVIOContext
+    /// (ffmpeg-next's `StreamIo`: read, seek and `AVSEEK_SIZE` over [`ObjectReader`], the
+    /// context and its buffer freed with the input). `interrupt` returning `true` aborts.
+    pub fn input(
+        &self,
+        interrupt: impl FnMut() -> bool + Send + 'static,
+    ) -> Result<ff::format::context::Input, ff::Error> {
+        match self {
+            Opened::File(path) => ff::format::input_with_interrupt(path, interrupt),
+            Opened::Object(o) => {
+                let reader: ObjectReader = o.reader();
+                let io = ff::format::context::StreamIo::from_read_seek(reader)?;
+                ff::format::input_from_stream_with_interrupt(
+                    io,
+                    Some(&o.object().rel_path),
+                    None,
+                    interrupt,
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Reading an object as a `Read + Seek` stream through ranged GETs and a small cache: blocks
+//! of [`BLOCK_BYTES`], the read-ahead window doubling while reads go on sequentially (up to
+//! [`MAX_WINDOW_BLOCKS`] per request) and falling back to one block after a seek, and the last
+//! [`CACHED_EXTENTS`] fetched ranges kept (least recently used dropped). A header probe costs
+//! one request; a demuxer that reads the index at the end of a file costs one more.
+
+use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::remote::{Object, StorageError};
+
+/// The unit of a ranged read: the first request of a probe fetches this much.
+pub const BLOCK_BYTES: u64 = 256 * 1024;
+/// The largest read-ahead, in blocks (8 MiB).
+const MAX_WINDOW_BLOCKS: u64 = 32;
+/// Fetched ranges kept.
+const CACHED_EXTENTS: usize = 4;
+
+#[derive(Debug)]
+struct Extent {
+    start: u64,
+    bytes: Vec<u8>,
+    last_used: u64,
+}
+
+impl Extent {
+    fn end(&self) -> u64 {
+        self.start + self.bytes.len() as u64
+    }
+}
+
+#[derive(Debug, Default)]
+struct Extents {
+    kept: Vec<Extent>,
+    clock: u64,
+    /// Blocks the next sequential request fetches.
+    window_blocks: u64,
+    /// Where the last request ended: a miss there is a sequential read.
+    last_end: Option<u64>,
+}
+
+/// An object opened for reading: readers made from it share one cache. Drop it when done
+/// with the object (the cache holds up to `CACHED_EXTENTS` ranges).
+#[derive(Debug, Clone)]
+pub struct CachedObject {
+    object: Object,
+    extents: Arc<Mutex<Extents>>,
+}
+
+impl CachedObject {
+    pub fn new(object: Object) -> Self {
+        CachedObject {
+            object,
+            extents: Arc::default(),
+        }
+    }
+
+    pub fn object(&self) -> &Object {
+        &self.object
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.object.size_bytes
+    }
+
+    /// A reader at offset 0.
+    pub fn reader(&self) -> ObjectReader {
+        ObjectReader {
+            cached: self.clone(),
+            pos: 0,
+        }
+    }
+
+    /// The whole object, in one request unless a cached range holds it.
+    pub fn read_all(&self) -> Result<Vec<u8>, StorageError> {
+        let size = self.size_bytes();
+        if size == 0 {
+            return Ok(Vec::new());
+        }
+        let mut extents = self.lock();
+        if let Some(e) = extents
+            .kept
+            .iter()
+            .find(|e| e.start == 0 && e.end() >= size)
+        {
+            return Ok(e.bytes[..size as usize].to_vec());
+        }
+        let bytes = self.fetch(&mut extents, 0..size)?;
+        Ok(bytes.to_vec())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Extents> {
+        // A panic while holding the lock leaves extents that are still whole: keep them.
+        self.extents
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Copy bytes at `pos` into `buf` from the cache, fetching a range first on a miss.
+    fn read_at(&self, pos: u64, buf: &mut [u8]) -> Result<usize, StorageError> {
+        let size = self.size_bytes();
+        if pos >= size || buf.is_empty() {
+            return Ok(0);
+        }
+        let mut extents = self.lock();
+        extents.clock += 1;
+        let clock = extents.clock;
+        let hit = extents
+            .kept
+            .iter()
+            .position(|e| e.start <= pos && pos < e.end());
+        let bytes: &[u8] = match hit {
+            Some(i) => {
+                let e = &mut extents.kept[i];
+                e.last_used = clock;
+                &e.bytes[(pos - e.start) as usize..]
+            }
+            None => {
+                let start = pos - pos % BLOCK_BYTES;
+                let window = if extents.last_end == Some(start) {
+                    (extents.window_blocks * 2).clamp(1, MAX_WINDOW_BLOCKS)
+                } else {
+                    1
+                };
+                extents.window_blocks = window;
+                let end = (start + window * BLOCK_BYTES).min(size);
+                let fetched = self.fetch(&mut extents, start..end)?;
+                &fetched[(pos - start) as usize..]
+            }
+        };
+        let n = bytes.len().min(buf.len());
+        buf[..n].copy_from_slice(&bytes[..n]);
+        Ok(n)
+    }
+
+    /// GET `range`, keep it (dropping the least recently used range) and return it.
+    fn fetch<'a>(
+        &self,
+        extents: &'a mut Extents,
+        range: std::ops::Range<u64>,
+    ) -> Result<&'a [u8], StorageError> {
+        let bytes = self
+            .object
+            .remote
+            .get_range(&self.object.rel_path, range.clone())?;
+        if bytes.is_empty() {
+            return Err(StorageError::Other {
+                url: self.object.url(),
+                cause: format!(
+                    "the object is shorter than its listing said ({} bytes)",
+                    self.size_bytes()
+                ),
+            });
+        }
+        extents.last_end = Some(range.start + bytes.len() as u64);
+        if extents.kept.len() >= CACHED_EXTENTS
+            && let Some(oldest) = (0..extents.kept.len()).min_by_key(|&i| extents.kept[i].last_used)
+        {
+            extents.kept.swap_remove(oldest);
+        }
+        extents.kept.push(Extent {
+            start: range.start,
+            bytes,
+            last_used: extents.clock,
+        });
+        Ok(extents
+            .kept
+            .last()
+            .map(|e| e.bytes.as_slice())
+            .unwrap_or_default())
+    }
+}
+
+/// A `Read + Seek` view of a [`CachedObject`] (what FFmpeg's custom AVIOContext reads).
+#[derive(Debug)]
+pub struct ObjectReader {
+    cached: CachedObject,
+    pos: u64,
+}
+
+impl Read for ObjectReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.cached.read_at(self.pos, buf).map_err(io_error)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for ObjectReader {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let size = self.cached.size_bytes();
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => size.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        let target = target.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "seek before the start of the object",
+            )
+        })?;
+        self.pos = target;
+        Ok(target)
+    }
+}
+
+/// A storage error as an I/O error of a matching kind (the caller's checks of transient
+/// causes see it as such).
+fn io_error(e: StorageError) -> io::Error {
+    let kind = match &e {
+        StorageError::Unreachable { .. } => io::ErrorKind::ConnectionRefused,
+        StorageError::Denied { .. } => io::ErrorKind::PermissionDenied,
+        StorageError::NotFound { .. } => io::ErrorKind::NotFound,
+        StorageError::Url { .. } | StorageError::Other { .. } => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, e)
+}

@@ -1,0 +1,414 @@
+//! One object store (an S3 bucket and prefix): listing, ranged GETs, request counters, and the
+//! error that stops a scan. Blocking calls from worker threads run on one shared tokio runtime.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
+    ReqwestConnector,
+};
+use object_store::path::Path as ObjectPath;
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
+
+/// Why a request to the object store failed. Messages name the object (or bucket) and the
+/// cause; they never hold a credential.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StorageError {
+    #[error("not a dataset URL: {url}: {reason}")]
+    Url { url: String, reason: String },
+    /// The server did not answer, or answered with a server error, after retries: worth
+    /// retrying later (exit status 3).
+    #[error("cannot reach the object store for {url}: {cause}; run the same command again later")]
+    Unreachable { url: String, cause: String },
+    #[error(
+        "access to {url} was refused: {cause} (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY \
+         and AWS_REGION; see docs/STORAGE.md)"
+    )]
+    Denied { url: String, cause: String },
+    #[error("{url} does not exist: {cause}")]
+    NotFound { url: String, cause: String },
+    #[error("cannot read {url}: {cause}")]
+    Other { url: String, cause: String },
+}
+
+impl StorageError {
+    /// A passing failure: the same command may succeed later.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StorageError::Unreachable { .. })
+    }
+
+    /// A failure that is not about one object: the scan stops instead of recording it per file.
+    pub fn stops_scan(&self) -> bool {
+        matches!(
+            self,
+            StorageError::Unreachable { .. } | StorageError::Denied { .. }
+        )
+    }
+
+    /// Classify an `object_store` error about `url`.
+    fn of(url: String, e: &object_store::Error) -> StorageError {
+        let raw = cause_text(e);
+        let cause = concise(&raw);
+        let transport = error_chain(e).any(|s| {
+            s.downcast_ref::<HttpError>().is_some_and(|h| {
+                matches!(
+                    h.kind(),
+                    HttpErrorKind::Connect
+                        | HttpErrorKind::Request
+                        | HttpErrorKind::Timeout
+                        | HttpErrorKind::Interrupted
+                )
+            })
+        });
+        let has = |needles: &[&str]| needles.iter().any(|n| raw.contains(n));
+        match e {
+            object_store::Error::PermissionDenied { .. }
+            | object_store::Error::Unauthenticated { .. } => StorageError::Denied { url, cause },
+            object_store::Error::NotFound { .. } => StorageError::NotFound { url, cause },
+            _ if transport
+                || has(&[
+                    "status code: 5",
+                    "status code: 429",
+                    "SlowDown",
+                    "error sending",
+                ]) =>
+            {
+                StorageError::Unreachable { url, cause }
+            }
+            _ if has(&[
+                "status code: 403",
+                "status code: 401",
+                "AccessDenied",
+                "InvalidAccessKeyId",
+                "SignatureDoesNotMatch",
+            ]) =>
+            {
+                StorageError::Denied { url, cause }
+            }
+            _ if has(&["status code: 404", "NoSuchBucket", "NoSuchKey"]) => {
+                StorageError::NotFound { url, cause }
+            }
+            _ => StorageError::Other { url, cause },
+        }
+    }
+}
+
+fn error_chain<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(e), |e| e.source())
+}
+
+/// The innermost distinct messages of an error chain, joined: `object_store` wraps the
+/// server's answer several times.
+fn cause_text(e: &object_store::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for s in error_chain(e) {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.retain(|p| !text.contains(p.as_str()));
+            parts.push(text);
+        }
+    }
+    parts.last().cloned().unwrap_or_default()
+}
+
+/// A server's error answer as its status and S3 error code and message (`403 Forbidden:
+/// InvalidAccessKeyId: The AWS Access Key Id you provided does not exist in our records.`)
+/// instead of the request and the XML body; other causes on one line.
+fn concise(raw: &str) -> String {
+    let between = |open: &str, close: &str| {
+        let (_, rest) = raw.split_once(open)?;
+        let (value, _) = rest.split_once(close)?;
+        Some(value.trim())
+    };
+    let status = raw
+        .split_once("status code: ")
+        .and_then(|(_, rest)| rest.split(':').next())
+        .map(str::trim);
+    match (status, between("<Code>", "</Code>")) {
+        (Some(status), Some(code)) => {
+            let message = between("<Message>", "</Message>").unwrap_or_default();
+            format!("the server answered {status}: {code}: {message}")
+        }
+        _ => raw.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// Requests made to one object store, by kind, and the bytes its GETs returned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RequestCounts {
+    /// Listing requests (one per page of up to 1,000 keys).
+    pub list: u64,
+    /// Ranged or whole-object GETs.
+    pub get: u64,
+    pub head: u64,
+    /// Any other request (none while scanning).
+    pub other: u64,
+    /// Bytes of object content received.
+    pub bytes_read: u64,
+}
+
+impl RequestCounts {
+    pub fn total(&self) -> u64 {
+        self.list + self.get + self.head + self.other
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    list: AtomicU64,
+    get: AtomicU64,
+    head: AtomicU64,
+    other: AtomicU64,
+    bytes_read: AtomicU64,
+}
+
+/// Counts every HTTP request the store sends (retries included) by kind.
+#[derive(Debug)]
+struct CountingConnector(Arc<Counters>);
+
+impl HttpConnector for CountingConnector {
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        Ok(HttpClient::new(CountingService {
+            inner: ReqwestConnector::default().connect(options)?,
+            counters: self.0.clone(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct CountingService {
+    inner: HttpClient,
+    counters: Arc<Counters>,
+}
+
+#[async_trait::async_trait]
+impl HttpService for CountingService {
+    async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let c = &self.counters;
+        let is_list = req.uri().query().is_some_and(|q| q.contains("list-type"));
+        let counter = match req.method().as_str() {
+            "GET" if is_list => &c.list,
+            "GET" => &c.get,
+            "HEAD" => &c.head,
+            _ => &c.other,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let counts_bytes = req.method().as_str() == "GET" && !is_list;
+        let response = self.inner.execute(req).await?;
+        if counts_bytes && response.status().is_success() {
+            let len = response
+                .headers()
+                .get("content-length")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+            c.bytes_read.fetch_add(len, Ordering::Relaxed);
+        }
+        Ok(response)
+    }
+}
+
+/// The runtime every object store's requests run on; worker threads block on it.
+fn runtime(url: &str) -> Result<&'static tokio::runtime::Runtime, StorageError> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("framecull-storage")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the storage threads: {e}"))
+        })
+        .as_ref()
+        .map_err(|cause| StorageError::Other {
+            url: url.to_string(),
+            cause: cause.clone(),
+        })
+}
+
+/// One object as a listing gave it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// Key relative to the root prefix, `/`-separated.
+    pub rel_path: String,
+    pub size_bytes: u64,
+    pub modified_ns: i64,
+    pub e_tag: Option<String>,
+    pub version: Option<String>,
+}
+
+/// An object store and the prefix a dataset lives under.
+#[derive(Debug)]
+pub struct Remote {
+    /// `s3://bucket/prefix`, without a trailing `/`.
+    url: String,
+    prefix: String,
+    store: Arc<dyn ObjectStore>,
+    counters: Arc<Counters>,
+    /// The first error that stops a scan (network, permission), kept for the scan to report.
+    failure: Mutex<Option<StorageError>>,
+}
+
+impl Remote {
+    /// Parse `s3://bucket[/prefix]` and configure the client from the environment (nothing
+    /// is requested yet).
+    pub fn open(url: &str) -> Result<Remote, StorageError> {
+        let bad = |reason: &str| StorageError::Url {
+            url: url.to_string(),
+            reason: reason.to_string(),
+        };
+        let Some(rest) = url.strip_prefix("s3://") else {
+            let scheme = url.split("://").next().unwrap_or_default();
+            return Err(bad(&format!(
+                "{scheme}:// is not supported yet (s3:// is; see docs/STORAGE.md)"
+            )));
+        };
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(bad("no bucket name (s3://BUCKET/PREFIX)"));
+        }
+        let prefix = prefix.trim_matches('/').to_string();
+        let counters = Arc::new(Counters::default());
+        let retry = RetryConfig {
+            backoff: BackoffConfig {
+                init_backoff: Duration::from_millis(100),
+                max_backoff: Duration::from_secs(5),
+                base: 2.0,
+            },
+            max_retries: 4,
+            retry_timeout: Duration::from_secs(60),
+        };
+        let store = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_retry(retry)
+            .with_http_connector(CountingConnector(counters.clone()))
+            .build()
+            .map_err(|e| bad(&cause_text(&e)))?;
+        let url = if prefix.is_empty() {
+            format!("s3://{bucket}")
+        } else {
+            format!("s3://{bucket}/{prefix}")
+        };
+        Ok(Remote {
+            url,
+            prefix,
+            store: Arc::new(store),
+            counters,
+            failure: Mutex::new(None),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The URL of an object under the root.
+    pub fn url_of(&self, rel_path: &str) -> String {
+        format!("{}/{rel_path}", self.url)
+    }
+
+    fn location(&self, rel_path: &str) -> ObjectPath {
+        let key = if self.prefix.is_empty() {
+            rel_path.to_string()
+        } else {
+            format!("{}/{rel_path}", self.prefix)
+        };
+        ObjectPath::parse(&key).unwrap_or_else(|_| ObjectPath::from(key))
+    }
+
+    /// Every object under the root, sorted by key, skipping hidden ones (a segment starting
+    /// with `.`), as a local walk does.
+    pub fn list(&self) -> Result<Vec<Listed>, StorageError> {
+        let prefix = (!self.prefix.is_empty()).then(|| ObjectPath::from(self.prefix.as_str()));
+        let result = runtime(&self.url)?.block_on(async {
+            let mut stream = self.store.list(prefix.as_ref());
+            let mut found = Vec::new();
+            while let Some(meta) = stream.next().await {
+                found.push(meta?);
+            }
+            Ok::<_, object_store::Error>(found)
+        });
+        let metas = result.map_err(|e| self.failed(StorageError::of(self.url.clone(), &e)))?;
+        let mut listed: Vec<Listed> = metas
+            .into_iter()
+            .filter_map(|meta| {
+                let key = meta.location.as_ref();
+                let rel = if self.prefix.is_empty() {
+                    key
+                } else {
+                    key.strip_prefix(self.prefix.as_str())?.strip_prefix('/')?
+                };
+                if rel.split('/').any(|part| part.starts_with('.')) {
+                    return None;
+                }
+                Some(Listed {
+                    rel_path: rel.to_string(),
+                    size_bytes: meta.size,
+                    modified_ns: meta.last_modified.timestamp_nanos_opt().unwrap_or(0),
+                    e_tag: meta.e_tag,
+                    version: meta.version,
+                })
+            })
+            .collect();
+        listed.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+        Ok(listed)
+    }
+
+    /// Bytes `range` of an object (fewer at its end).
+    pub fn get_range(&self, rel_path: &str, range: Range<u64>) -> Result<Vec<u8>, StorageError> {
+        let location = self.location(rel_path);
+        runtime(&self.url)?
+            .block_on(self.store.get_range(&location, range))
+            .map(|bytes| bytes.to_vec())
+            .map_err(|e| self.failed(StorageError::of(self.url_of(rel_path), &e)))
+    }
+
+    /// Remember the first error that stops a scan; return `e`.
+    fn failed(&self, e: StorageError) -> StorageError {
+        if e.stops_scan()
+            && let Ok(mut failure) = self.failure.lock()
+            && failure.is_none()
+        {
+            *failure = Some(e.clone());
+        }
+        e
+    }
+
+    /// The first network or permission error met so far: a scan stops on it.
+    pub fn failure(&self) -> Option<StorageError> {
+        self.failure.lock().ok().and_then(|f| f.clone())
+    }
+
+    pub fn counts(&self) -> RequestCounts {
+        let c = &self.counters;
+        RequestCounts {
+            list: c.list.load(Ordering::Relaxed),
+            get: c.get.load(Ordering::Relaxed),
+            head: c.head.load(Ordering::Relaxed),
+            other: c.other.load(Ordering::Relaxed),
+            bytes_read: c.bytes_read.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// An object of a remote dataset, as a listing described it (nothing fetched).
+#[derive(Debug, Clone)]
+pub struct Object {
+    pub remote: Arc<Remote>,
+    pub rel_path: String,
+    pub size_bytes: u64,
+}
+
+impl Object {
+    pub fn url(&self) -> String {
+        self.remote.url_of(&self.rel_path)
+    }
+}

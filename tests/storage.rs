@@ -1,0 +1,405 @@
+//! Datasets in object storage, against a real S3-compatible server on 127.0.0.1 (moto's
+//! standalone server, started per test): a scan of `s3://bucket/prefix` gives the rows a local
+//! scan of the same files gives, an unchanged rescan only lists, a wrong key is one clear
+//! error (exit 2), and a server that stops mid-scan ends it with exit 3 and a rerun finishes.
+//!
+//! The server is `$FRAMECULL_MOTO_SERVER`, else `moto_server` on PATH (`pip install
+//! 'moto[server]'`); objects are uploaded with boto3 from the same Python. Without it the tests
+//! skip, unless FRAMECULL_REQUIRE_S3 is set (CI), where they fail.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Uploads a folder (hidden entries skipped) under a prefix; with `--enforce-auth`, then makes
+/// the server check credentials (moto accepts any until told to).
+const SETUP_PY: &str = r#"
+import json, os, sys, urllib.request
+import boto3
+endpoint, bucket, src, prefix = sys.argv[1:5]
+s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                  aws_access_key_id="test", aws_secret_access_key="test")
+s3.create_bucket(Bucket=bucket)
+for dirpath, dirs, files in os.walk(src):
+    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    for f in sorted(files):
+        if f.startswith("."):
+            continue
+        path = os.path.join(dirpath, f)
+        rel = os.path.relpath(path, src).replace(os.sep, "/")
+        s3.upload_file(path, bucket, prefix + "/" + rel)
+if "--enforce-auth" in sys.argv:
+    req = urllib.request.Request(endpoint + "/moto-api/reset-auth", data=b"0", method="POST",
+                                 headers={"Content-Type": "text/plain"})
+    urllib.request.urlopen(req).read()
+"#;
+
+/// The moto server binary, or `None` (the test skips) unless FRAMECULL_REQUIRE_S3 is set.
+fn moto_server() -> Option<PathBuf> {
+    let found = std::env::var_os("FRAMECULL_MOTO_SERVER")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|d| d.join("moto_server"))
+                .find(|p| p.is_file())
+        });
+    if found.is_none() {
+        let message = "moto_server not found (pip install 'moto[server]', or set \
+                       FRAMECULL_MOTO_SERVER to its path)";
+        if std::env::var_os("FRAMECULL_REQUIRE_S3").is_some() {
+            panic!("{message} and FRAMECULL_REQUIRE_S3 is set");
+        }
+        eprintln!("SKIPPED: {message}");
+    }
+    found
+}
+
+/// A moto server on 127.0.0.1, killed on drop.
+struct Server {
+    binary: PathBuf,
+    port: u16,
+    child: Child,
+}
+
+impl Server {
+    fn start(binary: &Path, port: Option<u16>) -> Server {
+        let port = port.unwrap_or_else(|| {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        });
+        let child = Command::new(binary)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+        let server = Server {
+            binary: binary.to_path_buf(),
+            port,
+            child,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "moto_server did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Upload `dir` to `s3://bucket/prefix` with boto3 from the server's own Python.
+    fn upload(&self, dir: &Path, bucket: &str, prefix: &str, enforce_auth: bool) {
+        let python = ["python3", "python"]
+            .iter()
+            .map(|name| self.binary.with_file_name(name))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| PathBuf::from("python3"));
+        let mut cmd = Command::new(python);
+        cmd.args(["-c", SETUP_PY, &self.endpoint(), bucket])
+            .arg(dir)
+            .arg(prefix);
+        if enforce_auth {
+            cmd.arg("--enforce-auth");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "upload failed: {}",
+            common::stderr(&out)
+        );
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// framecull with the object store's settings (and no other AWS setting of the caller's).
+fn framecull(server: &Server, key: &str) -> Command {
+    let mut cmd = common::bin();
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("AWS_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.env("AWS_ACCESS_KEY_ID", key)
+        .env("AWS_SECRET_ACCESS_KEY", "test-secret")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL", server.endpoint())
+        .env("AWS_ALLOW_HTTP", "true");
+    cmd
+}
+
+fn scan(server: &Server, url: &str, project: &Path, extra: &[&str]) -> Output {
+    framecull(server, "test")
+        .args(["scan", url, "--project", project.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// `list` rows without the columns that differ by nature between a folder and a bucket (the
+/// fingerprint: file bytes vs size and ETag), with duplicate groups named by their first path.
+fn comparable_rows(project: &Path) -> BTreeMap<String, Value> {
+    let mut rows = common::list_jsonl(project);
+    common::groups_by_first_path(&mut rows);
+    for row in rows.values_mut() {
+        if let Some(row) = row.as_object_mut() {
+            row.remove("fingerprint");
+        }
+    }
+    rows
+}
+
+fn local_deep_rows(dir: &Path) -> BTreeMap<String, Value> {
+    let project = tempfile::tempdir().unwrap();
+    let out = common::run(&[
+        "scan",
+        dir.to_str().unwrap(),
+        "--deep",
+        "--project",
+        project.path().to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        common::stderr(&out)
+    );
+    comparable_rows(project.path())
+}
+
+/// Rows that differ, as `path: column local -> remote` lines.
+fn differences(local: &BTreeMap<String, Value>, remote: &BTreeMap<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, row) in local {
+        let Some(other) = remote.get(path) else {
+            out.push(format!("{path}: not in the remote scan"));
+            continue;
+        };
+        for (column, value) in row.as_object().unwrap() {
+            if other.get(column) != Some(value) {
+                out.push(format!(
+                    "{path}: {column} {value} -> {}",
+                    other.get(column).unwrap_or(&Value::Null)
+                ));
+            }
+        }
+    }
+    out.extend(
+        remote
+            .keys()
+            .filter(|p| !local.contains_key(*p))
+            .map(|p| format!("{p}: only in the remote scan")),
+    );
+    out
+}
+
+fn requests_of(out: &Output) -> Value {
+    let summary: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("scan --json: {e}: {}", common::stderr(out)));
+    summary["requests"].clone()
+}
+
+#[test]
+fn generated_media_in_a_bucket_scan_like_the_local_folder_and_rescans_only_list() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "datasets", "mixed", false);
+
+    let project = tempfile::tempdir().unwrap();
+    let out = scan(&server, "s3://datasets/mixed", project.path(), &["--deep"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let stderr = common::stderr(&out);
+    assert!(
+        stderr.contains("s3://datasets/mixed: ") && stderr.contains("MiB read"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("test-secret"), "{stderr}");
+    let remote = comparable_rows(project.path());
+    let local = local_deep_rows(data.path());
+    assert_eq!(differences(&local, &remote), Vec::<String>::new());
+    // Paths are keys relative to the root; the root URL is what the project records.
+    assert!(remote.contains_key("clips/h264.mp4"));
+    let catalog = std::fs::read(project.path().join("catalog.db")).unwrap();
+    let text = String::from_utf8_lossy(&catalog);
+    assert!(text.contains("s3://datasets/mixed"));
+    assert!(!text.contains("test-secret"));
+
+    let out = scan(&server, "s3://datasets/mixed", project.path(), &["--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let requests = requests_of(&out);
+    assert!(requests["list"].as_u64().unwrap() >= 1, "{requests}");
+    for kind in ["get", "head", "other", "bytes_read"] {
+        assert_eq!(
+            requests[kind], 0,
+            "an unchanged rescan made {kind}: {requests}"
+        );
+    }
+}
+
+#[test]
+fn corpus_in_a_bucket_deep_scans_like_the_local_folder() {
+    let Some(media) = common::corpus_dir() else {
+        return;
+    };
+    let Some(moto) = moto_server() else { return };
+    // FFmpeg picks its demuxer by the file name for a path (`image2` for .jpg) and by content
+    // for a stream: this damaged JPEG reads as a picture only through the stream (and then
+    // moves the image statistics). The corpus without it, as links, is scanned both ways.
+    let known = Path::new("broken/fate_embedded_small.jpg");
+    let linked = tempfile::tempdir().unwrap();
+    for entry in walkdir::WalkDir::new(&media).min_depth(1) {
+        let entry = entry.unwrap();
+        let rel = entry.path().strip_prefix(&media).unwrap();
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(linked.path().join(rel)).unwrap();
+        } else if rel != known {
+            std::os::unix::fs::symlink(entry.path(), linked.path().join(rel)).unwrap();
+        }
+    }
+    let server = Server::start(&moto, None);
+    server.upload(linked.path(), "corpus", "media", false);
+    let project = tempfile::tempdir().unwrap();
+    let out = scan(
+        &server,
+        "s3://corpus/media",
+        project.path(),
+        &["--deep", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    eprintln!("deep scan of the corpus: {}", requests_of(&out));
+    let remote = comparable_rows(project.path());
+    let local = local_deep_rows(linked.path());
+    assert_eq!(differences(&local, &remote), Vec::<String>::new());
+
+    let out = scan(&server, "s3://corpus/media", project.path(), &["--json"]);
+    let requests = requests_of(&out);
+    assert_eq!(requests["get"], 0, "{requests}");
+    assert_eq!(requests["head"], 0, "{requests}");
+}
+
+#[test]
+fn a_wrong_key_is_one_clear_error() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    common::image(
+        data.path(),
+        "a.png",
+        framecull::media::synth::ImageKind::Png,
+        32,
+        24,
+        None,
+    );
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "locked", "images", true);
+    let project = tempfile::tempdir().unwrap();
+    let out = framecull(&server, "AKIAWRONGKEY")
+        .args(["scan", "s3://locked/images", "--project"])
+        .arg(project.path())
+        .output()
+        .unwrap();
+    let stderr = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("error: access to s3://locked/images was refused: "),
+        "{stderr}"
+    );
+    assert!(lines[0].contains("AWS_ACCESS_KEY_ID"), "{stderr}");
+    assert!(!stderr.contains("test-secret"), "{stderr}");
+}
+
+#[test]
+fn a_url_without_a_project_is_refused() {
+    let out = common::run(&["scan", "s3://bucket/prefix"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        common::stderr(&out).trim(),
+        "error: s3://bucket/prefix is not a folder: a dataset URL needs --project DIR, the \
+         local folder its catalog is kept in"
+    );
+    let out = common::run(&["scan", "gs://bucket/prefix", "--project", "/nonexistent"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out).contains("gs:// is not supported yet"),
+        "{}",
+        common::stderr(&out)
+    );
+}
+
+#[test]
+fn a_server_stopped_mid_scan_exits_3_and_a_rerun_finishes() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    for i in 0..6 {
+        common::video(
+            data.path(),
+            &format!("more/v{i}.mp4"),
+            &framecull::media::synth::VideoSpec::new("libx264", 320, 240, 25, 50),
+        );
+    }
+    let mut server = Server::start(&moto, None);
+    server.upload(data.path(), "flaky", "set", false);
+    let project = tempfile::tempdir().unwrap();
+    let db = project.path().join("catalog.db");
+    let child = framecull(&server, "test")
+        .args([
+            "scan",
+            "s3://flaky/set",
+            "--deep",
+            "--jobs",
+            "1",
+            "--project",
+        ])
+        .arg(project.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stop the server once the scan has stored something.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while common::count_items(&db) == 0 {
+        assert!(Instant::now() < deadline, "the scan stored nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.stop();
+    let out = child.wait_with_output().unwrap();
+    let stderr = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("cannot reach the object store for s3://flaky/set"),
+        "{stderr}"
+    );
+
+    // The same objects again (moto keeps nothing): the rerun finishes the scan.
+    let server = Server::start(&moto, Some(server.port));
+    server.upload(data.path(), "flaky", "set", false);
+    let out = scan(&server, "s3://flaky/set", project.path(), &["--deep"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let remote = comparable_rows(project.path());
+    let local = local_deep_rows(data.path());
+    assert_eq!(differences(&local, &remote), Vec::<String>::new());
+}
