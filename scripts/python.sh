@@ -5,7 +5,8 @@
 # The venv ($FRAMECULL_VENV, default target/python-venv) gets maturin, numpy, pyarrow, pytest,
 # PyAV (the reference decoder of the corpus test), Ray (framecull.ray and its cluster test)
 # and PyYAML (the Kubernetes manifests' test). torch is not installed: the torch adapter's
-# tests run when it is (`target/python-venv/bin/pip install torch`).
+# tests run when it is (`target/python-venv/bin/pip install torch`). scripts/test.sh also
+# installs moto's S3 server into it for tests/storage.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${FRAMECULL_VENV:-target/python-venv}"

@@ -201,16 +201,30 @@ impl HttpService for CountingService {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         let counts_bytes = req.method().as_str() == "GET" && !is_list;
+        let (method, path) = (req.method().clone(), req.uri().path().to_string());
+        let range = req
+            .headers()
+            .get("range")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let response = self.inner.execute(req).await?;
+        let bytes = response
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
         if counts_bytes && response.status().is_success() {
-            let len = response
-                .headers()
-                .get("content-length")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0);
-            c.bytes_read.fetch_add(len, Ordering::Relaxed);
+            c.bytes_read.fetch_add(bytes, Ordering::Relaxed);
         }
+        // What a scan fetched, request by request (`--log framecull::storage=debug`); the
+        // path holds the bucket and key, never a credential (those travel in headers).
+        tracing::debug!(
+            target: "framecull::storage",
+            "{method} {path} range={} status={} bytes={bytes}",
+            range.as_deref().unwrap_or("-"),
+            response.status().as_u16(),
+        );
         Ok(response)
     }
 }
