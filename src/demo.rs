@@ -10,7 +10,7 @@ use crate::media::synth::{self, ImageKind, Pattern, SynthError, VideoSpec};
 
 const RECIPE: &str = include_str!("../assets/demo.json");
 /// Written last; its presence means the folder holds a complete demo dataset.
-const MARKER: &str = ".framecull-demo-v1";
+const MARKER: &str = ".framecull-demo-v2";
 
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
@@ -18,6 +18,8 @@ pub enum DemoError {
     Recipe(#[from] serde_json::Error),
     #[error(transparent)]
     Synth(#[from] SynthError),
+    #[error(transparent)]
+    Settings(#[from] crate::catalog::ConfigError),
     #[error("cannot write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -160,6 +162,13 @@ pub fn generate(dir: &Path) -> Result<usize, DemoError> {
         };
         std::fs::write(&path, bytes).map_err(io_err(&path))?;
     }
+    // A curation rule of the kind a team sets, so that the demo shows rule flags and their
+    // thresholds: clips under a second are too short to train on.
+    crate::catalog::Project::of_dataset(dir).save_setting(
+        "rules.min_duration_secs",
+        Some(1.0),
+        false,
+    )?;
     let count =
         recipe.videos.len() + recipe.images.len() + recipe.copies.len() + recipe.broken.len();
     let marker = dir.join(MARKER);

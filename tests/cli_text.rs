@@ -144,6 +144,7 @@ fn listings_stats_and_flags() {
         insta::assert_snapshot!("stats", f.run(&["stats"]));
         insta::assert_snapshot!("flags", f.run(&["flags"]));
         insta::assert_snapshot!("flags_one_code", f.run(&["flags", "--code", "unreadable"]));
+        insta::assert_snapshot!("flags_rule", f.run(&["flags", "--code", "dark"]));
     });
 }
 

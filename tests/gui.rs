@@ -747,3 +747,223 @@ fn decision_of(project: &Path, id: i64) -> framecull::model::Decision {
         .map(|r| r.decision)
         .unwrap_or_default()
 }
+
+/// Images 48 to 160 pixels wide (one copied: a duplicate group) and videos of 0.5, 1 and 2
+/// seconds (176x144), deep-analysed, with `rules.min_width = 100` and `min_duration_secs = 1`
+/// in the project's settings: two images are flagged `resolution_below_min`, one video
+/// `duration_below_min`.
+fn rules_dataset(dir: &Path) -> std::path::PathBuf {
+    use framecull::media::synth::{ImageKind, VideoSpec};
+    for (i, w) in [48, 64, 112, 128, 160].into_iter().enumerate() {
+        common::image(
+            dir,
+            &format!("img/{i}_{w}.png"),
+            ImageKind::Png,
+            w,
+            48,
+            None,
+        );
+    }
+    std::fs::copy(dir.join("img/4_160.png"), dir.join("img/copy.png")).unwrap();
+    for (name, frames) in [("short.mp4", 12), ("one.mp4", 25), ("two.mp4", 50)] {
+        common::video(
+            dir,
+            &format!("vid/{name}"),
+            // FFmpeg's own MPEG-4 encoder: the same bytes every run (x264's threads are not).
+            &VideoSpec::new("mpeg4", 176, 144, 25, frames),
+        );
+    }
+    let project = dir.join(".framecull");
+    let settings = framecull::catalog::Project::at(&project);
+    settings
+        .save_setting("rules.min_width", Some(100.0), true)
+        .unwrap();
+    settings
+        .save_setting("rules.min_duration_secs", Some(1.0), false)
+        .unwrap();
+    let out = common::run(&["scan", dir.to_str().unwrap(), "--deep"]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    project
+}
+
+fn flagged(project: &Path, code: &str) -> Vec<String> {
+    let out = common::run(&[
+        "flags",
+        "--project",
+        project.to_str().unwrap(),
+        "--code",
+        code,
+        "--json",
+    ]);
+    let groups: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut paths: Vec<String> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["items"].as_array().unwrap().clone())
+        .map(|i| i["path"].as_str().unwrap().to_string())
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// The flag panel: reached by keyboard (Tab to the flag, Enter), it explains the rule and
+/// shows its setting; an edited threshold previews how many files it would flag (the same
+/// number `flags` gives once saved); saving writes framecull.toml, recomputes the flags and
+/// reloads the window; Reset drops an edit.
+#[test]
+fn a_flag_threshold_is_explained_previewed_saved_and_recomputed() {
+    use eframe::egui::Key;
+    let data = tempfile::tempdir().unwrap();
+    let project = rules_dataset(data.path());
+    assert_eq!(flagged(&project, "resolution_below_min").len(), 2);
+
+    let mut h = harness(data.path());
+    wait(&mut h, "the project to load", App::is_idle);
+    let all = h.state().shown();
+    let mut tabs = 0;
+    while !h.get_by_label("resolution_below_min  2").is_focused() {
+        tabs += 1;
+        assert!(tabs < 60, "Tab never reached the flag");
+        h.key_press(Key::Tab);
+        h.run();
+    }
+    h.key_press(Key::Enter);
+    h.run();
+    assert_eq!(h.state().shown(), 2, "Enter on the flag filters on it");
+    assert!(
+        h.query_by_label_contains("Width or height below rules.min_width")
+            .is_some()
+    );
+    assert!(h.query_by_label("Flags 2 files now.").is_some());
+    assert!(h.query_by_label("rules.min_width").is_some());
+
+    // 112 and 128 wide are caught too at 130: a preview, nothing saved yet.
+    h.state_mut().apply(Command::DraftSetting {
+        key: "rules.min_width",
+        value: Some(130.0),
+    });
+    h.run();
+    assert!(
+        h.query_by_label("With the edited settings: 4 files (+2)")
+            .is_some()
+    );
+    assert_eq!(flagged(&project, "resolution_below_min").len(), 2);
+    h.get_by_label("Reset").click();
+    h.run();
+    assert!(
+        h.query_by_label_contains("With the edited settings")
+            .is_none()
+    );
+
+    h.state_mut().apply(Command::DraftSetting {
+        key: "rules.min_width",
+        value: Some(130.0),
+    });
+    h.run();
+    h.get_by_label("Save to framecull.toml and recompute flags")
+        .click();
+    h.step();
+    wait(&mut h, "the flags to be recomputed", App::is_idle);
+    let text = std::fs::read_to_string(project.join("framecull.toml")).unwrap();
+    assert!(text.contains("min_width = 130"), "{text}");
+    let now = flagged(&project, "resolution_below_min");
+    assert_eq!(now.len(), 4, "{now:?}");
+    let mut shown: Vec<String> = h
+        .state()
+        .shown_paths()
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    shown.sort();
+    assert_eq!(shown, now, "the window shows what `flags` lists");
+    assert!(h.query_by_label("Flags 4 files now.").is_some());
+    assert!(
+        h.query_by_label_contains("With the edited settings")
+            .is_none()
+    );
+    h.state_mut().apply(Command::FilterFlag(None));
+    h.run();
+    assert_eq!(h.state().shown(), all);
+}
+
+/// The plots and views of the window rendered on the software adapter and compared with the
+/// committed images in tests/snapshots (`UPDATE_SNAPSHOTS=1` rewrites them): histograms with
+/// their axes, a threshold line and a bin's tooltip; the scatter with a box brush; the
+/// duplicate groups; a flag explained with an edited threshold.
+#[test]
+fn snapshots_of_the_plots_the_duplicates_and_a_flag_explained() {
+    use eframe::egui::{Pos2, pos2};
+    use egui_kittest::SnapshotOptions;
+    use framecull::model::Measure;
+    let data = tempfile::tempdir().unwrap();
+    let project = rules_dataset(data.path());
+    let mut h = Harness::builder()
+        .with_size(eframe::egui::vec2(1400.0, 860.0))
+        .with_max_steps(24)
+        .wgpu()
+        .build_eframe(move |cc| App::new(cc, Some(project)));
+    wait(&mut h, "the project to load", App::is_idle);
+    h.state_mut().apply(Command::ScatterAxes(
+        Measure::Brightness,
+        Measure::Sharpness,
+    ));
+    h.run();
+    // The top bar is masked out: it shows the project's folder, a new temporary name (and
+    // width) each run.
+    let folder = h.get_by_label_contains(".tmp").rect();
+    let top = eframe::egui::Rect::from_min_max(pos2(0.0, 0.0), pos2(1400.0, folder.bottom() + 2.0));
+    let options = SnapshotOptions::new().threshold(0.6).max_failed_pixels(100);
+    let snapshot = |h: &mut Harness<'static, App>, name: &str| {
+        h.mask(top);
+        h.snapshot_options(name, &options);
+    };
+    let at = |r: eframe::egui::Rect, x: f32, y: f32| -> Pos2 {
+        pos2(r.left() + x * r.width(), r.top() + y * r.height())
+    };
+
+    let histogram = h.get_by_label("duration histogram").rect();
+    h.hover_at(at(histogram, 0.98, 0.9));
+    h.run();
+    assert!(
+        h.query_by_label_contains("1 file, 1 shown").is_some(),
+        "the tooltip of the bin of the 2-second video"
+    );
+    snapshot(&mut h, "histograms_with_axes_and_a_tooltip");
+
+    let scatter = h.get_by_label("scatter").rect();
+    let (from, to) = (at(scatter, 0.3, 0.05), at(scatter, 0.99, 0.95));
+    h.drag_at(from);
+    h.step();
+    h.hover_at(from.lerp(to, 0.5));
+    h.step();
+    h.hover_at(to);
+    h.step();
+    h.drop_at(to);
+    h.run();
+    h.remove_cursor();
+    h.run();
+    let brushed = h.state().shown();
+    assert!(0 < brushed && brushed < 9, "{brushed} files in the box");
+    snapshot(&mut h, "scatter_with_a_box_brush");
+
+    h.state_mut()
+        .apply(Command::ClearRange(Measure::Brightness));
+    h.state_mut().apply(Command::ClearRange(Measure::Sharpness));
+    h.state_mut()
+        .apply(Command::FilterFlag(Some("resolution_below_min".into())));
+    h.state_mut().apply(Command::DraftSetting {
+        key: "rules.min_width",
+        value: Some(130.0),
+    });
+    h.run();
+    snapshot(&mut h, "flag_explained_with_an_edited_threshold");
+
+    h.state_mut().apply(Command::FilterFlag(None));
+    h.state_mut().apply(Command::ShowDuplicates);
+    h.run();
+    wait(&mut h, "the thumbnails", |a| !a.thumbnails_loading());
+    h.run();
+    assert!(h.query_all_by_label_contains("group ").count() >= 2);
+    snapshot(&mut h, "duplicate_groups");
+}

@@ -12,5 +12,6 @@ pub mod outliers;
 pub mod phash;
 pub mod proposals;
 pub mod quality;
+pub mod rules;
 pub mod still;
 pub mod video;

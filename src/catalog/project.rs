@@ -20,6 +20,11 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +90,61 @@ impl Project {
         }
     }
 
+    /// Set one setting (`section.field`, e.g. `quality.dark_below`) in `framecull.toml`,
+    /// keeping the file's comments and other settings; `None` removes it (an optional rule
+    /// turns off). The file is replaced atomically, and only with settings that parse.
+    pub fn save_setting(
+        &self,
+        key: &str,
+        value: Option<f64>,
+        integer: bool,
+    ) -> std::result::Result<Config, ConfigError> {
+        let path = self.config_path();
+        let write = |source| ConfigError::Write {
+            path: path.clone(),
+            source,
+        };
+        self.write_default_config().map_err(write)?;
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.clone(),
+            message,
+        };
+        let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| invalid(format!("{e}")))?;
+        let (section, field) = key
+            .split_once('.')
+            .ok_or_else(|| invalid(format!("{key} is not a section.field setting")))?;
+        let table = doc
+            .entry(section)
+            .or_insert(toml_edit::table())
+            .as_table_like_mut()
+            .ok_or_else(|| invalid(format!("[{section}] is not a table")))?;
+        match value {
+            Some(v) if integer => {
+                table.insert(field, toml_edit::value(v.round() as i64));
+            }
+            Some(v) => {
+                table.insert(field, toml_edit::value(v));
+            }
+            None => {
+                table.remove(field);
+            }
+        }
+        let text = doc.to_string();
+        let config: Config = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        let staged = path.with_extension("toml.tmp");
+        std::fs::write(&staged, &text)
+            .and_then(|()| std::fs::rename(&staged, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&staged);
+                write(e)
+            })?;
+        Ok(config)
+    }
+
     /// Write the default settings, every one spelled out, when the project has none.
     pub fn write_default_config(&self) -> std::io::Result<()> {
         let path = self.config_path();
@@ -142,5 +202,40 @@ mod tests {
         std::fs::write(project.config_path(), "[rules\n").unwrap();
         let err = project.config().unwrap_err().to_string();
         assert!(err.contains(CONFIG_FILE), "{err}");
+    }
+
+    #[test]
+    fn a_saved_setting_keeps_the_comments_and_only_valid_settings_are_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = Project::at(tmp.path());
+        std::fs::write(
+            project.config_path(),
+            "# our rules\n[rules]\nmin_width = 640 # phones\n",
+        )
+        .unwrap();
+        let config = project
+            .save_setting("quality.dark_below", Some(31.5), false)
+            .unwrap();
+        assert_eq!(config.quality.dark_below, 31.5);
+        let config = project
+            .save_setting("rules.min_height", Some(479.6), true)
+            .unwrap();
+        assert_eq!(config.rules.min_height, Some(480));
+        assert_eq!(project.config().unwrap(), config);
+        let text = std::fs::read_to_string(project.config_path()).unwrap();
+        assert!(
+            text.contains("# our rules") && text.contains("# phones"),
+            "{text}"
+        );
+        let config = project.save_setting("rules.min_width", None, true).unwrap();
+        assert_eq!(config.rules.min_width, None);
+        // A key the settings do not have is refused and the file is left as it was.
+        let before = std::fs::read_to_string(project.config_path()).unwrap();
+        let err = project.save_setting("rules.min_whatever", Some(1.0), true);
+        assert!(matches!(err, Err(ConfigError::Invalid { .. })), "{err:?}");
+        assert_eq!(
+            std::fs::read_to_string(project.config_path()).unwrap(),
+            before
+        );
     }
 }

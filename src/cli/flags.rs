@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{Outcome, ProjectArg};
+use crate::analysis::rules;
 use crate::catalog::Catalog;
 use crate::model::Severity;
 use crate::scan::derive::{self, DerivedSummary};
@@ -71,10 +72,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         .collect();
     let text = if args.json {
         serde_json::to_string_pretty(&groups)?
-    } else if groups.is_empty() {
-        "no flags".to_string()
     } else {
-        let mut s = String::new();
+        let mut s = args
+            .code
+            .as_deref()
+            .map(|code| explain(code, &args.project))
+            .transpose()?
+            .unwrap_or_default();
+        if groups.is_empty() {
+            s.push_str("no flags");
+        }
         for g in &groups {
             s.push_str(&format!(
                 "{} ({}): {} files\n",
@@ -90,6 +97,23 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     };
     super::write_stdout(&text)?;
     Ok(Outcome::Clean)
+}
+
+/// What flag `code` means and the settings that decide it, with their values in the
+/// project's `framecull.toml`.
+fn explain(code: &str, project: &ProjectArg) -> anyhow::Result<String> {
+    let mut s = match rules::describe(code) {
+        Some(text) => format!("{code}: {text}\n"),
+        None => format!("{code}: not a flag this version of framecull sets\n"),
+    };
+    let settings = rules::settings_of(code);
+    if !settings.is_empty() {
+        let config = project.locate()?.config()?;
+        for setting in settings {
+            s.push_str(&format!("  setting: {}\n", setting.describe(&config)));
+        }
+    }
+    Ok(s)
 }
 
 /// Recompute duplicates and flags; report counts on stderr. Problems when any item carries

@@ -9,7 +9,9 @@ use eframe::egui::{self};
 
 use super::command::Command;
 use super::edits::{EditRequest, EditWriter};
-use super::jobs::{Job, Polled, ScanJob, spawn_load, spawn_scan, take_finished};
+use super::jobs::{
+    Job, Polled, ScanJob, spawn_load, spawn_save_settings, spawn_scan, take_finished,
+};
 use super::manifests::{ExportDialog, History};
 use super::player::Player;
 use super::theme;
@@ -110,6 +112,8 @@ pub(super) struct Drafts {
     pub(super) tags_text: (Option<crate::model::ItemId>, String, String),
     /// A clip edge being dragged on the timeline: (clip index, start edge).
     pub(super) clip_drag: Option<(usize, bool)>,
+    /// Thresholds edited in the flag panel and not yet saved (`None`: as saved).
+    pub(super) settings: Option<crate::analysis::flags::Config>,
 }
 
 impl App {
@@ -167,6 +171,11 @@ impl App {
     /// A project is loaded and no load or scan is running.
     pub fn is_idle(&self) -> bool {
         self.view.is_some() && self.loading.is_none() && self.scan.is_none()
+    }
+
+    /// Thumbnails asked for and not yet decoded.
+    pub fn thumbnails_loading(&self) -> bool {
+        self.thumbs.waiting()
     }
 
     pub fn is_scanning(&self) -> bool {
@@ -276,8 +285,37 @@ impl App {
                 self.refilter();
             }
             Command::FilterFlag(code) => {
+                if code != self.shown.filter.flag {
+                    // Edited thresholds belong to the flag they were made on.
+                    self.drafts.settings = None;
+                }
                 self.shown.filter.flag = code;
                 self.refilter();
+            }
+            Command::DraftSetting { key, value } => {
+                let setting = crate::analysis::rules::SETTINGS
+                    .iter()
+                    .find(|s| s.key == key);
+                if let (Some(view), Some(setting)) = (&self.view, setting) {
+                    let draft = self
+                        .drafts
+                        .settings
+                        .get_or_insert_with(|| view.config.clone());
+                    setting.set(draft, value);
+                }
+            }
+            Command::ResetSettings => self.drafts.settings = None,
+            Command::SaveSettings => {
+                if let (Some(view), Some(draft), None) =
+                    (&self.view, &self.drafts.settings, &self.loading)
+                {
+                    let changes = crate::analysis::rules::SETTINGS
+                        .iter()
+                        .map(|s| (s, s.value(draft)))
+                        .filter(|(s, v)| *v != s.value(&view.config))
+                        .collect();
+                    self.loading = Some(spawn_save_settings(view.project.clone(), changes));
+                }
             }
             Command::Select(i) => {
                 self.selection.selected = i;
@@ -552,6 +590,10 @@ impl App {
                 {
                     self.edits = Some(EditWriter::start(view.project.clone()));
                     self.player = None;
+                }
+                if self.drafts.settings.as_ref() == Some(&view.config) {
+                    // Saved: the edits are the settings now.
+                    self.drafts.settings = None;
                 }
                 self.view = Some(view);
                 self.resort();

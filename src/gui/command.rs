@@ -21,6 +21,16 @@ pub enum Command {
     },
     ClearRange(Measure),
     FilterFlag(Option<String>),
+    /// Edit a threshold of the flag being explained (`quality.dark_below`; `None` turns an
+    /// optional rule off). Not saved: the flag panel previews what it would catch.
+    DraftSetting {
+        key: &'static str,
+        value: Option<f64>,
+    },
+    /// Write the edited thresholds to framecull.toml and recompute the flags with them.
+    SaveSettings,
+    /// Drop the edited thresholds.
+    ResetSettings,
     Select(Option<usize>),
     ShowGallery(bool),
     /// Histogram bar heights on a log scale of counts (a few tall bins no longer flatten the

@@ -10,6 +10,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_cha
 use std::time::Instant;
 
 use super::view::{View, load};
+use crate::analysis::rules::Setting;
 use crate::catalog::Project;
 use crate::scan::pipeline::{Dataset, IngestOptions, Progress, ensure_demo};
 
@@ -132,6 +133,26 @@ pub fn take_finished<T: Send + 'static>(slot: &mut Option<Job<T>>, lost: T) -> O
 pub fn spawn_load(project: PathBuf) -> Job<Result<View, String>> {
     Job::run("framecull-load", move || {
         load(&project).map_err(|e| format!("{e:#}"))
+    })
+}
+
+/// Write the changed thresholds to the project's framecull.toml, recompute its flags with
+/// them (no rescan), and load the view again.
+pub fn spawn_save_settings(
+    project: PathBuf,
+    changes: Vec<(&'static Setting, Option<f64>)>,
+) -> Job<Result<View, String>> {
+    Job::run("framecull-settings", move || {
+        let save = || -> anyhow::Result<View> {
+            let settings = Project::at(&project);
+            for (setting, value) in &changes {
+                settings.save_setting(setting.key, *value, setting.integer)?;
+            }
+            let mut catalog = crate::catalog::Catalog::open(&project)?;
+            crate::scan::derive::recompute_for_project(&mut catalog)?;
+            load(&project)
+        };
+        save().map_err(|e| format!("{e:#}"))
     })
 }
 

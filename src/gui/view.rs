@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use crate::analysis::dups::{BestBy, DEFAULT_BEST_ORDER};
 use crate::analysis::filter::Rows;
 pub use crate::analysis::filter::{Filter, MeasureColumns};
+use crate::analysis::flags::Config;
 use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram};
+use crate::analysis::rules::{self, Setting};
 use crate::catalog::{Catalog, Project, items_frame};
 use crate::model::{Decision, ItemId, ItemStatus, Measure, MediaKind, Severity};
 use crate::scan::curate::{DupGroup, dup_groups};
@@ -28,6 +30,8 @@ pub struct ViewRow {
     pub error: Option<String>,
     pub codec: String,
     pub resolution: String,
+    /// Bits per second, as the container or stream declares it.
+    pub bit_rate: Option<i64>,
     pub measures: BTreeMap<Measure, f64>,
     /// (code, severity, reason)
     pub flags: Vec<(String, Severity, String)>,
@@ -46,6 +50,8 @@ pub struct View {
     pub root: PathBuf,
     pub rows: Vec<ViewRow>,
     pub histograms: Vec<Histogram>,
+    /// Histograms of the other measures that flag thresholds are compared with.
+    pub rule_histograms: Vec<Histogram>,
     /// (code, worst severity, files)
     pub flag_counts: Vec<(String, Severity, usize)>,
     pub total_bytes: u64,
@@ -62,6 +68,18 @@ pub struct View {
     pub best_order: Vec<BestBy>,
     /// Row of each item id.
     pub row_of: HashMap<ItemId, usize>,
+    /// The project's settings (`framecull.toml`) as loaded, and why they could not be read
+    /// (then `config` holds the defaults).
+    pub config: Config,
+    pub config_error: Option<String>,
+}
+
+/// Files that a flag's thresholds catch: how many, and how many in each bin of the
+/// histogram of each measure they are compared with.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Caught {
+    pub files: usize,
+    pub bins: BTreeMap<Measure, Vec<u64>>,
 }
 
 /// The view's files as the filter sees them.
@@ -92,6 +110,54 @@ impl Rows for ViewRows<'_> {
 }
 
 impl View {
+    /// The histogram of `measure`: a plotted one, or one the flag panel shows.
+    pub fn histogram_of(&self, measure: Measure) -> Option<&Histogram> {
+        self.histograms
+            .iter()
+            .chain(&self.rule_histograms)
+            .find(|h| h.measure == measure)
+    }
+
+    /// The files flag `code` would catch with `config`, judged by its thresholds that are
+    /// compared with a measure of the window; `None` when it has none (its preview needs
+    /// the recompute).
+    pub fn caught(&self, code: &str, config: &Config) -> Option<Caught> {
+        let settings = rules::settings_of(code);
+        if !settings.iter().any(|s| s.measure.is_some()) {
+            return None;
+        }
+        let tests: Vec<(&Setting, f64, &[f64])> = settings
+            .into_iter()
+            .filter_map(|s| {
+                let column = self.columns.get(&s.measure?)?;
+                Some((s, s.value(config)?, column.as_slice()))
+            })
+            .collect();
+        let mut caught = Caught::default();
+        let histogram = |m: Measure| self.histogram_of(m);
+        for (s, _, _) in &tests {
+            if let Some(h) = s.measure.and_then(histogram) {
+                caught.bins.insert(h.measure, vec![0; h.counts.len()]);
+            }
+        }
+        for (row, r) in self.rows.iter().enumerate() {
+            let hit = tests
+                .iter()
+                .any(|(s, t, column)| s.catches(*t, r.kind, column[row]));
+            if !hit {
+                continue;
+            }
+            caught.files += 1;
+            for (m, bins) in &mut caught.bins {
+                let bin = histogram(*m).and_then(|h| h.bin_of(self.columns[m][row]));
+                if let Some(b) = bin {
+                    bins[b] += 1;
+                }
+            }
+        }
+        Some(caught)
+    }
+
     /// Indices of the rows `filter` keeps, ascending.
     pub fn select(&self, filter: &Filter) -> Vec<usize> {
         let rows = ViewRows {
@@ -122,13 +188,27 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     let metrics = catalog.all_metrics()?;
     let flags = catalog.all_flags()?;
     let df = items_frame(&items, &metrics)?;
-    let histograms = HISTOGRAMS
+    let binned = |measures: &mut dyn Iterator<Item = Measure>| -> anyhow::Result<Vec<Histogram>> {
+        let mut out = Vec::new();
+        for m in measures {
+            let h = histogram(&df, m, 24)?;
+            if !h.counts.is_empty() {
+                out.push(h);
+            }
+        }
+        Ok(out)
+    };
+    let histograms = binned(&mut HISTOGRAMS.into_iter())?;
+    // The measures flag thresholds compare that the panel does not plot (width, height,
+    // megapixels): the flag panel shows them.
+    let mut compared: Vec<Measure> = rules::SETTINGS
         .iter()
-        .map(|&m| histogram(&df, m, 24))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .filter(|h| !h.counts.is_empty())
+        .filter_map(|s| s.measure)
+        .filter(|m| !HISTOGRAMS.contains(m))
         .collect();
+    compared.sort();
+    compared.dedup();
+    let rule_histograms = binned(&mut compared.into_iter())?;
     let mut counts: BTreeMap<String, (Severity, usize)> = BTreeMap::new();
     let mut rows = Vec::with_capacity(items.len());
     for item in &items {
@@ -170,6 +250,7 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
                 (Some(w), Some(h)) => format!("{w}x{h}"),
                 _ => String::new(),
             },
+            bit_rate: i.bit_rate,
             measures,
             flags: item_flags,
         });
@@ -183,13 +264,23 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         .count();
     let review = super::edits::review_state(&catalog)?;
     let columns = columns_of(&rows);
-    let best_order = Project::at(project)
-        .config()
-        .map(|c| c.duplicates.keep_best_by)
-        .unwrap_or_else(|_| DEFAULT_BEST_ORDER.to_vec());
+    // A broken framecull.toml does not keep the project from opening: the defaults apply
+    // and the flag panel says why.
+    let (config, config_error) = match Project::at(project).config() {
+        Ok(c) => (c, None),
+        Err(e) => (Config::default(), Some(e.to_string())),
+    };
+    let best_order = if config_error.is_some() {
+        DEFAULT_BEST_ORDER.to_vec()
+    } else {
+        config.duplicates.keep_best_by.clone()
+    };
     let dup_groups = dup_groups(&items, &catalog.all_dups()?, &best_order);
     let row_of = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
     Ok(View {
+        rule_histograms,
+        config,
+        config_error,
         dup_groups,
         best_order,
         row_of,
@@ -333,6 +424,7 @@ mod tests {
             error: None,
             codec: "h264".into(),
             resolution: "640x360".into(),
+            bit_rate: None,
             measures: [(Measure::DurationSecs, duration)].into_iter().collect(),
             flags: flag
                 .map(|f| vec![(f.to_string(), Severity::Warning, "why".to_string())])

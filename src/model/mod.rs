@@ -25,4 +25,4 @@ pub use item::{
 pub use measure::Measure;
 pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
 pub use review::{Clip, ClipOrigin, Decision, Edit, Review};
-pub use units::{Ratio, human_bytes, human_duration, human_number};
+pub use units::{Ratio, human_bit_rate, human_bytes, human_duration, human_number};

@@ -76,6 +76,18 @@ pub fn human_number(v: f64, decimals: usize) -> String {
     }
 }
 
+/// `2.5 Mb/s`, `640 kb/s`: bit rates for people (decimal units, as encoders state them).
+pub fn human_bit_rate(bits_per_sec: i64) -> String {
+    let v = bits_per_sec as f64;
+    if v >= 1e6 {
+        format!("{} Mb/s", human_number(v / 1e6, 1))
+    } else if v >= 1e3 {
+        format!("{} kb/s", human_number(v / 1e3, 0))
+    } else {
+        format!("{bits_per_sec} b/s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +105,12 @@ mod tests {
         assert_eq!(human_number(25.0, 3), "25");
         assert_eq!(human_number(-0.0001, 2), "0");
         assert_eq!(human_number(1.0 / 3.0, 2), "0.33");
+    }
+
+    #[test]
+    fn bit_rates_read_in_decimal_units() {
+        assert_eq!(human_bit_rate(2_500_000), "2.5 Mb/s");
+        assert_eq!(human_bit_rate(640_400), "640 kb/s");
+        assert_eq!(human_bit_rate(900), "900 b/s");
     }
 }

@@ -30,11 +30,20 @@ pub fn dup_groups(
             groups.entry(d.group).or_default().push(item);
         }
     }
-    groups
+    // Members by path, groups by their first member's: the same order on every scan
+    // (item ids follow the order files were recorded in).
+    let mut groups: Vec<(ItemId, Vec<&Item>)> = groups
         .into_iter()
         .filter(|(_, members)| members.len() > 1)
-        .filter_map(|(group, mut members)| {
-            members.sort_by_key(|i| i.id);
+        .map(|(group, mut members)| {
+            members.sort_by(|a, b| a.path.cmp(&b.path));
+            (group, members)
+        })
+        .collect();
+    groups.sort_by(|a, b| a.1[0].path.cmp(&b.1[0].path));
+    groups
+        .into_iter()
+        .filter_map(|(group, members)| {
             let candidates: Vec<Member> = members.iter().map(|i| member(i)).collect();
             Some(DupGroup {
                 group,

@@ -1,6 +1,7 @@
 //! `gui`: the window on a generated catalog of N items: apply a brush filter (file size, about
 //! half the items) and lay out one frame (table, then gallery; the scatter draws a dot per
-//! item), with egui's layout and tessellation, no GPU.
+//! item), then drag a flag's threshold in the flag panel (its preview counts every item), with
+//! egui's layout and tessellation, no GPU.
 
 use std::time::Instant;
 
@@ -26,7 +27,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         format!(
             "window on {} items (load {:.2} s off the UI thread), the scatter drawing {} \
              dots: brush + one frame, table: median {:.2} ms, p95 {:.2} ms; gallery: median \
-             {:.2} ms, p95 {:.2} ms; {} .. {} files shown; peak RSS {}",
+             {:.2} ms, p95 {:.2} ms; flag panel with a threshold dragged: median {:.2} ms, \
+             p95 {:.2} ms; {} .. {} files shown; peak RSS {}",
             r.items,
             r.load_secs,
             r.scatter_dots,
@@ -34,6 +36,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             r.table_p95_ms,
             r.gallery_median_ms,
             r.gallery_p95_ms,
+            r.flag_panel_median_ms,
+            r.flag_panel_p95_ms,
             r.shown_min,
             r.shown_max,
             r.peak_rss_mb
@@ -53,6 +57,9 @@ struct GuiBench {
     gallery_ms: Vec<f64>,
     gallery_median_ms: f64,
     gallery_p95_ms: f64,
+    flag_panel_ms: Vec<f64>,
+    flag_panel_median_ms: f64,
+    flag_panel_p95_ms: f64,
     shown_min: usize,
     shown_max: usize,
     peak_rss_mb: Option<f64>,
@@ -93,20 +100,16 @@ fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
     let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
     let scatter_dots = app.scatter_dots();
     let mut shown = Vec::new();
-    let mut measure = |app: &mut App, gallery: bool| {
-        app.apply(Command::ShowGallery(gallery));
+    // Each frame: a command (a drag step), then the whole frame laid out and tessellated.
+    let mut measure = |app: &mut App, setup: Vec<Command>, step: &dyn Fn(usize) -> Command| {
+        for c in setup {
+            app.apply(c);
+        }
         let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
         let mut ms = Vec::with_capacity(frames);
         for k in 0..frames {
-            // A drag step on the file size histogram (every item has a size): a new range,
-            // about half the files, every frame.
-            let lo = 10_000.0 + (k % 20) as f64 * 100_000.0;
             let t = Instant::now();
-            app.apply(Command::Brush {
-                measure: framecull::model::Measure::SizeBytes,
-                lo,
-                hi: lo + 2_500_000.0,
-            });
+            app.apply(step(k));
             let out = ctx.run_ui(input(), |ui| app.frame_ui(ui));
             let _ = ctx.tessellate(out.shapes, out.pixels_per_point);
             ms.push(t.elapsed().as_secs_f64() * 1e3);
@@ -114,8 +117,31 @@ fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
         }
         ms
     };
-    let table = measure(&mut app, false);
-    let gallery = measure(&mut app, true);
+    // A drag step on the file size histogram (every item has a size): a new range, about
+    // half the files, every frame.
+    let brush = |k: usize| {
+        let lo = 10_000.0 + (k % 20) as f64 * 100_000.0;
+        Command::Brush {
+            measure: framecull::model::Measure::SizeBytes,
+            lo,
+            hi: lo + 2_500_000.0,
+        }
+    };
+    let table = measure(&mut app, vec![Command::ShowGallery(false)], &brush);
+    let gallery = measure(&mut app, vec![Command::ShowGallery(true)], &brush);
+    // The flag panel open on a rule, its threshold dragged: each frame previews the files
+    // the edited value would flag, over every item.
+    let flag_panel = measure(
+        &mut app,
+        vec![
+            Command::ShowGallery(false),
+            Command::FilterFlag(Some("fps_below_min".into())),
+        ],
+        &|k| Command::DraftSetting {
+            key: "rules.min_fps",
+            value: Some(10.0 + k as f64),
+        },
+    );
     let p95 = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
@@ -133,6 +159,9 @@ fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
         gallery_median_ms: median(gallery.clone()),
         gallery_p95_ms: p95(&gallery),
         gallery_ms: gallery,
+        flag_panel_median_ms: median(flag_panel.clone()),
+        flag_panel_p95_ms: p95(&flag_panel),
+        flag_panel_ms: flag_panel,
         shown_min: shown.iter().copied().min().unwrap_or(0),
         shown_max: shown.iter().copied().max().unwrap_or(0),
         peak_rss_mb: peak_rss_mb(),

@@ -4,15 +4,21 @@
 
 use eframe::egui::{self, RichText};
 
+use super::gallery::paint_thumb;
 use crate::gui::command::Command;
 use crate::gui::theme;
+use crate::gui::thumbs::Thumbnails;
 use crate::gui::view::View;
-use crate::model::{Decision, Measure};
+use crate::model::{Decision, Measure, human_bit_rate};
+
+/// Size of a member's thumbnail.
+const THUMB: egui::Vec2 = egui::vec2(64.0, 48.0);
 
 pub(super) fn duplicates_ui(
     ctx: &egui::Context,
     view: &View,
     open: &mut bool,
+    thumbs: &mut Thumbnails,
     commands: &mut Vec<Command>,
 ) {
     egui::Window::new("Duplicate groups")
@@ -37,10 +43,12 @@ pub(super) fn duplicates_ui(
             });
             ui.separator();
             egui::ScrollArea::vertical().show(ui, |ui| {
-                for g in &view.dup_groups {
+                for (n, g) in view.dup_groups.iter().enumerate() {
                     ui.horizontal(|ui| {
                         let kind = if g.exact { "exact" } else { "near" };
-                        ui.label(RichText::new(format!("group {} ({kind})", g.group)).strong());
+                        let title = format!("group {} ({kind})", n + 1);
+                        ui.label(RichText::new(title).strong())
+                            .on_hover_text(format!("framecull dups --group {}", g.group));
                         if ui.button("Keep best, reject the rest").clicked() {
                             commands.push(Command::KeepBest(Some(g.group)));
                         }
@@ -60,10 +68,16 @@ pub(super) fn duplicates_ui(
                                 } else {
                                     ui.label("");
                                 }
+                                let (rect, response) =
+                                    ui.allocate_exact_size(THUMB, egui::Sense::hover());
+                                let painter = ui.painter_at(rect);
+                                painter.rect_filled(rect, 3.0, theme::CARD_BG);
+                                paint_thumb(&painter, &response, thumbs, view, row, rect);
                                 ui.label(&row.path);
                                 ui.label(measure(Measure::SizeBytes));
                                 ui.label(&row.resolution);
                                 ui.label(measure(Measure::DurationSecs));
+                                ui.label(row.bit_rate.map_or("-".into(), human_bit_rate));
                                 let decision =
                                     view.review.decisions.get(id).copied().unwrap_or_default();
                                 let color = match decision {

@@ -52,58 +52,14 @@ pub(super) fn gallery_ui(
                                 frames.get(i).map(|f| (f.clone(), t))
                             });
                         if let Some((texture, t)) = &scrub {
-                            let size = texture.size_vec2();
-                            let scale =
-                                (image_rect.width() / size.x).min(image_rect.height() / size.y);
-                            let fitted =
-                                egui::Rect::from_center_size(image_rect.center(), size * scale);
-                            let uv = egui::Rect::from_min_max(
-                                egui::pos2(0.0, 0.0),
-                                egui::pos2(1.0, 1.0),
-                            );
-                            painter.image(texture.id(), fitted, uv, egui::Color32::WHITE);
+                            paint_fitted(&painter, texture, image_rect);
                             let bar = egui::Rect::from_min_size(
                                 egui::pos2(image_rect.left(), image_rect.bottom() - 3.0),
                                 egui::vec2(image_rect.width() * t, 3.0),
                             );
                             painter.rect_filled(bar, 0.0, theme::ACCENT);
                         } else {
-                            match thumbs.get(
-                                &row.key,
-                                &view.root.join(&row.path),
-                                &view.project,
-                                row.orientation,
-                            ) {
-                                Thumb::Ready(texture) => {
-                                    let size = texture.size_vec2();
-                                    let scale = (image_rect.width() / size.x)
-                                        .min(image_rect.height() / size.y);
-                                    let fitted = egui::Rect::from_center_size(
-                                        image_rect.center(),
-                                        size * scale,
-                                    );
-                                    painter.image(
-                                        texture.id(),
-                                        fitted,
-                                        egui::Rect::from_min_max(
-                                            egui::pos2(0.0, 0.0),
-                                            egui::pos2(1.0, 1.0),
-                                        ),
-                                        egui::Color32::WHITE,
-                                    );
-                                }
-                                Thumb::Failed(why) => {
-                                    painter.text(
-                                        image_rect.center(),
-                                        egui::Align2::CENTER_CENTER,
-                                        "cannot decode",
-                                        egui::FontId::proportional(12.0),
-                                        theme::ERROR,
-                                    );
-                                    response.clone().on_hover_text(why.as_str());
-                                }
-                                Thumb::Pending => {}
-                            }
+                            paint_thumb(&painter, &response, thumbs, view, row, image_rect);
                         }
                         if let Some(severity) = row.worst() {
                             let dot = egui::pos2(image_rect.right() - 8.0, image_rect.top() + 8.0);
@@ -133,4 +89,39 @@ pub(super) fn gallery_ui(
             }
         },
     );
+}
+
+/// A file's thumbnail fitted into `rect` (kept to its aspect ratio), "cannot decode" with the
+/// reason on hover when it failed, nothing while it loads.
+pub(super) fn paint_thumb(
+    painter: &egui::Painter,
+    response: &egui::Response,
+    thumbs: &mut Thumbnails,
+    view: &View,
+    row: &crate::gui::view::ViewRow,
+    rect: egui::Rect,
+) {
+    let file = view.root.join(&row.path);
+    match thumbs.get(&row.key, &file, &view.project, row.orientation) {
+        Thumb::Ready(texture) => paint_fitted(painter, texture, rect),
+        Thumb::Failed(why) => {
+            painter.text(
+                rect.center(),
+                egui::Align2::CENTER_CENTER,
+                "cannot decode",
+                egui::FontId::proportional(12.0),
+                theme::ERROR,
+            );
+            response.clone().on_hover_text(why.as_str());
+        }
+        Thumb::Pending => {}
+    }
+}
+
+fn paint_fitted(painter: &egui::Painter, texture: &egui::TextureHandle, rect: egui::Rect) {
+    let size = texture.size_vec2();
+    let scale = (rect.width() / size.x).min(rect.height() / size.y);
+    let fitted = egui::Rect::from_center_size(rect.center(), size * scale);
+    let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
+    painter.image(texture.id(), fitted, uv, egui::Color32::WHITE);
 }

@@ -78,6 +78,8 @@ pub(super) fn help_ui(ctx: &egui::Context, open: &mut bool) {
                     ),
                     ("Ctrl+Z", "undo"),
                     ("Ctrl+Shift+Z, Ctrl+Y", "redo"),
+                    ("Tab, Shift+Tab", "move to the next / previous control"),
+                    ("Enter", "press the control that has the keyboard"),
                     ("F1", "this window"),
                 ] {
                     ui.monospace(k);

@@ -5,6 +5,7 @@ mod duplicates;
 mod gallery;
 mod inspector;
 mod keys;
+mod rule;
 pub(super) mod scatter;
 mod side;
 mod table;
@@ -18,6 +19,7 @@ use duplicates::duplicates_ui;
 use gallery::gallery_ui;
 use inspector::{Fields, inspector_ui};
 use keys::{help_ui, shortcuts};
+use rule::rule_ui;
 use side::{filter_chips_ui, histograms_ui, side_ui};
 use table::table_ui;
 use top_bar::{start_ui, top_bar_ui};
@@ -40,11 +42,13 @@ impl App {
         }
         let mut commands = Vec::new();
         if self.view.is_some() && !ctx.text_edit_focused() {
-            // Shortcuts win over egui's focus moves (arrows) and clicks (Space) on buttons.
+            // Shortcuts win over egui's focus moves (arrows) and clicks (Space) on buttons;
+            // Tab and Enter keep them, so every control is reachable by keyboard.
             let key = ui.input(|i| {
-                i.events
-                    .iter()
-                    .any(|e| matches!(e, egui::Event::Key { pressed: true, .. }))
+                i.events.iter().any(|e| {
+                    matches!(e, egui::Event::Key { pressed: true, key, .. }
+                        if !matches!(key, egui::Key::Tab | egui::Key::Enter | egui::Key::Escape))
+                })
             });
             if key && let Some(id) = ctx.memory(|m| m.focused()) {
                 ctx.memory_mut(|m| m.surrender_focus(id));
@@ -56,7 +60,13 @@ impl App {
         }
         help_ui(&ctx, &mut self.help);
         if let Some(view) = &self.view {
-            duplicates_ui(&ctx, view, &mut self.duplicates, &mut commands);
+            duplicates_ui(
+                &ctx,
+                view,
+                &mut self.duplicates,
+                &mut self.thumbs,
+                &mut commands,
+            );
         }
         egui::Panel::top("top").show(ui, |ui| top_bar_ui(ui, self, &mut commands));
         if let Some(view) = &self.view {
@@ -115,6 +125,10 @@ impl App {
             }
             egui::CentralPanel::default().show(ui, |ui| {
                 filter_chips_ui(ui, &self.shown.filter, &mut commands);
+                if let Some(code) = &self.shown.filter.flag {
+                    let draft = self.drafts.settings.as_ref().unwrap_or(&view.config);
+                    rule_ui(ui, view, code, draft, self.state.log_counts, &mut commands);
+                }
                 let axes = self.state.scatter_axes();
                 let (filtered, generation) = (&self.shown.filtered, self.shown.generation);
                 let ranges = &self.shown.filter.ranges;

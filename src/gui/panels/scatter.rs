@@ -31,7 +31,7 @@ pub struct Scatter {
 /// One axis: the measure's histogram range (robust, log for measures spanning decades). The
 /// histograms' x axes and the scatter's two map values through it.
 pub(super) struct Axis {
-    measure: Measure,
+    pub(super) measure: Measure,
     lo: f64,
     hi: f64,
     log: bool,
@@ -66,6 +66,11 @@ impl Axis {
         } else {
             0.5
         } as f32)
+    }
+
+    /// Whether `v` lies within the plotted range (not on an edge by clamping).
+    pub(super) fn contains(&self, v: f64) -> bool {
+        (self.lo..=self.hi).contains(&v)
     }
 
     pub(super) fn value(&self, t: f32) -> f64 {

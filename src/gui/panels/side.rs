@@ -147,7 +147,10 @@ pub(super) fn histograms_ui(
                 match view.histograms.get(i) {
                     Some(h) => {
                         let subset = subsets.get(i).unwrap_or(&empty);
-                        histogram_ui(ui, h, subset, filter, log_counts, brushing, commands);
+                        let lines = rule_lines(h.measure, &view.config, theme::WARNING);
+                        histogram_ui(
+                            ui, h, subset, &lines, filter, log_counts, brushing, commands,
+                        );
                     }
                     None => {
                         if let Some(last) = last.take() {
@@ -160,10 +163,12 @@ pub(super) fn histograms_ui(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn histogram_ui(
     ui: &mut egui::Ui,
     h: &crate::analysis::histogram::Histogram,
     subset: &[u64],
+    lines: &[Line],
     filter: &Filter,
     log_counts: bool,
     brushing: &mut Option<(Measure, f64)>,
@@ -180,31 +185,17 @@ pub(super) fn histogram_ui(
         }
         ui.label(RichText::new(title).small());
         let (rect, response) = ui.allocate_exact_size(theme::HISTOGRAM_SIZE, Sense::drag());
+        response.widget_info(|| {
+            egui::WidgetInfo::labeled(
+                egui::Role::Canvas,
+                true,
+                format!("{} histogram", h.measure.title()),
+            )
+        });
         let painter = ui.painter_at(rect);
-        painter.rect_filled(rect, 4.0, theme::CARD_BG);
-        let peak_count = h.counts.iter().copied().max().unwrap_or(1).max(1);
-        // Bar height as a share of the tallest: linear, or by log(1 + count).
-        let scale = |count: u64| {
-            if log_counts {
-                (count as f32).ln_1p() / (peak_count as f32).ln_1p()
-            } else {
-                count as f32 / peak_count as f32
-            }
-        };
+        let peak_count = draw_bars(&painter, rect, &h.counts, subset, log_counts);
         let n = h.counts.len().max(1);
         let w = rect.width() / n as f32;
-        for (i, (&all, &sub)) in h.counts.iter().zip(subset).enumerate() {
-            let x = rect.left() + i as f32 * w;
-            let bar = |count: u64| {
-                let height = rect.height() * scale(count);
-                egui::Rect::from_min_max(
-                    egui::pos2(x + 1.0, rect.bottom() - height),
-                    egui::pos2(x + w - 1.0, rect.bottom()),
-                )
-            };
-            painter.rect_filled(bar(all), 1.0, theme::BAR);
-            painter.rect_filled(bar(sub), 1.0, theme::BAR_SELECTED);
-        }
         // Value at a screen x, in the measure's units, and back.
         let Some(axis) = super::scatter::Axis::from_histogram(h) else {
             return;
@@ -216,38 +207,23 @@ pub(super) fn histogram_ui(
             rect.left_top() + egui::vec2(4.0, 2.0),
             egui::Align2::LEFT_TOP,
             if log_counts {
-                format!("{peak_count} files (log)")
+                format!("{} (log)", files(peak_count))
             } else {
-                format!("{peak_count} files")
+                files(peak_count)
             },
             egui::FontId::proportional(10.0),
             theme::AXIS,
         );
-        let (ticks, _) =
-            ui.allocate_exact_size(egui::vec2(theme::HISTOGRAM_SIZE.x, 12.0), Sense::hover());
-        for (t, align) in [
-            (0.0, egui::Align2::LEFT_TOP),
-            (0.5, egui::Align2::CENTER_TOP),
-            (1.0, egui::Align2::RIGHT_TOP),
-        ] {
-            let x = ticks.left() + t * ticks.width();
-            ui.painter().text(
-                egui::pos2(x, ticks.top()),
-                align,
-                h.measure.format(value_at(x)),
-                egui::FontId::proportional(10.0),
-                theme::AXIS,
-            );
-        }
+        ticks_ui(ui, &axis, &[0.0, 0.5, 1.0]);
         // Hover: the bin's range, its files, and how many the filter shows.
         if let Some(p) = response.hover_pos() {
             let i = (((p.x - rect.left()) / w) as usize).min(n - 1);
             if let (Some(a), Some(b)) = (h.edges.get(i), h.edges.get(i + 1)) {
                 let text = format!(
-                    "{} to {}\n{} files, {} shown",
+                    "{} to {}\n{}, {} shown",
                     h.measure.format(*a),
                     h.measure.format(*b),
-                    h.counts.get(i).copied().unwrap_or(0),
+                    files(h.counts.get(i).copied().unwrap_or(0)),
                     subset.get(i).copied().unwrap_or(0)
                 );
                 response.clone().on_hover_text_at_pointer(text);
@@ -256,7 +232,11 @@ pub(super) fn histogram_ui(
         if let Some((_, lo, hi)) = filter.ranges.iter().find(|r| r.0 == h.measure) {
             let r = egui::Rect::from_x_y_ranges(x_of(*lo)..=x_of(*hi), rect.y_range());
             painter.rect_filled(r, 0.0, theme::BRUSH);
+            for x in [r.left(), r.right()] {
+                painter.vline(x, rect.y_range(), egui::Stroke::new(1.0, theme::ACCENT));
+            }
         }
+        draw_lines(&painter, rect, &axis, lines);
         if response.drag_started()
             && let Some(p) = response.interact_pointer_pos()
         {
@@ -278,4 +258,126 @@ pub(super) fn histogram_ui(
             }
         }
     });
+}
+
+/// A value marked on a histogram: a flag rule's threshold.
+pub(super) struct Line {
+    pub value: f64,
+    pub color: egui::Color32,
+    pub label: String,
+}
+
+/// The thresholds of `config` that are compared with `measure`, labelled by their setting.
+pub(super) fn rule_lines(
+    measure: Measure,
+    config: &crate::analysis::flags::Config,
+    color: egui::Color32,
+) -> Vec<Line> {
+    crate::analysis::rules::lines_on(measure, config)
+        .into_iter()
+        .map(|(setting, value)| Line {
+            value,
+            color,
+            label: setting
+                .key
+                .rsplit('.')
+                .next()
+                .unwrap_or(setting.key)
+                .to_string(),
+        })
+        .collect()
+}
+
+/// Bars of `counts` with the `subset` over them, heights as a share of the tallest: linear,
+/// or by log(1 + count). Returns the tallest count.
+pub(super) fn draw_bars(
+    painter: &egui::Painter,
+    rect: egui::Rect,
+    counts: &[u64],
+    subset: &[u64],
+    log_counts: bool,
+) -> u64 {
+    painter.rect_filled(rect, 4.0, theme::CARD_BG);
+    let peak = counts.iter().copied().max().unwrap_or(1).max(1);
+    let scale = |count: u64| {
+        if log_counts {
+            (count as f32).ln_1p() / (peak as f32).ln_1p()
+        } else {
+            count as f32 / peak as f32
+        }
+    };
+    let w = rect.width() / counts.len().max(1) as f32;
+    for (i, &all) in counts.iter().enumerate() {
+        let sub = subset.get(i).copied().unwrap_or(0);
+        let x = rect.left() + i as f32 * w;
+        let bar = |count: u64| {
+            let height = rect.height() * scale(count);
+            egui::Rect::from_min_max(
+                egui::pos2(x + 1.0, rect.bottom() - height),
+                egui::pos2(x + w - 1.0, rect.bottom()),
+            )
+        };
+        painter.rect_filled(bar(all), 1.0, theme::BAR);
+        painter.rect_filled(bar(sub), 1.0, theme::BAR_SELECTED);
+    }
+    peak
+}
+
+/// Each line that falls within the axis' range, labelled at its top (to the right of the
+/// line in the left half, to the left in the right half).
+pub(super) fn draw_lines(
+    painter: &egui::Painter,
+    rect: egui::Rect,
+    axis: &super::scatter::Axis,
+    lines: &[Line],
+) {
+    for (i, line) in lines.iter().enumerate() {
+        let Some(t) = axis.t(line.value).filter(|_| axis.contains(line.value)) else {
+            continue;
+        };
+        let x = rect.left() + t * rect.width();
+        painter.vline(x, rect.y_range(), egui::Stroke::new(1.5, line.color));
+        let (dx, align) = if t < 0.5 {
+            (3.0, egui::Align2::LEFT_TOP)
+        } else {
+            (-3.0, egui::Align2::RIGHT_TOP)
+        };
+        painter.text(
+            egui::pos2(x + dx, rect.top() + 14.0 + 11.0 * i as f32),
+            align,
+            &line.label,
+            egui::FontId::proportional(10.0),
+            line.color,
+        );
+    }
+}
+
+/// Values of `axis` under a histogram at the shares `at` of its width (0 left, 1 right).
+pub(super) fn ticks_ui(ui: &mut egui::Ui, axis: &super::scatter::Axis, at: &[f32]) {
+    let (ticks, _) =
+        ui.allocate_exact_size(egui::vec2(theme::HISTOGRAM_SIZE.x, 12.0), Sense::hover());
+    for &t in at {
+        let align = match t {
+            t if t <= 0.0 => egui::Align2::LEFT_TOP,
+            t if t >= 1.0 => egui::Align2::RIGHT_TOP,
+            _ => egui::Align2::CENTER_TOP,
+        };
+        ui.painter().text(
+            egui::pos2(ticks.left() + t * ticks.width(), ticks.top()),
+            align,
+            axis.measure.format(axis.value(t)),
+            egui::FontId::proportional(10.0),
+            theme::AXIS,
+        );
+    }
+}
+
+/// `1 file`, `12 files`.
+pub(super) fn files(n: impl Into<u64>) -> String {
+    let n = n.into();
+    if n == 1 {
+        "1 file".into()
+    } else {
+        format!("{n} files")
+    }
 }
