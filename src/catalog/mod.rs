@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rayon::slice::ParallelSliceMut;
 use rusqlite::{Connection, OptionalExtension, params};
 
 pub use analysis::{AnalysisResult, AnalysisTodo};
@@ -370,7 +371,7 @@ impl Catalog {
                 codec, profile, pix_fmt, width, height, rotation_deg, sar, fps, fps_base,
                 time_base, start_secs, duration_secs, frame_count, bit_rate, has_audio,
                 exif_orientation
-             FROM items ORDER BY path",
+             FROM items",
         )?;
         let rows = stmt.query_map([], |r| {
             let kind: String = r.get(2)?;
@@ -406,7 +407,12 @@ impl Catalog {
                 },
             })
         })?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        // Read in table order and sorted here: `ORDER BY path` walks the path index and looks
+        // each row up in the table, twice as slow at a million items. Byte order, as SQLite's
+        // BINARY collation.
+        let mut items: Vec<Item> = rows.collect::<std::result::Result<_, _>>()?;
+        items.par_sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        Ok(items)
     }
 }
 

@@ -71,6 +71,8 @@ pub struct App {
     /// The duplicate groups window.
     pub(super) duplicates: bool,
     pub(super) scatter: super::panels::scatter::Scatter,
+    /// What the flag panel's edited thresholds would catch.
+    pub(super) rule_preview: super::panels::rule::Preview,
 }
 
 /// The filter and what it keeps.
@@ -149,6 +151,7 @@ impl App {
             help: false,
             duplicates: false,
             scatter: Default::default(),
+            rule_preview: Default::default(),
         };
         app.shown.filter = app.state.filter.clone();
         let start = dir.or_else(|| app.state.last_project.clone());
@@ -533,10 +536,8 @@ impl App {
             Some(v) => v
                 .histograms
                 .iter()
-                .map(|h| match v.columns.get(&h.measure) {
-                    Some(values) => binned(h, values, &self.shown.filtered),
-                    None => vec![0; h.counts.len()],
-                })
+                .zip(&v.row_bins)
+                .map(|(h, bins)| binned(bins, h.counts.len(), &self.shown.filtered))
                 .collect(),
             None => Vec::new(),
         };

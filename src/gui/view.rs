@@ -50,6 +50,10 @@ pub struct View {
     pub root: PathBuf,
     pub rows: Vec<ViewRow>,
     pub histograms: Vec<Histogram>,
+    /// Each row's worst flag (the scatter colours dots by it).
+    pub worst: Vec<Option<Severity>>,
+    /// Each row's bin in each of `histograms` ([`NO_BIN`]: none).
+    pub row_bins: Vec<Vec<u8>>,
     /// Histograms of the other measures that flag thresholds are compared with.
     pub rule_histograms: Vec<Histogram>,
     /// (code, worst severity, files)
@@ -188,17 +192,18 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     let metrics = catalog.all_metrics()?;
     let flags = catalog.all_flags()?;
     let df = items_frame(&items, &metrics)?;
-    let binned = |measures: &mut dyn Iterator<Item = Measure>| -> anyhow::Result<Vec<Histogram>> {
-        let mut out = Vec::new();
-        for m in measures {
-            let h = histogram(&df, m, 24)?;
-            if !h.counts.is_empty() {
-                out.push(h);
+    let histograms_of =
+        |measures: &mut dyn Iterator<Item = Measure>| -> anyhow::Result<Vec<Histogram>> {
+            let mut out = Vec::new();
+            for m in measures {
+                let h = histogram(&df, m, 24)?;
+                if !h.counts.is_empty() {
+                    out.push(h);
+                }
             }
-        }
-        Ok(out)
-    };
-    let histograms = binned(&mut HISTOGRAMS.into_iter())?;
+            Ok(out)
+        };
+    let histograms = histograms_of(&mut HISTOGRAMS.into_iter())?;
     // The measures flag thresholds compare that the panel does not plot (width, height,
     // megapixels): the flag panel shows them.
     let mut compared: Vec<Measure> = rules::SETTINGS
@@ -208,7 +213,7 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         .collect();
     compared.sort();
     compared.dedup();
-    let rule_histograms = binned(&mut compared.into_iter())?;
+    let rule_histograms = histograms_of(&mut compared.into_iter())?;
     let mut counts: BTreeMap<String, (Severity, usize)> = BTreeMap::new();
     let mut rows = Vec::with_capacity(items.len());
     for item in &items {
@@ -264,6 +269,14 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         .count();
     let review = super::edits::review_state(&catalog)?;
     let columns = columns_of(&rows);
+    let row_bins = histograms
+        .iter()
+        .map(|h: &Histogram| {
+            columns
+                .get(&h.measure)
+                .map_or_else(Vec::new, |values| bins_of(h, values))
+        })
+        .collect();
     // A broken framecull.toml does not keep the project from opening: the defaults apply
     // and the flag panel says why.
     let (config, config_error) = match Project::at(project).config() {
@@ -278,6 +291,8 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     let dup_groups = dup_groups(&items, &catalog.all_dups()?, &best_order);
     let row_of = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
     Ok(View {
+        worst: rows.iter().map(ViewRow::worst).collect(),
+        row_bins,
         rule_histograms,
         config,
         config_error,
@@ -304,12 +319,27 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     })
 }
 
-/// Counts of the rows at `indices` in the bins of `h` (its column given as `values`).
-pub fn binned(h: &Histogram, values: &[f64], indices: &[usize]) -> Vec<u64> {
-    let mut counts = vec![0u64; h.counts.len()];
+/// A row's bin in [`View::row_bins`] when it has none (no value, or beyond the range).
+pub const NO_BIN: u8 = u8::MAX;
+
+/// Each value's bin in `h` ([`NO_BIN`] for none), computed once when the view loads: a filter
+/// change then counts its rows into the bins by lookup, not by binning every value again.
+pub fn bins_of(h: &Histogram, values: &[f64]) -> Vec<u8> {
+    values
+        .iter()
+        .map(|&v| match h.bin_of(v) {
+            Some(b) if b < usize::from(NO_BIN) => b as u8,
+            _ => NO_BIN,
+        })
+        .collect()
+}
+
+/// Counts of the rows at `indices` in `bins` of a histogram of `n` bins.
+pub fn binned(bins: &[u8], n: usize, indices: &[usize]) -> Vec<u64> {
+    let mut counts = vec![0u64; n];
     for &i in indices {
-        if let Some(b) = h.bin_of(values[i]) {
-            counts[b] += 1;
+        if let Some(c) = bins.get(i).and_then(|&b| counts.get_mut(usize::from(b))) {
+            *c += 1;
         }
     }
     counts
@@ -485,8 +515,10 @@ mod tests {
         ];
         let columns = columns_of(&rows);
         let values = &columns[&Measure::DurationSecs];
-        assert_eq!(binned(&h, values, &[0, 1, 2, 3]), vec![1, 2]);
-        assert_eq!(binned(&h, values, &[0]), vec![1, 0]);
+        let bins = bins_of(&h, values);
+        assert_eq!(bins[3], NO_BIN);
+        assert_eq!(binned(&bins, 2, &[0, 1, 2, 3]), vec![1, 2]);
+        assert_eq!(binned(&bins, 2, &[0]), vec![1, 0]);
     }
 
     #[test]

@@ -19,10 +19,14 @@ pub struct Args {
     frames: usize,
     #[arg(long)]
     json: bool,
+    /// Keep the generated catalog in DIR (made there when missing, reused when present), for
+    /// repeated runs and profiling without generating it again.
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let r = bench_gui(args.items, args.frames.max(1))?;
+    let r = bench_gui(args.items, args.frames.max(1), args.dir)?;
     print(&r, args.json, || {
         format!(
             "window on {} items (load {:.2} s off the UI thread), the scatter drawing {} \
@@ -67,12 +71,22 @@ struct GuiBench {
 
 /// Brush, then one whole frame (layout and tessellation) at 1400x860, as the window does on
 /// each drag step.
-fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
+fn bench_gui(
+    items: usize,
+    frames: usize,
+    keep: Option<std::path::PathBuf>,
+) -> anyhow::Result<GuiBench> {
     use eframe::egui;
     use framecull::gui::{App, Command, State};
-    let project = std::env::temp_dir().join(format!("framecull-bench-gui-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&project);
-    drop(generated_catalog(&project, items)?);
+    let project = keep.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("framecull-bench-gui-{}", std::process::id()))
+    });
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&project);
+    }
+    if !framecull::catalog::Project::at(&project).exists() {
+        drop(generated_catalog(&project, items)?);
+    }
     let ctx = egui::Context::default();
     let input = || egui::RawInput {
         screen_rect: Some(egui::Rect::from_min_size(
@@ -148,7 +162,9 @@ fn bench_gui(items: usize, frames: usize) -> anyhow::Result<GuiBench> {
         v[((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1]
     };
     drop(app);
-    let _ = std::fs::remove_dir_all(&project);
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&project);
+    }
     Ok(GuiBench {
         items,
         load_secs,

@@ -5,7 +5,7 @@ mod duplicates;
 mod gallery;
 mod inspector;
 mod keys;
-mod rule;
+pub(super) mod rule;
 pub(super) mod scatter;
 mod side;
 mod table;
@@ -127,7 +127,8 @@ impl App {
                 filter_chips_ui(ui, &self.shown.filter, &mut commands);
                 if let Some(code) = &self.shown.filter.flag {
                     let draft = self.drafts.settings.as_ref().unwrap_or(&view.config);
-                    rule_ui(ui, view, code, draft, self.state.log_counts, &mut commands);
+                    let (preview, log) = (&mut self.rule_preview, self.state.log_counts);
+                    rule_ui(ui, view, code, draft, preview, log, &mut commands);
                 }
                 let axes = self.state.scatter_axes();
                 let (filtered, generation) = (&self.shown.filtered, self.shown.generation);

@@ -9,13 +9,38 @@ use crate::analysis::flags::Config;
 use crate::analysis::rules::{self, Setting};
 use crate::gui::command::Command;
 use crate::gui::theme;
-use crate::gui::view::View;
+use crate::gui::view::{Caught, View};
+
+/// The files a flag's edited thresholds would catch, kept while the flag, the edited settings
+/// and the view are the same (counting them visits every file).
+#[derive(Default)]
+pub struct Preview {
+    made_for: Option<(String, Config, usize, usize)>,
+    caught: Option<Caught>,
+}
+
+impl Preview {
+    fn of(&mut self, view: &View, code: &str, draft: &Config) -> Option<&Caught> {
+        let key = (
+            code.to_string(),
+            draft.clone(),
+            view.rows.as_ptr() as usize,
+            view.rows.len(),
+        );
+        if self.made_for.as_ref() != Some(&key) {
+            self.caught = view.caught(code, draft);
+            self.made_for = Some(key);
+        }
+        self.caught.as_ref()
+    }
+}
 
 pub(super) fn rule_ui(
     ui: &mut egui::Ui,
     view: &View,
     code: &str,
     draft: &Config,
+    preview: &mut Preview,
     log_counts: bool,
     commands: &mut Vec<Command>,
 ) {
@@ -50,13 +75,13 @@ pub(super) fn rule_ui(
                 ));
                 return;
             }
-            let caught = view.caught(code, draft);
+            let caught = preview.of(view, code, draft);
             let changed = settings
                 .iter()
                 .any(|s| s.value(draft) != s.value(&view.config));
             ui.horizontal(|ui| {
                 ui.label(format!("Flags {} now.", files(now as u64)));
-                match &caught {
+                match caught {
                     Some(c) if changed => {
                         let delta = c.files as i64 - now as i64;
                         ui.label(
@@ -76,15 +101,7 @@ pub(super) fn rule_ui(
             });
             ui.horizontal(|ui| {
                 for setting in &settings {
-                    setting_ui(
-                        ui,
-                        view,
-                        setting,
-                        draft,
-                        caught.as_ref(),
-                        log_counts,
-                        commands,
-                    );
+                    setting_ui(ui, view, setting, draft, caught, log_counts, commands);
                 }
             });
             ui.horizontal(|ui| {
@@ -113,7 +130,7 @@ fn setting_ui(
     view: &View,
     setting: &'static Setting,
     draft: &Config,
-    caught: Option<&crate::gui::view::Caught>,
+    caught: Option<&Caught>,
     log_counts: bool,
     commands: &mut Vec<Command>,
 ) {

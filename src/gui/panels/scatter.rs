@@ -25,8 +25,18 @@ pub struct Scatter {
     /// Each row's place on the two axes (0..1; NaN without a value), and what it was
     /// computed for: the axes and the view's rows (their address and length).
     places: Vec<[f32; 2]>,
-    places_for: Option<(Measure, Measure, usize, usize)>,
+    places_for: Option<PlacesFor>,
+    /// Each row's dot in the texture: the offset of its stamp's first pixel ([`NO_DOT`]
+    /// without one), for the places and the texture size it was computed for.
+    pixels: Vec<u32>,
+    pixels_for: Option<(PlacesFor, [usize; 2])>,
 }
+
+/// What the places were computed for: the axes and the view's rows (address, length).
+type PlacesFor = (Measure, Measure, usize, usize);
+
+/// A row without a dot.
+const NO_DOT: u32 = u32::MAX;
 
 /// One axis: the measure's histogram range (robust, log for measures spanning decades). The
 /// histograms' x axes and the scatter's two map values through it.
@@ -179,12 +189,13 @@ pub(in crate::gui) fn scatter_ui(
                     .collect();
                 scatter.places_for = Some(places_for);
             }
-            let places = &scatter.places;
-            let (image, dots) = draw_dots(view, filtered, size, |row| {
-                let [tx, ty] = places[row];
-                (!tx.is_nan()).then_some((tx, ty))
-            });
-            scatter.dots = dots;
+            let side = dot_side(view.rows.len());
+            if scatter.pixels_for != Some((places_for, size)) {
+                scatter.pixels = dot_pixels(&scatter.places, size, side);
+                scatter.pixels_for = Some((places_for, size));
+                scatter.dots = scatter.pixels.iter().filter(|&&p| p != NO_DOT).count();
+            }
+            let image = draw_dots(view, filtered, size, side, &scatter.pixels);
             let options = egui::TextureOptions::NEAREST;
             match &mut scatter.texture {
                 Some((texture, k)) => {
@@ -322,47 +333,65 @@ pub(in crate::gui) fn scatter_ui(
     });
 }
 
-/// Every row with both values as a dot (larger when there are few): the others grey first,
-/// then the shown ones in their colours, so shown files are never hidden under filtered-out
-/// ones.
+/// Side of a dot in pixels: larger when there are few.
+fn dot_side(rows: usize) -> usize {
+    match rows {
+        0..2_000 => 5,
+        2_000..20_000 => 3,
+        _ => 2,
+    }
+}
+
+/// Each row's dot as the offset of its stamp's top-left pixel in a `w` x `h` image (kept
+/// inside it), [`NO_DOT`] for rows without both values. Computed when the axes or the size
+/// change, so that a filter change only paints.
+fn dot_pixels(places: &[[f32; 2]], [w, h]: [usize; 2], side: usize) -> Vec<u32> {
+    let (room_x, room_y) = (w.saturating_sub(side), h.saturating_sub(side));
+    places
+        .iter()
+        .map(|&[tx, ty]| {
+            if tx.is_nan() || ty.is_nan() {
+                return NO_DOT;
+            }
+            let px = ((tx * room_x as f32).round() as usize).min(room_x);
+            let py = (((1.0 - ty) * room_y as f32).round() as usize).min(room_y);
+            u32::try_from(py * w + px).unwrap_or(NO_DOT)
+        })
+        .collect()
+}
+
+/// Every row with a dot: the others grey first, then the shown ones in their colours, so shown
+/// files are never hidden under filtered-out ones.
 fn draw_dots(
     view: &View,
     filtered: &[usize],
     [w, h]: [usize; 2],
-    at: impl Fn(usize) -> Option<(f32, f32)>,
-) -> (ColorImage, usize) {
+    side: usize,
+    pixels: &[u32],
+) -> ColorImage {
     let mut image = ColorImage::filled([w, h], Color32::TRANSPARENT);
     let mut shown = vec![false; view.rows.len()];
     for &row in filtered {
         shown[row] = true;
     }
-    let side: usize = match view.rows.len() {
-        0..2_000 => 5,
-        2_000..20_000 => 3,
-        _ => 2,
-    };
-    // A round stamp of `side` pixels.
+    // A round stamp of `side` pixels, as offsets from its top-left pixel.
     let centre = (side as f32 - 1.0) / 2.0;
-    let stamp: Vec<(usize, usize)> = (0..side)
+    let stamp: Vec<usize> = (0..side)
         .flat_map(|dy| (0..side).map(move |dx| (dx, dy)))
         .filter(|&(dx, dy)| {
             let (fx, fy) = (dx as f32 - centre, dy as f32 - centre);
             fx * fx + fy * fy <= (centre + 0.5) * (centre + 0.5)
         })
+        .map(|(dx, dy)| dy * w + dx)
         .collect();
-    let mut dots = 0;
     let mut dot = |row: usize, color: Color32| {
-        let Some((tx, ty)) = at(row) else {
+        let p = pixels[row];
+        if p == NO_DOT {
             return;
-        };
-        dots += 1;
-        let px =
-            ((tx * w.saturating_sub(side) as f32).round() as usize).min(w.saturating_sub(side));
-        let py = (((1.0 - ty) * h.saturating_sub(side) as f32).round() as usize)
-            .min(h.saturating_sub(side));
-        for &(dx, dy) in &stamp {
-            if let Some(p) = image.pixels.get_mut((py + dy) * w + px + dx) {
-                *p = color;
+        }
+        for &o in &stamp {
+            if let Some(px) = image.pixels.get_mut(p as usize + o) {
+                *px = color;
             }
         }
     };
@@ -372,7 +401,7 @@ fn draw_dots(
     // Flagged files on top: plain ones, then warnings, then errors.
     let (mut warnings, mut errors) = (Vec::new(), Vec::new());
     for &row in filtered {
-        match view.rows[row].worst() {
+        match view.worst[row] {
             Some(Severity::Error) => errors.push(row),
             Some(Severity::Warning) => warnings.push(row),
             _ => dot(row, theme::BAR_SELECTED),
@@ -384,5 +413,5 @@ fn draw_dots(
             dot(row, color);
         }
     }
-    (image, dots)
+    image
 }
