@@ -2,6 +2,9 @@
 //! standalone server, started per test): a scan of `s3://bucket/prefix` gives the rows a local
 //! scan of the same files gives, an unchanged rescan only lists, a wrong key is one clear
 //! error (exit 2), and a server that stops mid-scan ends it with exit 3 and a rerun finishes.
+//! The loader reads a bucket's manifest with the batches of the local copy, frames of objects
+//! are the local files' frames, a deleted object is skipped as missing, and a store that does
+//! not answer ends a load with exit 3.
 //!
 //! The server is `$FRAMECULL_MOTO_SERVER`, else `moto_server` on PATH (`pip install
 //! 'moto[server]'`); objects are uploaded with boto3 from the same Python. Without it the tests
@@ -402,4 +405,362 @@ fn a_server_stopped_mid_scan_exits_3_and_a_rerun_finishes() {
     let remote = comparable_rows(project.path());
     let local = local_deep_rows(data.path());
     assert_eq!(differences(&local, &remote), Vec::<String>::new());
+}
+
+/// Deletes `s3://bucket/key` with boto3 from the server's own Python.
+const DELETE_PY: &str = r#"
+import sys
+import boto3
+endpoint, bucket, key = sys.argv[1:4]
+s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                  aws_access_key_id="test", aws_secret_access_key="test")
+s3.delete_object(Bucket=bucket, Key=key)
+"#;
+
+impl Server {
+    fn python(&self) -> PathBuf {
+        ["python3", "python"]
+            .iter()
+            .map(|name| self.binary.with_file_name(name))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| PathBuf::from("python3"))
+    }
+
+    fn delete(&self, bucket: &str, key: &str) {
+        let out = Command::new(self.python())
+            .args(["-c", DELETE_PY, &self.endpoint(), bucket, key])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "delete failed: {}",
+            common::stderr(&out)
+        );
+    }
+
+    /// An object store root opened in this process (the settings passed, not the
+    /// environment, which tests running in parallel share).
+    fn root(&self, url: &str) -> framecull::storage::Root {
+        let endpoint = self.endpoint();
+        let remote = framecull::storage::Remote::open_with(
+            url,
+            &[
+                ("AWS_ACCESS_KEY_ID", "test"),
+                ("AWS_SECRET_ACCESS_KEY", "test-secret"),
+                ("AWS_REGION", "us-east-1"),
+                ("AWS_ENDPOINT_URL", &endpoint),
+                ("AWS_ALLOW_HTTP", "true"),
+            ],
+        )
+        .unwrap();
+        framecull::storage::Root::Remote(std::sync::Arc::new(remote))
+    }
+}
+
+fn ffmpeg(args: &[&str]) {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y"])
+        .args(args)
+        .output()
+        .expect("the ffmpeg command line (packaging/deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        common::stderr(&out)
+    );
+}
+
+/// Files made to break seeking: an open-GOP Matroska with B-frames and an MPEG-TS with one
+/// keyframe and a start offset (as in tests/exactness.rs).
+fn hard_to_seek(dir: &Path) -> Vec<&'static str> {
+    std::fs::create_dir_all(dir.join("hard")).unwrap();
+    let cases: [(&str, &[&str]); 2] = [
+        (
+            "hard/open_gop.mkv",
+            &[
+                "-c:v",
+                "libx264",
+                "-pix_fmt",
+                "yuv420p",
+                "-x264-params",
+                "open-gop=1:keyint=24:min-keyint=24:scenecut=0:bframes=3",
+            ],
+        ),
+        (
+            "hard/one_keyframe.ts",
+            &[
+                "-c:v",
+                "libx264",
+                "-g",
+                "1000",
+                "-bf",
+                "2",
+                "-output_ts_offset",
+                "10",
+            ],
+        ),
+    ];
+    for (name, args) in cases {
+        let path = dir.join(name);
+        let mut all = vec![
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=160x96:rate=25",
+            "-frames:v",
+            "90",
+        ];
+        all.extend_from_slice(args);
+        all.push(path.to_str().unwrap());
+        ffmpeg(&all);
+    }
+    cases.iter().map(|(name, _)| *name).collect()
+}
+
+/// Clips in several containers (the hard-to-seek ones included), a rotated clip, and pictures
+/// (one EXIF-rotated).
+fn loader_dataset(dir: &Path) {
+    use framecull::media::synth::{ImageKind, Pattern, VideoSpec};
+    for (i, (name, codec, frames)) in [
+        ("clips/a.mp4", "libx264", 40),
+        ("clips/b.webm", "libvpx-vp9", 20),
+        ("clips/c.avi", "mpeg4", 30),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut spec = VideoSpec::new(codec, 160, 120, 25, frames);
+        spec.pattern = Pattern::MovingBox {
+            speed: 2 + i as u32,
+        };
+        common::video(dir, name, &spec);
+    }
+    let mut rotated = VideoSpec::new("libx264", 192, 108, 30, 30);
+    rotated.rotation_deg = Some(90);
+    common::video(dir, "clips/rotated.mp4", &rotated);
+    hard_to_seek(dir);
+    common::image(dir, "stills/exif6.jpg", ImageKind::Jpeg, 96, 64, Some(6));
+    common::image(dir, "stills/plain.png", ImageKind::Png, 50, 70, None);
+}
+
+fn export(server: &Server, project: &Path) -> PathBuf {
+    let out = framecull(server, "test")
+        .args([
+            "export",
+            "--name",
+            "train",
+            "--format",
+            "jsonl",
+            "--project",
+        ])
+        .arg(project)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "export: {}",
+        common::stderr(&out)
+    );
+    project.join("manifests/train")
+}
+
+/// `load-bench --json` of a manifest (its own root unless `root` is given).
+fn load_bench(server: &Server, manifest: &Path, root: Option<&str>) -> Output {
+    let mut cmd = framecull(server, "test");
+    cmd.arg("load-bench")
+        .arg(manifest)
+        .args(["--device", "cpu", "--workers", "2", "--batches", "0"])
+        .args([
+            "--clip-len",
+            "4",
+            "--stride",
+            "3",
+            "--size",
+            "32x32",
+            "--json",
+        ]);
+    if let Some(root) = root {
+        // Another copy of the files: their fingerprints are not the manifest's.
+        cmd.args(["--root", root, "--no-verify"]);
+    }
+    cmd.output().unwrap()
+}
+
+fn load_report(server: &Server, manifest: &Path, root: Option<&str>) -> Value {
+    load_report_exiting(server, manifest, root, 0)
+}
+
+/// As [`load_report`], for a run that ends with exit status `code` (1: clips were skipped).
+fn load_report_exiting(server: &Server, manifest: &Path, root: Option<&str>, code: i32) -> Value {
+    let out = load_bench(server, manifest, root);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "load-bench: {}",
+        common::stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A manifest's rows by path, without the columns that follow from the fingerprint.
+fn manifest_rows(manifest: &Path) -> BTreeMap<String, Value> {
+    let (_, rows) = framecull::manifest::open_path(manifest).unwrap();
+    rows.into_iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(&r).unwrap();
+            let o = v.as_object_mut().unwrap();
+            for column in ["clip_id", "file_fingerprint", "group_key"] {
+                o.remove(column);
+            }
+            (format!("{} {}", r.path, r.start_secs), v)
+        })
+        .collect()
+}
+
+#[test]
+fn a_manifest_of_a_bucket_loads_with_the_batches_of_the_local_folder() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    loader_dataset(data.path());
+    let mut server = Server::start(&moto, None);
+    server.upload(data.path(), "train", "set", false);
+    let local_dir = data.path().to_str().unwrap();
+
+    let remote_project = tempfile::tempdir().unwrap();
+    let out = scan(
+        &server,
+        "s3://train/set",
+        remote_project.path(),
+        &["--deep"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let local_project = tempfile::tempdir().unwrap();
+    let out = common::run(&[
+        "scan",
+        local_dir,
+        "--deep",
+        "--project",
+        local_project.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let remote_manifest = export(&server, remote_project.path());
+    let local_manifest = export(&server, local_project.path());
+
+    // The manifest records the root URL and paths relative to it; no credential.
+    let (meta, rows) = framecull::manifest::open_path(&remote_manifest).unwrap();
+    assert_eq!(meta.dataset_root, "s3://train/set");
+    assert!(rows.iter().any(|r| r.path == "hard/one_keyframe.ts"));
+    for entry in std::fs::read_dir(&remote_manifest).unwrap() {
+        let text =
+            String::from_utf8_lossy(&std::fs::read(entry.unwrap().path()).unwrap()).into_owned();
+        assert!(!text.contains("test-secret"));
+    }
+    assert_eq!(
+        manifest_rows(&remote_manifest),
+        manifest_rows(&local_manifest)
+    );
+    let frame_tables = std::fs::read_dir(&remote_manifest)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .to_string_lossy()
+                .ends_with(".frames.jsonl")
+        })
+        .count();
+    assert_eq!(
+        frame_tables, 1,
+        "the deep pass's seek references are exported"
+    );
+
+    // The bucket's manifest read from the bucket gives the batches it gives from a local copy,
+    // and the local manifest's batches are the same read from the bucket.
+    let from_bucket = load_report(&server, &remote_manifest, None);
+    let from_folder = load_report(&server, &remote_manifest, Some(local_dir));
+    assert_eq!(from_bucket["checksum"], from_folder["checksum"]);
+    assert_eq!(from_bucket["clips"], rows.len());
+    assert!(from_bucket["frames"].as_u64().unwrap() > 0);
+    for report in [&from_bucket, &from_folder] {
+        assert_eq!(report["skipped_clips"], serde_json::json!({}), "{report}");
+        assert_eq!(report["skipped_windows"], serde_json::json!({}), "{report}");
+    }
+    let local = load_report(&server, &local_manifest, None);
+    let local_from_bucket = load_report(&server, &local_manifest, Some("s3://train/set"));
+    assert_eq!(local["checksum"], local_from_bucket["checksum"]);
+    assert_eq!(local["frames"], from_bucket["frames"]);
+
+    // An object deleted since the export: its clips are skipped as missing, the rest load.
+    server.delete("train", "set/clips/b.webm");
+    let report = load_report_exiting(&server, &remote_manifest, None, 1);
+    assert_eq!(report["skipped_clips"]["missing"], 1, "{report}");
+    assert_eq!(report["clips"], rows.len() - 1);
+    assert!(report["frames"].as_u64().unwrap() > 0);
+    assert!(
+        report["errors"].to_string().contains("clips/b.webm"),
+        "{report}"
+    );
+
+    // A store that does not answer: one clear error, exit 3 (retry later), no panic.
+    server.stop();
+    let out = load_bench(&server, &remote_manifest, None);
+    let stderr = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("cannot reach the object store for s3://train/set"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn frames_read_from_an_object_are_the_local_files_frames() {
+    use framecull::media::reader::{ReadTimes, VideoReader};
+    use framecull::media::source::Source;
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let names = hard_to_seek(data.path());
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "exact", "v", false);
+    let root = server.root("s3://exact/v");
+    let mut rng = framecull::loader::plan::Rng::new(&[11]);
+    for name in names {
+        let path = data.path().join(name);
+        let mut local = VideoReader::open(&path, 1).unwrap();
+        let n = local.frames().len();
+        let mut sequential = vec![None; n];
+        local
+            .read(
+                &(0..n).collect::<Vec<_>>(),
+                None,
+                &mut ReadTimes::default(),
+                &mut |i, p| sequential[i] = Some(p),
+            )
+            .unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let object = Source::in_root(&root, name, size);
+        let mut remote = VideoReader::open_source(&object, 1).unwrap();
+        assert_eq!(remote.frame_pts(), local.frame_pts(), "{name}");
+        // Sampled windows, in a random order: each a seek (or a decode on) in the object.
+        for _ in 0..12 {
+            let start = rng.below(n as u64) as usize;
+            let wanted: Vec<usize> = (start..n).step_by(3).take(4).collect();
+            let mut got = Vec::new();
+            remote
+                .read(&wanted, None, &mut ReadTimes::default(), &mut |i, p| {
+                    got.push((i, p))
+                })
+                .unwrap_or_else(|e| panic!("{name}: frames {wanted:?}: {e}"));
+            assert_eq!(got.len(), wanted.len(), "{name}");
+            for (i, picture) in got {
+                let want = sequential[wanted[i]].as_ref().unwrap();
+                assert!(
+                    picture == *want,
+                    "{name}: frame {} read from the object is not the local file's",
+                    wanted[i]
+                );
+            }
+        }
+    }
 }
