@@ -457,19 +457,6 @@ impl Server {
     }
 }
 
-fn ffmpeg(args: &[&str]) {
-    let out = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y"])
-        .args(args)
-        .output()
-        .expect("the ffmpeg command line (packaging/deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        common::stderr(&out)
-    );
-}
-
 /// Files made to break seeking: an open-GOP Matroska with B-frames and an MPEG-TS with one
 /// keyframe and a start offset (as in tests/exactness.rs).
 fn hard_to_seek(dir: &Path) -> Vec<&'static str> {
@@ -512,7 +499,7 @@ fn hard_to_seek(dir: &Path) -> Vec<&'static str> {
         ];
         all.extend_from_slice(args);
         all.push(path.to_str().unwrap());
-        ffmpeg(&all);
+        common::ffmpeg(&all);
     }
     cases.iter().map(|(name, _)| *name).collect()
 }

@@ -188,3 +188,17 @@ pub fn groups_by_first_path(rows: &mut std::collections::BTreeMap<String, serde_
         }
     }
 }
+
+/// Run the ffmpeg command line (quiet, overwriting); fails the test when it fails.
+pub fn ffmpeg(args: &[&str]) {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y"])
+        .args(args)
+        .output()
+        .expect("the ffmpeg command line (packaging/deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
