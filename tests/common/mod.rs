@@ -1,6 +1,8 @@
 //! Shared helpers for integration tests: synthetic fixtures and running the CLI.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod s3;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
