@@ -228,6 +228,9 @@ struct LoadVs {
 #[derive(Serialize, Debug)]
 struct StorageBench {
     server: String,
+    /// What the server answers at most: ranged GETs of one byte per second, on `jobs` threads
+    /// (each request the scan makes costs at least this).
+    server_gets_per_sec: f64,
     cores: usize,
     jobs: usize,
     probe: Vec<ProbeCost>,
@@ -258,6 +261,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     moto.upload(&clips_dir, "bench", "hd")?;
 
     let corpus = moto.root("s3://bench/corpus")?;
+    let server_gets_per_sec = small_gets_per_sec(&corpus, jobs)?;
     let probe = probe_costs(&corpus)?;
     let scan = vec![
         scan_vs(
@@ -280,6 +284,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let load = load_vs(&moto, &clips_dir, &clips, &args.dir, repeat)?;
     let r = StorageBench {
         server: format!("moto_server on {}", moto.endpoint),
+        server_gets_per_sec,
         cores: std::thread::available_parallelism().map_or(0, usize::from),
         jobs,
         probe,
@@ -287,6 +292,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         load,
     };
     print(&r, args.json, || r.text())
+}
+
+/// One-byte ranged GETs per second that the server answers, on `jobs` threads.
+fn small_gets_per_sec(root: &Root, jobs: usize) -> anyhow::Result<f64> {
+    let remote = root.as_remote().context("a bucket")?;
+    let listed = remote.list()?;
+    let first = listed
+        .iter()
+        .find(|l| l.size_bytes > 0)
+        .context("no object to read")?;
+    let n = 400;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
+    let started = Instant::now();
+    pool.install(|| {
+        (0..n)
+            .into_par_iter()
+            .try_for_each(|_| remote.get_range(&first.rel_path, 0..1).map(drop))
+    })?;
+    Ok(f64::from(n) / started.elapsed().as_secs_f64())
 }
 
 /// Probe every media object of `root` on its own (one at a time, so the store's counters
@@ -511,8 +535,9 @@ fn mib(bytes: f64) -> String {
 impl StorageBench {
     fn text(&self) -> String {
         let mut out = format!(
-            "object storage against {} ({} cores, {} workers)\n",
-            self.server, self.cores, self.jobs
+            "object storage against {} ({} cores, {} workers): the server answers {:.0} \
+             one-byte GETs/s\n",
+            self.server, self.cores, self.jobs, self.server_gets_per_sec
         );
         out.push_str("probe cost per object (median / p95 / max):\n");
         for p in &self.probe {
