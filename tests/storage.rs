@@ -509,8 +509,30 @@ fn a_manifest_of_a_bucket_loads_with_the_batches_of_the_local_folder() {
         "{report}"
     );
 
-    // A store that does not answer: one clear error, exit 3 (retry later), no panic.
+    // A store that stops answering during a run: the epoch ends with the store's error
+    // (skipping would skip every clip), whatever `on_error` says, and no panic.
+    let config = framecull::loader::LoaderConfig {
+        device: framecull::loader::DeviceChoice::Cpu,
+        workers: 1,
+        ..framecull::loader::LoaderConfig::default()
+    };
+    let mut loader =
+        framecull::loader::Loader::from_rows(&rows, &server.root("s3://train/set"), config)
+            .unwrap();
     server.stop();
+    let first = loader.epoch(0).next().unwrap();
+    match first {
+        Err(framecull::loader::LoaderError::Storage(e)) => {
+            assert!(e.is_transient(), "{e}");
+            assert!(e.to_string().contains("s3://train/set/"), "{e}");
+        }
+        other => panic!(
+            "expected the store's error, got {:?}",
+            other.map(|b| b.shape)
+        ),
+    }
+
+    // A store that does not answer when a run starts: one clear error, exit 3 (retry later).
     let out = load_bench(&server, &remote_manifest, None);
     let stderr = common::stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
