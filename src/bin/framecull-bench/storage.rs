@@ -223,6 +223,11 @@ struct LoadVs {
     /// Requests and bytes of one run from the bucket (opening each clip reads its packets
     /// once to index them, then windows read them again).
     bucket_requests: RequestCounts,
+    /// Worker seconds (last run) reading packets (storage included) and decoding them.
+    local_read_secs: f64,
+    local_decode_secs: f64,
+    bucket_read_secs: f64,
+    bucket_decode_secs: f64,
 }
 
 #[derive(Serialize, Debug)]
@@ -515,6 +520,10 @@ fn load_vs(
         share_of_local: bucket_fps / local_fps,
         same_batches: local.checksum == bucket.checksum && bucket.frames == frames,
         bucket_requests,
+        local_read_secs: local.read_secs,
+        local_decode_secs: local.decode_secs,
+        bucket_read_secs: bucket.read_secs,
+        bucket_decode_secs: bucket.decode_secs,
     })
 }
 
@@ -577,7 +586,8 @@ impl StorageBench {
         let l = &self.load;
         out.push_str(&format!(
             "loader, {} 720p clips ({}, {} frames, {} workers): local {:.0} frames/s, bucket \
-             {:.0} frames/s ({:.0}% of local; {} requests, {} read); same batches: {}",
+             {:.0} frames/s ({:.0}% of local; {} requests, {} read); same batches: {}; worker \
+             seconds reading / decoding: local {:.1} / {:.1}, bucket {:.1} / {:.1}",
             l.clips,
             mib(l.clip_bytes as f64),
             l.frames,
@@ -588,6 +598,10 @@ impl StorageBench {
             l.bucket_requests.total(),
             mib(l.bucket_requests.bytes_read as f64),
             l.same_batches,
+            l.local_read_secs,
+            l.local_decode_secs,
+            l.bucket_read_secs,
+            l.bucket_decode_secs,
         ));
         out
     }
