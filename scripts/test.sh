@@ -6,8 +6,9 @@ bash scripts/toolchain.sh
 bash packaging/deps.sh
 # Slurm and munge for the cluster test (python/tests/test_cluster.py starts its own cluster).
 bash scripts/slurm.sh install
-# An S3-compatible server for the object-storage tests (tests/storage.rs): moto's, installed
-# into the Python venv scripts/python.sh uses, and named to the tests by its path.
+# An S3-compatible server for the object-storage tests (tests/storage.rs, one in
+# tests/gui.rs): moto's, installed into the Python venv scripts/python.sh uses, and named to
+# the tests by its path.
 venv="${FRAMECULL_VENV:-target/python-venv}"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"

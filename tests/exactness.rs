@@ -13,6 +13,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::ffmpeg;
 use framecull::loader::plan::Rng;
 use framecull::loader::preprocess::{FrameJob, FrameParams, OutputSpec, Scratch, write_frame};
 use framecull::loader::{
@@ -60,19 +61,6 @@ const fn case(name: &'static str, pts_identity: bool) -> Case {
         rotation_deg: 0,
         pts_identity,
     }
-}
-
-fn ffmpeg(args: &[&str]) {
-    let out = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y"])
-        .args(args)
-        .output()
-        .expect("the ffmpeg command line (packaging/deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// A lavfi test pattern: `frames` frames of `size` at 25 fps.

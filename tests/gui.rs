@@ -435,7 +435,13 @@ fn player_shows_the_stored_boundary_frame_on_the_corpus_variable_frame_rate_file
     };
     let path = media.join("video/dvr_traffic_camera_vfr.mp4");
     let ctx = eframe::egui::Context::default();
-    let mut player = Player::open(&ctx, Path::new("/nonexistent"), path.clone(), 1, 0);
+    let mut player = Player::open(
+        &ctx,
+        Path::new("/nonexistent"),
+        framecull::media::Source::File(path.clone()),
+        1,
+        0,
+    );
     drive(&ctx, &mut player, |p| p.is_settled());
     let timeline = player.timeline.clone().unwrap();
     let n = timeline.len();
@@ -966,4 +972,70 @@ fn snapshots_of_the_plots_the_duplicates_and_a_flag_explained() {
     h.run();
     assert!(h.query_all_by_label_contains("group ").count() >= 2);
     snapshot(&mut h, "duplicate_groups");
+}
+
+/// A project of a dataset in a bucket opens in the window: the table lists its objects and
+/// thumbnails are decoded from the objects. Against moto (skipped without it, as in
+/// tests/storage.rs); the window runs in a child test process given the store's settings in
+/// its environment, which the client reads.
+#[test]
+fn a_project_of_a_bucket_opens_with_thumbnails_read_from_its_objects() {
+    use common::s3::{Server, framecull, moto_server};
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "window", "set", false);
+    let project = tempfile::tempdir().unwrap();
+    let out = framecull(&server, "test")
+        .args(["scan", "s3://window/set", "--project"])
+        .arg(project.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let scan = framecull(&server, "test")
+        .get_envs()
+        .map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned)))
+        .collect::<Vec<_>>();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args([
+            "--exact",
+            "remote_project_in_the_window",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("FRAMECULL_TEST_REMOTE_PROJECT", project.path());
+    for (name, value) in scan {
+        match value {
+            Some(v) => child.env(name, v),
+            None => child.env_remove(name),
+        };
+    }
+    let out = child.output().unwrap();
+    let text = format!("{}{}", common::stdout(&out), common::stderr(&out));
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}
+
+/// The window part of the test above; does nothing unless that test started it.
+#[test]
+fn remote_project_in_the_window() {
+    let Some(project) = std::env::var_os("FRAMECULL_TEST_REMOTE_PROJECT") else {
+        return;
+    };
+    let project = std::path::PathBuf::from(project);
+    let mut h = harness(&project);
+    wait(&mut h, "the project to load", App::is_idle);
+    assert_eq!(h.state().shown(), 8);
+    assert!(h.query_by_label_contains("s3://window/set").is_some());
+    h.state_mut().apply(Command::ShowGallery(true));
+    h.run();
+    wait(&mut h, "the thumbnails", |a| !a.thumbnails_loading());
+    h.run();
+    // A thumbnail is cached in the project once it decoded: the videos and pictures that can
+    // be read (not the empty or garbage files).
+    let cached = std::fs::read_dir(project.join("thumbs"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert!(cached >= 4, "{cached} thumbnails decoded from objects");
 }

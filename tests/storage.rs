@@ -2,6 +2,9 @@
 //! standalone server, started per test): a scan of `s3://bucket/prefix` gives the rows a local
 //! scan of the same files gives, an unchanged rescan only lists, a wrong key is one clear
 //! error (exit 2), and a server that stops mid-scan ends it with exit 3 and a rerun finishes.
+//! The loader reads a bucket's manifest with the batches of the local copy, frames of objects
+//! are the local files' frames, a deleted object is skipped as missing, and a store that does
+//! not answer ends a load with exit 3.
 //!
 //! The server is `$FRAMECULL_MOTO_SERVER`, else `moto_server` on PATH (`pip install
 //! 'moto[server]'`); objects are uploaded with boto3 from the same Python. Without it the tests
@@ -12,142 +15,12 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::s3::{Server, framecull, moto_server};
 use serde_json::Value;
-
-/// Uploads a folder (hidden entries skipped) under a prefix; with `--enforce-auth`, then makes
-/// the server check credentials (moto accepts any until told to).
-const SETUP_PY: &str = r#"
-import json, os, sys, urllib.request
-import boto3
-endpoint, bucket, src, prefix = sys.argv[1:5]
-s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                  aws_access_key_id="test", aws_secret_access_key="test")
-s3.create_bucket(Bucket=bucket)
-for dirpath, dirs, files in os.walk(src):
-    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-    for f in sorted(files):
-        if f.startswith("."):
-            continue
-        path = os.path.join(dirpath, f)
-        rel = os.path.relpath(path, src).replace(os.sep, "/")
-        s3.upload_file(path, bucket, prefix + "/" + rel)
-if "--enforce-auth" in sys.argv:
-    req = urllib.request.Request(endpoint + "/moto-api/reset-auth", data=b"0", method="POST",
-                                 headers={"Content-Type": "text/plain"})
-    urllib.request.urlopen(req).read()
-"#;
-
-/// The moto server binary, or `None` (the test skips) unless FRAMECULL_REQUIRE_S3 is set.
-fn moto_server() -> Option<PathBuf> {
-    let found = std::env::var_os("FRAMECULL_MOTO_SERVER")
-        .map(PathBuf::from)
-        .filter(|p| p.is_file())
-        .or_else(|| {
-            std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|d| d.join("moto_server"))
-                .find(|p| p.is_file())
-        });
-    if found.is_none() {
-        let message = "moto_server not found (pip install 'moto[server]', or set \
-                       FRAMECULL_MOTO_SERVER to its path)";
-        if std::env::var_os("FRAMECULL_REQUIRE_S3").is_some() {
-            panic!("{message} and FRAMECULL_REQUIRE_S3 is set");
-        }
-        eprintln!("SKIPPED: {message}");
-    }
-    found
-}
-
-/// A moto server on 127.0.0.1, killed on drop.
-struct Server {
-    binary: PathBuf,
-    port: u16,
-    child: Child,
-}
-
-impl Server {
-    fn start(binary: &Path, port: Option<u16>) -> Server {
-        let port = port.unwrap_or_else(|| {
-            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.local_addr().unwrap().port()
-        });
-        let child = Command::new(binary)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-        let server = Server {
-            binary: binary.to_path_buf(),
-            port,
-            child,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "moto_server did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        server
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Upload `dir` to `s3://bucket/prefix` with boto3 from the server's own Python.
-    fn upload(&self, dir: &Path, bucket: &str, prefix: &str, enforce_auth: bool) {
-        let python = ["python3", "python"]
-            .iter()
-            .map(|name| self.binary.with_file_name(name))
-            .find(|p| p.is_file())
-            .unwrap_or_else(|| PathBuf::from("python3"));
-        let mut cmd = Command::new(python);
-        cmd.args(["-c", SETUP_PY, &self.endpoint(), bucket])
-            .arg(dir)
-            .arg(prefix);
-        if enforce_auth {
-            cmd.arg("--enforce-auth");
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "upload failed: {}",
-            common::stderr(&out)
-        );
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// framecull with the object store's settings (and no other AWS setting of the caller's).
-fn framecull(server: &Server, key: &str) -> Command {
-    let mut cmd = common::bin();
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("AWS_") {
-            cmd.env_remove(name);
-        }
-    }
-    cmd.env("AWS_ACCESS_KEY_ID", key)
-        .env("AWS_SECRET_ACCESS_KEY", "test-secret")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL", server.endpoint())
-        .env("AWS_ALLOW_HTTP", "true");
-    cmd
-}
 
 fn scan(server: &Server, url: &str, project: &Path, extra: &[&str]) -> Output {
     framecull(server, "test")
@@ -402,4 +275,321 @@ fn a_server_stopped_mid_scan_exits_3_and_a_rerun_finishes() {
     let remote = comparable_rows(project.path());
     let local = local_deep_rows(data.path());
     assert_eq!(differences(&local, &remote), Vec::<String>::new());
+}
+
+/// Files made to break seeking: an open-GOP Matroska with B-frames and an MPEG-TS with one
+/// keyframe and a start offset (as in tests/exactness.rs).
+fn hard_to_seek(dir: &Path) -> Vec<&'static str> {
+    std::fs::create_dir_all(dir.join("hard")).unwrap();
+    let cases: [(&str, &[&str]); 2] = [
+        (
+            "hard/open_gop.mkv",
+            &[
+                "-c:v",
+                "libx264",
+                "-pix_fmt",
+                "yuv420p",
+                "-x264-params",
+                "open-gop=1:keyint=24:min-keyint=24:scenecut=0:bframes=3",
+            ],
+        ),
+        (
+            "hard/one_keyframe.ts",
+            &[
+                "-c:v",
+                "libx264",
+                "-g",
+                "1000",
+                "-bf",
+                "2",
+                "-output_ts_offset",
+                "10",
+            ],
+        ),
+    ];
+    for (name, args) in cases {
+        let path = dir.join(name);
+        let mut all = vec![
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=160x96:rate=25",
+            "-frames:v",
+            "90",
+        ];
+        all.extend_from_slice(args);
+        all.push(path.to_str().unwrap());
+        common::ffmpeg(&all);
+    }
+    cases.iter().map(|(name, _)| *name).collect()
+}
+
+/// Clips in several containers (the hard-to-seek ones included), a rotated clip, and pictures
+/// (one EXIF-rotated).
+fn loader_dataset(dir: &Path) {
+    use framecull::media::synth::{ImageKind, Pattern, VideoSpec};
+    for (i, (name, codec, frames)) in [
+        ("clips/a.mp4", "libx264", 40),
+        ("clips/b.webm", "libvpx-vp9", 20),
+        ("clips/c.avi", "mpeg4", 30),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut spec = VideoSpec::new(codec, 160, 120, 25, frames);
+        spec.pattern = Pattern::MovingBox {
+            speed: 2 + i as u32,
+        };
+        common::video(dir, name, &spec);
+    }
+    let mut rotated = VideoSpec::new("libx264", 192, 108, 30, 30);
+    rotated.rotation_deg = Some(90);
+    common::video(dir, "clips/rotated.mp4", &rotated);
+    hard_to_seek(dir);
+    common::image(dir, "stills/exif6.jpg", ImageKind::Jpeg, 96, 64, Some(6));
+    common::image(dir, "stills/plain.png", ImageKind::Png, 50, 70, None);
+}
+
+fn export(server: &Server, project: &Path) -> PathBuf {
+    let out = framecull(server, "test")
+        .args([
+            "export",
+            "--name",
+            "train",
+            "--format",
+            "jsonl",
+            "--project",
+        ])
+        .arg(project)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "export: {}",
+        common::stderr(&out)
+    );
+    project.join("manifests/train")
+}
+
+/// `load-bench --json` of a manifest (its own root unless `root` is given).
+fn load_bench(server: &Server, manifest: &Path, root: Option<&str>) -> Output {
+    let mut cmd = framecull(server, "test");
+    cmd.arg("load-bench")
+        .arg(manifest)
+        .args(["--device", "cpu", "--workers", "2", "--batches", "0"])
+        .args([
+            "--clip-len",
+            "4",
+            "--stride",
+            "3",
+            "--size",
+            "32x32",
+            "--json",
+        ]);
+    if let Some(root) = root {
+        // Another copy of the files: their fingerprints are not the manifest's.
+        cmd.args(["--root", root, "--no-verify"]);
+    }
+    cmd.output().unwrap()
+}
+
+fn load_report(server: &Server, manifest: &Path, root: Option<&str>) -> Value {
+    load_report_exiting(server, manifest, root, 0)
+}
+
+/// As [`load_report`], for a run that ends with exit status `code` (1: clips were skipped).
+fn load_report_exiting(server: &Server, manifest: &Path, root: Option<&str>, code: i32) -> Value {
+    let out = load_bench(server, manifest, root);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "load-bench: {}",
+        common::stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A manifest's rows by path, without the columns that follow from the fingerprint.
+fn manifest_rows(manifest: &Path) -> BTreeMap<String, Value> {
+    let (_, rows) = framecull::manifest::open_path(manifest).unwrap();
+    rows.into_iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(&r).unwrap();
+            let o = v.as_object_mut().unwrap();
+            for column in ["clip_id", "file_fingerprint", "group_key"] {
+                o.remove(column);
+            }
+            (format!("{} {}", r.path, r.start_secs), v)
+        })
+        .collect()
+}
+
+#[test]
+fn a_manifest_of_a_bucket_loads_with_the_batches_of_the_local_folder() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    loader_dataset(data.path());
+    let mut server = Server::start(&moto, None);
+    server.upload(data.path(), "train", "set", false);
+    let local_dir = data.path().to_str().unwrap();
+
+    let remote_project = tempfile::tempdir().unwrap();
+    let out = scan(
+        &server,
+        "s3://train/set",
+        remote_project.path(),
+        &["--deep"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let local_project = tempfile::tempdir().unwrap();
+    let out = common::run(&[
+        "scan",
+        local_dir,
+        "--deep",
+        "--project",
+        local_project.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let remote_manifest = export(&server, remote_project.path());
+    let local_manifest = export(&server, local_project.path());
+
+    // The manifest records the root URL and paths relative to it; no credential.
+    let (meta, rows) = framecull::manifest::open_path(&remote_manifest).unwrap();
+    assert_eq!(meta.dataset_root, "s3://train/set");
+    assert!(rows.iter().any(|r| r.path == "hard/one_keyframe.ts"));
+    for entry in std::fs::read_dir(&remote_manifest).unwrap() {
+        let text =
+            String::from_utf8_lossy(&std::fs::read(entry.unwrap().path()).unwrap()).into_owned();
+        assert!(!text.contains("test-secret"));
+    }
+    assert_eq!(
+        manifest_rows(&remote_manifest),
+        manifest_rows(&local_manifest)
+    );
+    let frame_tables = std::fs::read_dir(&remote_manifest)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .to_string_lossy()
+                .ends_with(".frames.jsonl")
+        })
+        .count();
+    assert_eq!(
+        frame_tables, 1,
+        "the deep pass's seek references are exported"
+    );
+
+    // The bucket's manifest read from the bucket gives the batches it gives from a local copy,
+    // and the local manifest's batches are the same read from the bucket.
+    let from_bucket = load_report(&server, &remote_manifest, None);
+    let from_folder = load_report(&server, &remote_manifest, Some(local_dir));
+    assert_eq!(from_bucket["checksum"], from_folder["checksum"]);
+    assert_eq!(from_bucket["clips"], rows.len());
+    assert!(from_bucket["frames"].as_u64().unwrap() > 0);
+    for report in [&from_bucket, &from_folder] {
+        assert_eq!(report["skipped_clips"], serde_json::json!({}), "{report}");
+        assert_eq!(report["skipped_windows"], serde_json::json!({}), "{report}");
+    }
+    let local = load_report(&server, &local_manifest, None);
+    let local_from_bucket = load_report(&server, &local_manifest, Some("s3://train/set"));
+    assert_eq!(local["checksum"], local_from_bucket["checksum"]);
+    assert_eq!(local["frames"], from_bucket["frames"]);
+
+    // An object deleted since the export: its clips are skipped as missing, the rest load.
+    server.delete("train", "set/clips/b.webm");
+    let report = load_report_exiting(&server, &remote_manifest, None, 1);
+    assert_eq!(report["skipped_clips"]["missing"], 1, "{report}");
+    assert_eq!(report["clips"], rows.len() - 1);
+    assert!(report["frames"].as_u64().unwrap() > 0);
+    assert!(
+        report["errors"].to_string().contains("clips/b.webm"),
+        "{report}"
+    );
+
+    // A store that stops answering during a run: the epoch ends with the store's error
+    // (skipping would skip every clip), whatever `on_error` says, and no panic.
+    let config = framecull::loader::LoaderConfig {
+        device: framecull::loader::DeviceChoice::Cpu,
+        workers: 1,
+        ..framecull::loader::LoaderConfig::default()
+    };
+    let mut loader =
+        framecull::loader::Loader::from_rows(&rows, &server.root("s3://train/set"), config)
+            .unwrap();
+    server.stop();
+    let first = loader.epoch(0).next().unwrap();
+    match first {
+        Err(framecull::loader::LoaderError::Storage(e)) => {
+            assert!(e.is_transient(), "{e}");
+            assert!(e.to_string().contains("s3://train/set/"), "{e}");
+        }
+        other => panic!(
+            "expected the store's error, got {:?}",
+            other.map(|b| b.shape)
+        ),
+    }
+
+    // A store that does not answer when a run starts: one clear error, exit 3 (retry later).
+    let out = load_bench(&server, &remote_manifest, None);
+    let stderr = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("cannot reach the object store for s3://train/set"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn frames_read_from_an_object_are_the_local_files_frames() {
+    use framecull::media::reader::{ReadTimes, VideoReader};
+    use framecull::media::source::Source;
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let names = hard_to_seek(data.path());
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "exact", "v", false);
+    let root = server.root("s3://exact/v");
+    let mut rng = framecull::loader::plan::Rng::new(&[11]);
+    for name in names {
+        let path = data.path().join(name);
+        let mut local = VideoReader::open(&path, 1).unwrap();
+        let n = local.frames().len();
+        let mut sequential = vec![None; n];
+        local
+            .read(
+                &(0..n).collect::<Vec<_>>(),
+                None,
+                &mut ReadTimes::default(),
+                &mut |i, p| sequential[i] = Some(p),
+            )
+            .unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let object = Source::in_root(&root, name, size);
+        let mut remote = VideoReader::open_source(&object, 1).unwrap();
+        assert_eq!(remote.frame_pts(), local.frame_pts(), "{name}");
+        // Sampled windows, in a random order: each a seek (or a decode on) in the object.
+        for _ in 0..12 {
+            let start = rng.below(n as u64) as usize;
+            let wanted: Vec<usize> = (start..n).step_by(3).take(4).collect();
+            let mut got = Vec::new();
+            remote
+                .read(&wanted, None, &mut ReadTimes::default(), &mut |i, p| {
+                    got.push((i, p))
+                })
+                .unwrap_or_else(|e| panic!("{name}: frames {wanted:?}: {e}"));
+            assert_eq!(got.len(), wanted.len(), "{name}");
+            for (i, picture) in got {
+                let want = sequential[wanted[i]].as_ref().unwrap();
+                assert!(
+                    picture == *want,
+                    "{name}: frame {} read from the object is not the local file's",
+                    wanted[i]
+                );
+            }
+        }
+    }
 }

@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from ._framecull import __version__
 from .catalog import Catalog
-from .errors import CatalogError, ConfigError, Error, FileError, GpuError, ManifestError
+from .errors import (
+    CatalogError,
+    ConfigError,
+    Error,
+    FileError,
+    GpuError,
+    ManifestError,
+    StorageError,
+)
 from .loader import Batch, Loader
 from .manifest import MANIFEST_SCHEMA, manifest_meta, read_manifest
 
@@ -26,6 +34,7 @@ __all__ = [
     "ConfigError",
     "Error",
     "FileError",
+    "StorageError",
     "GpuError",
     "Loader",
     "MANIFEST_SCHEMA",

@@ -29,8 +29,14 @@ class GpuError(Error):
     """No usable GPU (``device="gpu"``), or the GPU failed."""
 
 
+class StorageError(Error):
+    """The object store a manifest's dataset is in cannot be reached, or refuses the
+    credentials (the standard ``AWS_*`` environment variables)."""
+
+
 class CatalogError(Error):
     """No project where one was expected, or its catalog cannot be read."""
 
 
-__all__ = ["Error", "ManifestError", "FileError", "ConfigError", "GpuError", "CatalogError"]
+__all__ = ["Error", "ManifestError", "FileError", "ConfigError", "GpuError", "StorageError",
+           "CatalogError"]

@@ -12,6 +12,7 @@ use framecull::loader::{
 };
 use framecull::manifest::{self, ManifestRow, VersionMeta};
 use framecull::model::SeekReference;
+use framecull::storage::Root;
 use pyo3::prelude::*;
 
 use crate::dlpack::{Frames, HostBuffer};
@@ -51,6 +52,7 @@ fn loader_error(py: Python<'_>, e: LoaderError) -> PyErr {
             error(py, "FileError", reason, Some(path))
         }
         LoaderError::Config(m) => error(py, "ConfigError", m, None),
+        LoaderError::Storage(e) => error(py, "StorageError", e.to_string(), None),
     }
 }
 
@@ -120,7 +122,10 @@ impl NativeLoader {
                 );
                 let references = self.references.clone();
                 let mut loader = py
-                    .detach(move || Loader::from_rows(&rows, &root, config))
+                    .detach(move || {
+                        let root = Root::of_recorded(&root).map_err(LoaderError::from)?;
+                        Loader::from_rows(&rows, &root, config)
+                    })
                     .map_err(|e| loader_error(py, e))?;
                 loader.set_seek_references(references);
                 self.stats = loader.stats().clone();

@@ -17,8 +17,8 @@ use crate::loader::{
 pub struct Args {
     /// A manifest version (`vNNNN.json`, `.parquet` or `.jsonl`) or a manifest folder (latest).
     manifest: PathBuf,
-    /// Dataset root (default: the manifest's).
-    #[arg(long, value_name = "DIR")]
+    /// Dataset root, a folder or a URL (s3://bucket/prefix) (default: the manifest's).
+    #[arg(long, value_name = "DIR|URL")]
     root: Option<PathBuf>,
     #[arg(long, default_value_t = 0)]
     seed: u64,

@@ -10,7 +10,7 @@ use eframe::egui::{self};
 use super::command::Command;
 use super::edits::{EditRequest, EditWriter};
 use super::jobs::{
-    Job, Polled, ScanJob, spawn_load, spawn_save_settings, spawn_scan, take_finished,
+    Job, Polled, ScanJob, spawn_load, spawn_rescan, spawn_save_settings, spawn_scan, take_finished,
 };
 use super::manifests::{ExportDialog, History};
 use super::player::Player;
@@ -269,7 +269,7 @@ impl App {
             }
             Command::Rescan => {
                 if let Some(v) = &self.view {
-                    self.scan = Some(spawn_scan(v.root.clone(), false));
+                    self.scan = Some(spawn_rescan(v.project.clone()));
                 }
             }
             Command::CancelScan => {

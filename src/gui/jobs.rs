@@ -200,8 +200,27 @@ impl ScanState {
 /// Ingest `root` (writing the demo dataset there first when `demo`): scan, analyse, derive
 /// flags. Finishes with the project folder to open and the warnings to show.
 pub fn spawn_scan(root: PathBuf, demo: bool) -> ScanJob {
+    spawn_ingest(move |on_progress| {
+        if demo {
+            ensure_demo(&root, on_progress)?;
+        }
+        Ok(Dataset::open(&root, None::<Project>)?)
+    })
+}
+
+/// Ingest again the dataset a project records (a folder or an object-storage prefix).
+pub fn spawn_rescan(project: PathBuf) -> ScanJob {
+    spawn_ingest(move |_| Ok(Dataset::of_project(Project::at(project))?))
+}
+
+type Opener = dyn FnOnce(&mut dyn FnMut(Progress)) -> anyhow::Result<Dataset> + Send;
+
+fn spawn_ingest(
+    open: impl FnOnce(&mut dyn FnMut(Progress)) -> anyhow::Result<Dataset> + Send + 'static,
+) -> ScanJob {
+    let open: Box<Opener> = Box::new(open);
     let job = Job::spawn("framecull-scan-job", move |r: &Reporter<_, Progress>| {
-        run_scan(&root, demo, r).map_err(|e| format!("{e:#}"))
+        run_scan(open, r).map_err(|e| format!("{e:#}"))
     });
     ScanJob {
         job,
@@ -215,18 +234,14 @@ pub fn spawn_scan(root: PathBuf, demo: bool) -> ScanJob {
 }
 
 fn run_scan(
-    root: &std::path::Path,
-    demo: bool,
+    open: Box<Opener>,
     r: &Reporter<Result<(PathBuf, Vec<String>), String>, Progress>,
 ) -> anyhow::Result<(PathBuf, Vec<String>)> {
     let mut on_progress = |p: Progress| {
         let must = !matches!(p, Progress::Files { .. });
         r.report(p, must);
     };
-    if demo {
-        ensure_demo(root, &mut on_progress)?;
-    }
-    let mut dataset = Dataset::open(root, None::<Project>)?;
+    let mut dataset = open(&mut on_progress)?;
     let summary = dataset.ingest(&IngestOptions::full(), r.cancel_flag(), &mut on_progress)?;
     let warnings = summary.scan.map(|s| s.warnings).unwrap_or_default();
     Ok((dataset.project.dir().to_path_buf(), warnings))

@@ -2,7 +2,7 @@
 //! (converted to display size, rotated), a clock that picks the frame to show at the video's
 //! own rate, and the timeline under it (motion curve, cuts, clips, playhead).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::time::Instant;
@@ -11,6 +11,7 @@ use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, Sense, Stroke, Texture
 
 use super::theme;
 use crate::catalog::Catalog;
+use crate::media::Source;
 use crate::media::convert::{self, Filter, FrameJob, FrameParams, OutputSpec, Scratch};
 use crate::media::picture::Frame;
 use crate::media::reader::{Picture, ReadTimes, VideoReader};
@@ -34,7 +35,8 @@ enum Msg {
 /// One open video.
 pub struct Player {
     pub item: ItemId,
-    pub path: PathBuf,
+    /// The file or object played.
+    pub source: Source,
     pub timeline: Option<FrameTimeline>,
     pub curves: Option<Curves>,
     /// The frame the playhead is on (what the next shown frame will be).
@@ -59,13 +61,13 @@ impl Player {
     pub fn open(
         ctx: &egui::Context,
         project: &Path,
-        path: PathBuf,
+        source: Source,
         item: ItemId,
         quarter_turns: u8,
     ) -> Player {
         let (tx, requests) = channel();
         let (reply, rx) = channel();
-        let (ctx2, project, file) = (ctx.clone(), project.to_path_buf(), path.clone());
+        let (ctx2, project, file) = (ctx.clone(), project.to_path_buf(), source.clone());
         let spawned = std::thread::Builder::new()
             .name("framecull-player".into())
             .spawn(move || {
@@ -84,7 +86,7 @@ impl Player {
         }
         Player {
             item,
-            path,
+            source,
             timeline: None,
             curves: None,
             current: 0,
@@ -435,7 +437,7 @@ pub fn clip_frames(clip: &Clip, timeline: &FrameTimeline) -> (usize, usize) {
 }
 
 fn decode_thread(
-    path: &Path,
+    source: &Source,
     project: &Path,
     item: ItemId,
     quarter_turns: u8,
@@ -449,7 +451,7 @@ fn decode_thread(
         ok
     };
     // Two decoder threads: playback of large frames on few cores.
-    let mut reader = match VideoReader::open(path, 2) {
+    let mut reader = match VideoReader::open_source(source, 2) {
         Ok(r) => r,
         Err(e) => {
             send(Msg::Error(format!("cannot play: {e}")));

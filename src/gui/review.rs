@@ -30,7 +30,7 @@ impl App {
                 self.player = Some(Player::open(
                     &self.ctx,
                     &view.project,
-                    view.root.join(&r.path),
+                    view.source(r),
                     r.id,
                     quarter_turns,
                 ));

@@ -27,7 +27,7 @@ pub enum Thumb {
 
 struct Request {
     key: String,
-    file: PathBuf,
+    file: Source,
     cache: PathBuf,
     orientation: u16,
     /// A scrub strip, not the thumbnail.
@@ -84,12 +84,12 @@ impl Thumbnails {
     }
 
     /// The thumbnail of a file, asking for it when it is not there yet.
-    pub fn get(&mut self, key: &str, file: &Path, project: &Path, orientation: u16) -> &Thumb {
+    pub fn get(&mut self, key: &str, file: &Source, project: &Path, orientation: u16) -> &Thumb {
         if !self.requested.contains(key) {
             self.requested.insert(key.to_string());
             let request = Request {
                 key: key.to_string(),
-                file: file.to_path_buf(),
+                file: file.clone(),
                 cache: project
                     .join("thumbs")
                     .join(format!("{key}-{orientation}.rgb")),
@@ -108,7 +108,7 @@ impl Thumbnails {
     pub fn scrub(
         &mut self,
         key: &str,
-        file: &Path,
+        file: &Source,
         project: &Path,
         orientation: u16,
     ) -> &[egui::TextureHandle] {
@@ -116,7 +116,7 @@ impl Thumbnails {
             self.scrub_requested.insert(key.to_string());
             let request = Request {
                 key: key.to_string(),
-                file: file.to_path_buf(),
+                file: file.clone(),
                 cache: project
                     .join("thumbs")
                     .join(format!("{key}-{orientation}-scrub.rgb")),
@@ -174,7 +174,7 @@ impl Thumbnails {
 }
 
 fn load_or_make(
-    file: &Path,
+    file: &Source,
     cache: &Path,
     orientation: u16,
 ) -> Result<(usize, usize, Vec<u8>), String> {
@@ -194,7 +194,7 @@ fn load_or_make(
         ..DecodeOptions::default()
     };
     let mut picture = None;
-    decode_frames(&Source::from(file).open(), &options, 2, &mut |f| {
+    decode_frames(&file.open(), &options, 2, &mut |f| {
         picture = Some((f.width, f.height, f.rgb24()));
         false
     })
@@ -217,7 +217,7 @@ fn load_or_make(
 
 /// [`SCRUB_FRAMES`] frames spread evenly over a video, each upright and fitted within
 /// [`THUMB_SIZE`]; from the disk cache when it is there.
-fn load_or_make_scrub(file: &Path, cache: &Path, orientation: u16) -> Result<Frames, String> {
+fn load_or_make_scrub(file: &Source, cache: &Path, orientation: u16) -> Result<Frames, String> {
     use crate::gui::player::Converter;
     use crate::media::reader::{ReadTimes, VideoReader};
     if let Ok(bytes) = std::fs::read(cache)
@@ -234,7 +234,7 @@ fn load_or_make_scrub(file: &Path, cache: &Path, orientation: u16) -> Result<Fra
         }
     }
     let (quarter_turns, _) = crate::model::orientation_turns(orientation);
-    let mut reader = VideoReader::open(file, 1).map_err(|e| e.to_string())?;
+    let mut reader = VideoReader::open_source(file, 1).map_err(|e| e.to_string())?;
     let count = reader.frames().len();
     if count == 0 {
         return Err("no frames".into());

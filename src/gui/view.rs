@@ -12,8 +12,10 @@ use crate::analysis::flags::Config;
 use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram};
 use crate::analysis::rules::{self, Setting};
 use crate::catalog::{Catalog, Project, items_frame};
+use crate::media::Source;
 use crate::model::{Decision, ItemId, ItemStatus, Measure, MediaKind, Severity};
 use crate::scan::curate::{DupGroup, dup_groups};
+use crate::storage::Root;
 
 /// One file as the table and filters need it.
 #[derive(Debug, Clone)]
@@ -22,6 +24,7 @@ pub struct ViewRow {
     pub path: String,
     /// Thumbnail cache key: the content fingerprint (falls back to the path).
     pub key: String,
+    pub size_bytes: u64,
     /// EXIF-style orientation (1-8) that makes the picture upright: from EXIF for images,
     /// from the rotation metadata for videos.
     pub orientation: u16,
@@ -37,6 +40,13 @@ pub struct ViewRow {
     pub flags: Vec<(String, Severity, String)>,
 }
 
+impl View {
+    /// A row's file (or object) to read.
+    pub fn source(&self, row: &ViewRow) -> Source {
+        Source::in_root(&self.root, &row.path, row.size_bytes)
+    }
+}
+
 impl ViewRow {
     pub fn worst(&self) -> Option<Severity> {
         self.flags.iter().map(|f| f.1).min()
@@ -47,7 +57,8 @@ impl ViewRow {
 #[derive(Debug, Clone)]
 pub struct View {
     pub project: PathBuf,
-    pub root: PathBuf,
+    /// The dataset's folder or object-storage prefix, as the catalog records it.
+    pub root: Root,
     pub rows: Vec<ViewRow>,
     pub histograms: Vec<Histogram>,
     /// Each row's worst flag (the scatter colours dots by it).
@@ -187,7 +198,7 @@ pub fn columns_of(rows: &[ViewRow]) -> MeasureColumns {
 
 pub fn load(project: &Path) -> anyhow::Result<View> {
     let catalog = Catalog::open(project)?;
-    let root = catalog.dataset_root()?.unwrap_or_default();
+    let root = Root::of_recorded(&catalog.dataset_root()?.unwrap_or_default())?;
     let items = catalog.items()?;
     let metrics = catalog.all_metrics()?;
     let flags = catalog.all_flags()?;
@@ -240,6 +251,7 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
             key: item.fingerprint.clone().unwrap_or_else(|| {
                 format!("{:016x}", xxhash_rust::xxh3::xxh3_64(item.path.as_bytes()))
             }),
+            size_bytes: item.size_bytes,
             orientation: match (i.rotation_deg, i.exif_orientation) {
                 (Some(90), _) => 6,
                 (Some(180), _) => 3,
@@ -448,6 +460,7 @@ mod tests {
             id: 0,
             path: path.into(),
             key: path.into(),
+            size_bytes: 0,
             orientation: 1,
             kind: MediaKind::Video,
             status: ItemStatus::Ok,

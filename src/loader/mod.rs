@@ -32,7 +32,9 @@ pub use preprocess::{DType, Filter, Layout, OutputSpec};
 pub use stream::{Delivered, EpochStream, Next, Share};
 
 use crate::manifest::{self, ManifestRow};
+use crate::media::source::Source;
 use crate::model::{MediaKind, Ratio, SeekReference};
+use crate::storage::{Root, StorageError};
 
 /// How each window is cropped before resizing. Drawn once per window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -139,6 +141,9 @@ pub enum LoaderError {
     File { path: PathBuf, reason: String },
     #[error("invalid setting: {0}")]
     Config(String),
+    /// The object store cannot be reached or refuses the key (not one object's fault).
+    #[error("{0}")]
+    Storage(#[from] StorageError),
 }
 
 /// Why a clip or window was left out.
@@ -156,7 +161,9 @@ pub(crate) struct ClipSource {
     pub clip_id: String,
     /// Index of the clip's row in the manifest.
     pub row: usize,
+    /// The file's path or the object's URL: what messages name, and the key of its decoder.
     pub path: PathBuf,
+    pub source: Source,
     pub is_image: bool,
     pub quarter_turns: u8,
     /// Mirror left-right after rotating (EXIF orientations 2, 4, 5, 7).
@@ -329,7 +336,7 @@ impl Loader {
         let (meta, rows) = manifest::open_path(manifest_path)?;
         let references = manifest::read_seek_references(manifest_path, &meta)?;
         let root = root.map_or_else(|| PathBuf::from(&meta.dataset_root), Path::to_path_buf);
-        let mut loader = Loader::from_rows(&rows, &root, config)?;
+        let mut loader = Loader::from_rows(&rows, &Root::of_recorded(&root)?, config)?;
         loader.set_seek_references(references);
         Ok(loader)
     }
@@ -349,10 +356,11 @@ impl Loader {
         self.clips = Arc::new(clips);
     }
 
-    /// A loader over manifest rows whose paths are relative to `root`.
+    /// A loader over manifest rows whose paths are relative to `root` (a folder, or an
+    /// object-storage prefix: see [`Root::of_recorded`]).
     pub fn from_rows(
         rows: &[ManifestRow],
-        root: &Path,
+        root: &Root,
         config: LoaderConfig,
     ) -> Result<Loader, LoaderError> {
         validate(&config)?;
@@ -382,25 +390,28 @@ impl Loader {
             })
             .filter(|(_, r)| matches!(r.kind, MediaKind::Video | MediaKind::Image))
             .unzip();
-        let checked = source::check_files(&rows, root, config.verify_fingerprints);
+        let checked = source::check_files(&rows, root, config.verify_fingerprints)?;
         let mut clips = Vec::new();
         let mut extents = Vec::new();
         let mut fingerprints = Vec::new();
         for ((row, check), index) in rows.iter().zip(checked).zip(row_index) {
-            if let Err((reason, message)) = check {
-                if config.on_error == OnError::Fail {
-                    return Err(LoaderError::File {
-                        path: root.join(&row.path),
-                        reason: message,
-                    });
+            let check = match check {
+                Ok(check) => check,
+                Err((reason, message)) => {
+                    if config.on_error == OnError::Fail {
+                        return Err(LoaderError::File {
+                            path: Source::in_root(root, &row.path, 0).location(),
+                            reason: message,
+                        });
+                    }
+                    *stats.skipped_clips.entry(reason).or_default() += 1;
+                    if stats.errors.len() < 20 {
+                        stats.errors.push(format!("{}: {message}", row.path));
+                    }
+                    continue;
                 }
-                *stats.skipped_clips.entry(reason).or_default() += 1;
-                if stats.errors.len() < 20 {
-                    stats.errors.push(format!("{}: {message}", row.path));
-                }
-                continue;
-            }
-            let (clip, extent) = source::clip_source(row, index, root);
+            };
+            let (clip, extent) = source::clip_source(row, index, check);
             clips.push(clip);
             fingerprints.push(row.file_fingerprint.clone());
             extents.push(extent);

@@ -328,6 +328,11 @@ impl<'a> Epoch<'a> {
                     prepared.push(read.prepared);
                 }
                 Err((reason, message)) => {
+                    // A store that stopped answering (or refuses the key) ends the run with
+                    // its error, whatever `on_error` says: no window of it can be read.
+                    if let Some(failure) = clip.source.storage_failure() {
+                        return Err(LoaderError::Storage(failure));
+                    }
                     let message = format!("{}: {message}", clip.path.display());
                     if self.loader.config.on_error == OnError::Fail {
                         return Err(LoaderError::File {

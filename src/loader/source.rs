@@ -14,68 +14,136 @@ use super::{ClipSource, Crop, LoaderConfig, SkipReason};
 use crate::manifest::ManifestRow;
 use crate::media::decode::DecodeError;
 use crate::media::reader::{Picture, ReadError, ReadTimes, VideoReader};
+use crate::media::source::Source;
 use crate::model::{MediaKind, Ratio};
+use crate::storage::{Root, StorageError};
+
+/// A row's check: the file to read, or why its clips are skipped.
+pub(crate) type Check = Result<Checked, (SkipReason, String)>;
+
+/// What the check of one file found: where to read it, and an image's EXIF orientation.
+#[derive(Debug, Clone)]
+pub(crate) struct Checked {
+    pub source: Source,
+    pub orientation: u16,
+}
 
 /// Check every row's file: present, and (when asked) with the fingerprint the manifest holds.
-/// Each file is read once, however many clips it has. The checks run on a thread pool made
-/// for this call, not rayon's global one: a process forked after opening a loader (Python's
-/// `multiprocessing`) has no global pool threads, and would wait for them forever.
+/// Each file is read once, however many clips it has: a local file's metadata (and sampled
+/// bytes for its fingerprint), an object's HEAD (its size, and its ETag or version for the
+/// fingerprint, as the scan computed it from the listing); an image's first bytes, for its
+/// EXIF orientation. The checks run on a thread pool made for this call, not rayon's global
+/// one: a process forked after opening a loader (Python's `multiprocessing`) has no global
+/// pool threads, and would wait for them forever. An object store that cannot be reached, or
+/// refuses the key, is an error for the whole load, not a skip per file.
 pub(crate) fn check_files<'a>(
     rows: &[&'a ManifestRow],
-    root: &Path,
+    root: &Root,
     verify: bool,
-) -> Vec<Result<(), (SkipReason, String)>> {
-    let mut paths: Vec<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+) -> Result<Vec<Check>, StorageError> {
+    let mut paths: Vec<(&str, bool)> = rows
+        .iter()
+        .map(|r| (r.path.as_str(), r.kind == MediaKind::Image))
+        .collect();
     paths.sort_unstable();
-    paths.dedup();
-    // The file's fingerprint now (or an empty string when not asked for).
-    let check = |rel: &'a str| {
-        let path = root.join(rel);
-        let unreadable =
-            |e: std::io::Error| (SkipReason::Missing, format!("cannot read the file: {e}"));
-        let result = std::fs::metadata(&path)
-            .map_err(unreadable)
-            .and_then(|meta| {
-                if !meta.is_file() {
-                    return Err((SkipReason::Missing, "not a file".to_string()));
-                }
-                if !verify {
-                    return Ok(String::new());
-                }
-                crate::media::fingerprint::fingerprint(&path, meta.len()).map_err(unreadable)
-            });
+    paths.dedup_by(|a, b| a.0 == b.0);
+    // The file to read and its fingerprint now (an empty string when not asked for).
+    let check = |(rel, is_image): (&'a str, bool)| {
+        let result = find(root, rel, verify).map(|(source, now)| {
+            let orientation = if is_image {
+                crate::media::exif_orientation_in(&source.open()).unwrap_or(1)
+            } else {
+                1
+            };
+            (
+                Checked {
+                    source,
+                    orientation,
+                },
+                now,
+            )
+        });
         (rel, result)
     };
-    let threads = std::thread::available_parallelism().map_or(2, usize::from);
-    let found: std::collections::HashMap<&str, Result<String, (SkipReason, String)>> =
+    // Requests to a store wait on the network, not on a core.
+    let threads = match root {
+        Root::Local(_) => std::thread::available_parallelism().map_or(2, usize::from),
+        Root::Remote(_) => 16,
+    };
+    type Found = Result<(Checked, String), (SkipReason, String)>;
+    let found: std::collections::HashMap<&str, Found> =
         match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-            Ok(pool) => pool.install(|| paths.par_iter().map(|&rel| check(rel)).collect()),
-            Err(_) => paths.iter().map(|&rel| check(rel)).collect(),
+            Ok(pool) => pool.install(|| paths.par_iter().map(|&p| check(p)).collect()),
+            Err(_) => paths.iter().map(|&p| check(p)).collect(),
         };
-    rows.iter()
+    if let Some(failure) = root.as_remote().and_then(|r| r.failure()) {
+        return Err(failure);
+    }
+    Ok(rows
+        .iter()
         .map(|row| match &found[row.path.as_str()] {
             Err(e) => Err(e.clone()),
-            Ok(now) if verify && *now != row.file_fingerprint => Err((
+            Ok((_, now)) if verify && *now != row.file_fingerprint => Err((
                 SkipReason::Changed,
                 format!(
                     "the file changed since the manifest was written (fingerprint {now}, manifest {})",
                     row.file_fingerprint
                 ),
             )),
-            Ok(_) => Ok(()),
+            Ok((checked, _)) => Ok(checked.clone()),
         })
-        .collect()
+        .collect())
+}
+
+/// The file at `rel` of `root`, if it is there, and its fingerprint when `verify` asks.
+fn find(root: &Root, rel: &str, verify: bool) -> Result<(Source, String), (SkipReason, String)> {
+    match root {
+        Root::Local(dir) => {
+            let path = dir.join(rel);
+            let unreadable =
+                |e: std::io::Error| (SkipReason::Missing, format!("cannot read the file: {e}"));
+            let meta = std::fs::metadata(&path).map_err(unreadable)?;
+            if !meta.is_file() {
+                return Err((SkipReason::Missing, "not a file".to_string()));
+            }
+            let now = if verify {
+                crate::media::fingerprint::fingerprint(&path, meta.len()).map_err(unreadable)?
+            } else {
+                String::new()
+            };
+            Ok((Source::File(path), now))
+        }
+        Root::Remote(remote) => {
+            let head = remote.head(rel).map_err(|e| {
+                let reason = match e {
+                    StorageError::NotFound { .. } => SkipReason::Missing,
+                    _ => SkipReason::Corrupt,
+                };
+                (reason, e.to_string())
+            })?;
+            let now = if verify {
+                crate::media::fingerprint::of_listing(
+                    head.size_bytes,
+                    head.e_tag.as_deref(),
+                    head.version.as_deref(),
+                )
+                .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            Ok((Source::in_root(root, rel, head.size_bytes), now))
+        }
+    }
 }
 
 pub(crate) fn clip_source(
     row: &ManifestRow,
     row_index: usize,
-    root: &Path,
+    checked: Checked,
 ) -> (ClipSource, ClipExtent) {
-    let path = root.join(&row.path);
     let is_image = row.kind == MediaKind::Image;
     let (quarter_turns, mirror) = if is_image {
-        crate::model::orientation_turns(crate::media::exif_orientation_of(&path).unwrap_or(1))
+        crate::model::orientation_turns(checked.orientation)
     } else {
         let deg = row.rotation_deg.unwrap_or(0).rem_euclid(360);
         (((deg + 45) / 90 % 4) as u8, false)
@@ -91,7 +159,8 @@ pub(crate) fn clip_source(
         ClipSource {
             clip_id: row.clip_id.clone(),
             row: row_index,
-            path,
+            path: checked.source.location(),
+            source: checked.source,
             is_image,
             quarter_turns,
             mirror,
@@ -305,17 +374,17 @@ impl Readers {
         }
     }
 
-    fn get(&mut self, path: &Path) -> Result<&mut VideoReader, WindowError> {
-        if let Some(i) = self.open.iter().position(|(p, _)| p == path) {
+    fn get(&mut self, clip: &ClipSource) -> Result<&mut VideoReader, WindowError> {
+        if let Some(i) = self.open.iter().position(|(p, _)| *p == clip.path) {
             let entry = self.open.remove(i);
             self.open.push(entry);
         } else {
-            let mut reader = VideoReader::open(path, self.threads)?;
+            let mut reader = VideoReader::open_source(&clip.source, self.threads)?;
             reader.set_zero_copy(true);
             if self.open.len() >= self.capacity {
                 self.open.remove(0);
             }
-            self.open.push((path.to_path_buf(), reader));
+            self.open.push((clip.path.clone(), reader));
         }
         let last = self.open.len() - 1;
         Ok(&mut self.open[last].1)
@@ -339,7 +408,7 @@ impl Readers {
         &mut self,
         clip: &ClipSource,
     ) -> Result<(&mut VideoReader, Range<usize>), WindowError> {
-        let reader = self.get(&clip.path)?;
+        let reader = self.get(clip)?;
         if let Some(reference) = &clip.reference
             && !reader.has_reference()
             && !reader.set_reference(reference)
@@ -615,6 +684,7 @@ mod tests {
             clip_id: "0".into(),
             row: 0,
             path: PathBuf::new(),
+            source: Source::File(PathBuf::new()),
             is_image: false,
             quarter_turns: 0,
             mirror: false,

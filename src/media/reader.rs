@@ -18,6 +18,7 @@ use crate::media::frames::{
     FrameIndex, Identity, SeekPoint, content_hash, is_damaged, stream_frame_step,
 };
 use crate::media::picture::Matrix;
+use crate::media::source::{Opened, Source};
 use crate::model::{Ratio, SeekReference};
 use seek::{Attempt, Check, Seen, Start, start_plan};
 
@@ -142,7 +143,9 @@ pub enum ReadError {
 
 /// An open video (or picture) file.
 pub struct VideoReader {
+    /// The file's path or the object's URL, for messages.
     path: std::path::PathBuf,
+    opened: Opened,
     input: ff::format::context::Input,
     decoder: ff::decoder::Video,
     /// Decoder threads.
@@ -182,11 +185,21 @@ enum Outcome {
 }
 
 impl VideoReader {
-    /// Open `path` and index its frames (one pass over the packets, no decoding).
+    /// Open the file at `path` and index its frames (one pass over the packets, no decoding).
     pub fn open(path: &Path, threads: usize) -> Result<VideoReader, DecodeError> {
+        VideoReader::open_source(&Source::from(path), threads)
+    }
+
+    /// Open a file or an object and index its frames. An object is read through ranged
+    /// requests (FFmpeg over [`Opened::input`]); everything after the open is the same for
+    /// both.
+    pub fn open_source(source: &Source, threads: usize) -> Result<VideoReader, DecodeError> {
         ffmpeg_log::init();
         ffmpeg_log::clear_last_error();
-        let mut input = open_input(path)?;
+        // One cache of fetched ranges for every open of this source: reopening at the start
+        // (below, and after a failed seek) finds the header already fetched.
+        let opened = source.open();
+        let mut input = open_input(&opened)?;
         let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
         let stream_index = stream.index();
         let tb = stream.time_base();
@@ -196,9 +209,10 @@ impl VideoReader {
         let decoder = open_decoder(&stream, threads)?;
         let frames = FrameIndex::read(&mut input, stream_index, step);
         // Open again rather than seek back: picture demuxers cannot seek.
-        let input = open_input(path)?;
+        let input = open_input(&opened)?;
         Ok(VideoReader {
-            path: path.to_path_buf(),
+            path: source.location(),
+            opened,
             input,
             decoder,
             threads,
@@ -263,7 +277,7 @@ impl VideoReader {
     /// some codecs (WMV8's X8 intra pictures decode differently after other frames).
     fn restart(&mut self) -> Result<(), DecodeError> {
         self.position = None;
-        self.input = open_input(&self.path)?;
+        self.input = open_input(&self.opened)?;
         let stream = self
             .input
             .stream(self.stream_index)
@@ -647,8 +661,8 @@ fn open_decoder(
 }
 
 /// Open a file for demuxing, with FFmpeg's own reason when it fails.
-fn open_input(path: &Path) -> Result<ff::format::context::Input, DecodeError> {
-    ff::format::input(&path).map_err(|e| {
+fn open_input(opened: &Opened) -> Result<ff::format::context::Input, DecodeError> {
+    opened.input(|| false).map_err(|e| {
         let detail = ffmpeg_log::take_last_error();
         DecodeError::Open(match detail {
             Some(d) => format!("{e} ({d})"),

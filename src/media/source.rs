@@ -37,6 +37,14 @@ impl Source {
         }
     }
 
+    /// The file's path, or the object's URL: what messages name.
+    pub fn location(&self) -> PathBuf {
+        match self {
+            Source::File(path) => path.clone(),
+            Source::Object(object) => PathBuf::from(object.url()),
+        }
+    }
+
     /// Open for one use (a probe, an analysis): every read of the returned value shares one
     /// cache of fetched ranges, so a header read by the sniffer is not fetched again by
     /// FFmpeg.

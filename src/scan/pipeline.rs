@@ -154,11 +154,7 @@ impl Dataset {
             path: project.dir().to_path_buf(),
             source: std::io::Error::other("the project records no dataset folder"),
         })?;
-        let root = if Root::is_url(&recorded) {
-            Root::remote(&recorded.to_string_lossy())?
-        } else {
-            Root::Local(recorded)
-        };
+        let root = Root::of_recorded(&recorded)?;
         Ok(Dataset {
             root,
             project,

@@ -33,6 +33,16 @@ impl Root {
         Ok(Root::Remote(Arc::new(Remote::open(url)?)))
     }
 
+    /// The root a catalog or a manifest records (or a `--root` names): a URL opens its object
+    /// store, anything else is a folder.
+    pub fn of_recorded(recorded: &Path) -> Result<Root, StorageError> {
+        if Root::is_url(recorded) {
+            Root::remote(&recorded.to_string_lossy())
+        } else {
+            Ok(Root::Local(recorded.to_path_buf()))
+        }
+    }
+
     /// The root as the catalog records it: the folder, or the URL (no credential in it).
     pub fn recorded(&self) -> PathBuf {
         match self {

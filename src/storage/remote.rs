@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
     ReqwestConnector,
@@ -275,6 +275,13 @@ impl Remote {
     /// Parse `s3://bucket[/prefix]` and configure the client from the environment (nothing
     /// is requested yet).
     pub fn open(url: &str) -> Result<Remote, StorageError> {
+        Remote::open_with(url, &[])
+    }
+
+    /// As [`Remote::open`], with `settings` (named as the environment variables are:
+    /// `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, ...) taking precedence over the environment:
+    /// for a process that holds its credentials itself (a test, an embedding program).
+    pub fn open_with(url: &str, settings: &[(&str, &str)]) -> Result<Remote, StorageError> {
         let bad = |reason: &str| StorageError::Url {
             url: url.to_string(),
             reason: reason.to_string(),
@@ -300,7 +307,15 @@ impl Remote {
             max_retries: 4,
             retry_timeout: Duration::from_secs(60),
         };
-        let store = AmazonS3Builder::from_env()
+        let mut builder = AmazonS3Builder::from_env();
+        for (name, value) in settings {
+            let key = name
+                .to_ascii_lowercase()
+                .parse::<AmazonS3ConfigKey>()
+                .map_err(|e| bad(&format!("{name}: {e}")))?;
+            builder = builder.with_config(key, *value);
+        }
+        let store = builder
             .with_bucket_name(bucket)
             .with_retry(retry)
             .with_http_connector(CountingConnector(counters.clone()))
@@ -374,6 +389,22 @@ impl Remote {
             .collect();
         listed.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
         Ok(listed)
+    }
+
+    /// An object's size, ETag and version now (one HEAD request): what the loader checks
+    /// before reading a manifest's objects.
+    pub fn head(&self, rel_path: &str) -> Result<Listed, StorageError> {
+        let location = self.location(rel_path);
+        let meta = runtime(&self.url)?
+            .block_on(self.store.head(&location))
+            .map_err(|e| self.failed(StorageError::of(self.url_of(rel_path), &e)))?;
+        Ok(Listed {
+            rel_path: rel_path.to_string(),
+            size_bytes: meta.size,
+            modified_ns: meta.last_modified.timestamp_nanos_opt().unwrap_or(0),
+            e_tag: meta.e_tag,
+            version: meta.version,
+        })
     }
 
     /// Bytes `range` of an object (fewer at its end).

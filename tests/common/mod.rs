@@ -1,6 +1,8 @@
 //! Shared helpers for integration tests: synthetic fixtures and running the CLI.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod s3;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -187,4 +189,18 @@ pub fn groups_by_first_path(rows: &mut std::collections::BTreeMap<String, serde_
             }
         }
     }
+}
+
+/// Run the ffmpeg command line (quiet, overwriting); fails the test when it fails.
+pub fn ffmpeg(args: &[&str]) {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y"])
+        .args(args)
+        .output()
+        .expect("the ffmpeg command line (packaging/deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

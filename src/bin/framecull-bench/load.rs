@@ -172,7 +172,7 @@ print(time.perf_counter() - t)
 
 /// What the load benchmark reads.
 #[derive(Debug, Clone, Copy)]
-enum LoadSource {
+pub enum LoadSource {
     /// This many 720p H.264 clips.
     Hd(usize),
     /// A 4K H.264 clip and a 4K 10-bit HEVC clip.
@@ -187,7 +187,7 @@ fn frame_count(path: &Path) -> Option<usize> {
 }
 
 /// Generate the benchmark's clips in `media` (kept between runs while they hold `frames`).
-fn load_sources(media: &Path, source: LoadSource, frames: u32) -> anyhow::Result<Vec<PathBuf>> {
+pub fn load_sources(media: &Path, source: LoadSource, frames: u32) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(media)?;
     let missing = |path: &Path| frame_count(path) != Some(frames as usize);
     let h264 = |path: &Path, w: u32, h: u32, speed: u32| -> anyhow::Result<()> {
@@ -242,27 +242,16 @@ fn load_sources(media: &Path, source: LoadSource, frames: u32) -> anyhow::Result
     Ok(files)
 }
 
-fn bench_load(
-    dir: &Path,
-    source: LoadSource,
-    frames: u32,
-    workers: Option<usize>,
-    python: &Path,
-    repeat: usize,
-) -> anyhow::Result<LoadBench> {
-    use framecull::loader::{Loader, LoaderConfig, Mode, Sampling, Timing};
+/// Scan `media` into a new `project` and export every clip as the manifest `bench` (Parquet):
+/// its metadata and folder.
+pub fn scan_and_export(
+    media: &Path,
+    project: &Path,
+) -> anyhow::Result<(framecull::manifest::VersionMeta, PathBuf)> {
     use framecull::manifest::{ExportOptions, Format, Include};
-    let sub = match source {
-        LoadSource::Hd(_) => "hd",
-        LoadSource::Uhd => "uhd",
-    };
-    let media = dir.join(sub).join("media");
-    let project = dir.join(sub).join("project");
-    let files = load_sources(&media, source, frames)?;
-    let clips = files.len();
-    let _ = std::fs::remove_dir_all(&project);
-    scan_once(&media, &project, &ScanOptions::default())?;
-    let catalog = Catalog::open(&project)?;
+    let _ = std::fs::remove_dir_all(project);
+    scan_once(media, project, &ScanOptions::default())?;
+    let catalog = Catalog::open(project)?;
     let options = ExportOptions {
         name: "bench".into(),
         formats: vec![Format::Parquet],
@@ -272,14 +261,13 @@ fn bench_load(
         filter: None,
     };
     let meta = framecull::manifest::export(&catalog, &options)?;
-    anyhow::ensure!(
-        meta.counts.rows as usize == clips,
-        "exported {} of {clips} clips",
-        meta.counts.rows
-    );
-    let manifest = framecull::manifest::manifest_dir(&project, "bench");
-    // Every frame once: windows of 16 that tile each clip.
-    let mut config = LoaderConfig {
+    Ok((meta, framecull::manifest::manifest_dir(project, "bench")))
+}
+
+/// Every frame once, on the CPU: windows of 16 that tile each clip, in order.
+pub fn every_frame_once() -> framecull::loader::LoaderConfig {
+    use framecull::loader::{LoaderConfig, Mode, Sampling, Timing};
+    LoaderConfig {
         sampling: Sampling {
             clip_len: Some(16),
             max_frames: 16,
@@ -293,7 +281,33 @@ fn bench_load(
             ..framecull::loader::Batching::default()
         },
         ..LoaderConfig::default()
+    }
+}
+
+fn bench_load(
+    dir: &Path,
+    source: LoadSource,
+    frames: u32,
+    workers: Option<usize>,
+    python: &Path,
+    repeat: usize,
+) -> anyhow::Result<LoadBench> {
+    use framecull::loader::Loader;
+    let sub = match source {
+        LoadSource::Hd(_) => "hd",
+        LoadSource::Uhd => "uhd",
     };
+    let media = dir.join(sub).join("media");
+    let project = dir.join(sub).join("project");
+    let files = load_sources(&media, source, frames)?;
+    let clips = files.len();
+    let (meta, manifest) = scan_and_export(&media, &project)?;
+    anyhow::ensure!(
+        meta.counts.rows as usize == clips,
+        "exported {} of {clips} clips",
+        meta.counts.rows
+    );
+    let mut config = every_frame_once();
     if let Some(w) = workers {
         config.workers = w.max(1);
     }

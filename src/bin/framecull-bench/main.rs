@@ -13,6 +13,7 @@ mod merge;
 #[cfg(feature = "gui")]
 mod player;
 mod scan;
+mod storage;
 mod util;
 
 use std::process::ExitCode;
@@ -60,6 +61,9 @@ enum Which {
     Merge(merge::Args),
     /// Metadata scan of a corpus against a per-file ffprobe loop over the same files.
     Probe(scan::ProbeArgs),
+    /// Object storage against a local moto server: requests and bytes per probed object,
+    /// `scan s3://` against download-then-probe, the loader from a bucket against local files.
+    Storage(storage::Args),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         #[cfg(feature = "gui")]
         Which::Player(args) => player::run(args),
         Which::Probe(args) => scan::run_probe(args),
+        Which::Storage(args) => storage::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -43,7 +43,7 @@ pub(super) fn gallery_ui(
                             .and_then(|pos| {
                                 let frames = thumbs.scrub(
                                     &row.key,
-                                    &view.root.join(&row.path),
+                                    &view.source(row),
                                     &view.project,
                                     row.orientation,
                                 );
@@ -101,7 +101,7 @@ pub(super) fn paint_thumb(
     row: &crate::gui::view::ViewRow,
     rect: egui::Rect,
 ) {
-    let file = view.root.join(&row.path);
+    let file = view.source(row);
     match thumbs.get(&row.key, &file, &view.project, row.orientation) {
         Thumb::Ready(texture) => paint_fitted(painter, texture, rect),
         Thumb::Failed(why) => {

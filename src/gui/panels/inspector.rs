@@ -91,7 +91,7 @@ pub(super) fn inspector_ui(
         ui.label(reason);
     }
     ui.separator();
-    ui.label(RichText::new(view.root.join(&row.path).display().to_string()).small());
+    ui.label(RichText::new(view.source(row).location().display().to_string()).small());
 }
 
 /// The player, its timeline and the clips of the video.

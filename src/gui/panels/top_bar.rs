@@ -12,7 +12,7 @@ pub(super) fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Comman
     ui.horizontal(|ui| {
         ui.label(RichText::new("framecull").strong().color(theme::ACCENT));
         if let Some(v) = &app.view {
-            ui.label(v.root.display().to_string());
+            ui.label(v.root.recorded().display().to_string());
             if app.scan.is_none() && ui.button("Rescan").clicked() {
                 commands.push(Command::Rescan);
             }
