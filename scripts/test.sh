@@ -16,6 +16,6 @@ fi
 "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]>=5,<6"
 FRAMECULL_MOTO_SERVER="$(cd "$venv" && pwd)/bin/moto_server"
 export FRAMECULL_MOTO_SERVER
-cargo test --all-targets
+cargo test --all-targets --features fault-injection
 # The Python package: built into a venv, then its pytest suite.
 bash scripts/python.sh

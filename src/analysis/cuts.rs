@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use super::image::Hsv;
 use crate::model::Cut;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CutOptions {
     pub threshold: f64,
     pub min_scene_len: u64,

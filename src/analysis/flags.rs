@@ -27,6 +27,9 @@ pub struct Limits {
     pub max_image_pixels: u64,
     /// Pixels of one video frame (128 Mpx by default: 16K x 8K).
     pub max_frame_pixels: u64,
+    /// Address space of one analysis worker process, in MiB (4096 by default; 0: no limit).
+    /// A decode that needs more ends that file with `over the ... memory limit`.
+    pub max_memory_mib: u64,
 }
 
 impl Default for Limits {
@@ -34,11 +37,17 @@ impl Default for Limits {
         Limits {
             max_image_pixels: 1 << 28,
             max_frame_pixels: 1 << 27,
+            max_memory_mib: 4096,
         }
     }
 }
 
 impl Limits {
+    /// The worker's address-space cap in bytes, if any.
+    pub fn memory_bytes(&self) -> Option<u64> {
+        (self.max_memory_mib > 0).then(|| self.max_memory_mib.saturating_mul(1 << 20))
+    }
+
     /// Why a picture of this kind and size is over the limit, if it is.
     pub fn over(&self, kind: MediaKind, width: u32, height: u32) -> Option<String> {
         let (limit, key, what) = match kind {

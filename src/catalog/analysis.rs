@@ -12,7 +12,7 @@ use crate::model::{
 };
 
 /// An item whose analysis is missing or stale.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AnalysisTodo {
     pub id: ItemId,
     pub path: String,

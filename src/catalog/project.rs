@@ -157,7 +157,8 @@ impl Project {
              # Edit, then run `framecull flags --recompute` (no rescan needed).\n\
              # [rules] limits are off until set, e.g. min_width = 640, min_duration_secs = 0.5.\n\
              # [limits]: pictures larger than these (pixels) are not decoded but flagged\n\
-             # too_large; raising them takes `framecull analyze`.\n\n{body}"
+             # too_large; raising them takes `framecull analyze`. max_memory_mib caps each\n\
+             # FFmpeg worker process (0: no cap).\n\n{body}"
         );
         std::fs::create_dir_all(&self.dir)?;
         std::fs::write(path, text)

@@ -79,6 +79,9 @@ enum Command {
     /// Crash-safety test support: a burst of journaled edits, each acknowledged on stdout.
     #[command(hide = true)]
     EditBurst(review::BurstArgs),
+    /// A worker process of deep analysis: JSON requests on stdin, answers on stdout.
+    #[command(hide = true)]
+    Worker,
     /// Export a new version of a manifest (Parquet, JSON lines, CSV).
     Export(export::Args),
     /// List manifests and their versions.
@@ -180,6 +183,9 @@ pub fn main() -> ExitCode {
         Command::Undo(args) => review::undo(args, false),
         Command::Redo(args) => review::undo(args, true),
         Command::EditBurst(args) => review::edit_burst(args),
+        Command::Worker => crate::scan::worker::serve()
+            .map(|()| Outcome::Clean)
+            .map_err(Into::into),
         Command::Export(args) => export::run(args),
         Command::Manifests(args) => manifests::list(args),
         Command::Diff(args) => manifests::diff(args),

@@ -7,6 +7,7 @@ mod ffmpeg_log;
 pub mod fingerprint;
 pub mod frames;
 mod image_probe;
+pub mod isolate;
 pub mod picture;
 pub mod reader;
 pub mod sniff;
@@ -138,6 +139,24 @@ pub fn probe_file(path: &Path, budget: Duration) -> Probe {
 /// [`probe_file`] for any source. An object costs one ranged request for the signature and
 /// image headers, and whatever more FFmpeg reads of a video's headers.
 pub fn probe(source: &Opened, budget: Duration) -> Probe {
+    probe_with(source, budget, &mut |deadline| {
+        probe_with_ffmpeg(source, deadline)
+    })
+}
+
+/// FFmpeg's probe of a file's container and streams (videos, and what our signatures and
+/// header readers do not know), stopping at `deadline`.
+pub fn probe_with_ffmpeg(source: &Opened, deadline: Instant) -> Probe {
+    video_probe::probe_video(source, deadline)
+}
+
+/// [`probe`] with FFmpeg's part done by `ffmpeg` (given the deadline), e.g. in a worker
+/// process: signatures and image headers are read here, by safe code.
+pub fn probe_with(
+    source: &Opened,
+    budget: Duration,
+    ffmpeg: &mut dyn FnMut(Instant) -> Probe,
+) -> Probe {
     let ext_kind = match classify_extension(source.name()) {
         ExtensionClass::Image => MediaKind::Image,
         ExtensionClass::Video => MediaKind::Video,
@@ -156,7 +175,7 @@ pub fn probe(source: &Opened, budget: Duration) -> Probe {
             }
             // Our header reader is strict; FFmpeg resynchronises past damaged segments. If it
             // finds a picture, the file is usable.
-            let mut ff = video_probe::probe_video(source, Instant::now() + budget);
+            let mut ff = ffmpeg(Instant::now() + budget);
             if ff.status == ItemStatus::Ok && ff.kind == MediaKind::Image {
                 ff.info.container = Some(format.name().to_string());
                 ff.info.codec = Some(format.name().to_string());
@@ -165,10 +184,10 @@ pub fn probe(source: &Opened, budget: Duration) -> Probe {
             }
             probe
         }
-        Sniffed::Video => video_probe::probe_video(source, Instant::now() + budget),
+        Sniffed::Video => ffmpeg(Instant::now() + budget),
         Sniffed::Unknown => {
             // No signature we know; FFmpeg probes content for many more formats.
-            let mut probe = video_probe::probe_video(source, Instant::now() + budget);
+            let mut probe = ffmpeg(Instant::now() + budget);
             if probe.status != ItemStatus::Ok && probe.kind == MediaKind::Video {
                 probe.kind = ext_kind;
                 if ext_kind == MediaKind::Image && probe.status == ItemStatus::Error {

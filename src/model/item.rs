@@ -110,7 +110,7 @@ pub struct MediaInfo {
 }
 
 /// What probing one file produced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
     pub kind: MediaKind,
     pub status: ItemStatus,

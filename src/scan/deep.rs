@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use xxhash_rust::xxh3::Xxh3;
 
 use super::ScanError;
+use super::worker::WorkerSlot;
 use crate::analysis::cuts::CutOptions;
 use crate::analysis::phash::{dihedral_hashes, phash};
 use crate::analysis::still;
@@ -32,6 +33,9 @@ pub struct AnalyzeOptions {
     pub file_budget: Duration,
     pub cuts: CutOptions,
     pub batch_size: usize,
+    /// Decode in worker processes (`framecull worker`), so that a decoder's crash, endless
+    /// loop or runaway allocation costs one file, not the run. Off: in this process.
+    pub isolate: bool,
 }
 
 impl Default for AnalyzeOptions {
@@ -41,6 +45,7 @@ impl Default for AnalyzeOptions {
             file_budget: Duration::from_secs(300),
             cuts: CutOptions::default(),
             batch_size: 64,
+            isolate: true,
         }
     }
 }
@@ -79,6 +84,11 @@ pub fn analyze(
         .config()
         .map(|c| c.limits)
         .unwrap_or_default();
+    let workers = if options.isolate {
+        super::worker::spec(limits.memory_bytes())
+    } else {
+        None
+    };
     let before = todo.len();
     todo.retain(|t| match (t.width, t.height) {
         (Some(w), Some(h)) => limits.over(t.kind, w, h).is_none(),
@@ -117,6 +127,7 @@ pub fn analyze(
                 pool.scope(|scope| {
                     for _ in 0..options.jobs.max(1) {
                         let (tx, next) = (tx.clone(), &next);
+                        let mut analyst = WorkerSlot::new(workers.clone());
                         scope.spawn(move |_| {
                             loop {
                                 let i = next.fetch_add(1, Ordering::SeqCst);
@@ -127,7 +138,7 @@ pub fn analyze(
                                     break;
                                 }
                                 let item = &todo[item_index];
-                                let result = analyse_guarded(root, item, options);
+                                let result = analyse_guarded(&mut analyst, root, item, options);
                                 // A network or permission failure is not this file's: the
                                 // file is left to do and the analysis stops.
                                 if root.as_remote().is_some_and(|r| r.failure().is_some())
@@ -177,19 +188,32 @@ pub fn analyze(
     })
 }
 
-fn analyse_guarded(root: &Root, item: &AnalysisTodo, options: &AnalyzeOptions) -> AnalysisResult {
-    let (metrics, curves) = catch_unwind(AssertUnwindSafe(|| analyse_file(root, item, options)))
-        .unwrap_or_else(|_| {
-            (
-                Metrics {
-                    undecodable: Some(
-                        "internal error while analysing this file (a bug: please report it)".into(),
-                    ),
-                    ..Metrics::default()
-                },
-                Curves::default(),
-            )
-        });
+/// Analyse one file in this process; a panic becomes the file's reason.
+pub(crate) fn analyse_in_process(
+    root: &Root,
+    item: &AnalysisTodo,
+    options: &AnalyzeOptions,
+) -> (Metrics, Curves) {
+    catch_unwind(AssertUnwindSafe(|| analyse_file(root, item, options))).unwrap_or_else(|_| {
+        (
+            Metrics {
+                undecodable: Some(
+                    "internal error while analysing this file (a bug: please report it)".into(),
+                ),
+                ..Metrics::default()
+            },
+            Curves::default(),
+        )
+    })
+}
+
+fn analyse_guarded(
+    analyst: &mut WorkerSlot,
+    root: &Root,
+    item: &AnalysisTodo,
+    options: &AnalyzeOptions,
+) -> AnalysisResult {
+    let (metrics, curves) = analyst.analyse(root, item, options);
     AnalysisResult {
         id: item.id,
         size_bytes: item.size_bytes,

@@ -8,6 +8,7 @@ pub mod merge;
 pub mod pipeline;
 pub mod shard;
 mod walk;
+pub mod worker;
 
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -40,6 +41,8 @@ pub struct ScanOptions {
     pub batch_size: usize,
     /// Scan only this shard's files (`scan --shard I/N`): the project holds that shard alone.
     pub shard: Option<ShardSpec>,
+    /// FFmpeg's probes in worker processes (see [`worker`]). Off: in this process.
+    pub isolate: bool,
 }
 
 impl Default for ScanOptions {
@@ -49,6 +52,7 @@ impl Default for ScanOptions {
             file_budget: Duration::from_secs(20),
             batch_size: 512,
             shard: None,
+            isolate: true,
         }
     }
 }
@@ -287,6 +291,17 @@ fn probe_and_store(
     let total = files.len() as u64;
     let budget = options.file_budget;
     let flush_every = Duration::from_millis(250);
+    // Worker processes for FFmpeg's probes, taken by whichever thread probes next.
+    let spec = if options.isolate {
+        let limits = crate::catalog::Project::at(catalog.project_dir())
+            .config()
+            .map(|c| c.limits)
+            .unwrap_or_default();
+        worker::spec(limits.memory_bytes())
+    } else {
+        None
+    };
+    let slots = &std::sync::Mutex::new(Vec::<worker::WorkerSlot>::new());
 
     // Set when the object store fails for every file (network, permission): the file that
     // met it is not recorded, and no other file is started.
@@ -300,7 +315,15 @@ fn probe_and_store(
                         if cancel.load(Ordering::SeqCst) || storage_failed.load(Ordering::SeqCst) {
                             return;
                         }
-                        let update = probe_one(f, budget);
+                        let mut slot = slots
+                            .lock()
+                            .ok()
+                            .and_then(|mut s| s.pop())
+                            .unwrap_or_else(|| worker::WorkerSlot::new(spec.clone()));
+                        let update = probe_one(f, budget, &mut slot);
+                        if let Ok(mut s) = slots.lock() {
+                            s.push(slot);
+                        }
                         if f.source.storage_failure().is_some() {
                             storage_failed.store(true, Ordering::SeqCst);
                             return;
@@ -389,16 +412,20 @@ pub(crate) fn store_in_batches<T, E>(
 }
 
 /// Probe one file; a panic inside FFmpeg glue or a header parser becomes an error row.
-fn probe_one(f: &FoundFile, budget: Duration) -> ItemUpdate {
+fn probe_one(f: &FoundFile, budget: Duration, slot: &mut worker::WorkerSlot) -> ItemUpdate {
     let opened = f.source.open();
-    let probe =
-        catch_unwind(AssertUnwindSafe(|| media::probe(&opened, budget))).unwrap_or_else(|_| {
-            Probe::failed(
-                MediaKind::Other,
-                ItemStatus::Error,
-                "internal error while probing this file (a bug: please report it)",
-            )
-        });
+    let probe = catch_unwind(AssertUnwindSafe(|| {
+        media::probe_with(&opened, budget, &mut |deadline| {
+            slot.probe(&opened, deadline)
+        })
+    }))
+    .unwrap_or_else(|_| {
+        Probe::failed(
+            MediaKind::Other,
+            ItemStatus::Error,
+            "internal error while probing this file (a bug: please report it)",
+        )
+    });
     let fingerprint = match &f.source {
         _ if f.fingerprint.is_some() => f.fingerprint.clone(),
         Source::File(path) if f.size_bytes > 0 => {

@@ -55,6 +55,13 @@ struct AnalyzeBench {
     cleanvision_secs: Option<f64>,
     speedup_vs_cleanvision: Option<f64>,
     jobs: usize,
+    /// Whether the timed runs used worker processes (a `framecull` binary beside this one).
+    isolated: bool,
+    /// The same runs with FFmpeg in this process, and the workers' cost over them.
+    in_process_video_secs: f64,
+    in_process_image_secs: f64,
+    isolation_cost_videos: f64,
+    isolation_cost_images: f64,
 }
 
 impl AnalyzeBench {
@@ -67,7 +74,8 @@ impl AnalyzeBench {
              ffmpeg -f null over the same files: {:.2} s -> framecull reaches {:.0}% of its throughput\n  \
              PySceneDetect ContentDetector (OpenCV): {} -> framecull {} faster\n  \
              cuts (matched, framecull only, PySceneDetect only): {:?}, F1 {}\n\
-             image analysis of {} images: {:.2} s; cleanvision: {} -> framecull {} faster",
+             image analysis of {} images: {:.2} s; cleanvision: {} -> framecull {} faster\n\
+             worker processes ({}): videos {:+.1}% over {:.2} s in process, images {:+.1}% over {:.2} s",
             self.videos,
             self.decoded_frames,
             self.jobs,
@@ -83,6 +91,15 @@ impl AnalyzeBench {
             self.framecull_image_secs,
             opt(self.cleanvision_secs, " s"),
             opt(self.speedup_vs_cleanvision, "x"),
+            if self.isolated {
+                "on"
+            } else {
+                "none found: both in process"
+            },
+            self.isolation_cost_videos * 100.0,
+            self.in_process_video_secs,
+            self.isolation_cost_images * 100.0,
+            self.in_process_image_secs,
         )
     }
 }
@@ -213,13 +230,21 @@ fn bench_analyze(
     repeat: usize,
 ) -> anyhow::Result<AnalyzeBench> {
     let options = framecull::scan::deep::AnalyzeOptions::default();
+    // The same analysis with FFmpeg in this process: what the worker processes cost.
+    let in_process = framecull::scan::deep::AnalyzeOptions {
+        isolate: false,
+        ..options.clone()
+    };
+    let isolated = framecull::scan::worker::spec(None).is_some();
     let (mut ours, mut ffmpeg, mut psd) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ours_in_process, mut images_in_process) = (Vec::new(), Vec::new());
     let mut frames = 0;
     let mut video_cuts = Vec::new();
     let mut agreement = None;
     for _ in 0..repeat {
         let (secs, f, cuts) = deep_once(videos, &options)?;
         ours.push(secs);
+        ours_in_process.push(deep_once(videos, &in_process)?.0);
         frames = f;
         video_cuts = cuts;
         let files: Vec<PathBuf> = video_cuts.iter().map(|v| v.path.clone()).collect();
@@ -241,6 +266,7 @@ fn bench_analyze(
     let (mut ours_img, mut cv) = (Vec::new(), Vec::new());
     for _ in 0..repeat {
         ours_img.push(deep_once(images, &options)?.0);
+        images_in_process.push(deep_once(images, &in_process)?.0);
         if let Some((s, _)) = run_python(python, CLEANVISION, &[images.to_path_buf()]) {
             cv.push(s);
         }
@@ -251,6 +277,7 @@ fn bench_analyze(
     let (v, f) = (median(ours), median(ffmpeg));
     let p = (!psd.is_empty()).then(|| median(psd));
     let (i, c) = (median(ours_img), (!cv.is_empty()).then(|| median(cv)));
+    let (vp, ip) = (median(ours_in_process), median(images_in_process));
     let cut_f1 = agreement.map(|(tp, fp, fn_)| {
         let (tp, fp, fn_) = (tp as f64, fp as f64, fn_ as f64);
         if tp == 0.0 {
@@ -260,6 +287,11 @@ fn bench_analyze(
         }
     });
     Ok(AnalyzeBench {
+        isolated,
+        in_process_video_secs: vp,
+        in_process_image_secs: ip,
+        isolation_cost_videos: v / vp - 1.0,
+        isolation_cost_images: i / ip - 1.0,
         videos: video_cuts.len(),
         decoded_frames: frames,
         framecull_video_secs: v,

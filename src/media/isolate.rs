@@ -1,0 +1,282 @@
+//! A child process that does FFmpeg work on behalf of this one, so that a decoder that
+//! crashes, loops or allocates without end takes down only the child. The child speaks one
+//! line of text per request and per answer on its stdin and stdout; what the lines mean is
+//! the caller's business (`scan::worker`).
+//!
+//! Limits: an address-space cap (`RLIMIT_AS`) set in the child before it runs, no core
+//! files, and a wall-clock limit per request enforced here (the child is killed). The child
+//! is killed when the thread that started it ends (`PR_SET_PDEATHSIG`), so a killed run
+//! leaves no worker behind.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Lines of the child's stderr kept to explain its end.
+const STDERR_TAIL: usize = 20;
+
+/// Why a request got no answer. The child is gone after any of these.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Failure {
+    #[error("decoder crashed: signal {signal} ({name})", name = signal_name(*.signal))]
+    Crashed { signal: i32 },
+    #[error("timed out after {} s", .after.as_secs_f64().round())]
+    TimedOut { after: Duration },
+    #[error("over the {} memory limit (limits.max_memory_mib in framecull.toml)", human_mib(*.limit_bytes))]
+    OutOfMemory { limit_bytes: u64 },
+    #[error("the worker process exited with status {code}{}", tail_suffix(.stderr))]
+    Exited { code: i32, stderr: String },
+    #[error("cannot talk to the worker process: {0}")]
+    Io(String),
+}
+
+fn tail_suffix(stderr: &str) -> String {
+    match stderr.lines().last() {
+        Some(line) if !line.trim().is_empty() => format!(": {}", line.trim()),
+        _ => String::new(),
+    }
+}
+
+fn human_mib(bytes: u64) -> String {
+    let mib = bytes as f64 / f64::from(1 << 20);
+    if mib >= 1024.0 {
+        format!("{:.1} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.0} MiB")
+    }
+}
+
+/// The usual name of a fatal signal.
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGSYS => "SIGSYS",
+        _ => "signal",
+    }
+}
+
+/// How a worker is started and bounded.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub exe: PathBuf,
+    pub args: Vec<String>,
+    /// Address space of the child (`RLIMIT_AS`); `None`: unlimited.
+    pub memory_bytes: Option<u64>,
+}
+
+/// A running worker process.
+pub struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<std::io::Result<String>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    memory_bytes: Option<u64>,
+}
+
+impl Worker {
+    /// Start a worker. Its stderr is logged at debug level, the last lines kept.
+    pub fn spawn(spec: &Spec) -> std::io::Result<Worker> {
+        let mut command = Command::new(&spec.exe);
+        command
+            .args(&spec.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Out of the terminal's process group: Ctrl-C stops the run, which lets the
+            // files in flight finish, rather than killing the workers under them.
+            .process_group(0);
+        let memory = spec.memory_bytes;
+        // SAFETY: between fork and exec only async-signal-safe calls are made (setrlimit).
+        unsafe {
+            command.pre_exec(move || {
+                // Ends with the thread that started it, even if that process is killed.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                let none = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::setrlimit(libc::RLIMIT_CORE, &none);
+                if let Some(bytes) = memory {
+                    let cap = libc::rlimit {
+                        rlim_cur: bytes as libc::rlim_t,
+                        rlim_max: bytes as libc::rlim_t,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn()?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout"))?;
+        let stderr_pipe = child
+            .stderr
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stderr"))?;
+        let (tx, lines) = channel();
+        std::thread::Builder::new()
+            .name("framecull-worker-out".into())
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let end = line.is_err();
+                    if tx.send(line).is_err() || end {
+                        break;
+                    }
+                }
+            })?;
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = Arc::clone(&stderr);
+        std::thread::Builder::new()
+            .name("framecull-worker-err".into())
+            .spawn(move || {
+                for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+                    tracing::debug!(target: "framecull::worker", "{line}");
+                    if let Ok(mut tail) = tail.lock() {
+                        if tail.len() == STDERR_TAIL {
+                            tail.pop_front();
+                        }
+                        tail.push_back(line);
+                    }
+                }
+            })?;
+        Ok(Worker {
+            child,
+            stdin,
+            lines,
+            stderr,
+            memory_bytes: memory,
+        })
+    }
+
+    /// Send one request line and wait up to `timeout` for the answer line. On a failure the
+    /// child has ended (or is killed here) and this worker must not be used again.
+    pub fn call(&mut self, request: &str, timeout: Duration) -> Result<String, Failure> {
+        debug_assert!(!request.contains('\n'));
+        let sent = self
+            .stdin
+            .write_all(request.as_bytes())
+            .and_then(|()| self.stdin.write_all(b"\n"))
+            .and_then(|()| self.stdin.flush());
+        if sent.is_err() {
+            return Err(self.ended());
+        }
+        self.receive(timeout)
+    }
+
+    /// Wait up to `timeout` for the next line the child writes (its greeting, say).
+    pub fn receive(&mut self, timeout: Duration) -> Result<String, Failure> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(Ok(line)) => Ok(line),
+            Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => Err(self.ended()),
+            Err(RecvTimeoutError::Timeout) => {
+                self.kill();
+                Err(Failure::TimedOut { after: timeout })
+            }
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Why the child ended (waiting for it).
+    fn ended(&mut self) -> Failure {
+        let status = match self.child.wait() {
+            Ok(s) => s,
+            Err(e) => return Failure::Io(e.to_string()),
+        };
+        // The stderr reader may still hold the last lines: give it a moment.
+        std::thread::sleep(Duration::from_millis(20));
+        let stderr = self
+            .stderr
+            .lock()
+            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
+        // Rust's allocator reports an allocation the address-space cap refused, then aborts.
+        let refused = stderr.contains("memory allocation of") || stderr.contains("out of memory");
+        match (status.signal(), status.code(), self.memory_bytes) {
+            (_, _, Some(limit_bytes)) if refused => Failure::OutOfMemory { limit_bytes },
+            (Some(signal), _, _) => Failure::Crashed { signal },
+            (None, Some(code), _) => Failure::Exited { code, stderr },
+            (None, None, _) => Failure::Io("the worker process ended".into()),
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The `framecull` executable that serves as a worker: `FRAMECULL_WORKER_EXE` when set (empty:
+/// none, work stays in this process), else this process's own executable when it is
+/// `framecull`, else a `framecull` beside it or one folder up (a test or benchmark binary
+/// in a Cargo target folder).
+pub fn worker_exe() -> Option<PathBuf> {
+    if let Some(exe) = std::env::var_os("FRAMECULL_WORKER_EXE") {
+        return (!exe.is_empty()).then(|| PathBuf::from(exe));
+    }
+    let own = std::env::current_exe().ok()?;
+    if own.file_stem().is_some_and(|s| s == "framecull") {
+        return Some(own);
+    }
+    let dir = own.parent()?;
+    [dir.join("framecull"), dir.parent()?.join("framecull")]
+        .into_iter()
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Test support (feature `fault-injection`): misbehave on the file whose name is in
+/// `FRAMECULL_FAULT_CRASH` (SIGSEGV), `FRAMECULL_FAULT_HANG` (loop for ever) or
+/// `FRAMECULL_FAULT_ALLOC` (allocate until refused), as a broken decoder would.
+#[cfg(feature = "fault-injection")]
+pub fn inject_fault(path: &str) {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let named = |var: &str| std::env::var(var).is_ok_and(|v| v == name);
+    if named("FRAMECULL_FAULT_CRASH") {
+        // SAFETY: not safe at all, on purpose: a write through a null pointer, as a broken
+        // decoder makes; the process ends with SIGSEGV.
+        unsafe {
+            std::ptr::null_mut::<u8>().write_volatile(1);
+        }
+    }
+    if named("FRAMECULL_FAULT_HANG") {
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+    if named("FRAMECULL_FAULT_ALLOC") {
+        let mut hoard: Vec<Vec<u8>> = Vec::new();
+        loop {
+            hoard.push(vec![1u8; 256 << 20]);
+            std::hint::black_box(&hoard);
+        }
+    }
+}

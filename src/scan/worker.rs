@@ -1,0 +1,308 @@
+//! FFmpeg work of scans and deep analysis in worker processes: each thread hands its files to
+//! a `framecull worker` child (`media::isolate`), so that a demuxer or decoder that crashes,
+//! loops or runs out of memory costs one file a row with the reason, not the whole run. A
+//! dead worker is replaced for the next file. Signatures and image headers are read by safe
+//! code in this process; only what FFmpeg reads goes to a worker.
+//!
+//! The protocol is JSON, one line per message: the worker greets with its protocol number,
+//! then answers each request line with one response line.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::deep::AnalyzeOptions;
+use crate::analysis::cuts::CutOptions;
+use crate::catalog::AnalysisTodo;
+use crate::media::Opened;
+use crate::media::isolate::{Failure, Spec, Worker, worker_exe};
+use crate::model::{Curves, FrameRecord, ItemStatus, MediaKind, Metrics, Probe};
+use crate::storage::Root;
+
+/// Bump when a message changes: a worker of another protocol is not used.
+const PROTOCOL: u32 = 1;
+
+/// How long a new worker may take to greet.
+const GREETING: Duration = Duration::from_secs(20);
+
+#[derive(Serialize, Deserialize)]
+struct Greeting {
+    framecull_worker: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Request {
+    Analyse {
+        root: PathBuf,
+        item: AnalysisTodo,
+        budget_secs: f64,
+        cuts: CutOptions,
+    },
+    /// FFmpeg's probe of one file ([`crate::media::probe_with_ffmpeg`]).
+    Probe { file: PathBuf, budget_secs: f64 },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // one per file, made and read at once
+enum Response {
+    Analysed {
+        metrics: Metrics,
+        curves: Curves,
+        /// The frame table (`Curves::frames`, which curves' serde form leaves out): pts,
+        /// clean key, damaged, hash.
+        frames: Vec<(Option<i64>, bool, bool, u64)>,
+    },
+    Probed(Probe),
+    Failed(String),
+}
+
+/// Where and how workers run: `None` analyses in this process.
+pub fn spec(memory_bytes: Option<u64>) -> Option<Spec> {
+    Some(Spec {
+        exe: worker_exe()?,
+        args: vec!["worker".into()],
+        memory_bytes,
+    })
+}
+
+/// Hard limit of one file in a worker: the analysis' own budget (it stops decoding then and
+/// keeps what it has), plus time to hash the file and answer.
+fn hard_limit(budget: Duration) -> Duration {
+    budget + budget.clamp(Duration::from_secs(2), Duration::from_secs(30))
+}
+
+/// One thread's worker, started on first use and after each failure.
+pub struct WorkerSlot {
+    spec: Option<Spec>,
+    worker: Option<Worker>,
+}
+
+impl WorkerSlot {
+    pub fn new(spec: Option<Spec>) -> WorkerSlot {
+        WorkerSlot { spec, worker: None }
+    }
+
+    /// Analyse one file in the worker (in this process when there is none or the root is
+    /// remote: an object store failure must stop the run, which only this process sees).
+    pub fn analyse(
+        &mut self,
+        root: &Root,
+        item: &AnalysisTodo,
+        options: &AnalyzeOptions,
+    ) -> (Metrics, Curves) {
+        if root.as_remote().is_some() || !self.ready() {
+            return super::deep::analyse_in_process(root, item, options);
+        }
+        let request = Request::Analyse {
+            root: root.recorded(),
+            item: item.clone(),
+            budget_secs: options.file_budget.as_secs_f64(),
+            cuts: options.cuts.clone(),
+        };
+        match self.call(&request, hard_limit(options.file_budget), &item.path) {
+            Ok(Response::Analysed {
+                metrics,
+                mut curves,
+                frames,
+            }) => {
+                curves.frames.frames = frames
+                    .into_iter()
+                    .map(|(pts, clean_key, damaged, hash)| FrameRecord {
+                        pts,
+                        clean_key,
+                        damaged,
+                        hash,
+                    })
+                    .collect();
+                (metrics, curves)
+            }
+            Ok(other) => failed_analysis(unexpected(&other)),
+            Err(reason) => failed_analysis(reason),
+        }
+    }
+
+    /// FFmpeg's probe of `opened`, stopping at `deadline`; in this process when there is no
+    /// worker or the source is an object (see [`WorkerSlot::analyse`]).
+    pub fn probe(&mut self, opened: &Opened, deadline: Instant) -> Probe {
+        let Opened::File(file) = opened else {
+            return crate::media::probe_with_ffmpeg(opened, deadline);
+        };
+        if !self.ready() {
+            return crate::media::probe_with_ffmpeg(opened, deadline);
+        }
+        let budget = deadline.saturating_duration_since(Instant::now());
+        let request = Request::Probe {
+            file: file.clone(),
+            budget_secs: budget.as_secs_f64(),
+        };
+        let name = file.to_string_lossy();
+        match self.call(&request, hard_limit(budget), &name) {
+            Ok(Response::Probed(probe)) => probe,
+            Ok(other) => Probe::failed(MediaKind::Video, ItemStatus::Error, unexpected(&other)),
+            Err(reason) => Probe::failed(MediaKind::Video, ItemStatus::Error, reason),
+        }
+    }
+
+    /// One request and its answer; a failure's reason, with the worker dropped (a new one
+    /// starts for the next file).
+    fn call(&mut self, request: &Request, limit: Duration, path: &str) -> Result<Response, String> {
+        let line = serde_json::to_string(request)
+            .map_err(|e| format!("cannot send the file to the worker: {e}"))?;
+        let Some(worker) = self.worker.as_mut() else {
+            return Err("no worker process".into());
+        };
+        let answer = worker.call(&line, limit).map_err(|failure| {
+            self.worker = None;
+            tracing::warn!("{path}: {failure}");
+            failure.to_string()
+        })?;
+        serde_json::from_str::<Response>(&answer).map_err(|e| {
+            self.worker = None;
+            format!("the worker's answer is unreadable: {e}")
+        })
+    }
+
+    /// Whether a worker is running, starting one if needed. A worker that cannot start or
+    /// does not greet with this protocol turns isolation off for this slot, with a warning.
+    fn ready(&mut self) -> bool {
+        if self.worker.is_some() {
+            return true;
+        }
+        let Some(spec) = &self.spec else {
+            return false;
+        };
+        match start(spec) {
+            Ok(worker) => {
+                self.worker = Some(worker);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "no usable worker process ({}: {e}); FFmpeg runs in this process",
+                    spec.exe.display()
+                );
+                self.spec = None;
+                false
+            }
+        }
+    }
+}
+
+fn unexpected(response: &Response) -> String {
+    match response {
+        Response::Failed(reason) => reason.clone(),
+        _ => "the worker answered another request".into(),
+    }
+}
+
+fn start(spec: &Spec) -> Result<Worker, String> {
+    let mut worker = Worker::spawn(spec).map_err(|e| e.to_string())?;
+    let line = worker
+        .receive(GREETING)
+        .map_err(|e: Failure| e.to_string())?;
+    match serde_json::from_str::<Greeting>(&line) {
+        Ok(g) if g.framecull_worker == PROTOCOL => Ok(worker),
+        Ok(g) => Err(format!(
+            "it speaks protocol {}, this build {PROTOCOL}",
+            g.framecull_worker
+        )),
+        Err(_) => Err(format!("unexpected greeting {line:?}")),
+    }
+}
+
+fn failed_analysis(reason: String) -> (Metrics, Curves) {
+    (
+        Metrics {
+            undecodable: Some(reason),
+            ..Metrics::default()
+        },
+        Curves::default(),
+    )
+}
+
+/// The `framecull worker` process: greet, then answer requests from stdin until it closes.
+pub fn serve() -> std::io::Result<()> {
+    crate::media::init();
+    let stdin = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    let greeting = serde_json::to_string(&Greeting {
+        framecull_worker: PROTOCOL,
+    })?;
+    writeln!(stdout, "{greeting}")?;
+    stdout.flush()?;
+    let mut roots: HashMap<PathBuf, Root> = HashMap::new();
+    for line in stdin.lines() {
+        let response = match serde_json::from_str::<Request>(&line?) {
+            Ok(request) => answer(request, &mut roots),
+            Err(e) => Response::Failed(format!("unreadable request: {e}")),
+        };
+        writeln!(stdout, "{}", serde_json::to_string(&response)?)?;
+        stdout.flush()?;
+    }
+    Ok(())
+}
+
+fn answer(request: Request, roots: &mut HashMap<PathBuf, Root>) -> Response {
+    let mut root_of = |root: PathBuf| -> Result<Root, String> {
+        match roots.get(&root) {
+            Some(r) => Ok(r.clone()),
+            None => {
+                let r = Root::of_recorded(&root).map_err(|e| e.to_string())?;
+                Ok(roots.entry(root).or_insert(r).clone())
+            }
+        }
+    };
+    match request {
+        Request::Probe { file, budget_secs } => {
+            #[cfg(feature = "fault-injection")]
+            crate::media::isolate::inject_fault(&file.to_string_lossy());
+            let source = Opened::File(file);
+            let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
+            let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::media::probe_with_ffmpeg(&source, deadline)
+            }))
+            .unwrap_or_else(|_| {
+                Probe::failed(
+                    MediaKind::Video,
+                    ItemStatus::Error,
+                    "internal error while probing this file (a bug: please report it)",
+                )
+            });
+            Response::Probed(probe)
+        }
+        Request::Analyse {
+            root,
+            item,
+            budget_secs,
+            cuts,
+        } => {
+            let root = match root_of(root) {
+                Ok(r) => r,
+                Err(e) => return Response::Failed(e),
+            };
+            #[cfg(feature = "fault-injection")]
+            crate::media::isolate::inject_fault(&item.path);
+            let options = AnalyzeOptions {
+                jobs: 1,
+                file_budget: Duration::from_secs_f64(budget_secs),
+                cuts,
+                ..AnalyzeOptions::default()
+            };
+            let (metrics, mut curves) = super::deep::analyse_in_process(&root, &item, &options);
+            let frames = std::mem::take(&mut curves.frames.frames)
+                .into_iter()
+                .map(|f| (f.pts, f.clean_key, f.damaged, f.hash))
+                .collect();
+            Response::Analysed {
+                metrics,
+                curves,
+                frames,
+            }
+        }
+    }
+}

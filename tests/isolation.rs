@@ -1,0 +1,216 @@
+//! Deep analysis runs FFmpeg in worker processes: a decoder that crashes, hangs or allocates
+//! without end costs its file a row with the reason, and the run goes on. The faults are
+//! injected by the `fault-injection` feature (`FRAMECULL_FAULT_*` name the files).
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Instant;
+
+use framecull::media::synth::{ImageKind, Pattern, VideoSpec};
+
+fn clip(frames: u32) -> VideoSpec {
+    let mut s = VideoSpec::new("libx264", 160, 96, 25, frames);
+    s.pattern = Pattern::MovingBox { speed: 3 };
+    s
+}
+
+/// What a row says about its own file (its duplicates depend on the other files).
+fn measures(row: &serde_json::Value) -> serde_json::Value {
+    let mut row = row.clone();
+    let object = row.as_object_mut().unwrap();
+    for key in ["id", "dup_group", "dup_exact_group"] {
+        object.remove(key);
+    }
+    let flags = object["flags"].as_array().unwrap().clone();
+    object["flags"] = flags
+        .into_iter()
+        .filter(|f| f["source"] != "duplicates")
+        .collect();
+    row
+}
+
+#[test]
+fn a_crash_a_hang_and_a_runaway_allocation_each_cost_one_file_a_reason() {
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path();
+    common::video(d, "crash.mp4", &clip(20));
+    common::video(d, "hang.mp4", &clip(20));
+    common::image(d, "alloc.png", ImageKind::Png, 64, 48, None);
+    common::video(d, "good.mp4", &clip(30));
+    common::image(d, "good.jpg", ImageKind::Jpeg, 96, 64, None);
+    let reference = tempfile::tempdir().unwrap();
+    let faulted = tempfile::tempdir().unwrap();
+
+    // An ordinary run, for what the good files must look like.
+    let out = common::run(&[
+        "scan",
+        d.to_str().unwrap(),
+        "--deep",
+        "--project",
+        reference.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    let expected = common::list_jsonl(reference.path());
+
+    // The reference project's settings spell out the worker cap.
+    let text = std::fs::read_to_string(reference.path().join("framecull.toml")).unwrap();
+    assert!(text.contains("max_memory_mib = 4096"), "{text}");
+    // Scan first (no faults: they are in the analysis), with a 1 GiB worker cap so that the
+    // runaway allocation is refused quickly.
+    let project = faulted.path().to_str().unwrap();
+    let out = common::run(&["scan", d.to_str().unwrap(), "--project", project]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    std::fs::write(
+        faulted.path().join("framecull.toml"),
+        text.replace("max_memory_mib = 4096", "max_memory_mib = 1024"),
+    )
+    .unwrap();
+
+    let started = Instant::now();
+    let out = common::bin()
+        .args(["analyze", "--project", project, "--file-timeout", "2"])
+        .env("FRAMECULL_FAULT_CRASH", "crash.mp4")
+        .env("FRAMECULL_FAULT_HANG", "hang.mp4")
+        .env("FRAMECULL_FAULT_ALLOC", "alloc.png")
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    let log = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{log}");
+    // The hang is stopped at its budget (2 s) plus the grace (2 s), not at the default 300 s.
+    assert!(elapsed < 60.0, "took {elapsed:.1} s\n{log}");
+
+    let rows = common::list_jsonl(faulted.path());
+    let reason = |path: &str| -> String {
+        let flags = rows[path]["flags"].as_array().unwrap();
+        let undecodable = flags
+            .iter()
+            .find(|f| f["code"] == "undecodable")
+            .unwrap_or_else(|| panic!("{path}: no undecodable flag in {flags:?}"));
+        undecodable["reason"].as_str().unwrap().to_string()
+    };
+    assert!(
+        reason("crash.mp4").contains("decoder crashed: signal 11 (SIGSEGV)"),
+        "{}",
+        reason("crash.mp4")
+    );
+    assert!(
+        reason("hang.mp4").contains("timed out after 4 s"),
+        "{}",
+        reason("hang.mp4")
+    );
+    assert!(
+        reason("alloc.png").contains("over the 1.0 GiB memory limit"),
+        "{}",
+        reason("alloc.png")
+    );
+    for good in ["good.mp4", "good.jpg"] {
+        assert_eq!(
+            measures(&rows[good]),
+            measures(&expected[good]),
+            "{good} analysed beside the faults"
+        );
+    }
+
+    // The reasons are recorded like any undecodable file's: a rerun keeps them.
+    let out = common::run(&["analyze", "--project", project]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    assert_eq!(
+        common::list_jsonl(faulted.path())["crash.mp4"]["flags"],
+        rows["crash.mp4"]["flags"]
+    );
+}
+
+/// Isolated and in-process analysis store the same results (`FRAMECULL_WORKER_EXE=` turns
+/// the workers off).
+#[test]
+fn results_are_the_same_with_and_without_worker_processes() {
+    let data = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    let mut rows = Vec::new();
+    for worker in [None, Some("")] {
+        let project = tempfile::tempdir().unwrap();
+        let mut command = common::bin();
+        command.args([
+            "scan",
+            data.path().to_str().unwrap(),
+            "--deep",
+            "--project",
+            project.path().to_str().unwrap(),
+        ]);
+        if let Some(exe) = worker {
+            command.env("FRAMECULL_WORKER_EXE", exe);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+        let mut listed = common::list_jsonl(project.path());
+        for row in listed.values_mut() {
+            row.as_object_mut().unwrap().remove("id");
+        }
+        let frames: Vec<usize> = listed
+            .keys()
+            .map(|path| {
+                let catalog = framecull::catalog::Catalog::open(project.path()).unwrap();
+                let id = catalog
+                    .items()
+                    .unwrap()
+                    .into_iter()
+                    .find(|i| &i.path == path)
+                    .unwrap()
+                    .id;
+                catalog
+                    .frame_table(id)
+                    .unwrap()
+                    .map_or(0, |t| t.frames.len())
+            })
+            .collect();
+        rows.push((listed, frames));
+    }
+    assert_eq!(rows[0].0, rows[1].0);
+    assert_eq!(rows[0].1, rows[1].1);
+    assert!(rows[0].1.iter().any(|&n| n > 0), "frame tables stored");
+}
+
+/// FFmpeg's probes run in workers too: a demuxer that crashes or hangs while a scan reads a
+/// file's headers makes that file a row with status `error` and the reason; the scan goes on.
+#[test]
+fn a_probe_that_crashes_or_hangs_is_an_error_row_and_the_scan_goes_on() {
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path();
+    common::video(d, "crash.mp4", &clip(10));
+    common::video(d, "hang.mkv", &clip(10));
+    common::video(d, "good.mp4", &clip(10));
+    common::image(d, "good.png", ImageKind::Png, 64, 48, None);
+    let project = tempfile::tempdir().unwrap();
+    let out = common::bin()
+        .args([
+            "scan",
+            d.to_str().unwrap(),
+            "--file-timeout",
+            "2",
+            "--project",
+        ])
+        .arg(project.path())
+        .env("FRAMECULL_FAULT_CRASH", "crash.mp4")
+        .env("FRAMECULL_FAULT_HANG", "hang.mkv")
+        .output()
+        .unwrap();
+    let log = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{log}");
+    let rows = common::list_jsonl(project.path());
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(rows["crash.mp4"]["status"], "error");
+    assert_eq!(
+        rows["crash.mp4"]["error"],
+        "decoder crashed: signal 11 (SIGSEGV)"
+    );
+    assert_eq!(rows["hang.mkv"]["status"], "error");
+    assert_eq!(rows["hang.mkv"]["error"], "timed out after 4 s");
+    for good in ["good.mp4", "good.png"] {
+        assert_eq!(rows[good]["status"], "ok", "{good}");
+        assert!(rows[good]["width"].is_number(), "{good}");
+    }
+    assert_eq!(rows["good.mp4"]["frame_count"], 10);
+}
