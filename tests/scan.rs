@@ -241,3 +241,75 @@ fn a_stream_without_a_decoder_is_reported_once_at_scan_time() {
     }
     assert_eq!(rows["ok.png"]["status"], "ok");
 }
+
+/// A dataset the user cannot write to scans and analyses with the project elsewhere; a
+/// project folder that cannot be made is one clear error (exit 2) that says what to do.
+/// Run as an unprivileged user (`setpriv` to nobody when the tests run as root, whom
+/// permissions do not stop).
+#[test]
+fn a_read_only_dataset_works_and_an_unwritable_project_is_one_clear_error() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let base = tempfile::tempdir().unwrap();
+    let data = base.path().join("data");
+    common::image(&data, "a.png", ImageKind::Png, 64, 48, None);
+    common::video(
+        &data,
+        "b.mp4",
+        &framecull::media::synth::VideoSpec::new("mpeg4", 96, 64, 25, 10),
+    );
+    let writable = base.path().join("writable");
+    std::fs::create_dir_all(&writable).unwrap();
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    mode(base.path(), 0o755);
+    mode(&data, 0o555);
+    mode(&writable, 0o777);
+    let as_root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    let run = |args: &[&str]| {
+        let exe = env!("CARGO_BIN_EXE_framecull");
+        let mut command = if as_root {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", exe]);
+            c
+        } else {
+            std::process::Command::new(exe)
+        };
+        command.args(args).output().unwrap()
+    };
+    let data_arg = data.to_str().unwrap();
+
+    let out = run(&["scan", data_arg]);
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot create project folder")
+            && err.contains("keep the project elsewhere with --project DIR"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    let blocked = data.join("sub");
+    let out = run(&["scan", data_arg, "--project", blocked.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(common::stderr(&out).contains("choose a writable folder for --project"));
+
+    let project = writable.join("p");
+    let out = run(&[
+        "scan",
+        data_arg,
+        "--deep",
+        "--project",
+        project.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let rows = common::list_jsonl(&project);
+    assert_eq!(rows.len(), 2);
+    assert!(
+        rows["b.mp4"]["motion_mean"].is_number(),
+        "{:?}",
+        rows["b.mp4"]
+    );
+    assert!(rows["a.png"]["sharpness"].is_number());
+    assert!(!data.join(".framecull").exists());
+    mode(&data, 0o755);
+}

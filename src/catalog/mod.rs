@@ -26,11 +26,30 @@ use crate::model::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, Pr
 
 const DB_FILE: &str = "catalog.db";
 
+/// A hint for a project folder that cannot be made: a read-only dataset keeps its project
+/// elsewhere.
+fn unwritable_hint(path: &Path, e: &std::io::Error) -> &'static str {
+    let denied = matches!(
+        e.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    );
+    match (
+        denied,
+        path.file_name().is_some_and(|n| n == PROJECT_DIR_NAME),
+    ) {
+        (true, true) => {
+            "; the dataset folder is not writable: keep the project elsewhere with --project DIR"
+        }
+        (true, false) => "; choose a writable folder for --project",
+        _ => "",
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
     #[error("catalog database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
-    #[error("cannot create project folder {path}: {source}")]
+    #[error("cannot create project folder {path}: {source}{}", unwritable_hint(.path, .source))]
     CreateDir {
         path: PathBuf,
         source: std::io::Error,
