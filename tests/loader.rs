@@ -471,3 +471,42 @@ fn the_frame_cache_serves_later_runs_without_decoding_and_the_same_bytes() {
     assert!(c != a);
     assert_eq!(warm.stats().frames_decoded, 0);
 }
+
+/// A frame cache that cannot be written (a full disk; here a file-size limit, RLIMIT_FSIZE)
+/// ends the run with one error that says so, exit 2, instead of skipping clip after clip;
+/// no partial cache file stays, and a run without the limit fills the cache.
+#[test]
+fn a_frame_cache_that_cannot_be_written_stops_the_run_with_one_error() {
+    let d = dataset();
+    let cache = d.root.parent().unwrap().join("cache");
+    let run = |limit: Option<u64>| {
+        common::bin_with_file_size_limit(limit)
+            .args([
+                "load-bench",
+                d.manifest.to_str().unwrap(),
+                "--device",
+                "cpu",
+            ])
+            .args(["--batches", "0", "--clip-len", "4", "--size", "32x32"])
+            .arg("--cache")
+            .arg(&cache)
+            .output()
+            .expect("prlimit (util-linux)")
+    };
+    let out = run(Some(4096));
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the frame cache cannot be written") && err.contains("File too large"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "partial cache files left: {left:?}");
+
+    let out = run(None);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    assert!(std::fs::read_dir(&cache).unwrap().count() > 0);
+}

@@ -391,16 +391,7 @@ fn an_export_over_the_file_size_limit_fails_cleanly_and_keeps_earlier_versions()
     }
     let project = proj.path().to_str().unwrap();
     let export = |limit: Option<u64>| {
-        let mut command = match limit {
-            Some(bytes) => {
-                let mut c = std::process::Command::new("prlimit");
-                c.arg(format!("--fsize={bytes}"))
-                    .arg(env!("CARGO_BIN_EXE_framecull"));
-                c
-            }
-            None => common::bin(),
-        };
-        command
+        common::bin_with_file_size_limit(limit)
             .args(["export", "--project", project, "--name", "f"])
             .args(["--format", "parquet,jsonl"])
             .output()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from ._framecull import __version__
 from .catalog import Catalog
 from .errors import (
+    CacheError,
     CatalogError,
     ConfigError,
     Error,
@@ -29,6 +30,7 @@ from .manifest import MANIFEST_SCHEMA, manifest_meta, read_manifest
 __all__ = [
     "__version__",
     "Batch",
+    "CacheError",
     "Catalog",
     "CatalogError",
     "ConfigError",

@@ -34,9 +34,14 @@ class StorageError(Error):
     credentials (the standard ``AWS_*`` environment variables)."""
 
 
+class CacheError(Error, OSError):
+    """The loader's frame cache (``cache_dir``) cannot be written: a full disk or a file-size
+    limit. The run stops rather than skip clip after clip."""
+
+
 class CatalogError(Error):
     """No project where one was expected, or its catalog cannot be read."""
 
 
 __all__ = ["Error", "ManifestError", "FileError", "ConfigError", "GpuError", "StorageError",
-           "CatalogError"]
+           "CacheError", "CatalogError"]

@@ -53,6 +53,7 @@ fn loader_error(py: Python<'_>, e: LoaderError) -> PyErr {
         }
         LoaderError::Config(m) => error(py, "ConfigError", m, None),
         LoaderError::Storage(e) => error(py, "StorageError", e.to_string(), None),
+        LoaderError::Cache(m) => error(py, "CacheError", m, None),
     }
 }
 

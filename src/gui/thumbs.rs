@@ -207,10 +207,7 @@ fn load_or_make(
         bytes.extend_from_slice(&(w as u16).to_le_bytes());
         bytes.extend_from_slice(&(h as u16).to_le_bytes());
         bytes.extend_from_slice(&rgb);
-        let tmp = cache.with_extension("tmp");
-        if std::fs::write(&tmp, &bytes).is_ok() {
-            let _ = std::fs::rename(&tmp, cache);
-        }
+        store(cache, &bytes);
     }
     Ok((w, h, rgb))
 }
@@ -273,10 +270,25 @@ fn load_or_make_scrub(file: &Source, cache: &Path, orientation: u16) -> Result<F
         for f in &frames {
             bytes.extend_from_slice(f);
         }
-        let tmp = cache.with_extension("tmp");
-        if std::fs::write(&tmp, &bytes).is_ok() {
-            let _ = std::fs::rename(&tmp, cache);
-        }
+        store(cache, &bytes);
     }
     Ok((size.0, size.1, frames))
+}
+
+/// Keep a thumbnail for the next time (a temporary file, renamed). One that cannot be
+/// written (a full disk, a read-only project) is shown all the same, made again next time,
+/// and said once in the log; no partial file stays.
+fn store(cache: &Path, bytes: &[u8]) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    let tmp = cache.with_extension("tmp");
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, cache));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        SAID.call_once(|| {
+            tracing::warn!(
+                "thumbnails are not kept: cannot write {}: {e}",
+                tmp.display()
+            );
+        });
+    }
 }

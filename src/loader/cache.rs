@@ -70,6 +70,16 @@ pub(crate) enum CacheError {
     NotCached(usize),
 }
 
+impl CacheError {
+    /// The cache's folder or file could not be written (not the clip's fault).
+    pub(crate) fn is_write_failure(&self) -> bool {
+        matches!(
+            self,
+            CacheError::CreateDir { .. } | CacheError::Write { .. }
+        )
+    }
+}
+
 /// A clip in the cache.
 pub(crate) struct CachedClip {
     path: PathBuf,

@@ -144,6 +144,9 @@ pub enum LoaderError {
     /// The object store cannot be reached or refuses the key (not one object's fault).
     #[error("{0}")]
     Storage(#[from] StorageError),
+    /// The frame cache cannot be written (a full disk, a file-size limit).
+    #[error("the frame cache cannot be written: {0}; free space, or run without the cache")]
+    Cache(String),
 }
 
 /// Why a clip or window was left out.

@@ -47,6 +47,8 @@ struct Done {
     /// Windows read from the cache, and clips written to it.
     cache_hits: u64,
     cache_fills: u64,
+    /// The frame cache could not be written: the run ends with this.
+    cache_failure: Option<String>,
 }
 
 struct Shared {
@@ -312,6 +314,9 @@ impl<'a> Epoch<'a> {
             stats.cache_hits += done.cache_hits;
             stats.cache_fills += done.cache_fills;
             let clip = &self.loader.clips[sample.clip as usize];
+            if let Some(failure) = done.cache_failure {
+                return Err(LoaderError::Cache(failure));
+            }
             match done.result {
                 Ok(read) => {
                     lengths.push(read.frames.len() as u32);
@@ -601,6 +606,7 @@ fn worker(
             preprocess_secs,
             cache_hits: readers.cache_hits - hits,
             cache_fills: readers.cache_fills - fills,
+            cache_failure: readers.cache_failure.take(),
         };
         if tx.send(done).is_err() {
             return;

@@ -359,6 +359,8 @@ pub(crate) struct Readers {
     known: std::collections::HashMap<String, super::cache::CachedClip>,
     pub cache_hits: u64,
     pub cache_fills: u64,
+    /// Why the frame cache could not be written, when it could not.
+    pub cache_failure: Option<String>,
 }
 
 impl Readers {
@@ -369,6 +371,7 @@ impl Readers {
             threads,
             cache,
             cache_hits: 0,
+            cache_failure: None,
             cache_fills: 0,
             known: std::collections::HashMap::new(),
         }
@@ -508,8 +511,13 @@ impl Readers {
                     break filled;
                 }
             };
-            if filled.is_err() {
+            if let Err(e) = &filled {
                 self.drop_reader(&clip.path);
+                // A cache that cannot be written (a full disk, a file-size limit) is not the
+                // clip's fault: the run stops with it rather than skip clip after clip.
+                if e.is_write_failure() {
+                    self.cache_failure = Some(e.to_string());
+                }
             }
             self.cache_fills += 1;
             self.known.insert(clip.clip_id.clone(), filled?);

@@ -14,6 +14,21 @@ pub fn bin() -> Command {
     cmd
 }
 
+/// The framecull command, under a file-size limit (RLIMIT_FSIZE, through util-linux's
+/// `prlimit`: writes past it fail as on a full disk) when one is given.
+pub fn bin_with_file_size_limit(limit: Option<u64>) -> Command {
+    match limit {
+        Some(bytes) => {
+            let mut c = Command::new("prlimit");
+            c.arg(format!("--fsize={bytes}"))
+                .arg(env!("CARGO_BIN_EXE_framecull"))
+                .env_remove("FRAMECULL_LOG");
+            c
+        }
+        None => bin(),
+    }
+}
+
 pub fn run(args: &[&str]) -> Output {
     bin().args(args).output().expect("run framecull")
 }
