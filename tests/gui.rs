@@ -891,6 +891,27 @@ fn a_flag_threshold_is_explained_previewed_saved_and_recomputed() {
     h.state_mut().apply(Command::FilterFlag(None));
     h.run();
     assert_eq!(h.state().shown(), all);
+
+    // A framecull.toml that does not parse: the window opens with the defaults and the
+    // panel says why, naming the file.
+    std::fs::write(project.join("framecull.toml"), "[rules\nmin_width = 130\n").unwrap();
+    let mut h = harness(data.path());
+    wait(&mut h, "the project to load", App::is_idle);
+    h.state_mut()
+        .apply(Command::FilterFlag(Some("resolution_below_min".into())));
+    h.run();
+    assert!(
+        h.query_by_label_contains("the defaults apply").is_some(),
+        "the panel says the settings are invalid"
+    );
+    let file = project.join("framecull.toml").display().to_string();
+    assert!(
+        h.query_by_label_contains(&file).is_some(),
+        "it names {file}"
+    );
+    assert!(h.query_by_label("rules.min_width").is_some());
+    // min_width and min_height: no limit by default.
+    assert_eq!(h.query_all_by_label("not set").count(), 2);
 }
 
 /// The plots and views of the window rendered on the software adapter and compared with the

@@ -4,7 +4,7 @@
 
 use eframe::egui::{self, RichText, Sense};
 
-use super::side::{Line, draw_bars, draw_lines, files, rule_lines};
+use super::side::{Line, draw_bars, draw_lines, files};
 use crate::analysis::flags::Config;
 use crate::analysis::rules::{self, Setting};
 use crate::gui::command::Command;
@@ -204,13 +204,15 @@ fn setting_ui(
             .and_then(|c| c.bins.get(&h.measure))
             .unwrap_or(&empty);
         draw_bars(&painter, rect, &h.counts, subset, log_counts);
-        let mut lines: Vec<Line> = rule_lines(h.measure, &view.config, theme::AXIS)
-            .into_iter()
-            .filter(|l| setting.key.ends_with(&l.label))
-            .map(|l| Line {
-                label: format!("saved {}", h.measure.format(l.value)),
-                ..l
+        // The saved and the edited value of this setting, read from the setting itself.
+        let mut lines: Vec<Line> = setting
+            .value(&view.config)
+            .map(|v| Line {
+                value: v * setting.scale,
+                color: theme::AXIS,
+                label: format!("saved {}", h.measure.format(v * setting.scale)),
             })
+            .into_iter()
             .collect();
         if let Some(v) = setting
             .value(draft)
