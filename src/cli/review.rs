@@ -188,7 +188,7 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
                 "{} is not a video",
                 item.path
             );
-            let frames = read_frames(&root.join(&item.path))?;
+            let frames = read_frames(&crate::model::local_path(&root, &item.path))?;
             let s = frames.index_at(&start, false)?;
             let e = frames.index_at(&end, true)?;
             anyhow::ensure!(
@@ -288,7 +288,7 @@ fn split_at_cuts(
         let Some(item_cuts) = cuts.get(&item.id).filter(|c| !c.is_empty()) else {
             continue;
         };
-        let frames = read_frames(&root.join(&item.path))?;
+        let frames = read_frames(&crate::model::local_path(root, &item.path))?;
         let shots = shot_ranges(item_cuts.iter().map(|c| c.frame as usize), frames.len());
         for (s, e) in shots {
             edits.push(Edit::AddClip {
@@ -324,7 +324,7 @@ fn propose_clips(
         let Some(curves) = catalog.curves(item.id)?.filter(|c| !c.motion.is_empty()) else {
             continue;
         };
-        let frames = read_frames(&root.join(&item.path))?;
+        let frames = read_frames(&crate::model::local_path(root, &item.path))?;
         for (s, e) in motion_ranges(&frames, &curves.motion, options) {
             edits.push(Edit::AddClip {
                 clip: frames.clip(item.id, s, e, None, ClipOrigin::Auto),

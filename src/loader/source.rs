@@ -99,7 +99,7 @@ pub(crate) fn check_files<'a>(
 fn find(root: &Root, rel: &str, verify: bool) -> Result<(Source, String), (SkipReason, String)> {
     match root {
         Root::Local(dir) => {
-            let path = dir.join(rel);
+            let path = crate::model::local_path(dir, rel);
             let unreadable =
                 |e: std::io::Error| (SkipReason::Missing, format!("cannot read the file: {e}"));
             let meta = std::fs::metadata(&path).map_err(unreadable)?;

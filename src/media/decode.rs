@@ -389,7 +389,8 @@ pub(crate) fn first_video_stream(
 /// Frame `i` is shown from `pts[i]` until `pts[i + 1]`.
 pub fn frame_timestamps(path: &Path) -> Result<(Vec<i64>, Ratio), DecodeError> {
     ffmpeg_log::init();
-    let mut input = ff::format::input(&path).map_err(|e| DecodeError::Open(e.to_string()))?;
+    let mut input = super::source::by_utf8_path(path, |p| ff::format::input(&p))
+        .map_err(|e| DecodeError::Open(e.to_string()))?;
     let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
     let index = stream.index();
     let tb = stream.time_base();

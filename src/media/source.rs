@@ -20,7 +20,7 @@ impl Source {
     /// The file at `rel_path` of a dataset root (`size_bytes` as the scan recorded it).
     pub fn in_root(root: &Root, rel_path: &str, size_bytes: u64) -> Source {
         match root {
-            Root::Local(dir) => Source::File(dir.join(rel_path)),
+            Root::Local(dir) => Source::File(crate::model::local_path(dir, rel_path)),
             Root::Remote(remote) => Source::Object(Object {
                 remote: remote.clone(),
                 rel_path: rel_path.to_string(),
@@ -124,7 +124,9 @@ impl Opened {
         interrupt: impl FnMut() -> bool + Send + 'static,
     ) -> Result<ff::format::context::Input, ff::Error> {
         match self {
-            Opened::File(path) => ff::format::input_with_interrupt(path, interrupt),
+            Opened::File(path) => {
+                by_utf8_path(path, |p| ff::format::input_with_interrupt(p, interrupt))
+            }
             Opened::Object(o) => {
                 let reader: ObjectReader = o.reader();
                 let io = ff::format::context::StreamIo::from_read_seek(reader)?;
@@ -137,4 +139,30 @@ impl Opened {
             }
         }
     }
+}
+
+/// Open `path` with `open`, which takes only UTF-8 paths (ffmpeg-next's `input` unwraps
+/// `to_str`): a path that is not UTF-8 is opened through a symbolic link with a UTF-8 name
+/// and the same extension (for FFmpeg's probe), removed once the file is open.
+pub(crate) fn by_utf8_path<T>(
+    path: &Path,
+    open: impl FnOnce(&Path) -> Result<T, ff::Error>,
+) -> Result<T, ff::Error> {
+    if path.to_str().is_some() {
+        return open(path);
+    }
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let link = std::env::temp_dir().join(format!(".framecull-{}-{n}{ext}", std::process::id()));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(path, &link).map_err(|e| ff::Error::Other {
+        errno: e.raw_os_error().unwrap_or(libc::EIO),
+    })?;
+    let opened = open(&link);
+    let _ = std::fs::remove_file(&link);
+    opened
 }

@@ -7,12 +7,14 @@
 //! - `review`: [`Decision`], [`Review`], [`Clip`] and [`ClipOrigin`], [`Edit`];
 //! - `frames`: [`FrameView`], [`FrameTable`], [`SeekReference`], [`FrameTimeline`];
 //! - `measure`: [`Measure`], the numbers the histograms, table, filters and statistics share;
-//! - `units`: [`Ratio`], [`human_bytes`].
+//! - `units`: [`Ratio`], [`human_bytes`];
+//! - `names`: [`path_text`] and [`path_bytes`], any file name as reversible text.
 
 mod frames;
 mod item;
 mod measure;
 mod metrics;
+mod names;
 mod review;
 mod units;
 
@@ -24,5 +26,6 @@ pub use item::{
 };
 pub use measure::Measure;
 pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
+pub use names::{local_path, path_bytes, path_text};
 pub use review::{Clip, ClipOrigin, Decision, Edit, Review};
 pub use units::{Ratio, human_bit_rate, human_bytes, human_duration, human_number};

@@ -193,13 +193,13 @@ fn not_media_content(source: &Source) -> Option<String> {
 }
 
 /// `root/a/b.mp4` -> `a/b.mp4`, always with `/`.
+/// `path` relative to `root`, `/`-separated, as reversible text (`model::path_text`: names
+/// that are not UTF-8 or hold control characters are escaped, not lost).
 pub fn relative(root: &Path, path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
     let rel = path.strip_prefix(root).unwrap_or(path);
-    let parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    parts.join("/")
+    let parts: Vec<&[u8]> = rel.components().map(|c| c.as_os_str().as_bytes()).collect();
+    crate::model::path_text(&parts.join(&b'/')).into_owned()
 }
 
 fn mtime_ns(meta: &std::fs::Metadata) -> i64 {

@@ -7,8 +7,8 @@
 //! The protocol is JSON, one line per message: the worker greets with its protocol number,
 //! then answers each request line with one response line.
 
-use std::collections::HashMap;
 use std::io::{BufRead, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -37,13 +37,15 @@ struct Greeting {
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Request {
     Analyse {
-        root: PathBuf,
+        /// The dataset folder's bytes (a local root: objects are read in the main process).
+        root: Vec<u8>,
         item: AnalysisTodo,
         budget_secs: f64,
         cuts: CutOptions,
     },
     /// FFmpeg's probe of one file ([`crate::media::probe_with_ffmpeg`]).
-    Probe { file: PathBuf, budget_secs: f64 },
+    /// `file`: the path's bytes (a name need not be UTF-8).
+    Probe { file: Vec<u8>, budget_secs: f64 },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -95,11 +97,14 @@ impl WorkerSlot {
         item: &AnalysisTodo,
         options: &AnalyzeOptions,
     ) -> (Metrics, Curves) {
-        if root.as_remote().is_some() || !self.ready() {
+        let Root::Local(dir) = root else {
+            return super::deep::analyse_in_process(root, item, options);
+        };
+        if !self.ready() {
             return super::deep::analyse_in_process(root, item, options);
         }
         let request = Request::Analyse {
-            root: root.recorded(),
+            root: dir.as_os_str().as_bytes().to_vec(),
             item: item.clone(),
             budget_secs: options.file_budget.as_secs_f64(),
             cuts: options.cuts.clone(),
@@ -137,7 +142,7 @@ impl WorkerSlot {
         }
         let budget = deadline.saturating_duration_since(Instant::now());
         let request = Request::Probe {
-            file: file.clone(),
+            file: file.as_os_str().as_bytes().to_vec(),
             budget_secs: budget.as_secs_f64(),
         };
         let name = file.to_string_lossy();
@@ -235,10 +240,9 @@ pub fn serve() -> std::io::Result<()> {
     })?;
     writeln!(stdout, "{greeting}")?;
     stdout.flush()?;
-    let mut roots: HashMap<PathBuf, Root> = HashMap::new();
     for line in stdin.lines() {
         let response = match serde_json::from_str::<Request>(&line?) {
-            Ok(request) => answer(request, &mut roots),
+            Ok(request) => answer(request),
             Err(e) => Response::Failed(format!("unreadable request: {e}")),
         };
         writeln!(stdout, "{}", serde_json::to_string(&response)?)?;
@@ -247,21 +251,13 @@ pub fn serve() -> std::io::Result<()> {
     Ok(())
 }
 
-fn answer(request: Request, roots: &mut HashMap<PathBuf, Root>) -> Response {
-    let mut root_of = |root: PathBuf| -> Result<Root, String> {
-        match roots.get(&root) {
-            Some(r) => Ok(r.clone()),
-            None => {
-                let r = Root::of_recorded(&root).map_err(|e| e.to_string())?;
-                Ok(roots.entry(root).or_insert(r).clone())
-            }
-        }
-    };
+fn answer(request: Request) -> Response {
+    let path = |bytes: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(bytes));
     match request {
         Request::Probe { file, budget_secs } => {
             #[cfg(feature = "fault-injection")]
-            crate::media::isolate::inject_fault(&file.to_string_lossy());
-            let source = Opened::File(file);
+            crate::media::isolate::inject_fault(&String::from_utf8_lossy(&file));
+            let source = Opened::File(path(file));
             let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
             let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 crate::media::probe_with_ffmpeg(&source, deadline)
@@ -281,10 +277,7 @@ fn answer(request: Request, roots: &mut HashMap<PathBuf, Root>) -> Response {
             budget_secs,
             cuts,
         } => {
-            let root = match root_of(root) {
-                Ok(r) => r,
-                Err(e) => return Response::Failed(e),
-            };
+            let root = Root::Local(path(root));
             #[cfg(feature = "fault-injection")]
             crate::media::isolate::inject_fault(&item.path);
             let options = AnalyzeOptions {

@@ -144,7 +144,7 @@ fn deep_once(
         frames += metrics.get(&item.id).map_or(0, |m| m.decoded_frames);
         let start = item.info.start_secs.unwrap_or(0.0);
         videos.push(VideoCuts {
-            path: dir.join(&item.path),
+            path: framecull::model::local_path(&dir, &item.path),
             fps: item.info.fps.unwrap_or(25.0),
             cuts_secs: cuts
                 .get(&item.id)

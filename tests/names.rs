@@ -1,0 +1,130 @@
+//! Any name the file system allows: bytes that are not UTF-8, newlines, leading dashes, a
+//! name that spells an escape. Each file is scanned, analysed, exported and loaded under a
+//! printable text that names it exactly (`model::path_text`).
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use framecull::loader::{DeviceChoice, Loader, LoaderConfig};
+use framecull::media::synth::{ImageKind, Pattern, VideoSpec};
+
+/// (bytes of the name, the text framecull shows for it).
+const NAMES: &[(&[u8], &str)] = &[
+    (b"caf\xe9.png", "caf\\xe9.png"),
+    (b"two\nlines.png", "two\\x0alines.png"),
+    (b"-dash.png", "-dash.png"),
+    (b"lit\\xe9.png", "lit\\\\xe9.png"),
+    (b"vid\xff\xfe.mp4", "vid\\xff\\xfe.mp4"),
+    (b"-new\nline.mp4", "-new\\x0aline.mp4"),
+    (b"dir\x80/inner.mp4", "dir\\x80/inner.mp4"),
+];
+
+fn write(dir: &Path, name: &[u8], i: usize) {
+    let path = dir.join(OsStr::from_bytes(name));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    // Written under a plain name (the encoders take UTF-8 paths), then renamed.
+    let plain = format!(
+        "plain{i}.{}",
+        if name.ends_with(b".mp4") {
+            "mp4"
+        } else {
+            "png"
+        }
+    );
+    if plain.ends_with("mp4") {
+        let mut spec = VideoSpec::new("mpeg4", 96, 64, 25, 12 + 4 * i as u32);
+        spec.pattern = Pattern::MovingBox {
+            speed: 2 + i as u32,
+        };
+        common::video(dir, &plain, &spec);
+    } else {
+        common::image(dir, &plain, ImageKind::Png, 40 + 8 * i as u32, 32, None);
+    }
+    std::fs::rename(dir.join(&plain), &path).unwrap();
+}
+
+#[test]
+fn names_of_any_bytes_are_scanned_analysed_exported_and_loaded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    for (i, (name, _)) in NAMES.iter().enumerate() {
+        write(&data, name, i);
+    }
+    let project = tmp.path().join("project");
+    let p = project.to_str().unwrap();
+    let out = common::run(&["scan", data.to_str().unwrap(), "--deep", "--project", p]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+
+    let rows = common::list_jsonl(&project);
+    let mut shown: Vec<&str> = rows.keys().map(String::as_str).collect();
+    let mut expected: Vec<&str> = NAMES.iter().map(|(_, text)| *text).collect();
+    shown.sort();
+    expected.sort();
+    assert_eq!(shown, expected);
+    for (_, text) in NAMES {
+        let row = &rows[*text];
+        assert_eq!(row["status"], "ok", "{text}: {row}");
+        let errors = row["flags"].as_array().unwrap().iter();
+        assert_eq!(
+            errors.filter(|f| f["severity"] == "error").count(),
+            0,
+            "{text}: {row}"
+        );
+        let measured = if text.ends_with(".mp4") {
+            "motion_mean"
+        } else {
+            "sharpness"
+        };
+        assert!(row[measured].is_number(), "{text} analysed: {row}");
+    }
+    // The text form of the list has one line per file, whatever the names hold.
+    let out = common::run(&["list", "--project", p]);
+    let listed = common::stdout(&out);
+    for (_, text) in NAMES {
+        assert_eq!(
+            listed.lines().filter(|l| l.contains(text)).count(),
+            1,
+            "{text} in\n{listed}"
+        );
+    }
+
+    // Exported as text, loaded from the very files.
+    let out = common::run(&[
+        "export",
+        "--name",
+        "all",
+        "--project",
+        p,
+        "--format",
+        "parquet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let config = LoaderConfig {
+        device: DeviceChoice::Cpu,
+        workers: 1,
+        ..LoaderConfig::default()
+    };
+    let mut loader = Loader::open(&project.join("manifests/all"), None, config).unwrap();
+    let mut loaded = std::collections::BTreeSet::new();
+    let batches: Vec<_> = loader.epoch(0).map(|b| b.unwrap()).collect();
+    for batch in &batches {
+        for window in &batch.windows {
+            assert!(!window.frames.is_empty());
+            loaded.insert(window.row);
+        }
+    }
+    let s = loader.stats();
+    assert!(
+        s.skipped_clips.is_empty(),
+        "{:?} {:?}",
+        s.skipped_clips,
+        s.errors
+    );
+    assert!(s.skipped_windows.is_empty(), "{:?}", s.errors);
+    assert_eq!(loaded.len(), NAMES.len(), "every file gave a window");
+}
