@@ -280,11 +280,14 @@ fn answer(request: Request) -> Response {
             let root = Root::Local(path(root));
             #[cfg(feature = "fault-injection")]
             crate::media::isolate::inject_fault(&item.path);
+            // Spelled out: `AnalyzeOptions::default()` asks the system for its CPU count
+            // (several file reads), once per file here.
             let options = AnalyzeOptions {
                 jobs: 1,
                 file_budget: Duration::from_secs_f64(budget_secs),
                 cuts,
-                ..AnalyzeOptions::default()
+                batch_size: 1,
+                isolate: false,
             };
             let (metrics, mut curves) = super::deep::analyse_in_process(&root, &item, &options);
             let frames = std::mem::take(&mut curves.frames.frames)
