@@ -279,10 +279,21 @@ fn csv_quote(s: &str) -> String {
 /// `DataLoader` workers) does not have, and would wait for forever.
 pub fn read_parquet(path: &Path) -> Result<Vec<ManifestRow>, ManifestError> {
     let file = File::open(path).map_err(|e| ManifestError::io(path, e))?;
-    let df = ParquetReader::new(file)
-        .read_parallel(polars_io::parquet::read::ParallelStrategy::None)
-        .finish()?;
-    Ok(rows_from_frame(&df)?)
+    // polars' Parquet decoder panics on some damaged files (an out-of-range dictionary
+    // index, found by fuzzing): a damaged manifest is an error that names it, not a crash.
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let df = ParquetReader::new(file)
+            .read_parallel(polars_io::parquet::read::ParallelStrategy::None)
+            .finish()?;
+        rows_from_frame(&df)
+    }));
+    match read {
+        Ok(rows) => Ok(rows?),
+        Err(_) => Err(ManifestError::Invalid(format!(
+            "{} is damaged: its Parquet data does not decode",
+            path.display()
+        ))),
+    }
 }
 
 pub fn read_jsonl(path: &Path) -> Result<Vec<ManifestRow>, ManifestError> {

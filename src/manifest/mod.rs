@@ -25,6 +25,7 @@ use crate::analysis::flags::Config;
 use crate::catalog::CatalogError;
 use crate::model::MediaKind;
 pub use export::{export, rows_hash};
+pub use io::{read_jsonl, read_parquet};
 pub use select::select_rows;
 pub use split::SplitSpec;
 pub use versions::{

@@ -57,14 +57,35 @@ fn read_prefix(source: &Opened, limit: u64) -> Result<(Vec<u8>, u64), ImageProbe
 }
 
 fn probe_image_inner(source: &Opened, format: ImageFormat) -> Result<MediaInfo, ImageProbeError> {
-    let (mut buf, file_len) = read_prefix(source, HEAD_LEN)?;
+    let (buf, file_len) = read_prefix(source, HEAD_LEN)?;
+    header_info(format, buf, file_len, &mut || {
+        Ok(read_prefix(source, u64::MAX)?.0)
+    })
+}
+
+/// What [`probe_image`] reads from the header of an image held in memory (`bytes` is the
+/// whole file); the reason as text when the header is not readable.
+pub fn image_header(format: ImageFormat, bytes: &[u8]) -> Result<MediaInfo, String> {
+    let head = bytes[..bytes.len().min(HEAD_LEN as usize)].to_vec();
+    header_info(format, head, bytes.len() as u64, &mut || Ok(bytes.to_vec()))
+        .map_err(|e| e.to_string())
+}
+
+/// The header's information from `buf` (the file's first bytes, of `file_len`), reading the
+/// whole file with `read_all` when the header needs more.
+fn header_info(
+    format: ImageFormat,
+    mut buf: Vec<u8>,
+    file_len: u64,
+    read_all: &mut dyn FnMut() -> Result<Vec<u8>, ImageProbeError>,
+) -> Result<MediaInfo, ImageProbeError> {
     // Formats whose frame count needs the whole file, and headers that sit past the prefix.
     let needs_all = matches!(format, ImageFormat::Gif)
         || (format == ImageFormat::Webp && webp_is_animated(&buf));
     let (width, height) = match dimensions(format, &buf) {
         Ok(d) if !needs_all => d,
         _ if (buf.len() as u64) < file_len => {
-            buf = read_prefix(source, u64::MAX)?.0;
+            buf = read_all()?;
             dimensions(format, &buf)?
         }
         other => other?,

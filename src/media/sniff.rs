@@ -116,9 +116,11 @@ const HEIF_BRANDS: &[&[u8; 4]] = &[
 ];
 const AVIF_BRANDS: &[&[u8; 4]] = &[b"avif", b"avis"];
 
-/// Classify a file from its first bytes (up to [`SNIFF_LEN`]).
+/// Classify a file from its first bytes (up to [`SNIFF_LEN`]; more are not looked at, so
+/// the verdict is the same wherever it is asked, however much of the file the caller read).
 pub fn sniff(head: &[u8]) -> Sniffed {
     use ImageFormat as F;
+    let head = &head[..head.len().min(SNIFF_LEN)];
     if head.is_empty() {
         return Sniffed::Empty;
     }
