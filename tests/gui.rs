@@ -1060,3 +1060,41 @@ fn remote_project_in_the_window() {
         .unwrap_or(0);
     assert!(cached >= 4, "{cached} thumbnails decoded from objects");
 }
+
+/// Thumbnails are decoded in a worker process: a decoder that crashes on one file (fault
+/// injection) costs that thumbnail, shown as "cannot decode" with the reason, and the window
+/// goes on with the others.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_decoder_that_crashes_on_a_thumbnail_costs_that_thumbnail_only() {
+    use framecull::media::synth::ImageKind;
+    let data = tempfile::tempdir().unwrap();
+    common::image(data.path(), "good.png", ImageKind::Png, 64, 48, None);
+    common::image(data.path(), "other.jpg", ImageKind::Jpeg, 80, 60, None);
+    common::image(
+        data.path(),
+        "framecull-fault-crash.png",
+        ImageKind::Png,
+        72,
+        48,
+        None,
+    );
+    let out = common::run(&["scan", data.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+
+    let mut h = harness(data.path());
+    wait(&mut h, "the project to load", App::is_idle);
+    h.state_mut().apply(Command::ShowGallery(true));
+    h.run();
+    wait(&mut h, "the thumbnails", |a| !a.thumbnails_loading());
+    h.run();
+    assert_eq!(
+        h.state().thumbnail_failures(),
+        ["decoder crashed: signal 11 (SIGSEGV)"]
+    );
+    let cached = std::fs::read_dir(data.path().join(".framecull/thumbs"))
+        .unwrap()
+        .count();
+    assert_eq!(cached, 2, "the two good thumbnails are made and kept");
+    assert_eq!(h.state().shown(), 3);
+}

@@ -439,3 +439,62 @@ fn an_export_over_the_file_size_limit_fails_cleanly_and_keeps_earlier_versions()
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
     assert_eq!(manifest::versions(proj.path(), "f").unwrap().len(), 2);
 }
+
+/// A version records a hash of each data file's bytes, and a damaged file is refused with an
+/// error that names it before any decoder reads it: a flipped byte, and a file that once
+/// made polars' Parquet decoder abort the process (found by fuzzing: an allocation sized by
+/// a corrupt field; tests/data/damaged-manifest.parquet).
+#[test]
+fn a_damaged_manifest_file_is_refused_before_it_is_decoded() {
+    let proj = tempfile::tempdir().unwrap();
+    {
+        let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
+        add_items(&mut catalog, 0, 50);
+    }
+    let project = proj.path().to_str().unwrap();
+    let out = common::run(&[
+        "export",
+        "--project",
+        project,
+        "--name",
+        "m",
+        "--format",
+        "parquet,jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let dir = proj.path().join("manifests/m");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("v0001.json")).unwrap()).unwrap();
+    assert_eq!(meta["file_hashes"].as_object().unwrap().len(), 2, "{meta}");
+    let (_, rows) = manifest::open_path(&dir).unwrap();
+    assert_eq!(rows.len(), 50);
+
+    let parquet = dir.join("v0001.parquet");
+    let good = std::fs::read(&parquet).unwrap();
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 0x10;
+    let fuzzed = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/damaged-manifest.parquet"),
+    )
+    .unwrap();
+    for damaged in [flipped, fuzzed[1..].to_vec()] {
+        std::fs::write(&parquet, &damaged).unwrap();
+        for opened in [
+            manifest::open_path(&dir).map(|_| ()),
+            manifest::open_path(&parquet).map(|_| ()),
+            manifest::read_version(proj.path(), "m", 1).map(|_| ()),
+        ] {
+            let err = opened.unwrap_err().to_string();
+            assert!(err.contains("v0001.parquet is damaged"), "{err}");
+        }
+        let config = framecull::loader::LoaderConfig::default();
+        let err = framecull::loader::Loader::open(&dir, None, config)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("is damaged"), "{err}");
+    }
+    // The JSON lines file of the same version is intact and still reads.
+    let (_, rows) = manifest::open_path(&dir.join("v0001.jsonl")).unwrap();
+    assert_eq!(rows.len(), 50);
+}

@@ -181,6 +181,12 @@ impl App {
         self.thumbs.waiting()
     }
 
+    /// Why the thumbnails that could not be made failed (the gallery shows "cannot decode"
+    /// with the reason on hover).
+    pub fn thumbnail_failures(&self) -> Vec<String> {
+        self.thumbs.failures()
+    }
+
     pub fn is_scanning(&self) -> bool {
         self.scan.is_some()
     }

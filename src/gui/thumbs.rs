@@ -11,7 +11,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use eframe::egui;
 
 use crate::media::Source;
-use crate::media::decode::{DecodeOptions, decode_frames};
+use crate::scan::worker::{self, WorkerSlot};
 
 /// Longest side of a thumbnail, pixels.
 pub const THUMB_SIZE: u32 = 160;
@@ -54,11 +54,13 @@ impl Thumbnails {
         let spawned = std::thread::Builder::new()
             .name("framecull-thumbs".into())
             .spawn(move || {
+                let limits = crate::analysis::flags::Limits::default();
+                let mut slot = WorkerSlot::new(worker::spec(limits.memory_bytes()));
                 while let Ok(r) = req_rx.recv() {
                     let result = if r.scrub {
                         load_or_make_scrub(&r.file, &r.cache, r.orientation)
                     } else {
-                        load_or_make(&r.file, &r.cache, r.orientation)
+                        load_or_make(&mut slot, &r.file, &r.cache, r.orientation)
                             .map(|(w, h, rgb)| (w, h, vec![rgb]))
                     };
                     if done_tx.send((r.key, r.scrub, result)).is_err() {
@@ -168,12 +170,26 @@ impl Thumbnails {
         any
     }
 
+    pub fn failures(&self) -> Vec<String> {
+        let mut failures: Vec<String> = self
+            .thumbs
+            .values()
+            .filter_map(|t| match t {
+                Thumb::Failed(why) => Some(why.clone()),
+                _ => None,
+            })
+            .collect();
+        failures.sort();
+        failures
+    }
+
     pub fn waiting(&self) -> bool {
         self.requested.len() > self.thumbs.len() || self.scrub_requested.len() > self.scrubs.len()
     }
 }
 
 fn load_or_make(
+    slot: &mut WorkerSlot,
     file: &Source,
     cache: &Path,
     orientation: u16,
@@ -187,19 +203,10 @@ fn load_or_make(
             return Ok((w, h, bytes[4..].to_vec()));
         }
     }
-    let options = DecodeOptions {
-        max_width: THUMB_SIZE,
-        max_height: THUMB_SIZE,
-        deadline: Some(std::time::Instant::now() + std::time::Duration::from_secs(10)),
-        ..DecodeOptions::default()
-    };
-    let mut picture = None;
-    decode_frames(&file.open(), &options, 2, &mut |f| {
-        picture = Some((f.width, f.height, f.rgb24()));
-        false
-    })
-    .map_err(|e| e.to_string())?;
-    let (w, h, rgb) = picture.ok_or("no frame decodes")?;
+    // In a worker process: a decoder that crashes or hangs on a broken file costs its
+    // thumbnail ("cannot decode", the reason on hover), not the window.
+    let (w, h, rgb) =
+        slot.first_picture(&file.open(), THUMB_SIZE, std::time::Duration::from_secs(10))?;
     let (w, h, rgb) = crate::analysis::image::orient(w, h, &rgb, 3, orientation);
     if let Some(dir) = cache.parent() {
         let _ = std::fs::create_dir_all(dir);

@@ -75,6 +75,7 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
     let (rows, counts) = select_rows(catalog, options)?;
     let stem = format!("v{version:04}");
     let mut files = BTreeMap::new();
+    let mut file_hashes = BTreeMap::new();
     let mut staged = Staged(Vec::new());
     for format in &options.formats {
         let file = format!("{stem}.{}", format.extension());
@@ -90,6 +91,7 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
             Format::Jsonl => io::write_jsonl(out, &rows),
             Format::Csv => io::write_csv(out, &rows),
         })?;
+        file_hashes.insert(format.extension().to_string(), io::file_hash(&tmp)?);
         staged.0.push((tmp, path));
         files.insert(format.extension().to_string(), file);
     }
@@ -131,6 +133,7 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
         counts,
         rows_hash: rows_hash(&rows),
         files,
+        file_hashes,
         frame_index,
     };
     let meta_path = dir.join(format!("{stem}.json"));

@@ -277,6 +277,35 @@ fn csv_quote(s: &str) -> String {
 /// Read a manifest's Parquet file on the calling thread: not on polars' global thread pool,
 /// whose threads a process forked after using it (Python's `multiprocessing`, PyTorch's
 /// `DataLoader` workers) does not have, and would wait for forever.
+/// xxh3-128 of a file's bytes, as hex.
+pub fn file_hash(path: &Path) -> Result<String, ManifestError> {
+    let bytes = std::fs::read(path).map_err(|e| ManifestError::io(path, e))?;
+    Ok(format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes)))
+}
+
+/// Read a version's data file (`parquet` or `jsonl`), first checking its bytes against the
+/// hash its version recorded, when it recorded one: a damaged file is an error that says so,
+/// and no decoder sees it (polars' Parquet decoder aborts the process on some damaged files,
+/// found by fuzzing: an allocation sized by a corrupt field).
+pub fn read_checked(
+    path: &Path,
+    format: &str,
+    hash: Option<&String>,
+) -> Result<Vec<ManifestRow>, ManifestError> {
+    if let Some(expected) = hash
+        && file_hash(path)? != *expected
+    {
+        return Err(ManifestError::Invalid(format!(
+            "{} is damaged: its bytes are not those its version recorded",
+            path.display()
+        )));
+    }
+    match format {
+        "parquet" => read_parquet(path),
+        _ => read_jsonl(path),
+    }
+}
+
 pub fn read_parquet(path: &Path) -> Result<Vec<ManifestRow>, ManifestError> {
     let file = File::open(path).map_err(|e| ManifestError::io(path, e))?;
     // polars' Parquet decoder panics on some damaged files (an out-of-range dictionary

@@ -186,6 +186,10 @@ pub struct VersionMeta {
     pub rows_hash: String,
     /// Data files of this version, by format.
     pub files: BTreeMap<String, String>,
+    /// xxh3-128 of each data file's bytes, by format: a damaged file is refused before its
+    /// decoder sees it (versions written before this field have none, and are not checked).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub file_hashes: BTreeMap<String, String>,
     /// The seek references of its videos (`vNNNN.frames.jsonl`), when the catalog had frame
     /// tables from a deep pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]

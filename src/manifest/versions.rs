@@ -86,11 +86,10 @@ pub fn read_version(
             ))
         })?;
     let dir = manifest_dir(project, name);
-    if let Some(file) = meta.files.get("parquet") {
-        return io::read_parquet(&dir.join(file));
-    }
-    if let Some(file) = meta.files.get("jsonl") {
-        return io::read_jsonl(&dir.join(file));
+    for format in ["parquet", "jsonl"] {
+        if let Some(file) = meta.files.get(format) {
+            return io::read_checked(&dir.join(file), format, meta.file_hashes.get(format));
+        }
     }
     Err(ManifestError::Invalid(format!(
         "version {version} of {name} has only CSV; diff and reading need Parquet or JSON lines"
@@ -131,12 +130,12 @@ pub fn open_path(path: &Path) -> Result<(VersionMeta, Vec<ManifestRow>), Manifes
         .and_then(|e| e.to_str())
         .filter(|e| *e == "parquet" || *e == "jsonl");
     let file = |format: &str| meta.files.get(format).map(|f| dir.join(f));
+    let hash = |format: &str| meta.file_hashes.get(format);
     let rows = match asked {
-        Some("parquet") => io::read_parquet(path)?,
-        Some(_) => io::read_jsonl(path)?,
+        Some(format) => io::read_checked(path, format, hash(format))?,
         None => match (file("parquet"), file("jsonl")) {
-            (Some(p), _) => io::read_parquet(&p)?,
-            (None, Some(j)) => io::read_jsonl(&j)?,
+            (Some(p), _) => io::read_checked(&p, "parquet", hash("parquet"))?,
+            (None, Some(j)) => io::read_checked(&j, "jsonl", hash("jsonl"))?,
             (None, None) => {
                 return Err(ManifestError::Invalid(format!(
                     "{}: only CSV was written; the loader reads Parquet or JSON lines",

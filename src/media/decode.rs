@@ -401,6 +401,28 @@ pub fn frame_timestamps(path: &Path) -> Result<(Vec<i64>, Ratio), DecodeError> {
     Ok((frames.pts, time_base))
 }
 
+/// The first picture of a file that decodes, fitted within `max_side` (JPEGs decode at a
+/// quarter size when that is enough), as packed RGB: a thumbnail's source.
+pub fn first_picture(
+    source: &Opened,
+    max_side: u32,
+    deadline: Instant,
+) -> Result<(usize, usize, Vec<u8>), String> {
+    let options = DecodeOptions {
+        max_width: max_side,
+        max_height: max_side,
+        deadline: Some(deadline),
+        ..DecodeOptions::default()
+    };
+    let mut picture = None;
+    decode_frames(source, &options, 2, &mut |f| {
+        picture = Some((f.width, f.height, f.rgb24()));
+        false
+    })
+    .map_err(|e| e.to_string())?;
+    picture.ok_or_else(|| "no frame decodes".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

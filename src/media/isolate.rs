@@ -253,26 +253,26 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Test support (feature `fault-injection`): misbehave on the file whose name is in
-/// `FRAMECULL_FAULT_CRASH` (SIGSEGV), `FRAMECULL_FAULT_HANG` (loop for ever) or
-/// `FRAMECULL_FAULT_ALLOC` (allocate until refused), as a broken decoder would.
+/// Test support (feature `fault-injection`): misbehave on a file whose name starts with
+/// `framecull-fault-crash` (SIGSEGV), `framecull-fault-hang` (loop for ever) or
+/// `framecull-fault-alloc` (allocate until refused), as a broken decoder would.
 #[cfg(feature = "fault-injection")]
 pub fn inject_fault(path: &str) {
     let name = path.rsplit('/').next().unwrap_or(path);
-    let named = |var: &str| std::env::var(var).is_ok_and(|v| v == name);
-    if named("FRAMECULL_FAULT_CRASH") {
+    let named = |fault: &str| name.starts_with(&format!("framecull-fault-{fault}"));
+    if named("crash") {
         // SAFETY: not safe at all, on purpose: a write through a null pointer, as a broken
         // decoder makes; the process ends with SIGSEGV.
         unsafe {
             std::ptr::null_mut::<u8>().write_volatile(1);
         }
     }
-    if named("FRAMECULL_FAULT_HANG") {
+    if named("hang") {
         loop {
             std::thread::sleep(Duration::from_secs(1));
         }
     }
-    if named("FRAMECULL_FAULT_ALLOC") {
+    if named("alloc") {
         let mut hoard: Vec<Vec<u8>> = Vec::new();
         loop {
             hoard.push(vec![1u8; 256 << 20]);

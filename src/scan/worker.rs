@@ -46,6 +46,14 @@ enum Request {
     /// FFmpeg's probe of one file ([`crate::media::probe_with_ffmpeg`]).
     /// `file`: the path's bytes (a name need not be UTF-8).
     Probe { file: Vec<u8>, budget_secs: f64 },
+    /// The first picture of `file` ([`crate::media::decode::first_picture`]), its packed RGB
+    /// written to the file `out` (no pixels through the pipe).
+    FirstPicture {
+        file: Vec<u8>,
+        max_side: u32,
+        budget_secs: f64,
+        out: Vec<u8>,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -60,6 +68,10 @@ enum Response {
         frames: Vec<(Option<i64>, bool, bool, u64)>,
     },
     Probed(Probe),
+    Picture {
+        width: usize,
+        height: usize,
+    },
     Failed(String),
 }
 
@@ -150,6 +162,46 @@ impl WorkerSlot {
             Ok(Response::Probed(probe)) => probe,
             Ok(other) => Probe::failed(MediaKind::Video, ItemStatus::Error, unexpected(&other)),
             Err(reason) => Probe::failed(MediaKind::Video, ItemStatus::Error, reason),
+        }
+    }
+
+    /// The first picture of `opened` fitted within `max_side`, as packed RGB (a thumbnail);
+    /// in this process when there is no worker or the source is an object.
+    pub fn first_picture(
+        &mut self,
+        opened: &Opened,
+        max_side: u32,
+        budget: Duration,
+    ) -> Result<(usize, usize, Vec<u8>), String> {
+        use crate::media::decode::first_picture;
+        let Opened::File(file) = opened else {
+            return first_picture(opened, max_side, Instant::now() + budget);
+        };
+        if !self.ready() {
+            return first_picture(opened, max_side, Instant::now() + budget);
+        }
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let out =
+            std::env::temp_dir().join(format!("framecull-picture-{}-{n}.rgb", std::process::id()));
+        let request = Request::FirstPicture {
+            file: file.as_os_str().as_bytes().to_vec(),
+            max_side,
+            budget_secs: budget.as_secs_f64(),
+            out: out.as_os_str().as_bytes().to_vec(),
+        };
+        let answer = self.call(&request, hard_limit(budget), &file.to_string_lossy());
+        let read = std::fs::read(&out);
+        let _ = std::fs::remove_file(&out);
+        match answer? {
+            Response::Picture { width, height } => {
+                let rgb = read.map_err(|e| format!("cannot read the worker's picture: {e}"))?;
+                if rgb.len() != width * height * 3 {
+                    return Err("the worker's picture is incomplete".into());
+                }
+                Ok((width, height, rgb))
+            }
+            other => Err(unexpected(&other)),
         }
     }
 
@@ -270,6 +322,28 @@ fn answer(request: Request) -> Response {
                 )
             });
             Response::Probed(probe)
+        }
+        Request::FirstPicture {
+            file,
+            max_side,
+            budget_secs,
+            out,
+        } => {
+            #[cfg(feature = "fault-injection")]
+            crate::media::isolate::inject_fault(&String::from_utf8_lossy(&file));
+            let source = Opened::File(path(file));
+            let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
+            let picture = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::media::decode::first_picture(&source, max_side, deadline)
+            }))
+            .unwrap_or_else(|_| Err("internal error while decoding this file".into()));
+            match picture {
+                Ok((width, height, rgb)) => match std::fs::write(path(out), rgb) {
+                    Ok(()) => Response::Picture { width, height },
+                    Err(e) => Response::Failed(format!("cannot write the picture: {e}")),
+                },
+                Err(e) => Response::Failed(e),
+            }
         }
         Request::Analyse {
             root,
