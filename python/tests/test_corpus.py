@@ -39,6 +39,8 @@ def one_file_manifest(folder: Path, manifest: Path, row: dict) -> Path:
     meta = json.loads((manifest / "v0001.json").read_text())
     meta["files"] = {"jsonl": "v0001.jsonl"}
     meta.pop("frame_index", None)
+    # Written by hand: no hashes of the data files (the loader checks them when present).
+    meta.pop("file_hashes", None)
     meta["counts"] = {**meta["counts"], "rows": 1, "files": 1, "by_split": {}}
     folder.mkdir(parents=True)
     (folder / "v0001.jsonl").write_text(json.dumps(row) + "\n")
