@@ -129,47 +129,44 @@ fn results_are_the_same_with_and_without_worker_processes() {
     let data = tempfile::tempdir().unwrap();
     common::mixed_dataset(data.path());
     let mut rows = Vec::new();
-    for worker in [None, Some("")] {
+    for isolated in [true, false] {
         let project = tempfile::tempdir().unwrap();
         let mut command = common::bin();
-        command.args([
-            "scan",
-            data.path().to_str().unwrap(),
-            "--deep",
-            "--project",
-            project.path().to_str().unwrap(),
-        ]);
-        if let Some(exe) = worker {
-            command.env("FRAMECULL_WORKER_EXE", exe);
+        command
+            .args(["scan", data.path().to_str().unwrap(), "--deep", "--project"])
+            .arg(project.path())
+            // Workers say at debug level that they serve (their stderr comes through).
+            .env("FRAMECULL_LOG", "framecull=debug");
+        if !isolated {
+            command.env("FRAMECULL_WORKER_EXE", "");
         }
         let out = command.output().unwrap();
-        assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+        let log = common::stderr(&out);
+        assert!(out.status.code().unwrap() <= 1, "{log}");
+        assert_eq!(log.contains("serving (protocol"), isolated, "{log}");
         let mut listed = common::list_jsonl(project.path());
         for row in listed.values_mut() {
             row.as_object_mut().unwrap().remove("id");
         }
-        let frames: Vec<usize> = listed
-            .keys()
-            .map(|path| {
-                let catalog = framecull::catalog::Catalog::open(project.path()).unwrap();
-                let id = catalog
-                    .items()
-                    .unwrap()
-                    .into_iter()
-                    .find(|i| &i.path == path)
-                    .unwrap()
-                    .id;
-                catalog
-                    .frame_table(id)
-                    .unwrap()
-                    .map_or(0, |t| t.frames.len())
-            })
+        let catalog = framecull::catalog::Catalog::open(project.path()).unwrap();
+        let mut tables: Vec<(String, Option<framecull::model::FrameTable>)> = catalog
+            .items()
+            .unwrap()
+            .into_iter()
+            .map(|i| (i.path, catalog.frame_table(i.id).unwrap()))
             .collect();
-        rows.push((listed, frames));
+        tables.sort_by(|a, b| a.0.cmp(&b.0));
+        rows.push((listed, tables));
     }
     assert_eq!(rows[0].0, rows[1].0);
-    assert_eq!(rows[0].1, rows[1].1);
-    assert!(rows[0].1.iter().any(|&n| n > 0), "frame tables stored");
+    assert_eq!(rows[0].1, rows[1].1, "frame tables");
+    assert!(
+        rows[0]
+            .1
+            .iter()
+            .any(|(_, t)| t.as_ref().is_some_and(|t| !t.frames.is_empty())),
+        "frame tables stored"
+    );
 }
 
 /// FFmpeg's probes run in workers too: a demuxer that crashes or hangs while a scan reads a

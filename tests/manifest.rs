@@ -13,6 +13,14 @@ use framecull::model::{Clip, Decision, DupInfo, Edit, MediaInfo, MediaKind, Prob
 
 /// A catalog of `n` fake items (no files needed: export reads only the catalog). Every
 /// tenth item is a video; the rest are images. Ids and fingerprints follow `start..start+n`.
+/// A project of `n` generated items in a temporary folder, and its open catalog.
+fn project_with_items(n: usize) -> (tempfile::TempDir, Catalog) {
+    let proj = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
+    add_items(&mut catalog, 0, n);
+    (proj, catalog)
+}
+
 fn add_items(catalog: &mut Catalog, start: usize, n: usize) {
     let scan = catalog.begin_scan(Path::new("/data")).unwrap();
     let batch: Vec<ItemUpdate> = (start..start + n)
@@ -77,9 +85,7 @@ fn options(name: &str) -> ExportOptions {
 
 #[test]
 fn round_trip_versions_and_exact_diff() {
-    let proj = tempfile::tempdir().unwrap();
-    let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
-    add_items(&mut catalog, 0, 50);
+    let (proj, mut catalog) = project_with_items(50);
     let items = catalog.items().unwrap();
     let video = items.iter().find(|i| i.kind == MediaKind::Video).unwrap();
     // Two clips on one video; tags and a label survive the trip.
@@ -192,9 +198,7 @@ fn round_trip_versions_and_exact_diff() {
 
 #[test]
 fn splits_never_leak_or_drift_and_keep_their_shares() {
-    let proj = tempfile::tempdir().unwrap();
-    let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
-    add_items(&mut catalog, 0, 10_000);
+    let (proj, mut catalog) = project_with_items(10_000);
     // Near-duplicate groups of three consecutive items.
     let items = catalog.items().unwrap();
     let mut dups = std::collections::HashMap::new();
@@ -256,11 +260,8 @@ fn splits_never_leak_or_drift_and_keep_their_shares() {
 
 #[test]
 fn a_killed_export_leaves_no_partial_version() {
-    let proj = tempfile::tempdir().unwrap();
-    {
-        let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
-        add_items(&mut catalog, 0, 60_000);
-    }
+    let (proj, catalog) = project_with_items(60_000);
+    drop(catalog);
     let project = proj.path().to_str().unwrap();
     let mut killed = 0;
     for delay_ms in [50u64, 150, 300, 600, 1000] {
@@ -316,9 +317,7 @@ fn a_killed_export_leaves_no_partial_version() {
 #[test]
 fn a_version_records_the_settings_that_made_its_flags() {
     use framecull::scan::derive::recompute_for_project;
-    let proj = tempfile::tempdir().unwrap();
-    let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
-    add_items(&mut catalog, 0, 20);
+    let (proj, mut catalog) = project_with_items(20);
     let settings = proj.path().join("framecull.toml");
     std::fs::write(&settings, "[rules]\nmin_width = 4096\n").unwrap();
     let derived = recompute_for_project(&mut catalog).unwrap();
@@ -337,9 +336,7 @@ fn a_version_records_the_settings_that_made_its_flags() {
 #[test]
 fn an_export_with_a_filter_holds_only_the_files_it_matches() {
     use framecull::analysis::filter::Filter;
-    let proj = tempfile::tempdir().unwrap();
-    let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
-    add_items(&mut catalog, 0, 200);
+    let (proj, mut catalog) = project_with_items(200);
     let accepted = catalog
         .items()
         .unwrap()
@@ -384,11 +381,8 @@ fn an_export_with_a_filter_holds_only_the_files_it_matches() {
 /// and the catalog intact; the next export without the limit succeeds.
 #[test]
 fn an_export_over_the_file_size_limit_fails_cleanly_and_keeps_earlier_versions() {
-    let proj = tempfile::tempdir().unwrap();
-    {
-        let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
-        add_items(&mut catalog, 0, 20_000);
-    }
+    let (proj, catalog) = project_with_items(20_000);
+    drop(catalog);
     let project = proj.path().to_str().unwrap();
     let export = |limit: Option<u64>| {
         common::bin_with_file_size_limit(limit)
@@ -446,11 +440,8 @@ fn an_export_over_the_file_size_limit_fails_cleanly_and_keeps_earlier_versions()
 /// a corrupt field; tests/data/damaged-manifest.parquet).
 #[test]
 fn a_damaged_manifest_file_is_refused_before_it_is_decoded() {
-    let proj = tempfile::tempdir().unwrap();
-    {
-        let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
-        add_items(&mut catalog, 0, 50);
-    }
+    let (proj, catalog) = project_with_items(50);
+    drop(catalog);
     let project = proj.path().to_str().unwrap();
     let out = common::run(&[
         "export",

@@ -13,37 +13,32 @@ use std::path::Path;
 use framecull::loader::{DeviceChoice, Loader, LoaderConfig};
 use framecull::media::synth::{ImageKind, Pattern, VideoSpec};
 
-/// (bytes of the name, the text framecull shows for it).
-const NAMES: &[(&[u8], &str)] = &[
-    (b"caf\xe9.png", "caf\\xe9.png"),
-    (b"two\nlines.png", "two\\x0alines.png"),
-    (b"-dash.png", "-dash.png"),
-    (b"lit\\xe9.png", "lit\\\\xe9.png"),
-    (b"vid\xff\xfe.mp4", "vid\\xff\\xfe.mp4"),
-    (b"-new\nline.mp4", "-new\\x0aline.mp4"),
-    (b"dir\x80/inner.mp4", "dir\\x80/inner.mp4"),
+/// (bytes of the name, the text framecull shows for it, what it holds).
+const NAMES: &[(&[u8], &str, &str)] = &[
+    (b"caf\xe9.png", "caf\\xe9.png", "png"),
+    (b"two\nlines.png", "two\\x0alines.png", "png"),
+    (b"-dash.png", "-dash.png", "png"),
+    (b"lit\\xe9.png", "lit\\\\xe9.png", "png"),
+    (b"vid\xff\xfe.mp4", "vid\\xff\\xfe.mp4", "mp4"),
+    (b"-new\nline.mp4", "-new\\x0aline.mp4", "mp4"),
+    (b"dir\x80/inner.mp4", "dir\\x80/inner.mp4", "mp4"),
+    // No extension: found by its content, opened by FFmpeg through a link with no extension.
+    (b"stream\xfe", "stream\\xfe", "ts"),
 ];
 
-fn write(dir: &Path, name: &[u8], i: usize) {
+fn write(dir: &Path, name: &[u8], holds: &str, i: usize) {
     let path = dir.join(OsStr::from_bytes(name));
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     // Written under a plain name (the encoders take UTF-8 paths), then renamed.
-    let plain = format!(
-        "plain{i}.{}",
-        if name.ends_with(b".mp4") {
-            "mp4"
-        } else {
-            "png"
-        }
-    );
-    if plain.ends_with("mp4") {
+    let plain = format!("plain{i}.{holds}");
+    if holds == "png" {
+        common::image(dir, &plain, ImageKind::Png, 40 + 8 * i as u32, 32, None);
+    } else {
         let mut spec = VideoSpec::new("mpeg4", 96, 64, 25, 12 + 4 * i as u32);
         spec.pattern = Pattern::MovingBox {
             speed: 2 + i as u32,
         };
         common::video(dir, &plain, &spec);
-    } else {
-        common::image(dir, &plain, ImageKind::Png, 40 + 8 * i as u32, 32, None);
     }
     std::fs::rename(dir.join(&plain), &path).unwrap();
 }
@@ -52,8 +47,8 @@ fn write(dir: &Path, name: &[u8], i: usize) {
 fn names_of_any_bytes_are_scanned_analysed_exported_and_loaded() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    for (i, (name, _)) in NAMES.iter().enumerate() {
-        write(&data, name, i);
+    for (i, (name, _, holds)) in NAMES.iter().enumerate() {
+        write(&data, name, holds, i);
     }
     let project = tmp.path().join("project");
     let p = project.to_str().unwrap();
@@ -62,11 +57,11 @@ fn names_of_any_bytes_are_scanned_analysed_exported_and_loaded() {
 
     let rows = common::list_jsonl(&project);
     let mut shown: Vec<&str> = rows.keys().map(String::as_str).collect();
-    let mut expected: Vec<&str> = NAMES.iter().map(|(_, text)| *text).collect();
+    let mut expected: Vec<&str> = NAMES.iter().map(|(_, text, _)| *text).collect();
     shown.sort();
     expected.sort();
     assert_eq!(shown, expected);
-    for (_, text) in NAMES {
+    for (_, text, holds) in NAMES {
         let row = &rows[*text];
         assert_eq!(row["status"], "ok", "{text}: {row}");
         let errors = row["flags"].as_array().unwrap().iter();
@@ -75,7 +70,7 @@ fn names_of_any_bytes_are_scanned_analysed_exported_and_loaded() {
             0,
             "{text}: {row}"
         );
-        let measured = if text.ends_with(".mp4") {
+        let measured = if *holds != "png" {
             "motion_mean"
         } else {
             "sharpness"
@@ -85,7 +80,7 @@ fn names_of_any_bytes_are_scanned_analysed_exported_and_loaded() {
     // The text form of the list has one line per file, whatever the names hold.
     let out = common::run(&["list", "--project", p]);
     let listed = common::stdout(&out);
-    for (_, text) in NAMES {
+    for (_, text, _) in NAMES {
         assert_eq!(
             listed.lines().filter(|l| l.contains(text)).count(),
             1,

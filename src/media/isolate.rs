@@ -14,7 +14,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Lines of the child's stderr kept to explain its end.
@@ -81,7 +81,8 @@ pub struct Worker {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<std::io::Result<String>>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// The stderr reader: it ends when the child does, with the last lines.
+    stderr: Option<JoinHandle<VecDeque<String>>>,
     memory_bytes: Option<u64>,
 }
 
@@ -144,26 +145,24 @@ impl Worker {
                     }
                 }
             })?;
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        let tail = Arc::clone(&stderr);
-        std::thread::Builder::new()
+        let stderr = std::thread::Builder::new()
             .name("framecull-worker-err".into())
             .spawn(move || {
+                let mut tail = VecDeque::with_capacity(STDERR_TAIL);
                 for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
                     tracing::debug!(target: "framecull::worker", "{line}");
-                    if let Ok(mut tail) = tail.lock() {
-                        if tail.len() == STDERR_TAIL {
-                            tail.pop_front();
-                        }
-                        tail.push_back(line);
+                    if tail.len() == STDERR_TAIL {
+                        tail.pop_front();
                     }
+                    tail.push_back(line);
                 }
+                tail
             })?;
         Ok(Worker {
             child,
             stdin,
             lines,
-            stderr,
+            stderr: Some(stderr),
             memory_bytes: memory,
         })
     }
@@ -206,12 +205,12 @@ impl Worker {
             Ok(s) => s,
             Err(e) => return Failure::Io(e.to_string()),
         };
-        // The stderr reader may still hold the last lines: give it a moment.
-        std::thread::sleep(Duration::from_millis(20));
+        // The child is gone, so its stderr is at its end: the reader returns the last lines.
         let stderr = self
             .stderr
-            .lock()
-            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .take()
+            .and_then(|reader| reader.join().ok())
+            .map(|tail| Vec::from(tail).join("\n"))
             .unwrap_or_default();
         // Rust's allocator reports an allocation the address-space cap refused, then aborts.
         let refused = stderr.contains("memory allocation of") || stderr.contains("out of memory");

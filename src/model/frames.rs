@@ -48,13 +48,13 @@ impl FrameView<'_> {
 
 /// A video's frames as one decode from the start shows them (the deep pass): the ground
 /// truth the loader checks its seeks against. Frame `i` is the `i`-th frame decoded.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameTable {
     pub frames: Vec<FrameRecord>,
 }
 
 /// One frame of a [`FrameTable`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameRecord {
     /// Best-effort presentation timestamp in the stream's time base.
     pub pts: Option<i64>,

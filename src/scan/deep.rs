@@ -80,10 +80,7 @@ pub fn analyze(
     let mut todo = catalog.analysis_todo(ANALYSIS_VERSION)?;
     // Pictures over the project's limits are not decoded (their flag says so); they stay to
     // do, so raising the limit analyses them.
-    let limits = crate::catalog::Project::at(catalog.project_dir())
-        .config()
-        .map(|c| c.limits)
-        .unwrap_or_default();
+    let limits = super::project_limits(catalog);
     let workers = if options.isolate {
         super::worker::spec(limits.memory_bytes())
     } else {

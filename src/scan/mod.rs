@@ -269,6 +269,14 @@ pub fn missing_decoders(unsupported: &[(String, String)]) -> Vec<String> {
         .collect()
 }
 
+/// The project's `[limits]` (the defaults when its framecull.toml is absent or broken).
+pub(crate) fn project_limits(catalog: &Catalog) -> crate::analysis::flags::Limits {
+    crate::catalog::Project::at(catalog.project_dir())
+        .config()
+        .map(|c| c.limits)
+        .unwrap_or_default()
+}
+
 /// Probe files on a rayon pool and store them from this thread in batched transactions.
 /// Returns how many files were stored.
 fn probe_and_store(
@@ -293,11 +301,7 @@ fn probe_and_store(
     let flush_every = Duration::from_millis(250);
     // Worker processes for FFmpeg's probes, taken by whichever thread probes next.
     let spec = if options.isolate {
-        let limits = crate::catalog::Project::at(catalog.project_dir())
-            .config()
-            .map(|c| c.limits)
-            .unwrap_or_default();
-        worker::spec(limits.memory_bytes())
+        worker::spec(project_limits(catalog).memory_bytes())
     } else {
         None
     };

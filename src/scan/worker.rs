@@ -19,7 +19,7 @@ use crate::analysis::cuts::CutOptions;
 use crate::catalog::AnalysisTodo;
 use crate::media::Opened;
 use crate::media::isolate::{Failure, Spec, Worker, worker_exe};
-use crate::model::{Curves, FrameRecord, ItemStatus, MediaKind, Metrics, Probe};
+use crate::model::{Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe};
 use crate::storage::Root;
 
 /// Bump when a message changes: a worker of another protocol is not used.
@@ -63,9 +63,8 @@ enum Response {
     Analysed {
         metrics: Metrics,
         curves: Curves,
-        /// The frame table (`Curves::frames`, which curves' serde form leaves out): pts,
-        /// clean key, damaged, hash.
-        frames: Vec<(Option<i64>, bool, bool, u64)>,
+        /// `Curves::frames`, which curves' serde form leaves out (the catalog stores it apart).
+        frames: FrameTable,
     },
     Probed(Probe),
     Picture {
@@ -109,12 +108,10 @@ impl WorkerSlot {
         item: &AnalysisTodo,
         options: &AnalyzeOptions,
     ) -> (Metrics, Curves) {
-        let Root::Local(dir) = root else {
-            return super::deep::analyse_in_process(root, item, options);
+        let dir = match root {
+            Root::Local(dir) if self.ready() => dir,
+            _ => return super::deep::analyse_in_process(root, item, options),
         };
-        if !self.ready() {
-            return super::deep::analyse_in_process(root, item, options);
-        }
         let request = Request::Analyse {
             root: dir.as_os_str().as_bytes().to_vec(),
             item: item.clone(),
@@ -127,15 +124,7 @@ impl WorkerSlot {
                 mut curves,
                 frames,
             }) => {
-                curves.frames.frames = frames
-                    .into_iter()
-                    .map(|(pts, clean_key, damaged, hash)| FrameRecord {
-                        pts,
-                        clean_key,
-                        damaged,
-                        hash,
-                    })
-                    .collect();
+                curves.frames = frames;
                 (metrics, curves)
             }
             Ok(other) => failed_analysis(unexpected(&other)),
@@ -146,12 +135,10 @@ impl WorkerSlot {
     /// FFmpeg's probe of `opened`, stopping at `deadline`; in this process when there is no
     /// worker or the source is an object (see [`WorkerSlot::analyse`]).
     pub fn probe(&mut self, opened: &Opened, deadline: Instant) -> Probe {
-        let Opened::File(file) = opened else {
-            return crate::media::probe_with_ffmpeg(opened, deadline);
+        let file = match opened {
+            Opened::File(file) if self.ready() => file,
+            _ => return crate::media::probe_with_ffmpeg(opened, deadline),
         };
-        if !self.ready() {
-            return crate::media::probe_with_ffmpeg(opened, deadline);
-        }
         let budget = deadline.saturating_duration_since(Instant::now());
         let request = Request::Probe {
             file: file.as_os_str().as_bytes().to_vec(),
@@ -174,12 +161,10 @@ impl WorkerSlot {
         budget: Duration,
     ) -> Result<(usize, usize, Vec<u8>), String> {
         use crate::media::decode::first_picture;
-        let Opened::File(file) = opened else {
-            return first_picture(opened, max_side, Instant::now() + budget);
+        let file = match opened {
+            Opened::File(file) if self.ready() => file,
+            _ => return first_picture(opened, max_side, Instant::now() + budget),
         };
-        if !self.ready() {
-            return first_picture(opened, max_side, Instant::now() + budget);
-        }
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let out =
@@ -292,6 +277,10 @@ pub fn serve() -> std::io::Result<()> {
     })?;
     writeln!(stdout, "{greeting}")?;
     stdout.flush()?;
+    tracing::debug!(
+        "worker {} serving (protocol {PROTOCOL})",
+        std::process::id()
+    );
     for line in stdin.lines() {
         let response = match serde_json::from_str::<Request>(&line?) {
             Ok(request) => answer(request),
@@ -304,11 +293,16 @@ pub fn serve() -> std::io::Result<()> {
 }
 
 fn answer(request: Request) -> Response {
+    #[cfg(feature = "fault-injection")]
+    crate::media::isolate::inject_fault(&match &request {
+        Request::Probe { file, .. } | Request::FirstPicture { file, .. } => {
+            String::from_utf8_lossy(file).into_owned()
+        }
+        Request::Analyse { item, .. } => item.path.clone(),
+    });
     let path = |bytes: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(bytes));
     match request {
         Request::Probe { file, budget_secs } => {
-            #[cfg(feature = "fault-injection")]
-            crate::media::isolate::inject_fault(&String::from_utf8_lossy(&file));
             let source = Opened::File(path(file));
             let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
             let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -329,8 +323,6 @@ fn answer(request: Request) -> Response {
             budget_secs,
             out,
         } => {
-            #[cfg(feature = "fault-injection")]
-            crate::media::isolate::inject_fault(&String::from_utf8_lossy(&file));
             let source = Opened::File(path(file));
             let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
             let picture = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -352,8 +344,6 @@ fn answer(request: Request) -> Response {
             cuts,
         } => {
             let root = Root::Local(path(root));
-            #[cfg(feature = "fault-injection")]
-            crate::media::isolate::inject_fault(&item.path);
             // Spelled out: `AnalyzeOptions::default()` asks the system for its CPU count
             // (several file reads), once per file here.
             let options = AnalyzeOptions {
@@ -364,10 +354,7 @@ fn answer(request: Request) -> Response {
                 isolate: false,
             };
             let (metrics, mut curves) = super::deep::analyse_in_process(&root, &item, &options);
-            let frames = std::mem::take(&mut curves.frames.frames)
-                .into_iter()
-                .map(|f| (f.pts, f.clean_key, f.damaged, f.hash))
-                .collect();
+            let frames = std::mem::take(&mut curves.frames);
             Response::Analysed {
                 metrics,
                 curves,
