@@ -96,7 +96,7 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
     } else {
         raw
     };
-    let (lo, hi) = robust_range(&transformed);
+    let (mut lo, hi) = robust_range(&transformed);
     let underflow = transformed.iter().filter(|&&v| v < lo).count() as u64;
     let overflow = transformed.iter().filter(|&&v| v > hi).count() as u64;
     let transformed: Vec<f64> = transformed
@@ -118,7 +118,11 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
     let width = if hi > lo {
         (hi - lo) / bins as f64
     } else {
-        1.0
+        // One value (one video, or all of the same length): a window around it, so that the
+        // axis reads near it (a width of one unit a bin put 10^40 s on a log axis).
+        let half = if log { 0.5 } else { (lo.abs() * 0.5).max(0.5) };
+        lo -= half;
+        2.0 * half / bins as f64
     };
     x = col("t");
     let binned = DataFrame::new(
@@ -257,6 +261,26 @@ mod tests {
         assert_eq!(h.counts, vec![1, 4]);
         assert_eq!(h.missing, 1);
         assert_eq!((h.underflow, h.overflow), (0, 0));
+    }
+
+    #[test]
+    fn one_value_is_plotted_in_a_window_around_it() {
+        for (measure, name, value) in [
+            (Measure::DurationSecs, "duration_secs", 2.0),
+            (Measure::Fps, "fps", 25.0),
+        ] {
+            let column: Vec<Option<f64>> = vec![Some(value); 3];
+            let df = DataFrame::new(3, vec![Column::new(name.into(), column)]).unwrap();
+            let h = histogram(&df, measure, 40).unwrap();
+            let (first, last) = (h.edges[0], *h.edges.last().unwrap());
+            assert!(
+                first < value && value < last,
+                "{measure:?}: {first}..{last}"
+            );
+            assert!(last / first <= 10.0 + 1e-9, "{measure:?}: {first}..{last}");
+            assert_eq!(h.counts.iter().sum::<u64>(), 3);
+            assert_eq!(h.bin_of(value), h.counts.iter().position(|&c| c == 3));
+        }
     }
 
     #[test]
