@@ -1,4 +1,4 @@
-//! Histograms shared by the CLI and the GUI, computed with polars.
+//! Histograms shared by the CLI and the GUI.
 
 use polars::prelude::*;
 use serde::Serialize;
@@ -76,35 +76,37 @@ const FENCE_IQRS: f64 = 10.0;
 /// largest value of `measure`'s column in `df` that are not far outliers (see
 /// [`FENCE_IQRS`]); those are counted in `underflow` and `overflow`.
 pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<Histogram> {
+    let column = df.column(measure.name())?.cast(&DataType::Float64)?;
+    let values: Vec<f64> = column
+        .f64()?
+        .iter()
+        .map(|v| v.unwrap_or(f64::NAN))
+        .collect();
+    Ok(histogram_of(measure, &values, bins))
+}
+
+/// [`histogram`] of one measure's column of values (NaN where an item has none), as the
+/// window keeps them.
+pub fn histogram_of(measure: Measure, values: &[f64], bins: usize) -> Histogram {
     let bins = bins.max(1);
     let log = measure.spans_decades();
-    let mut x = col(measure.name()).cast(DataType::Float64);
-    let mut valid = x.clone().is_not_null();
-    if log {
-        valid = valid.and(x.clone().gt(lit(0.0)));
-    }
-    let values = df
-        .clone()
-        .lazy()
-        .filter(valid)
-        .select([x.clone().alias("v")])
-        .collect()?;
-    let raw: Vec<f64> = values.column("v")?.f64()?.into_no_null_iter().collect();
-    let missing = (df.height() - raw.len()) as u64;
-    let transformed: Vec<f64> = if log {
-        raw.iter().map(|v| v.log10()).collect()
-    } else {
-        raw
-    };
-    let (mut lo, hi) = robust_range(&transformed);
-    let underflow = transformed.iter().filter(|&&v| v < lo).count() as u64;
-    let overflow = transformed.iter().filter(|&&v| v > hi).count() as u64;
-    let transformed: Vec<f64> = transformed
-        .into_iter()
-        .filter(|v| (lo..=hi).contains(v))
+    let transformed: Vec<f64> = values
+        .iter()
+        .filter(|v| !v.is_nan() && (!log || **v > 0.0))
+        .map(|&v| if log { v.log10() } else { v })
         .collect();
-    if transformed.is_empty() {
-        return Ok(Histogram {
+    let missing = (values.len() - transformed.len()) as u64;
+    let (min, hi) = robust_range(&transformed);
+    let underflow = transformed.iter().filter(|&&v| v < min).count() as u64;
+    let overflow = transformed.iter().filter(|&&v| v > hi).count() as u64;
+    let in_range = || {
+        transformed
+            .iter()
+            .copied()
+            .filter(move |v| (min..=hi).contains(v))
+    };
+    if in_range().next().is_none() {
+        return Histogram {
             measure,
             label: measure.title().into(),
             edges: Vec::new(),
@@ -113,8 +115,9 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
             underflow,
             overflow,
             log,
-        });
+        };
     }
+    let mut lo = min;
     let width = if hi > lo {
         (hi - lo) / bins as f64
     } else {
@@ -124,31 +127,12 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
         lo -= half;
         2.0 * half / bins as f64
     };
-    x = col("t");
-    let binned = DataFrame::new(
-        transformed.len(),
-        vec![Column::new("t".into(), transformed)],
-    )?
-    .lazy()
-    .select([((x - lit(lo)) / lit(width))
-        .cast(DataType::Int64)
-        .alias("bin")])
-    .with_column(
-        when(col("bin").gt(lit(bins as i64 - 1)))
-            .then(lit(bins as i64 - 1))
-            .otherwise(col("bin"))
-            .alias("bin"),
-    )
-    .group_by([col("bin")])
-    .agg([len().cast(DataType::UInt64).alias("n")])
-    .collect()?;
     let mut counts = vec![0u64; bins];
-    let b = binned.column("bin")?.i64()?;
-    let n = binned.column("n")?.u64()?;
-    for i in 0..binned.height() {
-        if let (Some(bin), Some(c)) = (b.get(i), n.get(i)) {
-            counts[bin.clamp(0, bins as i64 - 1) as usize] += c;
-        }
+    for t in in_range() {
+        // Truncation of a non-negative quotient: the bin's floor; the largest value lands in
+        // the last bin.
+        let bin = (((t - lo) / width) as usize).min(bins - 1);
+        counts[bin] += 1;
     }
     let edges = (0..=bins)
         .map(|i| {
@@ -156,7 +140,7 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
             if log { 10f64.powf(e) } else { e }
         })
         .collect();
-    Ok(Histogram {
+    Histogram {
         measure,
         label: measure.title().into(),
         edges,
@@ -165,7 +149,7 @@ pub fn histogram(df: &DataFrame, measure: Measure, bins: usize) -> PolarsResult<
         underflow,
         overflow,
         log,
-    })
+    }
 }
 
 /// Resolution heat map over the `width` and `height` columns of items with status `ok`,

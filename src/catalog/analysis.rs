@@ -182,8 +182,31 @@ impl Catalog {
         Ok(self.metrics_by_id()?.into_iter().collect())
     }
 
+    /// The metrics that [`Measure`](crate::model::Measure)s read (motion, brightness,
+    /// sharpness) of every analysed item, by ascending item id, the other fields left at their
+    /// defaults: what the window's view needs, read in a fraction of the time of
+    /// [`Catalog::metrics_by_id`].
+    pub fn measured_by_id(&self) -> Result<Vec<(ItemId, Metrics)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT item_id, motion_mean, brightness, sharpness FROM metrics ORDER BY item_id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, ItemId>(0)?,
+                Metrics {
+                    motion_mean: r.get(1)?,
+                    brightness: r.get(2)?,
+                    sharpness: r.get(3)?,
+                    ..Metrics::default()
+                },
+            ))
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
     /// Metrics of every analysed item, by ascending item id: half the memory of
     /// [`Catalog::all_metrics`] for a million items (a hash map holds twice as many slots).
+    /// [`by_item`] pairs them with the items.
     pub fn metrics_by_id(&self) -> Result<Vec<(ItemId, Metrics)>> {
         let mut stmt = self.conn.prepare(
             "SELECT item_id, decoded_frames, decode_errors, first_error, undecodable, timed_out,

@@ -383,24 +383,73 @@ impl Catalog {
         Ok(())
     }
 
+    /// Every item, and what `also` reads meanwhile through a second connection to the same
+    /// catalog (the items' analysis, say): at a million files, reading rows is most of the
+    /// time a listing or the window's view takes. The items are read in two halves, on two
+    /// more connections.
+    pub fn items_and<T: Send>(
+        &self,
+        also: impl FnOnce(&Catalog) -> Result<T> + Send,
+    ) -> Result<(Vec<Item>, T)> {
+        let dir = self.project_dir.clone();
+        let mmap: i64 = self
+            .conn
+            .pragma_query_value(None, "mmap_size", |r| r.get(0))?;
+        // The id in the middle: rows below it are read here, the rest by the other thread.
+        let middle: Option<ItemId> = self
+            .conn
+            .query_row(
+                "SELECT id FROM items ORDER BY id LIMIT 1 OFFSET (SELECT COUNT(*) FROM items) / 2",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let middle = middle.unwrap_or(ItemId::MAX);
+        let open = || -> Result<Catalog> {
+            let catalog = Catalog::open(&dir)?;
+            catalog.conn.pragma_update(None, "mmap_size", mmap)?;
+            Ok(catalog)
+        };
+        std::thread::scope(|s| {
+            let second = s.spawn(|| open()?.items_between(middle, ItemId::MAX));
+            let also = s.spawn(|| also(&open()?));
+            let first = match middle.checked_sub(1) {
+                Some(last) => self.items_between(ItemId::MIN, last),
+                None => Ok(Vec::new()),
+            };
+            let second = join(second)?;
+            let also = join(also)?;
+            let mut items = first?;
+            items.extend(second);
+            Ok((sorted_by_path(items), also))
+        })
+    }
+
     /// Every item, ordered by path.
     pub fn items(&self) -> Result<Vec<Item>> {
+        Ok(sorted_by_path(
+            self.items_between(ItemId::MIN, ItemId::MAX)?,
+        ))
+    }
+
+    /// The items with ids from `first` to `last` (both included), in table order.
+    fn items_between(&self, first: ItemId, last: ItemId) -> Result<Vec<Item>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, path, kind, status, error, size_bytes, mtime_ns, fingerprint, container,
                 codec, profile, pix_fmt, width, height, rotation_deg, sar, fps, fps_base,
                 time_base, start_secs, duration_secs, frame_count, bit_rate, has_audio,
                 exif_orientation
-             FROM items",
+             FROM items WHERE id BETWEEN ?1 AND ?2",
         )?;
-        let rows = stmt.query_map([], |r| {
-            let kind: String = r.get(2)?;
-            let status: String = r.get(3)?;
-            let ratio = |s: Option<String>| s.as_deref().and_then(Ratio::parse);
+        let rows = stmt.query_map(params![first, last], |r| {
+            let ratio = |k: usize| -> rusqlite::Result<Option<Ratio>> {
+                Ok(r.get_ref(k)?.as_str_or_null()?.and_then(Ratio::parse))
+            };
             Ok(Item {
                 id: r.get::<_, ItemId>(0)?,
                 path: r.get(1)?,
-                kind: MediaKind::parse(&kind).unwrap_or(MediaKind::Other),
-                status: ItemStatus::parse(&status).unwrap_or(ItemStatus::Error),
+                kind: MediaKind::parse(r.get_ref(2)?.as_str()?).unwrap_or(MediaKind::Other),
+                status: ItemStatus::parse(r.get_ref(3)?.as_str()?).unwrap_or(ItemStatus::Error),
                 error: r.get(4)?,
                 size_bytes: r.get::<_, i64>(5)? as u64,
                 mtime_ns: r.get(6)?,
@@ -413,10 +462,10 @@ impl Catalog {
                     width: r.get(12)?,
                     height: r.get(13)?,
                     rotation_deg: r.get(14)?,
-                    sample_aspect_ratio: ratio(r.get(15)?),
+                    sample_aspect_ratio: ratio(15)?,
                     fps: r.get(16)?,
                     fps_base: r.get(17)?,
-                    time_base: ratio(r.get(18)?),
+                    time_base: ratio(18)?,
                     start_secs: r.get(19)?,
                     duration_secs: r.get(20)?,
                     frame_count: r.get(21)?,
@@ -426,13 +475,49 @@ impl Catalog {
                 },
             })
         })?;
-        // Read in table order and sorted here: `ORDER BY path` walks the path index and looks
-        // each row up in the table, twice as slow at a million items. Byte order, as SQLite's
-        // BINARY collation.
-        let mut items: Vec<Item> = rows.collect::<std::result::Result<_, _>>()?;
-        items.par_sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        Ok(items)
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
+}
+
+/// What a scoped thread returned; its panic goes on here.
+fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// `items` ordered by path, in byte order as SQLite's BINARY collation. Read in table order
+/// and sorted here: `ORDER BY path` walks the path index and looks each row up in the table,
+/// twice as slow at a million items. (Sorting indices and applying the order in one pass was
+/// slower still: its reads of the items are random.)
+fn sorted_by_path(mut items: Vec<Item>) -> Vec<Item> {
+    items.par_sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    items
+}
+
+/// For each of `items`, its entry in `by_id` (ascending item ids, as
+/// [`Catalog::metrics_by_id`] returns them): one merge walk in id order. A binary search per
+/// item was a cache miss per step, seconds at a million items.
+pub fn by_item<'a, T>(items: &[Item], by_id: &'a [(ItemId, T)]) -> Vec<Option<&'a T>> {
+    let mut order: Vec<(ItemId, u32)> = items
+        .iter()
+        .zip(0u32..)
+        .map(|(item, i)| (item.id, i))
+        .collect();
+    order.par_sort_unstable();
+    let mut out = vec![None; items.len()];
+    let mut k = 0;
+    for (id, i) in order {
+        while by_id.get(k).is_some_and(|(other, _)| *other < id) {
+            k += 1;
+        }
+        if let Some((other, value)) = by_id.get(k)
+            && *other == id
+        {
+            out[i as usize] = Some(value);
+        }
+    }
+    out
 }
 
 pub(crate) fn unix_now() -> i64 {

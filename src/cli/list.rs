@@ -2,6 +2,8 @@
 
 use std::io::{BufWriter, Write};
 
+use rayon::prelude::*;
+
 use super::{Outcome, ProjectArg};
 use crate::analysis::filter::Filter;
 use crate::catalog::listing::{Analysis, OTHER_STATUS, Row};
@@ -50,13 +52,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         None => None,
     };
     let filter = args.filter.as_deref().map(Filter::parse).transpose()?;
-    let items: Vec<Item> = catalog
-        .items()?
+    let (items, analysis) = catalog.items_and(Analysis::load)?;
+    let items: Vec<Item> = items
         .into_iter()
         .filter(|i| !args.problems || i.status.is_problem())
         .filter(|i| kind.is_none_or(|k| i.kind == k))
         .collect();
-    let analysis = Analysis::load(&catalog)?;
     let items: Vec<Item> = match &filter {
         Some(f) => f
             .select_items(
@@ -83,8 +84,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::new(stdout);
     let written = match args.format {
-        Format::Jsonl => write_jsonl(&mut out, rows(&items, &others, &analysis)),
-        Format::Csv => write_csv(&mut out, rows(&items, &others, &analysis)),
+        Format::Jsonl => write_rows(&mut out, &items, &others, &analysis, jsonl_line),
+        Format::Csv => {
+            if !items.is_empty() || !others.is_empty() {
+                writeln!(out, "{}", csv_header()?)?;
+            }
+            write_rows(&mut out, &items, &others, &analysis, csv_line)
+        }
         Format::Table => write_table(&mut out, &items, &others, &analysis),
     };
     match written.and_then(|()| out.flush().map_err(anyhow::Error::from)) {
@@ -93,45 +99,66 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) => {}
         other => other?,
     }
+    // A million items and their analysis: the process ends now, and freeing them one by one
+    // would take a tenth of the command's time.
+    std::mem::forget((items, analysis));
     Ok(Outcome::Clean)
 }
 
-/// The rows of `--format jsonl|csv`: media files, then the others, made as they are written.
-fn rows<'a>(
-    items: &'a [Item],
-    others: &'a [OtherFile],
-    a: &'a Analysis,
-) -> impl Iterator<Item = Row<'a>> {
-    let media = items.iter().map(|item| Row::from_item(item, a));
-    media.chain(others.iter().map(Row::other))
-}
+/// Rows made and formatted this many at a time, on every core, then written in order.
+const ROWS_PER_BATCH: usize = 1 << 16;
 
-fn write_jsonl<'a>(
+/// The rows of `--format jsonl|csv`: media files, then the others, each formatted by `line`.
+fn write_rows(
     out: &mut impl Write,
-    rows: impl Iterator<Item = Row<'a>>,
+    items: &[Item],
+    others: &[OtherFile],
+    a: &Analysis,
+    line: fn(&Row, &mut Vec<u8>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    for row in rows {
-        serde_json::to_writer(&mut *out, &row)?;
-        out.write_all(b"\n")?;
+    for batch in items.chunks(ROWS_PER_BATCH) {
+        let parts: Vec<Vec<u8>> = batch
+            .par_chunks(ROWS_PER_BATCH / 16)
+            .map(|part| {
+                let mut buf = Vec::with_capacity(part.len() * 512);
+                for item in part {
+                    line(&Row::from_item(item, a), &mut buf)?;
+                }
+                Ok(buf)
+            })
+            .collect::<anyhow::Result<_>>()?;
+        for part in parts {
+            out.write_all(&part)?;
+        }
     }
+    let mut buf = Vec::new();
+    for file in others {
+        line(&Row::other(file), &mut buf)?;
+    }
+    out.write_all(&buf)?;
     Ok(())
 }
 
-fn write_csv<'a>(out: &mut impl Write, rows: impl Iterator<Item = Row<'a>>) -> anyhow::Result<()> {
-    let mut header_written = false;
-    for row in rows {
-        let value = serde_json::to_value(&row)?;
-        let serde_json::Value::Object(map) = value else {
-            continue;
-        };
-        if !header_written {
-            let names: Vec<&str> = map.keys().map(String::as_str).collect();
-            writeln!(out, "{}", names.join(","))?;
-            header_written = true;
-        }
-        let cells: Vec<String> = map.values().map(csv_cell).collect();
-        writeln!(out, "{}", cells.join(","))?;
-    }
+fn jsonl_line(row: &Row, out: &mut Vec<u8>) -> anyhow::Result<()> {
+    serde_json::to_writer(&mut *out, row)?;
+    out.push(b'\n');
+    Ok(())
+}
+
+/// The field names, in the documented order.
+fn csv_header() -> anyhow::Result<String> {
+    let serde_json::Value::Object(map) = serde_json::to_value(Row::default())? else {
+        anyhow::bail!("a row is not a JSON object");
+    };
+    Ok(map.keys().map(String::as_str).collect::<Vec<_>>().join(","))
+}
+
+fn csv_line(row: &Row, out: &mut Vec<u8>) -> anyhow::Result<()> {
+    let serde_json::Value::Object(map) = serde_json::to_value(row)? else {
+        anyhow::bail!("a row is not a JSON object");
+    };
+    let cells: Vec<String> = map.values().map(csv_cell).collect();
+    writeln!(out, "{}", cells.join(","))?;
     Ok(())
 }
 

@@ -8,8 +8,8 @@ use polars::prelude::*;
 use crate::analysis::dups::{DupInput, DupRelation, group_duplicates};
 use crate::analysis::flags::{Config, dup_flag, item_flags};
 use crate::analysis::outliers::outlier_flags;
-use crate::catalog::{Catalog, CatalogError, ConfigError, Project};
-use crate::model::{DupInfo, Flag, ItemId, ItemStatus, MediaKind, Metrics};
+use crate::catalog::{Catalog, CatalogError, ConfigError, Project, by_item};
+use crate::model::{DupInfo, Flag, Item, ItemId, ItemStatus, MediaKind, Metrics};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeriveError {
@@ -77,13 +77,16 @@ pub fn recompute_in(
         .into_iter()
         .filter(|i| i.status != ItemStatus::Missing)
         .collect();
-    let metrics = MetricsById(catalog.metrics_by_id()?);
+    let metrics = catalog.metrics_by_id()?;
+    // Each item with its metrics.
+    let metrics_of = by_item(&items, &metrics);
+    let items: Vec<(Item, Option<&Metrics>)> = items.into_iter().zip(metrics_of).collect();
     let hashes = catalog.all_frame_hashes()?;
 
     let inputs: Vec<DupInput> = items
         .iter()
-        .filter_map(|item| {
-            let m = metrics.get(item.id)?;
+        .filter_map(|(item, m)| {
+            let m = (*m)?;
             let content = m.content_hash.as_deref();
             let h = hashes.get(&item.id).map(Vec::as_slice).unwrap_or_default();
             match (item.kind, h.len()) {
@@ -124,10 +127,10 @@ pub fn recompute_in(
         })
         .collect();
 
-    let paths: HashMap<ItemId, &str> = items.iter().map(|i| (i.id, i.path.as_str())).collect();
+    let paths: HashMap<ItemId, &str> = items.iter().map(|(i, _)| (i.id, i.path.as_str())).collect();
     let mut flags: Vec<(ItemId, Flag)> = Vec::new();
-    for item in &items {
-        for f in item_flags(item, metrics.get(item.id), config) {
+    for (item, m) in &items {
+        for f in item_flags(item, *m, config) {
             flags.push((item.id, f));
         }
         if let Some(d) = dups.get(&item.id) {
@@ -136,10 +139,7 @@ pub fn recompute_in(
         }
     }
     if whole {
-        flags.extend(outlier_flags(
-            &measures_frame(&items, &metrics)?,
-            &config.statistics,
-        )?);
+        flags.extend(outlier_flags(&measures_frame(&items)?, &config.statistics)?);
     }
 
     let summary = DerivedSummary {
@@ -159,55 +159,49 @@ pub fn recompute_in(
     Ok(summary)
 }
 
-/// Metrics by ascending item id.
-struct MetricsById(Vec<(ItemId, Metrics)>);
-
-impl MetricsById {
-    fn get(&self, id: ItemId) -> Option<&Metrics> {
-        let i = self.0.binary_search_by_key(&id, |(k, _)| *k).ok()?;
-        Some(&self.0[i].1)
-    }
-}
-
 /// One row per usable item with the measures statistics are computed on.
-fn measures_frame(items: &[crate::model::Item], metrics: &MetricsById) -> PolarsResult<DataFrame> {
-    let ok: Vec<_> = items
+fn measures_frame(items: &[(Item, Option<&Metrics>)]) -> PolarsResult<DataFrame> {
+    let ok: Vec<(&Item, Option<&Metrics>)> = items
         .iter()
-        .filter(|i| i.status == ItemStatus::Ok && i.kind != MediaKind::Other)
+        .filter(|(i, _)| i.status == ItemStatus::Ok && i.kind != MediaKind::Other)
+        .map(|(i, m)| (i, m.filter(|m| m.undecodable.is_none())))
         .collect();
-    let m = |i: &crate::model::Item| metrics.get(i.id).filter(|m| m.undecodable.is_none());
-    let pixels =
-        |i: &crate::model::Item| Some(f64::from(i.info.width?) * f64::from(i.info.height?));
-    let video = |i: &crate::model::Item| i.kind == MediaKind::Video;
-    let column = |name: &str, f: &dyn Fn(&crate::model::Item) -> Option<f64>| {
+    let pixels = |i: &Item| Some(f64::from(i.info.width?) * f64::from(i.info.height?));
+    let video = |i: &Item| i.kind == MediaKind::Video;
+    let column = |name: &str, f: &dyn Fn(&Item, Option<&Metrics>) -> Option<f64>| {
         Column::new(
             name.into(),
-            ok.iter().map(|i| f(i)).collect::<Vec<Option<f64>>>(),
+            ok.iter()
+                .map(|&(i, m)| f(i, m))
+                .collect::<Vec<Option<f64>>>(),
         )
     };
     DataFrame::new(
         ok.len(),
         vec![
-            Column::new("id".into(), ok.iter().map(|i| i.id).collect::<Vec<i64>>()),
+            Column::new(
+                "id".into(),
+                ok.iter().map(|(i, _)| i.id).collect::<Vec<i64>>(),
+            ),
             Column::new(
                 "kind".into(),
-                ok.iter().map(|i| i.kind.as_str()).collect::<Vec<_>>(),
+                ok.iter().map(|(i, _)| i.kind.as_str()).collect::<Vec<_>>(),
             ),
-            column("log_resolution", &|i| {
+            column("log_resolution", &|i, _| {
                 pixels(i).filter(|p| *p > 0.0).map(f64::log2)
             }),
-            column("duration_secs", &|i| {
+            column("duration_secs", &|i, _| {
                 i.info.duration_secs.filter(|_| video(i))
             }),
-            column("fps", &|i| i.info.fps.filter(|_| video(i))),
-            column("bits_per_pixel", &|i| {
+            column("fps", &|i, _| i.info.fps.filter(|_| video(i))),
+            column("bits_per_pixel", &|i, _| {
                 let rate = i.info.bit_rate? as f64;
                 let per_sec = pixels(i)? * i.info.fps?;
                 (video(i) && per_sec > 0.0).then(|| rate / per_sec)
             }),
-            column("motion_mean", &|i| m(i)?.motion_mean),
-            column("brightness", &|i| m(i)?.brightness),
-            column("sharpness", &|i| m(i)?.sharpness),
+            column("motion_mean", &|_, m| m?.motion_mean),
+            column("brightness", &|_, m| m?.brightness),
+            column("sharpness", &|_, m| m?.sharpness),
         ],
     )
 }
