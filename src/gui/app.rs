@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use eframe::egui::{self};
+use rayon::prelude::*;
 
 use super::command::Command;
 use super::edits::{EditRequest, EditWriter};
@@ -541,7 +542,7 @@ impl App {
         self.shown.subsets = match &self.view {
             Some(v) => v
                 .histograms
-                .iter()
+                .par_iter()
                 .zip(&v.row_bins)
                 .map(|(h, bins)| binned(bins, h.counts.len(), &self.shown.filtered))
                 .collect(),

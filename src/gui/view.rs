@@ -2,6 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
 
 use std::collections::HashMap;
 
@@ -9,11 +12,13 @@ use crate::analysis::dups::{BestBy, DEFAULT_BEST_ORDER};
 use crate::analysis::filter::Rows;
 pub use crate::analysis::filter::{Filter, MeasureColumns};
 use crate::analysis::flags::Config;
-use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram};
+use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram_of};
 use crate::analysis::rules::{self, Setting};
-use crate::catalog::{Catalog, Project, items_frame};
+use crate::catalog::{Catalog, Project, by_item};
 use crate::media::Source;
-use crate::model::{Decision, ItemId, ItemStatus, Measure, MediaKind, Severity};
+use crate::model::{
+    Decision, Flag, Item, ItemId, ItemStatus, Measure, MediaKind, Metrics, Severity,
+};
 use crate::scan::curate::{DupGroup, dup_groups};
 use crate::storage::Root;
 
@@ -35,7 +40,7 @@ pub struct ViewRow {
     pub resolution: String,
     /// Bits per second, as the container or stream declares it.
     pub bit_rate: Option<i64>,
-    pub measures: BTreeMap<Measure, f64>,
+    pub measures: RowMeasures,
     /// (code, severity, reason)
     pub flags: Vec<(String, Severity, String)>,
 }
@@ -44,6 +49,50 @@ impl View {
     /// A row's file (or object) to read.
     pub fn source(&self, row: &ViewRow) -> Source {
         Source::in_root(&self.root, &row.path, row.size_bytes)
+    }
+}
+
+/// A file's measures, one slot per [`Measure`] (NaN where it has none): a map per row cost a
+/// few allocations each, a second of the load at a million files.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowMeasures([f64; Measure::ALL.len()]);
+
+impl Default for RowMeasures {
+    fn default() -> Self {
+        RowMeasures([f64::NAN; Measure::ALL.len()])
+    }
+}
+
+impl RowMeasures {
+    pub fn get(&self, m: &Measure) -> Option<&f64> {
+        Some(&self.0[*m as usize]).filter(|v| !v.is_nan())
+    }
+
+    /// The measures the file has, in [`Measure::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Measure, &f64)> {
+        Measure::ALL
+            .iter()
+            .zip(&self.0)
+            .filter(|(_, v)| !v.is_nan())
+    }
+}
+
+impl<'a> IntoIterator for &'a RowMeasures {
+    type Item = (&'a Measure, &'a f64);
+    type IntoIter = Box<dyn Iterator<Item = (&'a Measure, &'a f64)> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl FromIterator<(Measure, f64)> for RowMeasures {
+    fn from_iter<I: IntoIterator<Item = (Measure, f64)>>(iter: I) -> Self {
+        let mut out = RowMeasures::default();
+        for (m, v) in iter {
+            out.0[m as usize] = v;
+        }
+        out
     }
 }
 
@@ -183,112 +232,32 @@ impl View {
     }
 }
 
-/// The measures of `rows` as columns.
+/// The measures of `rows` as columns (only those some row has), one measure per thread.
 pub fn columns_of(rows: &[ViewRow]) -> MeasureColumns {
-    let mut columns = MeasureColumns::new();
-    for (i, row) in rows.iter().enumerate() {
-        for (&k, &v) in &row.measures {
-            columns
-                .entry(k)
-                .or_insert_with(|| vec![f64::NAN; rows.len()])[i] = v;
-        }
-    }
-    columns
+    Measure::ALL
+        .par_iter()
+        .filter_map(|&m| {
+            let column: Vec<f64> = rows.iter().map(|r| r.measures.0[m as usize]).collect();
+            column.iter().any(|v| !v.is_nan()).then_some((m, column))
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect()
 }
 
 pub fn load(project: &Path) -> anyhow::Result<View> {
+    let started = Instant::now();
     let catalog = Catalog::open(project)?;
     let root = Root::of_recorded(&catalog.dataset_root()?.unwrap_or_default())?;
-    let items = catalog.items()?;
-    let metrics = catalog.all_metrics()?;
-    let flags = catalog.all_flags()?;
-    let df = items_frame(&items, &metrics)?;
-    let histograms_of =
-        |measures: &mut dyn Iterator<Item = Measure>| -> anyhow::Result<Vec<Histogram>> {
-            let mut out = Vec::new();
-            for m in measures {
-                let h = histogram(&df, m, 24)?;
-                if !h.counts.is_empty() {
-                    out.push(h);
-                }
-            }
-            Ok(out)
-        };
-    let histograms = histograms_of(&mut HISTOGRAMS.into_iter())?;
-    // The measures flag thresholds compare that the panel does not plot (width, height,
-    // megapixels): the flag panel shows them.
-    let mut compared: Vec<Measure> = rules::SETTINGS
-        .iter()
-        .filter_map(|s| s.measure)
-        .filter(|m| !HISTOGRAMS.contains(m))
-        .collect();
-    compared.sort();
-    compared.dedup();
-    let rule_histograms = histograms_of(&mut compared.into_iter())?;
-    let mut counts: BTreeMap<String, (Severity, usize)> = BTreeMap::new();
-    let mut rows = Vec::with_capacity(items.len());
-    for item in &items {
-        let m = metrics.get(&item.id);
-        let i = &item.info;
-        let measures: BTreeMap<Measure, f64> = Measure::ALL
-            .into_iter()
-            .filter_map(|k| Some((k, k.of(item, m)?)))
-            .collect();
-        let item_flags: Vec<(String, Severity, String)> = flags
-            .get(&item.id)
-            .into_iter()
-            .flatten()
-            .map(|f| (f.code.clone(), f.severity, f.reason.clone()))
-            .collect();
-        for (code, sev, _) in &item_flags {
-            let e = counts.entry(code.clone()).or_insert((*sev, 0));
-            e.0 = e.0.min(*sev);
-            e.1 += 1;
-        }
-        rows.push(ViewRow {
-            id: item.id,
-            path: item.path.clone(),
-            key: item.fingerprint.clone().unwrap_or_else(|| {
-                format!("{:016x}", xxhash_rust::xxh3::xxh3_64(item.path.as_bytes()))
-            }),
-            size_bytes: item.size_bytes,
-            orientation: match (i.rotation_deg, i.exif_orientation) {
-                (Some(90), _) => 6,
-                (Some(180), _) => 3,
-                (Some(270), _) => 8,
-                (_, Some(o @ 1..=8)) => o,
-                _ => 1,
-            },
-            kind: item.kind,
-            status: item.status,
-            error: item.error.clone(),
-            codec: i.codec.clone().unwrap_or_default(),
-            resolution: match (i.width, i.height) {
-                (Some(w), Some(h)) => format!("{w}x{h}"),
-                _ => String::new(),
-            },
-            bit_rate: i.bit_rate,
-            measures,
-            flags: item_flags,
-        });
-    }
-    let mut flag_counts: Vec<(String, Severity, usize)> =
-        counts.into_iter().map(|(c, (s, n))| (c, s, n)).collect();
-    flag_counts.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
-    let flagged = rows
-        .iter()
-        .filter(|r| r.worst().is_some_and(|s| s <= Severity::Warning))
-        .count();
-    let review = super::edits::review_state(&catalog)?;
-    let columns = columns_of(&rows);
-    let row_bins = histograms
-        .iter()
-        .map(|h: &Histogram| {
-            columns
-                .get(&h.measure)
-                .map_or_else(Vec::new, |values| bins_of(h, values))
-        })
-        .collect();
+    let (items, (metrics, flags, dups, review)) = catalog.items_and(|c| {
+        Ok((
+            c.measured_by_id()?,
+            c.all_flags()?,
+            c.all_dups()?,
+            super::edits::review_state(c)?,
+        ))
+    })?;
+    let read = started.elapsed();
     // A broken framecull.toml does not keep the project from opening: the defaults apply
     // and the flag panel says why.
     let (config, config_error) = match Project::at(project).config() {
@@ -300,10 +269,80 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     } else {
         config.duplicates.keep_best_by.clone()
     };
-    let dup_groups = dup_groups(&items, &catalog.all_dups()?, &best_order);
+    let dup_groups = dup_groups(&items, &dups, &best_order);
+    let total_bytes = items.iter().map(|i| i.size_bytes).sum();
+    let total_video_secs = items
+        .iter()
+        .filter(|i| i.kind == MediaKind::Video)
+        .filter_map(|i| i.info.duration_secs)
+        .sum();
+    // The rows take the items' strings (a million paths not copied).
+    let metrics_of = by_item(&items, &metrics);
+    let rows: Vec<ViewRow> = items
+        .into_par_iter()
+        .zip(metrics_of)
+        .map(|(item, m)| {
+            let flags = flags.get(&item.id);
+            view_row(item, m, flags)
+        })
+        .collect();
+    let mut counts: BTreeMap<&str, (Severity, usize)> = BTreeMap::new();
+    for (code, sev, _) in rows.iter().flat_map(|r| &r.flags) {
+        let e = counts.entry(code).or_insert((*sev, 0));
+        e.0 = e.0.min(*sev);
+        e.1 += 1;
+    }
+    let mut flag_counts: Vec<(String, Severity, usize)> = counts
+        .into_iter()
+        .map(|(c, (s, n))| (c.to_string(), s, n))
+        .collect();
+    flag_counts.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
+    let worst: Vec<Option<Severity>> = rows.iter().map(ViewRow::worst).collect();
+    let flagged = worst
+        .iter()
+        .filter(|w| w.is_some_and(|s| s <= Severity::Warning))
+        .count();
+    let columns = columns_of(&rows);
+    let made_rows = started.elapsed();
+    let histograms_of = |measures: &[Measure]| -> Vec<Histogram> {
+        measures
+            .par_iter()
+            .map(|&m| match columns.get(&m) {
+                Some(values) => histogram_of(m, values, 24),
+                None => histogram_of(m, &[], 24),
+            })
+            .filter(|h| !h.counts.is_empty())
+            .collect()
+    };
+    let histograms = histograms_of(&HISTOGRAMS);
+    // The measures flag thresholds compare that the panel does not plot (width, height,
+    // megapixels): the flag panel shows them.
+    let mut compared: Vec<Measure> = rules::SETTINGS
+        .iter()
+        .filter_map(|s| s.measure)
+        .filter(|m| !HISTOGRAMS.contains(m))
+        .collect();
+    compared.sort();
+    compared.dedup();
+    let rule_histograms = histograms_of(&compared);
+    let row_bins = histograms
+        .par_iter()
+        .map(|h: &Histogram| {
+            columns
+                .get(&h.measure)
+                .map_or_else(Vec::new, |values| bins_of(h, values))
+        })
+        .collect();
     let row_of = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
-    Ok(View {
-        worst: rows.iter().map(ViewRow::worst).collect(),
+    tracing::debug!(
+        "view of {} files loaded in {:.2} s: read {:.2} s, rows and columns {:.2} s",
+        rows.len(),
+        started.elapsed().as_secs_f64(),
+        read.as_secs_f64(),
+        (made_rows - read).as_secs_f64()
+    );
+    let view = View {
+        worst,
         row_bins,
         rule_histograms,
         config,
@@ -316,19 +355,59 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         flagged,
         project: project.to_path_buf(),
         root,
-        total_bytes: items.iter().map(|i| i.size_bytes).sum(),
-        total_video_secs: items
-            .iter()
-            .filter_map(|i| {
-                i.info
-                    .duration_secs
-                    .filter(|_| i.kind == crate::model::MediaKind::Video)
-            })
-            .sum(),
+        total_bytes,
+        total_video_secs,
         rows,
         histograms,
         flag_counts,
-    })
+    };
+    // Freeing a million metrics takes a few tenths of a second: not here.
+    // (Should no thread start, the closure and what it holds are freed here.)
+    let _ = std::thread::Builder::new()
+        .name("framecull-free".into())
+        .spawn(move || drop((metrics, flags, dups)));
+    Ok(view)
+}
+
+/// What the window keeps of one file (its strings taken, not copied).
+fn view_row(item: Item, metrics: Option<&Metrics>, flags: Option<&Vec<Flag>>) -> ViewRow {
+    let measures = Measure::ALL
+        .into_iter()
+        .filter_map(|k| Some((k, k.of(&item, metrics)?)))
+        .collect();
+    let i = item.info;
+    let key = match item.fingerprint {
+        Some(f) => f,
+        None => format!("{:016x}", xxhash_rust::xxh3::xxh3_64(item.path.as_bytes())),
+    };
+    ViewRow {
+        id: item.id,
+        path: item.path,
+        key,
+        size_bytes: item.size_bytes,
+        orientation: match (i.rotation_deg, i.exif_orientation) {
+            (Some(90), _) => 6,
+            (Some(180), _) => 3,
+            (Some(270), _) => 8,
+            (_, Some(o @ 1..=8)) => o,
+            _ => 1,
+        },
+        kind: item.kind,
+        status: item.status,
+        error: item.error,
+        codec: i.codec.unwrap_or_default(),
+        resolution: match (i.width, i.height) {
+            (Some(w), Some(h)) => format!("{w}x{h}"),
+            _ => String::new(),
+        },
+        bit_rate: i.bit_rate,
+        measures,
+        flags: flags
+            .into_iter()
+            .flatten()
+            .map(|f| (f.code.clone(), f.severity, f.reason.clone()))
+            .collect(),
+    }
 }
 
 /// A row's bin in [`View::row_bins`] when it has none (no value, or beyond the range).
@@ -506,6 +585,20 @@ mod tests {
             .map(|i| rows[i].path.as_str())
             .collect();
         assert_eq!(hits, vec!["a/y.mp4"]);
+    }
+
+    #[test]
+    fn row_measures_keep_each_measure_in_its_slot() {
+        for (i, m) in Measure::ALL.into_iter().enumerate() {
+            assert_eq!(m as usize, i, "{m:?}");
+        }
+        let r: RowMeasures = [(Measure::Sharpness, 2.0), (Measure::Fps, 25.0)]
+            .into_iter()
+            .collect();
+        assert_eq!(r.get(&Measure::Fps), Some(&25.0));
+        assert_eq!(r.get(&Measure::Width), None);
+        let all: Vec<_> = r.iter().map(|(m, v)| (*m, *v)).collect();
+        assert_eq!(all, vec![(Measure::Fps, 25.0), (Measure::Sharpness, 2.0)]);
     }
 
     #[test]

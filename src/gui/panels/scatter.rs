@@ -384,33 +384,40 @@ fn draw_dots(
         })
         .map(|(dx, dy)| dy * w + dx)
         .collect();
-    let mut dot = |row: usize, color: Color32| {
-        let p = pixels[row];
+    // Each dot's pixel takes the highest of its dots' ranks (grey, shown, warning, error);
+    // the stamps are then drawn once per pixel in rank order: what drawing every dot in that
+    // order gives, without a stamp per row (a million rows fall on a few thousand pixels).
+    let colors = [
+        theme::BAR,
+        theme::BAR_SELECTED,
+        shown_color(Some(Severity::Warning)),
+        shown_color(Some(Severity::Error)),
+    ];
+    let mut rank = vec![0u8; w * h];
+    for (row, &p) in pixels.iter().enumerate() {
         if p == NO_DOT {
-            return;
+            continue;
         }
-        for &o in &stamp {
-            if let Some(px) = image.pixels.get_mut(p as usize + o) {
-                *px = color;
+        let r = if !shown[row] {
+            1
+        } else {
+            match view.worst[row] {
+                Some(Severity::Error) => 4,
+                Some(Severity::Warning) => 3,
+                _ => 2,
             }
-        }
-    };
-    for (row, _) in shown.iter().enumerate().filter(|(_, s)| !**s) {
-        dot(row, theme::BAR);
-    }
-    // Flagged files on top: plain ones, then warnings, then errors.
-    let (mut warnings, mut errors) = (Vec::new(), Vec::new());
-    for &row in filtered {
-        match view.worst[row] {
-            Some(Severity::Error) => errors.push(row),
-            Some(Severity::Warning) => warnings.push(row),
-            _ => dot(row, theme::BAR_SELECTED),
+        };
+        if let Some(top) = rank.get_mut(p as usize) {
+            *top = (*top).max(r);
         }
     }
-    for (rows, severity) in [(warnings, Severity::Warning), (errors, Severity::Error)] {
-        let color = shown_color(Some(severity));
-        for row in rows {
-            dot(row, color);
+    for (r, color) in (1u8..).zip(colors) {
+        for (p, _) in rank.iter().enumerate().filter(|(_, top)| **top == r) {
+            for &o in &stamp {
+                if let Some(px) = image.pixels.get_mut(p + o) {
+                    *px = color;
+                }
+            }
         }
     }
     image
