@@ -554,3 +554,80 @@ impl Catalog {
         Ok(n as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A catalog whose ids are not in path order (as after a merge or a rescan adding files),
+    /// with names that sort differently by bytes than by eye.
+    fn catalog_with(paths: &[&str]) -> (tempfile::TempDir, Catalog) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::create_or_open(&dir.path().join("p"), dir.path()).unwrap();
+        let scan = catalog.begin_scan(dir.path()).unwrap();
+        let batch: Vec<ItemUpdate> = paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| ItemUpdate {
+                path: (*p).into(),
+                size_bytes: i as u64,
+                mtime_ns: 0,
+                fingerprint: None,
+                probe: Probe::ok(MediaKind::Image, MediaInfo::default()),
+            })
+            .collect();
+        catalog.upsert_items(scan, 1, &batch).unwrap();
+        (dir, catalog)
+    }
+
+    const PATHS: [&str; 7] = [
+        "z/last.jpg",
+        "B.jpg",
+        "a/b.jpg",
+        "a b.jpg",
+        "é.jpg",
+        "line\nbreak.jpg",
+        "-dash.jpg",
+    ];
+
+    #[test]
+    fn items_and_reads_every_item_once_in_path_byte_order() {
+        for n in 0..=PATHS.len() {
+            let (_dir, catalog) = catalog_with(&PATHS[..n]);
+            let (items, count) = catalog.items_and(|c| c.count_items()).unwrap();
+            assert_eq!(count, n as u64);
+            let paths: Vec<&str> = items.iter().map(|i| i.path.as_str()).collect();
+            let mut expected: Vec<&str> = PATHS[..n].to_vec();
+            expected.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            assert_eq!(paths, expected, "{n} items");
+            let alone: Vec<(ItemId, String)> = catalog
+                .items()
+                .unwrap()
+                .into_iter()
+                .map(|i| (i.id, i.path))
+                .collect();
+            let both: Vec<(ItemId, String)> = items.into_iter().map(|i| (i.id, i.path)).collect();
+            assert_eq!(alone, both);
+        }
+    }
+
+    #[test]
+    fn by_item_pairs_each_item_with_its_own_entry() {
+        let (_dir, catalog) = catalog_with(&PATHS);
+        let items = catalog.items().unwrap();
+        // Entries for every other item, plus ids no item has, by ascending id.
+        let mut by_id: Vec<(ItemId, String)> = items
+            .iter()
+            .step_by(2)
+            .map(|i| (i.id, i.path.clone()))
+            .chain([(-5, "none".to_string()), (1_000, "none".to_string())])
+            .collect();
+        by_id.sort();
+        let paired = by_item(&items, &by_id);
+        assert_eq!(paired.len(), items.len());
+        for (k, (item, entry)) in items.iter().zip(&paired).enumerate() {
+            let expected = (k % 2 == 0).then_some(&item.path);
+            assert_eq!(*entry, expected, "{}", item.path);
+        }
+    }
+}

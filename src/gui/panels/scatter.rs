@@ -195,7 +195,7 @@ pub(in crate::gui) fn scatter_ui(
                 scatter.pixels_for = Some((places_for, size));
                 scatter.dots = scatter.pixels.iter().filter(|&&p| p != NO_DOT).count();
             }
-            let image = draw_dots(view, filtered, size, side, &scatter.pixels);
+            let image = draw_dots(&view.worst, filtered, size, side, &scatter.pixels);
             let options = egui::TextureOptions::NEAREST;
             match &mut scatter.texture {
                 Some((texture, k)) => {
@@ -360,17 +360,27 @@ fn dot_pixels(places: &[[f32; 2]], [w, h]: [usize; 2], side: usize) -> Vec<u32> 
         .collect()
 }
 
-/// Every row with a dot: the others grey first, then the shown ones in their colours, so shown
-/// files are never hidden under filtered-out ones.
+/// A dot's colour by its rank: filtered out, shown, shown with a warning, with an error.
+fn rank_colors() -> [Color32; 4] {
+    [
+        theme::BAR,
+        theme::BAR_SELECTED,
+        shown_color(Some(Severity::Warning)),
+        shown_color(Some(Severity::Error)),
+    ]
+}
+
+/// Every row with a dot: the others grey first, then the shown ones in their colours (by
+/// their worst flag, `worst[row]`), so shown files are never hidden under filtered-out ones.
 fn draw_dots(
-    view: &View,
+    worst: &[Option<Severity>],
     filtered: &[usize],
     [w, h]: [usize; 2],
     side: usize,
     pixels: &[u32],
 ) -> ColorImage {
     let mut image = ColorImage::filled([w, h], Color32::TRANSPARENT);
-    let mut shown = vec![false; view.rows.len()];
+    let mut shown = vec![false; worst.len()];
     for &row in filtered {
         shown[row] = true;
     }
@@ -386,13 +396,8 @@ fn draw_dots(
         .collect();
     // Each dot's pixel takes the highest of its dots' ranks (grey, shown, warning, error);
     // the stamps are then drawn once per pixel in rank order: what drawing every dot in that
-    // order gives, without a stamp per row (a million rows fall on a few thousand pixels).
-    let colors = [
-        theme::BAR,
-        theme::BAR_SELECTED,
-        shown_color(Some(Severity::Warning)),
-        shown_color(Some(Severity::Error)),
-    ];
+    // order gives, without a stamp per row (a million rows fall on some tens of thousands of
+    // pixels).
     let mut rank = vec![0u8; w * h];
     for (row, &p) in pixels.iter().enumerate() {
         if p == NO_DOT {
@@ -401,7 +406,7 @@ fn draw_dots(
         let r = if !shown[row] {
             1
         } else {
-            match view.worst[row] {
+            match worst[row] {
                 Some(Severity::Error) => 4,
                 Some(Severity::Warning) => 3,
                 _ => 2,
@@ -411,7 +416,7 @@ fn draw_dots(
             *top = (*top).max(r);
         }
     }
-    for (r, color) in (1u8..).zip(colors) {
+    for (r, color) in (1u8..).zip(rank_colors()) {
         for (p, _) in rank.iter().enumerate().filter(|(_, top)| **top == r) {
             for &o in &stamp {
                 if let Some(px) = image.pixels.get_mut(p + o) {
@@ -421,4 +426,71 @@ fn draw_dots(
         }
     }
     image
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dots_ranked_per_pixel_look_as_painting_every_dot_in_order() {
+        let (w, h) = (23, 17);
+        for side in [1, 2, 3] {
+            // Rows crowded on few pixels (overlapping stamps), some without a dot.
+            let rows = 400;
+            let hash =
+                |k: u64, salt: u64| xxhash_rust::xxh3::xxh3_64_with_seed(&k.to_le_bytes(), salt);
+            let pixels: Vec<u32> = (0..rows as u64)
+                .map(|k| match hash(k, 1) % 10 {
+                    0 => NO_DOT,
+                    _ => {
+                        let (x, y) = (
+                            hash(k, 2) % (w - side + 1) as u64,
+                            hash(k, 3) % (h - side + 1) as u64,
+                        );
+                        (y * w as u64 + x) as u32
+                    }
+                })
+                .collect();
+            let worst: Vec<Option<Severity>> = (0..rows as u64)
+                .map(|k| match hash(k, 4) % 4 {
+                    0 => Some(Severity::Error),
+                    1 => Some(Severity::Warning),
+                    2 => Some(Severity::Info),
+                    _ => None,
+                })
+                .collect();
+            let filtered: Vec<usize> = (0..rows).filter(|&k| hash(k as u64, 5) % 3 != 0).collect();
+            let ranked = draw_dots(&worst, &filtered, [w, h], side, &pixels);
+            // What the scatter drew before: a stamp per row, grey ones first, then the shown
+            // ones without flags, with warnings, with errors.
+            let mut painted = ColorImage::filled([w, h], Color32::TRANSPARENT);
+            let stamp = draw_dots(&[None], &[0], [w, h], side, &[0]);
+            let offsets: Vec<usize> = (0..w * h)
+                .filter(|&p| stamp.pixels[p] != Color32::TRANSPARENT)
+                .collect();
+            let rank = |row: usize| match (filtered.contains(&row), worst[row]) {
+                (false, _) => 0,
+                (true, Some(Severity::Error)) => 3,
+                (true, Some(Severity::Warning)) => 2,
+                (true, _) => 1,
+            };
+            for (r, color) in rank_colors().into_iter().enumerate() {
+                for (row, &p) in pixels.iter().enumerate() {
+                    if p != NO_DOT && rank(row) == r {
+                        for &o in &offsets {
+                            if let Some(px) = painted.pixels.get_mut(p as usize + o) {
+                                *px = color;
+                            }
+                        }
+                    }
+                }
+            }
+            assert!(
+                ranked.pixels.contains(&theme::BAR),
+                "side {side}: some grey"
+            );
+            assert_eq!(ranked.pixels, painted.pixels, "side {side}");
+        }
+    }
 }
