@@ -8,10 +8,25 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/framecull-xdg-$(id -u)}"
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 0700 "$XDG_RUNTIME_DIR"
 bin=${FRAMECULL_BIN:-target/debug/framecull}
 display=:${DISPLAY_NUM:-77}
-Xvfb "$display" -screen 0 1440x900x24 >/dev/null 2>&1 &
+Xvfb "$display" -screen 0 1440x900x24 >/tmp/framecull-xvfb.log 2>&1 &
 xvfb=$!
+app=
 trap 'kill $app $xvfb 2>/dev/null || true' EXIT
-sleep 1
+# Xvfb takes from a few milliseconds to seconds (a busy machine) before it accepts
+# connections: wait until it answers, not a fixed time.
+for _ in $(seq 300); do
+  if DISPLAY=$display xdotool getdisplaygeometry >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$xvfb" 2>/dev/null; then
+    echo "screenshot.sh: Xvfb $display exited; its log:" >&2
+    cat /tmp/framecull-xvfb.log >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+if ! DISPLAY=$display xdotool getdisplaygeometry >/dev/null 2>&1; then
+  echo "screenshot.sh: Xvfb $display did not accept connections in 30 s" >&2
+  exit 1
+fi
 DISPLAY=$display WAYLAND_DISPLAY='' "$bin" "$@" >/tmp/framecull-screenshot.log 2>&1 &
 app=$!
 sleep "${WAIT_SECS:-8}"
