@@ -958,6 +958,41 @@ fn snapshots_of_the_plots_the_duplicates_and_a_flag_explained() {
     );
     snapshot(&mut h, "histograms_with_axes_and_a_tooltip");
 
+    // A drag over a histogram brushes its measure; one released where it began (a press held
+    // in place is a drag too) sets no empty range: it clears the measure's brush.
+    let all = h.state().shown();
+    let drag = |h: &mut Harness<'static, App>, points: &[Pos2]| {
+        h.drag_at(points[0]);
+        h.step();
+        for p in &points[1..] {
+            h.hover_at(*p);
+            h.step();
+        }
+        h.drop_at(*points.last().unwrap());
+        h.run();
+    };
+    let sizes = h.get_by_label("file size histogram").rect();
+    let (left, middle) = (at(sizes, 0.005, 0.5), at(sizes, 0.6, 0.5));
+    drag(&mut h, &[left, left.lerp(middle, 0.5), middle]);
+    let brushed = h.state().shown();
+    assert!(
+        0 < brushed && brushed < all,
+        "{brushed} of {all} files brushed"
+    );
+    drag(
+        &mut h,
+        &[
+            middle,
+            at(histogram, 0.8, 0.5),
+            middle + eframe::egui::vec2(1.0, 0.0),
+        ],
+    );
+    assert_eq!(
+        h.state().shown(),
+        all,
+        "a drag back to its start clears the brush"
+    );
+
     let scatter = h.get_by_label("scatter").rect();
     let (from, to) = (at(scatter, 0.3, 0.05), at(scatter, 0.99, 0.95));
     h.drag_at(from);

@@ -87,8 +87,8 @@ pub(super) struct Shown {
     pub(super) subsets: Vec<Vec<u64>>,
     /// Every row in the table's sort order (see `resort`).
     pub(super) sort_order: Option<Vec<usize>>,
-    /// Histogram being brushed: the measure and the value where the drag started.
-    pub(super) brushing: Option<(Measure, f64)>,
+    /// Histogram being brushed: the measure and the screen x where the button went down.
+    pub(super) brushing: Option<(Measure, f32)>,
     /// Counts the filter's changes (views that cache what they draw compare it).
     pub(super) generation: u64,
 }

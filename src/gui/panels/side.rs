@@ -8,6 +8,9 @@ use crate::gui::theme;
 use crate::gui::view::{Filter, View};
 use crate::model::{Decision, Measure};
 
+/// A histogram drag narrower than this (screen points) sets no range.
+const BRUSH_MIN_PX: f32 = 3.0;
+
 pub(super) fn card_ui(ui: &mut egui::Ui, title: &str, value: String) {
     egui::Frame::new()
         .fill(theme::CARD_BG)
@@ -124,7 +127,7 @@ pub(super) fn histograms_ui(
     subsets: &[Vec<u64>],
     filter: &Filter,
     log_counts: bool,
-    brushing: &mut Option<(Measure, f64)>,
+    brushing: &mut Option<(Measure, f32)>,
     commands: &mut Vec<Command>,
     last: impl FnOnce(&mut egui::Ui, &mut Vec<Command>),
 ) {
@@ -171,7 +174,7 @@ pub(super) fn histogram_ui(
     lines: &[Line],
     filter: &Filter,
     log_counts: bool,
-    brushing: &mut Option<(Measure, f64)>,
+    brushing: &mut Option<(Measure, f32)>,
     commands: &mut Vec<Command>,
 ) {
     ui.vertical(|ui| {
@@ -238,20 +241,30 @@ pub(super) fn histogram_ui(
         }
         draw_lines(&painter, rect, &axis, lines);
         if response.drag_started()
-            && let Some(p) = response.interact_pointer_pos()
+            && let Some(p) = ui
+                .input(|i| i.pointer.press_origin())
+                .or(response.interact_pointer_pos())
         {
-            *brushing = Some((h.measure, value_at(p.x)));
+            // Where the button went down, not where the drag was recognised.
+            *brushing = Some((h.measure, p.x));
         }
         if response.dragged() || response.drag_stopped() {
             if let (Some((col, start)), Some(p)) =
                 (brushing.as_ref(), response.interact_pointer_pos())
                 && *col == h.measure
             {
-                commands.push(Command::Brush {
-                    measure: *col,
-                    lo: *start,
-                    hi: value_at(p.x),
-                });
+                // A press held without moving is a drag too: narrower than a bar's few
+                // pixels it is no range (a zero-width one would hide every file), and
+                // releasing it clears the measure's range, as a click beside a brush does.
+                if (p.x - start).abs() >= BRUSH_MIN_PX {
+                    commands.push(Command::Brush {
+                        measure: *col,
+                        lo: value_at(*start),
+                        hi: value_at(p.x),
+                    });
+                } else if response.drag_stopped() {
+                    commands.push(Command::ClearRange(*col));
+                }
             }
             if response.drag_stopped() {
                 *brushing = None;

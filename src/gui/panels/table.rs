@@ -38,8 +38,11 @@ pub(super) fn table_ui(
     sort: Option<(SortKey, bool)>,
     commands: &mut Vec<Command>,
 ) {
-    // One line per row: long values are cut, not wrapped.
-    ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Truncate);
+    // One line per row. The auto-sized columns take their values' width (cut to their
+    // width, they could only ever shrink: a filter showing short values squeezed them for
+    // good); the path and the flags, the long ones, are cut to theirs.
+    ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Extend);
+    let cut = |ui: &mut egui::Ui| ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Truncate);
     let mut table = TableBuilder::new(ui);
     if let Some(row) = scroll_to.and_then(|s| filtered.iter().position(|&i| i == s)) {
         table = table.scroll_to_row(row, None);
@@ -73,6 +76,7 @@ pub(super) fn table_ui(
                 let measure =
                     |k: Measure| r.measures.get(&k).map_or(String::new(), |v| k.format(*v));
                 row.col(|ui| {
+                    cut(ui);
                     // A selectable label: clickable from the keyboard and accessibility too.
                     if ui
                         .selectable_label(selected == Some(index), &r.path)
@@ -128,6 +132,7 @@ pub(super) fn table_ui(
                     }
                 });
                 row.col(|ui| {
+                    cut(ui);
                     let text = r
                         .flags
                         .iter()
