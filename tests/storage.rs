@@ -86,6 +86,19 @@ fn differences(local: &BTreeMap<String, Value>, remote: &BTreeMap<String, Value>
     out
 }
 
+/// An unchanged rescan (exit 1: the dataset has broken files): listing requests only.
+fn assert_only_listed(out: &Output) {
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(out));
+    let requests = requests_of(out);
+    assert!(requests["list"].as_u64().unwrap() >= 1, "{requests}");
+    for kind in ["get", "head", "other", "bytes_read"] {
+        assert_eq!(
+            requests[kind], 0,
+            "an unchanged rescan made {kind}: {requests}"
+        );
+    }
+}
+
 fn requests_of(out: &Output) -> Value {
     let summary: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("scan --json: {e}: {}", common::stderr(out)));
@@ -120,15 +133,7 @@ fn generated_media_in_a_bucket_scan_like_the_local_folder_and_rescans_only_list(
     assert!(!text.contains("test-secret"));
 
     let out = scan(&server, "s3://datasets/mixed", project.path(), &["--json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
-    let requests = requests_of(&out);
-    assert!(requests["list"].as_u64().unwrap() >= 1, "{requests}");
-    for kind in ["get", "head", "other", "bytes_read"] {
-        assert_eq!(
-            requests[kind], 0,
-            "an unchanged rescan made {kind}: {requests}"
-        );
-    }
+    assert_only_listed(&out);
 }
 
 #[test]
@@ -192,16 +197,27 @@ fn a_wrong_key_is_one_clear_error() {
         .arg(project.path())
         .output()
         .unwrap();
-    let stderr = common::stderr(&out);
+    assert_refused(
+        &out,
+        "s3://locked/images",
+        "AWS_ACCESS_KEY_ID",
+        "test-secret",
+    );
+}
+
+/// A refused scan of `url`: exit 2 and one line that names the URL and the setting to check
+/// (`hint`), without the `secret`.
+fn assert_refused(out: &Output, url: &str, hint: &str, secret: &str) {
+    let stderr = common::stderr(out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(
-        lines[0].starts_with("error: access to s3://locked/images was refused: "),
+        lines[0].starts_with(&format!("error: access to {url} was refused: ")),
         "{stderr}"
     );
-    assert!(lines[0].contains("AWS_ACCESS_KEY_ID"), "{stderr}");
-    assert!(!stderr.contains("test-secret"), "{stderr}");
+    assert!(lines[0].contains(hint), "{stderr}");
+    assert!(!stderr.contains(secret), "{stderr}");
 }
 
 #[test]
@@ -351,7 +367,12 @@ fn loader_dataset(dir: &Path) {
 }
 
 fn export(server: &Server, project: &Path) -> PathBuf {
-    let out = framecull(server, "test")
+    export_with(framecull(server, "test"), project)
+}
+
+/// `export --name train` of `project` with `cmd` (framecull with some store's settings).
+fn export_with(mut cmd: std::process::Command, project: &Path) -> PathBuf {
+    let out = cmd
         .args([
             "export",
             "--name",
@@ -374,7 +395,11 @@ fn export(server: &Server, project: &Path) -> PathBuf {
 
 /// `load-bench --json` of a manifest (its own root unless `root` is given).
 fn load_bench(server: &Server, manifest: &Path, root: Option<&str>) -> Output {
-    let mut cmd = framecull(server, "test");
+    load_bench_with(framecull(server, "test"), manifest, root)
+}
+
+/// As [`load_bench`], with `cmd` (framecull with some store's settings).
+fn load_bench_with(mut cmd: std::process::Command, manifest: &Path, root: Option<&str>) -> Output {
     cmd.arg("load-bench")
         .arg(manifest)
         .args(["--device", "cpu", "--workers", "2", "--batches", "0"])
@@ -400,12 +425,17 @@ fn load_report(server: &Server, manifest: &Path, root: Option<&str>) -> Value {
 
 /// As [`load_report`], for a run that ends with exit status `code` (1: clips were skipped).
 fn load_report_exiting(server: &Server, manifest: &Path, root: Option<&str>, code: i32) -> Value {
-    let out = load_bench(server, manifest, root);
+    report_of(&load_bench(server, manifest, root), code)
+}
+
+/// A `load-bench --json` report, the run having ended with exit status `code`.
+fn report_of(out: &Output, code: i32) -> Value {
     assert_eq!(
         out.status.code(),
         Some(code),
-        "load-bench: {}",
-        common::stderr(&out)
+        "load-bench: {}{}",
+        common::stderr(out),
+        String::from_utf8_lossy(&out.stdout)
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -592,4 +622,79 @@ fn frames_read_from_an_object_are_the_local_files_frames() {
             }
         }
     }
+}
+
+/// The same dataset in an Azure container (Azurite, Microsoft's emulator): a deep scan of
+/// `az://container/prefix` gives the local folder's rows, an unchanged rescan only lists, the
+/// container's manifest loads with the local folder's batches, and a wrong key is one clear
+/// error (exit 2).
+#[test]
+fn a_dataset_in_an_azure_container_scans_and_loads_like_the_local_folder() {
+    use common::azurite::{Azurite, KEY, azurite};
+    let Some(binary) = azurite() else { return };
+    let data = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    let azure = Azurite::start(&binary);
+    azure.upload(data.path(), "datasets", "mixed");
+
+    let project = tempfile::tempdir().unwrap();
+    let scan = |extra: &[&str]| {
+        azure
+            .framecull(KEY)
+            .args(["scan", "az://datasets/mixed", "--project"])
+            .arg(project.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = scan(&["--deep"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("az://datasets/mixed: "),
+        "{}",
+        common::stderr(&out)
+    );
+    let remote = comparable_rows(project.path());
+    assert!(remote.contains_key("clips/h264.mp4"));
+    assert_eq!(
+        differences(&local_deep_rows(data.path()), &remote),
+        Vec::<String>::new()
+    );
+    let catalog = std::fs::read(project.path().join("catalog.db")).unwrap();
+    let text = String::from_utf8_lossy(&catalog);
+    assert!(text.contains("az://datasets/mixed"));
+    assert!(!text.contains(KEY));
+
+    let out = scan(&["--json"]);
+    assert_only_listed(&out);
+
+    // Its manifest read from the container gives the batches of the same manifest read from
+    // the local copy.
+    let manifest = export_with(azure.framecull(KEY), project.path());
+    let (meta, rows) = framecull::manifest::open_path(&manifest).unwrap();
+    assert_eq!(meta.dataset_root, "az://datasets/mixed");
+    assert!(!rows.is_empty());
+    let load = |root: Option<&str>| -> Value {
+        report_of(&load_bench_with(azure.framecull(KEY), &manifest, root), 0)
+    };
+    let from_container = load(None);
+    let from_folder = load(Some(data.path().to_str().unwrap()));
+    assert!(from_container["frames"].as_u64().unwrap() > 0);
+    assert_eq!(from_container["checksum"], from_folder["checksum"]);
+    assert_eq!(from_container["frames"], from_folder["frames"]);
+
+    let other = tempfile::tempdir().unwrap();
+    let wrong = KEY.replace('E', "F");
+    let out = azure
+        .framecull(&wrong)
+        .args(["scan", "az://datasets/mixed", "--project"])
+        .arg(other.path())
+        .output()
+        .unwrap();
+    assert_refused(
+        &out,
+        "az://datasets/mixed",
+        "AZURE_STORAGE_ACCOUNT_KEY",
+        &wrong,
+    );
 }

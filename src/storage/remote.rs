@@ -1,4 +1,4 @@
-//! One object store (an S3 bucket and prefix): listing, ranged GETs, request counters, and the
+//! One object store (an S3 bucket or an Azure container, and a prefix): listing, ranged GETs, request counters, and the
 //! error that stops a scan. Blocking calls from worker threads run on one shared tokio runtime.
 
 use std::ops::Range;
@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
     ReqwestConnector,
@@ -25,10 +26,7 @@ pub enum StorageError {
     /// retrying later (exit status 3).
     #[error("cannot reach the object store for {url}: {cause}; run the same command again later")]
     Unreachable { url: String, cause: String },
-    #[error(
-        "access to {url} was refused: {cause} (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY \
-         and AWS_REGION; see docs/STORAGE.md)"
-    )]
+    #[error("access to {url} was refused: {cause} (check {}; see docs/STORAGE.md)", Cloud::of(url).credentials())]
     Denied { url: String, cause: String },
     #[error("{url} does not exist: {cause}")]
     NotFound { url: String, cause: String },
@@ -86,11 +84,20 @@ impl StorageError {
                 "AccessDenied",
                 "InvalidAccessKeyId",
                 "SignatureDoesNotMatch",
+                "AuthenticationFailed",
+                "AuthorizationFailure",
             ]) =>
             {
                 StorageError::Denied { url, cause }
             }
-            _ if has(&["status code: 404", "NoSuchBucket", "NoSuchKey"]) => {
+            _ if has(&[
+                "status code: 404",
+                "NoSuchBucket",
+                "NoSuchKey",
+                "ContainerNotFound",
+                "BlobNotFound",
+            ]) =>
+            {
                 StorageError::NotFound { url, cause }
             }
             _ => StorageError::Other { url, cause },
@@ -133,10 +140,52 @@ fn concise(raw: &str) -> String {
         .map(str::trim);
     match (status, between("<Code>", "</Code>")) {
         (Some(status), Some(code)) => {
-            let message = between("<Message>", "</Message>").unwrap_or_default();
+            // Azure's message goes on with `RequestId:` and `Time:` lines: its first line.
+            let message = between("<Message>", "</Message>")
+                .and_then(|m| m.lines().next())
+                .unwrap_or_default()
+                .trim();
             format!("the server answered {status}: {code}: {message}")
         }
         _ => raw.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// The kind of object store a URL names, by its scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cloud {
+    /// `s3://bucket/prefix`: AWS S3 or a server that speaks its API.
+    S3,
+    /// `az://container/prefix`: Azure Blob Storage (or Azurite).
+    Azure,
+}
+
+impl Cloud {
+    /// The cloud of a URL (S3 for anything unknown: only the messages use this).
+    fn of(url: &str) -> Cloud {
+        if url.starts_with("az://") {
+            Cloud::Azure
+        } else {
+            Cloud::S3
+        }
+    }
+
+    fn scheme(self) -> &'static str {
+        match self {
+            Cloud::S3 => "s3",
+            Cloud::Azure => "az",
+        }
+    }
+
+    /// The settings a refused request points at.
+    fn credentials(self) -> &'static str {
+        match self {
+            Cloud::S3 => "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION",
+            Cloud::Azure => {
+                "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY (or another Azure \
+                 credential)"
+            }
+        }
     }
 }
 
@@ -192,7 +241,11 @@ struct CountingService {
 impl HttpService for CountingService {
     async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
         let c = &self.counters;
-        let is_list = req.uri().query().is_some_and(|q| q.contains("list-type"));
+        // S3 lists with `list-type=2`, Azure with `comp=list`.
+        let is_list = req
+            .uri()
+            .query()
+            .is_some_and(|q| q.contains("list-type") || q.contains("comp=list"));
         let counter = match req.method().as_str() {
             "GET" if is_list => &c.list,
             "GET" => &c.get,
@@ -259,10 +312,20 @@ pub struct Listed {
     pub version: Option<String>,
 }
 
+/// An ETag in its quoted form (`"0x8DC..."`): Azure's listing gives it bare and its HEAD
+/// quoted, S3 quotes both. One form, so a listing's fingerprint equals a HEAD's.
+fn quoted(e_tag: String) -> String {
+    if e_tag.starts_with('"') || e_tag.starts_with("W/\"") {
+        e_tag
+    } else {
+        format!("\"{e_tag}\"")
+    }
+}
+
 /// An object store and the prefix a dataset lives under.
 #[derive(Debug)]
 pub struct Remote {
-    /// `s3://bucket/prefix`, without a trailing `/`.
+    /// `s3://bucket/prefix` or `az://container/prefix`, without a trailing `/`.
     url: String,
     prefix: String,
     store: Arc<dyn ObjectStore>,
@@ -272,29 +335,37 @@ pub struct Remote {
 }
 
 impl Remote {
-    /// Parse `s3://bucket[/prefix]` and configure the client from the environment (nothing
-    /// is requested yet).
+    /// Parse `s3://bucket[/prefix]` or `az://container[/prefix]` and configure the client
+    /// from the environment (nothing is requested yet).
     pub fn open(url: &str) -> Result<Remote, StorageError> {
         Remote::open_with(url, &[])
     }
 
     /// As [`Remote::open`], with `settings` (named as the environment variables are:
-    /// `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, ...) taking precedence over the environment:
-    /// for a process that holds its credentials itself (a test, an embedding program).
+    /// `AWS_ENDPOINT_URL`, `AZURE_STORAGE_ACCOUNT_NAME`, ...) taking precedence over the
+    /// environment: for a process that holds its credentials itself (a test, an embedding
+    /// program).
     pub fn open_with(url: &str, settings: &[(&str, &str)]) -> Result<Remote, StorageError> {
         let bad = |reason: &str| StorageError::Url {
             url: url.to_string(),
             reason: reason.to_string(),
         };
-        let Some(rest) = url.strip_prefix("s3://") else {
-            let scheme = url.split("://").next().unwrap_or_default();
-            return Err(bad(&format!(
-                "{scheme}:// is not supported yet (s3:// is; see docs/STORAGE.md)"
-            )));
+        let (cloud, rest) = match url.split_once("://") {
+            Some(("s3", rest)) => (Cloud::S3, rest),
+            Some(("az", rest)) => (Cloud::Azure, rest),
+            _ => {
+                let scheme = url.split("://").next().unwrap_or_default();
+                return Err(bad(&format!(
+                    "{scheme}:// is not supported yet (s3:// and az:// are; see docs/STORAGE.md)"
+                )));
+            }
         };
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
-            return Err(bad("no bucket name (s3://BUCKET/PREFIX)"));
+            return Err(bad(match cloud {
+                Cloud::S3 => "no bucket name (s3://BUCKET/PREFIX)",
+                Cloud::Azure => "no container name (az://CONTAINER/PREFIX)",
+            }));
         }
         let prefix = prefix.trim_matches('/').to_string();
         let counters = Arc::new(Counters::default());
@@ -307,29 +378,53 @@ impl Remote {
             max_retries: 4,
             retry_timeout: Duration::from_secs(60),
         };
-        let mut builder = AmazonS3Builder::from_env();
-        for (name, value) in settings {
-            let key = name
-                .to_ascii_lowercase()
-                .parse::<AmazonS3ConfigKey>()
-                .map_err(|e| bad(&format!("{name}: {e}")))?;
-            builder = builder.with_config(key, *value);
-        }
-        let store = builder
-            .with_bucket_name(bucket)
-            .with_retry(retry)
-            .with_http_connector(CountingConnector(counters.clone()))
-            .build()
-            .map_err(|e| bad(&cause_text(&e)))?;
+        let connector = CountingConnector(counters.clone());
+        let store: Arc<dyn ObjectStore> = match cloud {
+            Cloud::S3 => {
+                let mut builder = AmazonS3Builder::from_env();
+                for (name, value) in settings {
+                    let key = name
+                        .to_ascii_lowercase()
+                        .parse::<AmazonS3ConfigKey>()
+                        .map_err(|e| bad(&format!("{name}: {e}")))?;
+                    builder = builder.with_config(key, *value);
+                }
+                let store = builder
+                    .with_bucket_name(bucket)
+                    .with_retry(retry)
+                    .with_http_connector(connector)
+                    .build()
+                    .map_err(|e| bad(&cause_text(&e)))?;
+                Arc::new(store)
+            }
+            Cloud::Azure => {
+                let mut builder = MicrosoftAzureBuilder::from_env();
+                for (name, value) in settings {
+                    let key = name
+                        .to_ascii_lowercase()
+                        .parse::<AzureConfigKey>()
+                        .map_err(|e| bad(&format!("{name}: {e}")))?;
+                    builder = builder.with_config(key, *value);
+                }
+                let store = builder
+                    .with_container_name(bucket)
+                    .with_retry(retry)
+                    .with_http_connector(connector)
+                    .build()
+                    .map_err(|e| bad(&cause_text(&e)))?;
+                Arc::new(store)
+            }
+        };
+        let scheme = cloud.scheme();
         let url = if prefix.is_empty() {
-            format!("s3://{bucket}")
+            format!("{scheme}://{bucket}")
         } else {
-            format!("s3://{bucket}/{prefix}")
+            format!("{scheme}://{bucket}/{prefix}")
         };
         Ok(Remote {
             url,
             prefix,
-            store: Arc::new(store),
+            store,
             counters,
             failure: Mutex::new(None),
         })
@@ -382,7 +477,7 @@ impl Remote {
                     rel_path: rel.to_string(),
                     size_bytes: meta.size,
                     modified_ns: meta.last_modified.timestamp_nanos_opt().unwrap_or(0),
-                    e_tag: meta.e_tag,
+                    e_tag: meta.e_tag.map(quoted),
                     version: meta.version,
                 })
             })
@@ -402,7 +497,7 @@ impl Remote {
             rel_path: rel_path.to_string(),
             size_bytes: meta.size,
             modified_ns: meta.last_modified.timestamp_nanos_opt().unwrap_or(0),
-            e_tag: meta.e_tag,
+            e_tag: meta.e_tag.map(quoted),
             version: meta.version,
         })
     }
@@ -455,5 +550,73 @@ pub struct Object {
 impl Object {
     pub fn url(&self) -> String {
         self.remote.url_of(&self.rel_path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_answers_read_as_one_line_with_status_code_and_message() {
+        let s3 = "Client error with status code: 403 Forbidden: <?xml version=\"1.0\"?>\
+                  <Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you \
+                  provided does not exist in our records.</Message></Error>";
+        assert_eq!(
+            concise(s3),
+            "the server answered 403 Forbidden: InvalidAccessKeyId: The AWS Access Key Id you \
+             provided does not exist in our records."
+        );
+        let azure = "Client error with status code: 403 Forbidden: <?xml version=\"1.0\"?>\
+                     <Error><Code>AuthorizationFailure</Code><Message>Server failed to \
+                     authenticate the request.\nRequestId:9f54\nTime:2026-12-02T05:35:41Z\
+                     </Message></Error>";
+        assert_eq!(
+            concise(azure),
+            "the server answered 403 Forbidden: AuthorizationFailure: Server failed to \
+             authenticate the request."
+        );
+        assert_eq!(concise("connection\n  refused"), "connection refused");
+    }
+
+    #[test]
+    fn etags_are_kept_quoted_whichever_form_the_server_gives() {
+        assert_eq!(quoted("0x8DC1".into()), "\"0x8DC1\"");
+        assert_eq!(quoted("\"0x8DC1\"".into()), "\"0x8DC1\"");
+        assert_eq!(quoted("W/\"abc\"".into()), "W/\"abc\"");
+    }
+
+    #[test]
+    fn urls_name_a_cloud_and_a_bucket_or_container() {
+        let remote = Remote::open_with(
+            "az://datasets/a/b/",
+            &[
+                ("AZURE_STORAGE_ACCOUNT_NAME", "acct"),
+                ("AZURE_STORAGE_ACCOUNT_KEY", "a2V5"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(remote.url(), "az://datasets/a/b");
+        assert_eq!(remote.url_of("c.mp4"), "az://datasets/a/b/c.mp4");
+        let remote = Remote::open_with("s3://bucket", &[("AWS_REGION", "us-east-1")]).unwrap();
+        assert_eq!(remote.url(), "s3://bucket");
+        for (url, reason) in [
+            ("gs://bucket/x", "gs:// is not supported yet"),
+            ("az:///x", "no container name"),
+            ("s3://", "no bucket name"),
+        ] {
+            let e = Remote::open_with(url, &[]).unwrap_err().to_string();
+            assert!(e.contains(reason), "{url}: {e}");
+        }
+        let denied = StorageError::Denied {
+            url: "az://c/p".into(),
+            cause: "403".into(),
+        };
+        assert!(denied.to_string().contains("AZURE_STORAGE_ACCOUNT_KEY"));
+        let denied = StorageError::Denied {
+            url: "s3://b/p".into(),
+            cause: "403".into(),
+        };
+        assert!(denied.to_string().contains("AWS_ACCESS_KEY_ID"));
     }
 }

@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests: synthetic fixtures and running the CLI.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod azurite;
 pub mod s3;
 
 use std::path::{Path, PathBuf};

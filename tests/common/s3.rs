@@ -17,33 +17,49 @@ endpoint, bucket, src, prefix = sys.argv[1:5]
 s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                   aws_access_key_id="test", aws_secret_access_key="test")
 s3.create_bucket(Bucket=bucket)
-for dirpath, dirs, files in os.walk(src):
-    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-    for f in sorted(files):
-        if f.startswith("."):
-            continue
-        path = os.path.join(dirpath, f)
-        rel = os.path.relpath(path, src).replace(os.sep, "/")
-        s3.upload_file(path, bucket, prefix + "/" + rel)
+for path, rel in files_under(src):
+    s3.upload_file(path, bucket, prefix + "/" + rel)
 if "--enforce-auth" in sys.argv:
     req = urllib.request.Request(endpoint + "/moto-api/reset-auth", data=b"0", method="POST",
                                  headers={"Content-Type": "text/plain"})
     urllib.request.urlopen(req).read()
 "#;
 
+/// Python: `files_under(src)`, the (path, `/`-separated relative path) of every file under
+/// `src` by name, hidden entries skipped; the upload scripts start with it.
+pub const FILES_UNDER_PY: &str = r#"
+import os
+def files_under(src):
+    for dirpath, dirs, files in os.walk(src):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for f in sorted(files):
+            if not f.startswith("."):
+                path = os.path.join(dirpath, f)
+                yield path, os.path.relpath(path, src).replace(os.sep, "/")
+"#;
+
 /// The moto server binary, or `None` (the test skips) unless FRAMECULL_REQUIRE_S3 is set.
 pub fn moto_server() -> Option<PathBuf> {
-    let found = std::env::var_os("FRAMECULL_MOTO_SERVER")
+    server_program(
+        "FRAMECULL_MOTO_SERVER",
+        "moto_server",
+        "pip install 'moto[server]'",
+    )
+}
+
+/// An object-store server's program: `$variable`, else `name` on PATH; `None` (the test skips)
+/// unless FRAMECULL_REQUIRE_S3 is set (CI), where the test fails.
+pub fn server_program(variable: &str, name: &str, install: &str) -> Option<PathBuf> {
+    let found = std::env::var_os(variable)
         .map(PathBuf::from)
         .filter(|p| p.is_file())
         .or_else(|| {
             std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|d| d.join("moto_server"))
+                .map(|d| d.join(name))
                 .find(|p| p.is_file())
         });
     if found.is_none() {
-        let message = "moto_server not found (pip install 'moto[server]', or set \
-                       FRAMECULL_MOTO_SERVER to its path)";
+        let message = format!("{name} not found ({install}, or set {variable} to its path)");
         if std::env::var_os("FRAMECULL_REQUIRE_S3").is_some() {
             panic!("{message} and FRAMECULL_REQUIRE_S3 is set");
         }
@@ -91,9 +107,14 @@ impl Server {
     /// Upload `dir` to `s3://bucket/prefix` with boto3 from the server's own Python.
     pub fn upload(&self, dir: &Path, bucket: &str, prefix: &str, enforce_auth: bool) {
         let mut cmd = Command::new(self.python());
-        cmd.args(["-c", SETUP_PY, &self.endpoint(), bucket])
-            .arg(dir)
-            .arg(prefix);
+        cmd.args([
+            "-c",
+            &format!("{FILES_UNDER_PY}{SETUP_PY}"),
+            &self.endpoint(),
+            bucket,
+        ])
+        .arg(dir)
+        .arg(prefix);
         if enforce_auth {
             cmd.arg("--enforce-auth");
         }
@@ -142,6 +163,21 @@ s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                   aws_access_key_id="test", aws_secret_access_key="test")
 s3.delete_object(Bucket=bucket, Key=key)
 "#;
+
+/// The Python beside moto's server (boto3 comes with moto; scripts/test.sh installs
+/// azure-storage-blob there too), else `python3`.
+pub fn venv_python() -> PathBuf {
+    let beside = |binary: PathBuf| {
+        ["python3", "python"]
+            .iter()
+            .map(|name| binary.with_file_name(name))
+            .find(|p| p.is_file())
+    };
+    std::env::var_os("FRAMECULL_MOTO_SERVER")
+        .map(PathBuf::from)
+        .and_then(beside)
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}
 
 impl Server {
     /// The Python beside the server (boto3 comes with moto).
