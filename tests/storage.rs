@@ -177,18 +177,18 @@ fn corpus_in_a_bucket_deep_scans_like_the_local_folder() {
     assert_eq!(requests["head"], 0, "{requests}");
 }
 
+/// A folder with one small picture, `a.png`.
+fn one_picture() -> tempfile::TempDir {
+    let data = tempfile::tempdir().unwrap();
+    let png = framecull::media::synth::ImageKind::Png;
+    common::image(data.path(), "a.png", png, 32, 24, None);
+    data
+}
+
 #[test]
 fn a_wrong_key_is_one_clear_error() {
     let Some(moto) = moto_server() else { return };
-    let data = tempfile::tempdir().unwrap();
-    common::image(
-        data.path(),
-        "a.png",
-        framecull::media::synth::ImageKind::Png,
-        32,
-        24,
-        None,
-    );
+    let data = one_picture();
     let server = Server::start(&moto, None);
     server.upload(data.path(), "locked", "images", true);
     let project = tempfile::tempdir().unwrap();
@@ -202,6 +202,73 @@ fn a_wrong_key_is_one_clear_error() {
         "s3://locked/images",
         "AWS_ACCESS_KEY_ID",
         "test-secret",
+    );
+}
+
+/// Settings kept where `aws configure` writes them (a profile's key, region and endpoint in
+/// `~/.aws`) reach the server as the variables do: a profile scans the server its endpoint
+/// names, a profile's wrong key is refused by a server that checks keys, and a profile that
+/// does not exist is one clear error.
+#[test]
+fn a_profile_in_the_aws_config_files_is_read_like_the_variables() {
+    let Some(moto) = moto_server() else { return };
+    let data = one_picture();
+    // One server open to any key, one that checks keys (moto knows none of these).
+    let open = Server::start(&moto, None);
+    open.upload(data.path(), "locked", "images", false);
+    let checking = Server::start(&moto, None);
+    checking.upload(data.path(), "locked", "images", true);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join(".aws")).unwrap();
+    std::fs::write(
+        home.path().join(".aws/credentials"),
+        "[train]\naws_access_key_id = test\naws_secret_access_key = test-secret\n\n\
+         [wrong]\naws_access_key_id = AKIAWRONGKEY\naws_secret_access_key = profile-secret\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join(".aws/config"),
+        format!(
+            "[profile train]\nregion = us-east-1\nendpoint_url = {}\n\n\
+             [profile wrong]\nregion = us-east-1\nendpoint_url = {}\n",
+            open.endpoint(),
+            checking.endpoint()
+        ),
+    )
+    .unwrap();
+    let scan = |profile: &str| {
+        let project = tempfile::tempdir().unwrap();
+        let mut cmd = common::bin();
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("AWS_") {
+                cmd.env_remove(name);
+            }
+        }
+        let out = cmd
+            .env("HOME", home.path())
+            .env("AWS_PROFILE", profile)
+            .args(["scan", "s3://locked/images", "--project"])
+            .arg(project.path())
+            .output()
+            .unwrap();
+        (out, project)
+    };
+    let (out, project) = scan("train");
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    assert!(common::list_jsonl(project.path()).contains_key("a.png"));
+    let (out, _) = scan("wrong");
+    assert_refused(
+        &out,
+        "s3://locked/images",
+        "AWS_ACCESS_KEY_ID",
+        "profile-secret",
+    );
+    let (out, _) = scan("nope");
+    let stderr = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("AWS_PROFILE=nope: no such profile in "),
+        "{stderr}"
     );
 }
 

@@ -7,6 +7,7 @@
 //! per-kind request counters ([`RequestCounts`]). Credentials and endpoints come from the
 //! standard environment variables (docs/STORAGE.md); none is ever stored or logged.
 
+mod aws_profile;
 mod cache;
 mod remote;
 

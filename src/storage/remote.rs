@@ -1,6 +1,7 @@
 //! One object store (an S3 bucket or an Azure container, and a prefix): listing, ranged GETs, request counters, and the
 //! error that stops a scan. Blocking calls from worker threads run on one shared tokio runtime.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -381,13 +382,34 @@ impl Remote {
         let connector = CountingConnector(counters.clone());
         let store: Arc<dyn ObjectStore> = match cloud {
             Cloud::S3 => {
-                let mut builder = AmazonS3Builder::from_env();
-                for (name, value) in settings {
+                // Under the environment, the shared config files' profile (as AWS's tools
+                // read them); `settings` over both.
+                let mut env: BTreeMap<String, String> = std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                    .filter(|(k, _)| k.starts_with("AWS_"))
+                    .collect();
+                let mut builder = AmazonS3Builder::new();
+                for (name, value) in &env {
+                    if let Ok(key) = name.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() {
+                        builder = builder.with_config(key, value);
+                    }
+                }
+                env.extend(settings.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+                let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+                let profile =
+                    super::aws_profile::settings(&env, home.as_deref()).map_err(|cause| {
+                        StorageError::Other {
+                            url: url.to_string(),
+                            cause,
+                        }
+                    })?;
+                let profile = profile.iter().map(|(k, v)| (*k, v.as_str()));
+                for (name, value) in profile.chain(settings.iter().copied()) {
                     let key = name
                         .to_ascii_lowercase()
                         .parse::<AmazonS3ConfigKey>()
                         .map_err(|e| bad(&format!("{name}: {e}")))?;
-                    builder = builder.with_config(key, *value);
+                    builder = builder.with_config(key, value);
                 }
                 let store = builder
                     .with_bucket_name(bucket)
