@@ -1049,28 +1049,77 @@ fn a_project_of_a_bucket_opens_with_thumbnails_read_from_its_objects() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
-    let scan = framecull(&server, "test")
+    let settings = framecull(&server, "test")
         .get_envs()
         .map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned)))
         .collect::<Vec<_>>();
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
-    child
-        .args([
-            "--exact",
-            "remote_project_in_the_window",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("FRAMECULL_TEST_REMOTE_PROJECT", project.path());
-    for (name, value) in scan {
-        match value {
-            Some(v) => child.env(name, v),
-            None => child.env_remove(name),
-        };
-    }
-    let out = child.output().unwrap();
-    let text = format!("{}{}", common::stdout(&out), common::stderr(&out));
-    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    let in_child = |test: &str, variable: &str, value: &std::ffi::OsStr, data: &Path| {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
+            .env(variable, value)
+            .env("XDG_DATA_HOME", data);
+        for (name, value) in &settings {
+            match value {
+                Some(v) => child.env(name, v),
+                None => child.env_remove(name),
+            };
+        }
+        let out = child.output().unwrap();
+        let text = format!("{}{}", common::stdout(&out), common::stderr(&out));
+        assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    };
+    let data_home = tempfile::tempdir().unwrap();
+    in_child(
+        "remote_project_in_the_window",
+        "FRAMECULL_TEST_REMOTE_PROJECT",
+        project.path().as_os_str(),
+        data_home.path(),
+    );
+    // The URL typed on the start screen: scanned into the window's own project for it.
+    in_child(
+        "remote_url_typed_in_the_window",
+        "FRAMECULL_TEST_REMOTE_URL",
+        "s3://window/set/".as_ref(),
+        data_home.path(),
+    );
+    let projects: Vec<_> = std::fs::read_dir(data_home.path().join("framecull/projects"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(projects.len(), 1, "{projects:?}");
+    assert!(projects[0].starts_with("s3-window-set-"), "{projects:?}");
+}
+
+/// The window part of the test above for a URL typed on the start screen.
+#[test]
+fn remote_url_typed_in_the_window() {
+    let Some(url) = std::env::var("FRAMECULL_TEST_REMOTE_URL").ok() else {
+        return;
+    };
+    let mut h = Harness::builder()
+        .with_size(eframe::egui::vec2(1400.0, 860.0))
+        .with_max_steps(24)
+        .build_eframe(|cc| App::new(cc, None));
+    h.run();
+    use eframe::egui::accesskit::Role;
+    h.get_by_role_and_label(Role::TextInput, "Dataset folder or URL:")
+        .focus();
+    h.run();
+    h.get_by_role_and_label(Role::TextInput, "Dataset folder or URL:")
+        .type_text(&url);
+    h.run();
+    h.get_by_role_and_label(Role::Button, "Open").click();
+    h.run();
+    wait(&mut h, "the scan and the load", App::is_idle);
+    assert_eq!(h.state().shown(), 8);
+    assert!(h.query_by_label_contains("s3://window/set").is_some());
+    let project = framecull::catalog::Project::of_url(&url);
+    assert!(project.exists(), "{}", project.dir().display());
+    // Opening it again finds the same project (only what changed is read: nothing).
+    h.state_mut().apply(Command::Open(url.into()));
+    wait(&mut h, "the rescan", App::is_idle);
+    assert_eq!(h.state().shown(), 8);
 }
 
 /// The window part of the test above; does nothing unless that test started it.

@@ -43,6 +43,36 @@ impl Project {
         Project::at(root.join(PROJECT_DIR_NAME))
     }
 
+    /// The default project of a dataset in object storage (`s3://bucket/prefix`), where the
+    /// window keeps it when it opens a URL: `$XDG_DATA_HOME/framecull/projects/NAME` (else
+    /// `~/.local/share/...`), NAME readable from the URL plus a hash of it, so each URL has its
+    /// own project and opening it again finds the same one. (The CLI asks for `--project`.)
+    pub fn of_url(url: &str) -> Project {
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("share"))
+            })
+            .unwrap_or_else(std::env::temp_dir);
+        let url = url.trim_end_matches('/');
+        let readable: String = url
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect::<String>()
+            .split('-')
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join("-");
+        let readable: String = readable.chars().take(80).collect();
+        let hash = xxhash_rust::xxh3::xxh3_64(url.as_bytes()) as u32;
+        Project::at(
+            data.join("framecull")
+                .join("projects")
+                .join(format!("{readable}-{hash:08x}")),
+        )
+    }
+
     /// The project `start` is in or belongs to: `start` itself when it is a project folder,
     /// else the first `.framecull` project of `start` or a folder above it.
     pub fn locate(start: &Path) -> Option<Project> {

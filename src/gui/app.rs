@@ -11,7 +11,8 @@ use rayon::prelude::*;
 use super::command::Command;
 use super::edits::{EditRequest, EditWriter};
 use super::jobs::{
-    Job, Polled, ScanJob, spawn_load, spawn_rescan, spawn_save_settings, spawn_scan, take_finished,
+    Job, Polled, ScanJob, spawn_load, spawn_rescan, spawn_save_settings, spawn_scan,
+    spawn_scan_url, take_finished,
 };
 use super::manifests::{ExportDialog, History};
 use super::player::Player;
@@ -261,7 +262,12 @@ impl App {
         tracing::debug!(?command, "apply");
         match command {
             Command::Open(dir) => {
-                if let Some(project) = Project::locate(&dir) {
+                if crate::storage::Root::is_url(&dir) {
+                    // A dataset in object storage: its project where the window keeps them
+                    // (scanned there the first time, loaded and rescanned after).
+                    let url = dir.to_string_lossy().trim_end_matches('/').to_string();
+                    self.scan = Some(spawn_scan_url(url));
+                } else if let Some(project) = Project::locate(&dir) {
                     self.loading = Some(spawn_load(project.dir().to_path_buf()));
                     self.remember(project.dir().to_path_buf());
                 } else if dir.is_dir() {

@@ -3,7 +3,7 @@
 //! folder). Each runs on a named thread and reports through a bounded channel that the UI
 //! drains each frame without blocking.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
@@ -205,6 +205,16 @@ pub fn spawn_scan(root: PathBuf, demo: bool) -> ScanJob {
             ensure_demo(&root, on_progress)?;
         }
         Ok(Dataset::open(&root, None::<Project>)?)
+    })
+}
+
+/// Scan a dataset in object storage (`s3://bucket/prefix`) into its default project
+/// ([`Project::of_url`]); a project made there before is scanned again (only what changed).
+pub fn spawn_scan_url(url: String) -> ScanJob {
+    spawn_ingest(move |_| {
+        let project = Project::of_url(&url);
+        std::fs::create_dir_all(project.dir())?;
+        Ok(Dataset::open(Path::new(&url), Some(project))?)
     })
 }
 

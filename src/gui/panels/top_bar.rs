@@ -72,10 +72,17 @@ pub(super) fn start_ui(ui: &mut egui::Ui, app: &mut App, commands: &mut Vec<Comm
         ui.heading("See, filter, trim and ship your image and video datasets");
         ui.add_space(20.0);
         ui.horizontal(|ui| {
-            let label = ui.label("Dataset folder:");
-            ui.text_edit_singleline(&mut app.drafts.open_text)
-                .labelled_by(label.id);
-            if ui.button("Open folder").clicked() && !app.drafts.open_text.trim().is_empty() {
+            // Centred under the heading: the row is about this wide.
+            const ROW_WIDTH: f32 = 594.0;
+            ui.add_space(((ui.available_width() - ROW_WIDTH) / 2.0).max(0.0));
+            let label = ui.label("Dataset folder or URL:");
+            ui.add(
+                egui::TextEdit::singleline(&mut app.drafts.open_text)
+                    .desired_width(320.0)
+                    .hint_text("/data/clips or s3://bucket/prefix"),
+            )
+            .labelled_by(label.id);
+            if ui.button("Open").clicked() && !app.drafts.open_text.trim().is_empty() {
                 commands.push(Command::Open(PathBuf::from(app.drafts.open_text.trim())));
             }
             if ui.button("Browse…").clicked() {
