@@ -21,6 +21,10 @@ pub struct Args {
     /// Probe threads (default: one per core).
     #[arg(long, short)]
     jobs: Option<usize>,
+    /// Requests to the object store in flight at once when scanning a URL: objects probed
+    /// at the same time, each mostly waiting on the network.
+    #[arg(long, value_name = "N", default_value_t = crate::scan::REQUESTS_IN_FLIGHT)]
+    requests: usize,
     /// Seconds FFmpeg may spend on one file before it is recorded as an error.
     #[arg(long, default_value_t = 20.0, value_name = "SECS")]
     file_timeout: f64,
@@ -86,6 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         scan.jobs = jobs.max(1);
     }
     scan.file_budget = Duration::from_secs_f64(args.file_timeout.max(0.1));
+    scan.requests_in_flight = args.requests.max(1);
     let options = IngestOptions {
         analyse: args.deep.then(|| AnalyzeOptions {
             jobs: scan.jobs,

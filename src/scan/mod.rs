@@ -43,7 +43,13 @@ pub struct ScanOptions {
     pub shard: Option<ShardSpec>,
     /// FFmpeg's probes in worker processes (see [`worker`]). Off: in this process.
     pub isolate: bool,
+    /// Probe threads for a dataset in object storage, where a probe waits on its requests
+    /// most of the time: this many requests in flight at once, whatever the cores.
+    pub requests_in_flight: usize,
 }
+
+/// [`ScanOptions::requests_in_flight`] unless told otherwise.
+pub const REQUESTS_IN_FLIGHT: usize = 32;
 
 impl Default for ScanOptions {
     fn default() -> Self {
@@ -53,6 +59,7 @@ impl Default for ScanOptions {
             batch_size: 512,
             shard: None,
             isolate: true,
+            requests_in_flight: REQUESTS_IN_FLIGHT,
         }
     }
 }
@@ -290,8 +297,16 @@ fn probe_and_store(
     if files.is_empty() {
         return Ok(0);
     }
+    let remote = files
+        .first()
+        .is_some_and(|f| matches!(f.source, Source::Object(_)));
+    let threads = if remote {
+        options.requests_in_flight.max(options.jobs)
+    } else {
+        options.jobs
+    };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.jobs.max(1))
+        .num_threads(threads.max(1))
         .thread_name(|i| format!("framecull-probe-{i}"))
         .build()
         .map_err(|e| ScanError::Threads(e.to_string()))?;

@@ -4,6 +4,7 @@
 //! file and probes that (the same worker count); (c) the loader reading generated 720p clips
 //! from the bucket against the same manifest on the local files.
 
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,6 +40,14 @@ pub struct Args {
     /// Scan and probe workers (default: one per core).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Milliseconds each request to the server is held (a relay in front of it), as for a
+    /// store that far away; 0: the server on this machine as it is.
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// Requests in flight while scanning (objects probed at once; the download loop keeps
+    /// `--jobs` threads).
+    #[arg(long, default_value_t = framecull::scan::REQUESTS_IN_FLIGHT)]
+    requests: usize,
     /// 720p H.264 clips the loader reads.
     #[arg(long, default_value_t = 4)]
     clips: usize,
@@ -54,12 +63,64 @@ pub struct Args {
 /// A moto server on a free port of 127.0.0.1, stopped on drop.
 struct Moto {
     child: Child,
+    /// Where framecull's requests go: the server, or a relay that delays them.
     endpoint: String,
+    /// The server itself (uploads).
+    direct: String,
     python: PathBuf,
 }
 
+/// A TCP relay on 127.0.0.1 to the server on `port` that holds each chunk a client sends for
+/// `delay` before passing it on: every request waits `delay` more, as it would for a store
+/// that far away. Answers come back as soon as the server sends them. Returns its port.
+fn start_relay(port: u16, delay: Duration) -> anyhow::Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let relay = listener.local_addr()?.port();
+    let pump = |mut from: TcpStream, mut to: TcpStream, delay: Duration| {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    std::thread::sleep(delay);
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = to.shutdown(std::net::Shutdown::Write);
+    };
+    std::thread::Builder::new()
+        .name("bench-relay".into())
+        .spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(("127.0.0.1", port)) else {
+                    continue;
+                };
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                let (Ok(client_back), Ok(server_back)) = (client.try_clone(), server.try_clone())
+                else {
+                    continue;
+                };
+                let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+                    let _ = std::thread::Builder::new().name(name.into()).spawn(f);
+                };
+                spawn(
+                    "bench-relay-up",
+                    Box::new(move || pump(client, server, delay)),
+                );
+                spawn(
+                    "bench-relay-down",
+                    Box::new(move || pump(server_back, client_back, Duration::ZERO)),
+                );
+            }
+        })?;
+    Ok(relay)
+}
+
 impl Moto {
-    fn start(binary: &Path) -> anyhow::Result<Moto> {
+    fn start(binary: &Path, latency: Duration) -> anyhow::Result<Moto> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let child = Command::new(binary)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -72,9 +133,16 @@ impl Moto {
             .map(|name| binary.with_file_name(name))
             .find(|p| p.is_file())
             .unwrap_or_else(|| PathBuf::from("python3"));
+        let direct = format!("http://127.0.0.1:{port}");
+        let endpoint = if latency.is_zero() {
+            direct.clone()
+        } else {
+            format!("http://127.0.0.1:{}", start_relay(port, latency)?)
+        };
         let moto = Moto {
             child,
-            endpoint: format!("http://127.0.0.1:{port}"),
+            endpoint,
+            direct,
             python,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -106,7 +174,7 @@ for dirpath, dirs, files in os.walk(src):
             s3.upload_file(path, bucket, prefix + "/" + rel)
 "#;
         let out = Command::new(&self.python)
-            .args(["-c", UPLOAD_PY, &self.endpoint, bucket])
+            .args(["-c", UPLOAD_PY, &self.direct, bucket])
             .arg(dir)
             .arg(prefix)
             .output()
@@ -195,6 +263,8 @@ struct ProbeCost {
 #[derive(Serialize, Debug)]
 struct ScanVs {
     what: String,
+    /// The scan's probe threads (requests in flight); the download loop has `jobs`.
+    requests_in_flight: usize,
     files: usize,
     total_bytes: u64,
     scan_secs: Vec<f64>,
@@ -244,7 +314,8 @@ struct StorageBench {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let moto = Moto::start(&moto_binary(args.moto.as_deref())?)?;
+    let latency = Duration::from_millis(args.latency_ms);
+    let moto = Moto::start(&moto_binary(args.moto.as_deref())?, latency)?;
     let media = args
         .media
         .clone()
@@ -275,6 +346,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "corpus",
             &args.dir,
             jobs,
+            args.requests.max(1),
             repeat,
         )?,
         scan_vs(
@@ -283,12 +355,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "720p H.264 clips",
             &args.dir,
             jobs,
+            args.requests.max(1),
             repeat,
         )?,
     ];
     let load = load_vs(&moto, &clips_dir, &clips, &args.dir, repeat)?;
     let r = StorageBench {
-        server: format!("moto_server on {}", moto.endpoint),
+        server: if latency.is_zero() {
+            format!("moto_server on {}", moto.endpoint)
+        } else {
+            format!(
+                "moto_server on {} behind a relay holding each request {} ms",
+                moto.direct, args.latency_ms
+            )
+        },
         server_gets_per_sec,
         cores: std::thread::available_parallelism().map_or(0, usize::from),
         jobs,
@@ -359,18 +439,21 @@ fn probe_costs(root: &Root) -> anyhow::Result<Vec<ProbeCost>> {
         .collect())
 }
 
-/// `scan URL` (no deep pass) into a new project, against listing the objects and, on `jobs`
-/// threads, downloading each with one GET to a temporary file and probing that.
+/// `scan URL` (no deep pass; `requests_in_flight` objects probed at once) into a new project,
+/// against listing the objects and, on `jobs` threads, downloading each with one GET to a
+/// temporary file and probing that.
 fn scan_vs(
     moto: &Moto,
     url: &str,
     what: &str,
     dir: &Path,
     jobs: usize,
+    requests_in_flight: usize,
     repeat: usize,
 ) -> anyhow::Result<ScanVs> {
     let options = ScanOptions {
         jobs,
+        requests_in_flight,
         ..ScanOptions::default()
     };
     let project = dir.join("scan-project");
@@ -446,6 +529,7 @@ fn scan_vs(
         scan_files_per_sec: scan_fps,
         scan_requests: requests,
         downloaded,
+        requests_in_flight: options.requests_in_flight,
         download_probe_secs: download_secs,
         download_probe_files_per_sec: download_fps,
         speedup: scan_fps / download_fps,
@@ -571,12 +655,13 @@ impl StorageBench {
         }
         for s in &self.scan {
             out.push_str(&format!(
-                "scan of {}: {} files, {}: {:.1} files/s ({} requests, {} read) against \
-                 download-then-probe {:.1} files/s: {:.1}x\n",
+                "scan of {}: {} files, {}: {:.1} files/s ({} in flight; {} requests, {} read) \
+                 against download-then-probe {:.1} files/s: {:.1}x\n",
                 s.what,
                 s.files,
                 mib(s.total_bytes as f64),
                 s.scan_files_per_sec,
+                s.requests_in_flight,
                 s.scan_requests.total(),
                 mib(s.scan_requests.bytes_read as f64),
                 s.download_probe_files_per_sec,
