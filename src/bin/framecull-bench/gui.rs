@@ -106,6 +106,9 @@ fn bench_gui(
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let load_secs = started.elapsed().as_secs_f64();
+    // The catalog's items (a kept catalog may hold another count than --items): no filter is
+    // set yet, so every row is shown.
+    let items = app.shown();
     // The scatter on two measures every item has, so each frame draws a dot per item.
     app.apply(Command::ScatterAxes(
         framecull::model::Measure::SizeBytes,
