@@ -45,7 +45,8 @@ struct Cli {
     /// Log filter for stderr (e.g. `info`, `framecull=debug`); also FRAMECULL_LOG.
     #[arg(long, global = true)]
     log: Option<String>,
-    /// Without a command: open the window on this dataset (or project) folder.
+    /// Without a command: open the window on this dataset (or project) folder, or on a URL
+    /// (s3://bucket/prefix, az://container/prefix).
     dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
@@ -155,7 +156,11 @@ pub fn main() -> ExitCode {
     };
     init_logging(cli.log.as_deref());
     let Some(command) = cli.command else {
-        if let Some(dir) = cli.dir.as_ref().filter(|d| !d.exists()) {
+        if let Some(dir) = cli
+            .dir
+            .as_ref()
+            .filter(|d| !d.exists() && !crate::storage::Root::is_url(d))
+        {
             eprintln!(
                 "error: {} is neither a folder nor a framecull command; see `framecull --help`",
                 dir.display()
