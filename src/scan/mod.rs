@@ -108,7 +108,7 @@ pub enum ScanError {
     Threads(String),
     /// The object store failed in a way that is not about one object (network, permission):
     /// what was stored before stays, and the same command resumes.
-    #[error(transparent)]
+    #[error("{0}")]
     Storage(#[from] StorageError),
     #[error(
         "the project at {project} holds {recorded}, not {given}: use another --project for \

@@ -101,7 +101,7 @@ pub enum IngestError {
     Derive(#[from] DeriveError),
     #[error("cannot write the demo dataset: {0}")]
     Demo(#[from] crate::demo::DemoError),
-    #[error(transparent)]
+    #[error("{0}")]
     Storage(#[from] StorageError),
     #[error(
         "{url} is not a folder: a dataset URL needs --project DIR, the local folder its \
