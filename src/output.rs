@@ -1,5 +1,19 @@
 //! What the command-line programs (`framecull`, `framecull-bench`) write: reports to stdout,
-//! logs to stderr.
+//! logs to stderr; and an error's text as every front end shows it.
+
+/// An error and its causes on one line, each cause once: a cause whose text is already in the
+/// line (an error that displays its source) is not repeated.
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
 
 /// Write text to stdout, ending with a newline; a closed pipe is not an error.
 pub fn write_stdout(text: &str) -> std::io::Result<()> {
@@ -30,4 +44,25 @@ pub fn init_logging(filter: Option<&str>) {
         .with_writer(std::io::stderr)
         .without_time()
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_error_that_displays_its_source_reads_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("{0}")]
+        struct Wrapper(#[from] std::io::Error);
+        let inner = std::io::Error::other("cannot reach the store");
+        let e = anyhow::Error::from(Wrapper(inner)).context("scan of s3://b/p");
+        assert_eq!(
+            super::error_text(&e),
+            "scan of s3://b/p: cannot reach the store"
+        );
+        // `{:#}` repeats it: what the window showed.
+        assert_eq!(
+            format!("{e:#}"),
+            "scan of s3://b/p: cannot reach the store: cannot reach the store"
+        );
+    }
 }

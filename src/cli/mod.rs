@@ -170,7 +170,7 @@ pub fn main() -> ExitCode {
         return match open_window(cli.dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("error: {}", error_text(&e));
+                eprintln!("error: {}", crate::output::error_text(&e));
                 ExitCode::from(2)
             }
         };
@@ -205,7 +205,7 @@ pub fn main() -> ExitCode {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,
         Ok(Outcome::Problems) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("error: {}", error_text(&e));
+            eprintln!("error: {}", crate::output::error_text(&e));
             ExitCode::from(exit_status_of(&e))
         }
     }
@@ -215,18 +215,6 @@ pub fn main() -> ExitCode {
 /// An error and its causes on one line, each cause once: errors that already name their
 /// source in their text (`cannot open dataset folder X: No such file ...`) are not followed by
 /// it again.
-fn error_text(e: &anyhow::Error) -> String {
-    let mut text = e.to_string();
-    for cause in e.chain().skip(1) {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-    }
-    text
-}
-
 fn exit_status_of(e: &anyhow::Error) -> u8 {
     if e.chain().any(crate::transient::is_transient) {
         3

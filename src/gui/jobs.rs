@@ -132,7 +132,7 @@ pub fn take_finished<T: Send + 'static>(slot: &mut Option<Job<T>>, lost: T) -> O
 
 pub fn spawn_load(project: PathBuf) -> Job<Result<View, String>> {
     Job::run("framecull-load", move || {
-        load(&project).map_err(|e| format!("{e:#}"))
+        load(&project).map_err(|e| crate::output::error_text(&e))
     })
 }
 
@@ -152,7 +152,7 @@ pub fn spawn_save_settings(
             crate::scan::derive::recompute_for_project(&mut catalog)?;
             load(&project)
         };
-        save().map_err(|e| format!("{e:#}"))
+        save().map_err(|e| crate::output::error_text(&e))
     })
 }
 
@@ -230,7 +230,7 @@ fn spawn_ingest(
 ) -> ScanJob {
     let open: Box<Opener> = Box::new(open);
     let job = Job::spawn("framecull-scan-job", move |r: &Reporter<_, Progress>| {
-        run_scan(open, r).map_err(|e| format!("{e:#}"))
+        run_scan(open, r).map_err(|e| crate::output::error_text(&e))
     });
     ScanJob {
         job,

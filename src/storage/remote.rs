@@ -313,6 +313,26 @@ pub struct Listed {
     pub version: Option<String>,
 }
 
+/// Settings named as environment variables (`AWS_REGION`, `AZURE_STORAGE_ACCOUNT_NAME`) as a
+/// builder's configuration keys; a name the builder does not know is an error about `url`.
+fn config_keys<'a, K: std::str::FromStr<Err = object_store::Error>>(
+    settings: impl Iterator<Item = (&'a str, &'a str)>,
+    url: &str,
+) -> Result<Vec<(K, &'a str)>, StorageError> {
+    settings
+        .map(|(name, value)| {
+            let key = name
+                .to_ascii_lowercase()
+                .parse::<K>()
+                .map_err(|e| StorageError::Url {
+                    url: url.to_string(),
+                    reason: format!("{name}: {e}"),
+                })?;
+            Ok((key, value))
+        })
+        .collect()
+}
+
 /// An ETag in its quoted form (`"0x8DC..."`): Azure's listing gives it bare and its HEAD
 /// quoted, S3 quotes both. One form, so a listing's fingerprint equals a HEAD's.
 fn quoted(e_tag: String) -> String {
@@ -404,11 +424,9 @@ impl Remote {
                         }
                     })?;
                 let profile = profile.iter().map(|(k, v)| (*k, v.as_str()));
-                for (name, value) in profile.chain(settings.iter().copied()) {
-                    let key = name
-                        .to_ascii_lowercase()
-                        .parse::<AmazonS3ConfigKey>()
-                        .map_err(|e| bad(&format!("{name}: {e}")))?;
+                for (key, value) in
+                    config_keys::<AmazonS3ConfigKey>(profile.chain(settings.iter().copied()), url)?
+                {
                     builder = builder.with_config(key, value);
                 }
                 let store = builder
@@ -421,12 +439,8 @@ impl Remote {
             }
             Cloud::Azure => {
                 let mut builder = MicrosoftAzureBuilder::from_env();
-                for (name, value) in settings {
-                    let key = name
-                        .to_ascii_lowercase()
-                        .parse::<AzureConfigKey>()
-                        .map_err(|e| bad(&format!("{name}: {e}")))?;
-                    builder = builder.with_config(key, *value);
+                for (key, value) in config_keys::<AzureConfigKey>(settings.iter().copied(), url)? {
+                    builder = builder.with_config(key, value);
                 }
                 let store = builder
                     .with_container_name(bucket)

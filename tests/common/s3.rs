@@ -167,26 +167,24 @@ s3.delete_object(Bucket=bucket, Key=key)
 /// The Python beside moto's server (boto3 comes with moto; scripts/test.sh installs
 /// azure-storage-blob there too), else `python3`.
 pub fn venv_python() -> PathBuf {
-    let beside = |binary: PathBuf| {
-        ["python3", "python"]
-            .iter()
-            .map(|name| binary.with_file_name(name))
-            .find(|p| p.is_file())
-    };
-    std::env::var_os("FRAMECULL_MOTO_SERVER")
-        .map(PathBuf::from)
-        .and_then(beside)
+    python_beside(&PathBuf::from(
+        std::env::var_os("FRAMECULL_MOTO_SERVER").unwrap_or_default(),
+    ))
+}
+
+/// The Python in `binary`'s folder (a venv's `bin`), else `python3`.
+fn python_beside(binary: &Path) -> PathBuf {
+    ["python3", "python"]
+        .iter()
+        .map(|name| binary.with_file_name(name))
+        .find(|p| p.is_file())
         .unwrap_or_else(|| PathBuf::from("python3"))
 }
 
 impl Server {
     /// The Python beside the server (boto3 comes with moto).
     pub fn python(&self) -> PathBuf {
-        ["python3", "python"]
-            .iter()
-            .map(|name| self.binary.with_file_name(name))
-            .find(|p| p.is_file())
-            .unwrap_or_else(|| PathBuf::from("python3"))
+        python_beside(&self.binary)
     }
 
     pub fn delete(&self, bucket: &str, key: &str) {
