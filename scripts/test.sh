@@ -8,15 +8,17 @@ bash packaging/deps.sh
 bash scripts/slurm.sh install
 # An S3-compatible server for the object-storage tests (tests/storage.rs, one in
 # tests/gui.rs): moto's, installed into the Python venv scripts/python.sh uses, and named to
-# the tests by its path.
+# the tests by its path; it also answers GCS's XML API for the gs:// test. WsgiDAV, a WebDAV
+# server, serves a folder for the https:// test.
 venv="${FRAMECULL_VENV:-target/python-venv}"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]>=5,<6" \
-  "azure-storage-blob>=12,<13"
+  "azure-storage-blob>=12,<13" "wsgidav>=4,<5" "cheroot>=10,<12"
 FRAMECULL_MOTO_SERVER="$(cd "$venv" && pwd)/bin/moto_server"
-export FRAMECULL_MOTO_SERVER
+FRAMECULL_WSGIDAV="$(cd "$venv" && pwd)/bin/wsgidav"
+export FRAMECULL_MOTO_SERVER FRAMECULL_WSGIDAV
 # Azurite, Microsoft's Azure Storage emulator, for the az:// test in tests/storage.rs (blobs
 # uploaded with azure-storage-blob from the venv above). npm comes with Node.js; Debian packs
 # it apart.

@@ -1,6 +1,6 @@
 //! Datasets in object storage, against a real S3-compatible server on 127.0.0.1 (moto's
 //! standalone server, started per test): a scan of `s3://bucket/prefix` gives the rows a local
-//! scan of the same files gives, an unchanged rescan only lists, a wrong key is one clear
+//! scan of the same files gives (so do its shards, merged), an unchanged rescan only lists, a wrong key is one clear
 //! error (exit 2), and a server that stops mid-scan ends it with exit 3 and a rerun finishes.
 //! The loader reads a bucket's manifest with the batches of the local copy, frames of objects
 //! are the local files' frames, a deleted object is skipped as missing, and a store that does
@@ -134,6 +134,41 @@ fn generated_media_in_a_bucket_scan_like_the_local_folder_and_rescans_only_list(
 
     let out = scan(&server, "s3://datasets/mixed", project.path(), &["--json"]);
     assert_only_listed(&out);
+
+    // The same URL in two shards (as a cluster's tasks scan it), merged: the same rows.
+    let work = tempfile::tempdir().unwrap();
+    let shards: Vec<PathBuf> = (0..2)
+        .map(|i| work.path().join(format!("shard-{i}")))
+        .collect();
+    for (i, shard) in shards.iter().enumerate() {
+        let out = scan(
+            &server,
+            "s3://datasets/mixed",
+            shard,
+            &["--deep", "--shard", &format!("{i}/2")],
+        );
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{}",
+            common::stderr(&out)
+        );
+    }
+    let merged = work.path().join("merged");
+    let out = common::bin()
+        .arg("merge")
+        .args(&shards)
+        .arg("--project")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        common::stderr(&out)
+    );
+    let sharded = comparable_rows(&merged);
+    assert!(comparable_rows(&shards[0]).len() < sharded.len());
+    assert_eq!(differences(&remote, &sharded), Vec::<String>::new());
 }
 
 #[test]
@@ -296,10 +331,10 @@ fn a_url_without_a_project_is_refused() {
         "error: s3://bucket/prefix is not a folder: a dataset URL needs --project DIR, the \
          local folder its catalog is kept in"
     );
-    let out = common::run(&["scan", "gs://bucket/prefix", "--project", "/nonexistent"]);
+    let out = common::run(&["scan", "ftp://host/prefix", "--project", "/nonexistent"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        common::stderr(&out).contains("gs:// is not supported yet"),
+        common::stderr(&out).contains("ftp:// is not supported (s3://, gs://, az:// and https://"),
         "{}",
         common::stderr(&out)
     );
@@ -528,7 +563,9 @@ fn a_manifest_of_a_bucket_loads_with_the_batches_of_the_local_folder() {
     let data = tempfile::tempdir().unwrap();
     loader_dataset(data.path());
     let mut server = Server::start(&moto, None);
-    server.upload(data.path(), "train", "set", false);
+    // Versioning on: a HEAD answers a version id that no listing gives, and the loader's check
+    // of an object must still match the scan's fingerprint.
+    server.upload_with(data.path(), "train", "set", &["--versioned"]);
     let local_dir = data.path().to_str().unwrap();
 
     let remote_project = tempfile::tempdir().unwrap();
@@ -691,24 +728,20 @@ fn frames_read_from_an_object_are_the_local_files_frames() {
     }
 }
 
-/// The same dataset in an Azure container (Azurite, Microsoft's emulator): a deep scan of
-/// `az://container/prefix` gives the local folder's rows, an unchanged rescan only lists, the
-/// container's manifest loads with the local folder's batches, and a wrong key is one clear
-/// error (exit 2).
-#[test]
-fn a_dataset_in_an_azure_container_scans_and_loads_like_the_local_folder() {
-    use common::azurite::{Azurite, KEY, azurite};
-    let Some(binary) = azurite() else { return };
-    let data = tempfile::tempdir().unwrap();
-    common::mixed_dataset(data.path());
-    let azure = Azurite::start(&binary);
-    azure.upload(data.path(), "datasets", "mixed");
-
+/// A copy of `data` at `url`, read with the settings of `framecull()`: a deep scan gives the
+/// local folder's rows and records the URL (and never `secret`), an unchanged rescan only
+/// lists, and its manifest read from the store gives the batches of the same manifest read
+/// from the local folder. The project and the manifest.
+fn assert_like_the_local_folder(
+    framecull: &dyn Fn() -> std::process::Command,
+    url: &str,
+    data: &Path,
+    secret: &str,
+) -> (tempfile::TempDir, PathBuf) {
     let project = tempfile::tempdir().unwrap();
     let scan = |extra: &[&str]| {
-        azure
-            .framecull(KEY)
-            .args(["scan", "az://datasets/mixed", "--project"])
+        framecull()
+            .args(["scan", url, "--project"])
             .arg(project.path())
             .args(extra)
             .output()
@@ -717,38 +750,55 @@ fn a_dataset_in_an_azure_container_scans_and_loads_like_the_local_folder() {
     let out = scan(&["--deep"]);
     assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
     assert!(
-        common::stderr(&out).contains("az://datasets/mixed: "),
+        common::stderr(&out).contains(&format!("{url}: ")),
         "{}",
         common::stderr(&out)
     );
     let remote = comparable_rows(project.path());
     assert!(remote.contains_key("clips/h264.mp4"));
     assert_eq!(
-        differences(&local_deep_rows(data.path()), &remote),
+        differences(&local_deep_rows(data), &remote),
         Vec::<String>::new()
     );
     let catalog = std::fs::read(project.path().join("catalog.db")).unwrap();
     let text = String::from_utf8_lossy(&catalog);
-    assert!(text.contains("az://datasets/mixed"));
-    assert!(!text.contains(KEY));
+    assert!(text.contains(url));
+    assert!(!text.contains(secret));
 
     let out = scan(&["--json"]);
     assert_only_listed(&out);
 
-    // Its manifest read from the container gives the batches of the same manifest read from
-    // the local copy.
-    let manifest = export_with(azure.framecull(KEY), project.path());
+    let manifest = export_with(framecull(), project.path());
     let (meta, rows) = framecull::manifest::open_path(&manifest).unwrap();
-    assert_eq!(meta.dataset_root, "az://datasets/mixed");
+    assert_eq!(meta.dataset_root, url);
     assert!(!rows.is_empty());
-    let load = |root: Option<&str>| -> Value {
-        report_of(&load_bench_with(azure.framecull(KEY), &manifest, root), 0)
-    };
-    let from_container = load(None);
-    let from_folder = load(Some(data.path().to_str().unwrap()));
-    assert!(from_container["frames"].as_u64().unwrap() > 0);
-    assert_eq!(from_container["checksum"], from_folder["checksum"]);
-    assert_eq!(from_container["frames"], from_folder["frames"]);
+    let from_store = report_of(&load_bench_with(framecull(), &manifest, None), 0);
+    let from_folder = report_of(
+        &load_bench_with(framecull(), &manifest, Some(data.to_str().unwrap())),
+        0,
+    );
+    assert!(from_store["frames"].as_u64().unwrap() > 0);
+    assert_eq!(from_store["checksum"], from_folder["checksum"]);
+    assert_eq!(from_store["frames"], from_folder["frames"]);
+    (project, manifest)
+}
+
+/// The same dataset in an Azure container (Azurite, Microsoft's emulator) behaves as the local
+/// folder (above), and a wrong key is one clear error (exit 2).
+#[test]
+fn a_dataset_in_an_azure_container_scans_and_loads_like_the_local_folder() {
+    use common::azurite::{Azurite, KEY, azurite};
+    let Some(binary) = azurite() else { return };
+    let data = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    let azure = Azurite::start(&binary);
+    azure.upload(data.path(), "datasets", "mixed");
+    assert_like_the_local_folder(
+        &|| azure.framecull(KEY),
+        "az://datasets/mixed",
+        data.path(),
+        KEY,
+    );
 
     let other = tempfile::tempdir().unwrap();
     let wrong = KEY.replace('E', "F");
@@ -763,5 +813,60 @@ fn a_dataset_in_an_azure_container_scans_and_loads_like_the_local_folder() {
         "az://datasets/mixed",
         "AZURE_STORAGE_ACCOUNT_KEY",
         &wrong,
+    );
+}
+
+/// The same dataset in a Google Cloud Storage bucket (`gs://`, through GCS's XML API, which
+/// moto answers) behaves as the local folder; the manifest also loads over plain HTTP from the
+/// objects' URLs (`--root http://...`), as a training machine with only a web address would.
+#[test]
+fn a_dataset_in_a_gcs_bucket_scans_and_loads_like_the_local_folder() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    let server = Server::start(&moto, None);
+    server.upload_public(data.path(), "datasets", "mixed");
+    let settings = tempfile::tempdir().unwrap();
+    let gcs = || common::s3::framecull_gcs(&server, settings.path());
+    let (_project, manifest) =
+        assert_like_the_local_folder(&gcs, "gs://datasets/mixed", data.path(), "private_key");
+
+    let over_http = format!("{}/datasets/mixed", server.endpoint());
+    let from_http = report_of(&load_bench_with(gcs(), &manifest, Some(&over_http)), 0);
+    let from_folder = report_of(
+        &load_bench_with(gcs(), &manifest, Some(data.path().to_str().unwrap())),
+        0,
+    );
+    assert_eq!(from_http["checksum"], from_folder["checksum"]);
+    assert_eq!(from_http["frames"], from_folder["frames"]);
+}
+
+/// A folder served by a web server with WebDAV (`http://host/path`, listed with PROPFIND)
+/// behaves as the local folder; a path the server does not have lists nothing, which the scan
+/// says.
+#[test]
+fn a_folder_on_a_webdav_server_scans_and_loads_like_the_local_folder() {
+    use common::webdav::{WebDav, wsgidav};
+    let Some(binary) = wsgidav() else { return };
+    let served = tempfile::tempdir().unwrap();
+    let data = served.path().join("mixed");
+    std::fs::create_dir(&data).unwrap();
+    common::mixed_dataset(&data);
+    let server = WebDav::start(&binary, served.path());
+    let url = server.url("mixed");
+    assert_like_the_local_folder(&common::bin, &url, &data, "secret");
+
+    let project = tempfile::tempdir().unwrap();
+    let missing = server.url("nothing/here");
+    let out = common::bin()
+        .args(["scan", &missing, "--project"])
+        .arg(project.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let stderr = common::stderr(&out);
+    assert!(
+        stderr.contains(&format!("no objects under {missing}: check the")),
+        "{stderr}"
     );
 }

@@ -198,8 +198,9 @@ class Loader:
     ``manifest`` is a manifest folder (``DATASET/.framecull/manifests/NAME``; its latest
     version, or ``version``) or a version's file (``vNNNN.json``, ``.parquet`` or ``.jsonl``).
     Files are found under ``root``, by default the dataset root the manifest records: a
-    folder, or an object-storage URL (``s3://bucket/prefix``) read with the standard ``AWS_*``
-    environment variables (a store that cannot be reached raises
+    folder, or an object-storage URL (``s3://bucket/prefix``, ``gs://``, ``az://``,
+    ``https://host/path``) read with each cloud's standard environment variables
+    (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``; docs/STORAGE.md; a store that cannot be reached raises
     :class:`framecull.StorageError`).
 
     Sampling: ``clip_len`` frames per window (``None``: whole clips up to ``max_frames``),

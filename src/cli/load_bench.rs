@@ -17,7 +17,7 @@ use crate::loader::{
 pub struct Args {
     /// A manifest version (`vNNNN.json`, `.parquet` or `.jsonl`) or a manifest folder (latest).
     manifest: PathBuf,
-    /// Dataset root, a folder or a URL (s3://bucket/prefix, az://container/prefix) (default: the manifest's).
+    /// Dataset root, a folder or a URL (s3://, gs://, az://, https://) (default: the manifest's).
     #[arg(long, value_name = "DIR|URL")]
     root: Option<PathBuf>,
     #[arg(long, default_value_t = 0)]

@@ -46,7 +46,7 @@ struct Cli {
     #[arg(long, global = true)]
     log: Option<String>,
     /// Without a command: open the window on this dataset (or project) folder, or on a URL
-    /// (s3://bucket/prefix, az://container/prefix).
+    /// (s3://bucket/prefix, gs://, az://, https://).
     dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,

@@ -14,7 +14,7 @@ use crate::transient::Transient;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset folder to scan, or a URL (s3://BUCKET/PREFIX or az://CONTAINER/PREFIX, with --project).
+    /// Dataset folder to scan, or a URL (s3://BUCKET/PREFIX, gs://, az://CONTAINER/PREFIX, https://HOST/PATH on WebDAV; with --project).
     dir: PathBuf,
     #[command(flatten)]
     project: ProjectArg,

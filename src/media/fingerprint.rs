@@ -33,15 +33,18 @@ pub fn fingerprint(path: &Path, size_bytes: u64) -> std::io::Result<String> {
 }
 
 /// Fingerprint of an object in a store from its listing alone: xxh3-128 of its size and its
-/// version id, else its ETag (a store changes both whenever the content changes). `None`
-/// when the listing gives neither, and for an empty object (as for an empty file).
+/// ETag, else its version id (a store changes both whenever the content changes). The ETag
+/// comes first because listings and HEADs both give it, while a versioned bucket's version id
+/// comes with a HEAD only (S3's ListObjectsV2 and GCS's XML listing have none): a scan's
+/// fingerprint and the loader's check of the same object must agree. `None` when there is
+/// neither, and for an empty object (as for an empty file).
 pub fn of_listing(size_bytes: u64, e_tag: Option<&str>, version: Option<&str>) -> Option<String> {
     if size_bytes == 0 {
         return None;
     }
-    let (what, tag) = match (version, e_tag) {
-        (Some(v), _) => ("version", v),
-        (None, Some(e)) => ("etag", e),
+    let (what, tag) = match (e_tag, version) {
+        (Some(e), _) => ("etag", e),
+        (None, Some(v)) => ("version", v),
         (None, None) => return None,
     };
     let mut hasher = Xxh3::new();

@@ -123,7 +123,15 @@ pub fn list_where(
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<WalkResult, StorageError> {
     let mut result = WalkResult::default();
-    for listed in remote.list()? {
+    let listing = remote.list()?;
+    if listing.is_empty() {
+        // A prefix with a typo lists nothing, as an empty one does: say so.
+        result.warnings.push(format!(
+            "no objects under {}: check the bucket (or host) and the prefix",
+            remote.url()
+        ));
+    }
+    for listed in listing {
         if !keep(&listed.rel_path) {
             continue;
         }

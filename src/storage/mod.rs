@@ -1,5 +1,5 @@
 //! Where a dataset's bytes live: a local folder or an object-storage URL (`s3://bucket/prefix`,
-//! `az://container/prefix`).
+//! `gs://bucket/prefix`, `az://container/prefix`, `https://host/path`).
 //!
 //! The scan, the media layer and the loader read remote datasets through this module alone:
 //! listing ([`Remote::list`]), ranged reads through a small block cache ([`CachedObject`],

@@ -1,4 +1,4 @@
-//! One object store (an S3 bucket or an Azure container, and a prefix): listing, ranged GETs, request counters, and the
+//! One object store (an S3 or GCS bucket, an Azure container or a web server, and a prefix): listing, ranged GETs, request counters, and the
 //! error that stops a scan. Blocking calls from worker threads run on one shared tokio runtime.
 
 use std::collections::BTreeMap;
@@ -14,6 +14,8 @@ use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
     ReqwestConnector,
 };
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
 
@@ -159,22 +161,21 @@ enum Cloud {
     S3,
     /// `az://container/prefix`: Azure Blob Storage (or Azurite).
     Azure,
+    /// `gs://bucket/prefix`: Google Cloud Storage.
+    Gcs,
+    /// `https://host/path` (or `http://`): a web server; listing needs WebDAV (`PROPFIND`),
+    /// single objects only ranged GETs.
+    Http,
 }
 
 impl Cloud {
     /// The cloud of a URL (S3 for anything unknown: only the messages use this).
     fn of(url: &str) -> Cloud {
-        if url.starts_with("az://") {
-            Cloud::Azure
-        } else {
-            Cloud::S3
-        }
-    }
-
-    fn scheme(self) -> &'static str {
-        match self {
-            Cloud::S3 => "s3",
-            Cloud::Azure => "az",
+        match url.split_once("://").map(|(scheme, _)| scheme) {
+            Some("az") => Cloud::Azure,
+            Some("gs") => Cloud::Gcs,
+            Some("http" | "https") => Cloud::Http,
+            _ => Cloud::S3,
         }
     }
 
@@ -186,6 +187,11 @@ impl Cloud {
                 "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY (or another Azure \
                  credential)"
             }
+            Cloud::Gcs => {
+                "GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT, or `gcloud auth \
+                 application-default login`)"
+            }
+            Cloud::Http => "that the server lets this machine read the URL",
         }
     }
 }
@@ -242,13 +248,14 @@ struct CountingService {
 impl HttpService for CountingService {
     async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
         let c = &self.counters;
-        // S3 lists with `list-type=2`, Azure with `comp=list`.
+        // S3 and GCS list with `list-type=2`, Azure with `comp=list`, WebDAV with PROPFIND.
         let is_list = req
             .uri()
             .query()
             .is_some_and(|q| q.contains("list-type") || q.contains("comp=list"));
         let counter = match req.method().as_str() {
             "GET" if is_list => &c.list,
+            "PROPFIND" => &c.list,
             "GET" => &c.get,
             "HEAD" => &c.head,
             _ => &c.other,
@@ -346,7 +353,8 @@ fn quoted(e_tag: String) -> String {
 /// An object store and the prefix a dataset lives under.
 #[derive(Debug)]
 pub struct Remote {
-    /// `s3://bucket/prefix` or `az://container/prefix`, without a trailing `/`.
+    /// `s3://bucket/prefix`, `gs://...`, `az://container/prefix` or `https://host/path`,
+    /// without a trailing `/`.
     url: String,
     prefix: String,
     store: Arc<dyn ObjectStore>,
@@ -356,7 +364,8 @@ pub struct Remote {
 }
 
 impl Remote {
-    /// Parse `s3://bucket[/prefix]` or `az://container[/prefix]` and configure the client
+    /// Parse `s3://bucket[/prefix]`, `gs://bucket[/prefix]`, `az://container[/prefix]` or
+    /// `https://host[/path]` and configure the client
     /// from the environment (nothing is requested yet).
     pub fn open(url: &str) -> Result<Remote, StorageError> {
         Remote::open_with(url, &[])
@@ -371,13 +380,16 @@ impl Remote {
             url: url.to_string(),
             reason: reason.to_string(),
         };
-        let (cloud, rest) = match url.split_once("://") {
-            Some(("s3", rest)) => (Cloud::S3, rest),
-            Some(("az", rest)) => (Cloud::Azure, rest),
+        let (scheme, rest) = url.split_once("://").unwrap_or_default();
+        let cloud = match scheme {
+            "s3" => Cloud::S3,
+            "az" => Cloud::Azure,
+            "gs" => Cloud::Gcs,
+            "http" | "https" => Cloud::Http,
             _ => {
-                let scheme = url.split("://").next().unwrap_or_default();
                 return Err(bad(&format!(
-                    "{scheme}:// is not supported yet (s3:// and az:// are; see docs/STORAGE.md)"
+                    "{scheme}:// is not supported (s3://, gs://, az:// and https:// are; see \
+                     docs/STORAGE.md)"
                 )));
             }
         };
@@ -385,7 +397,9 @@ impl Remote {
         if bucket.is_empty() {
             return Err(bad(match cloud {
                 Cloud::S3 => "no bucket name (s3://BUCKET/PREFIX)",
+                Cloud::Gcs => "no bucket name (gs://BUCKET/PREFIX)",
                 Cloud::Azure => "no container name (az://CONTAINER/PREFIX)",
+                Cloud::Http => "no host name (https://HOST/PATH)",
             }));
         }
         let prefix = prefix.trim_matches('/').to_string();
@@ -400,6 +414,28 @@ impl Remote {
             retry_timeout: Duration::from_secs(60),
         };
         let connector = CountingConnector(counters.clone());
+        // Every builder takes `settings` as configuration keys, the retries and the counting
+        // connector the same way; their types share no trait.
+        macro_rules! with_settings {
+            ($builder:expr, $key:ty) => {{
+                let mut builder = $builder;
+                for (key, value) in config_keys::<$key>(settings.iter().copied(), url)? {
+                    builder = builder.with_config(key, value);
+                }
+                builder
+            }};
+        }
+        macro_rules! build {
+            ($builder:expr) => {
+                Arc::new(
+                    $builder
+                        .with_retry(retry)
+                        .with_http_connector(connector)
+                        .build()
+                        .map_err(|e| bad(&cause_text(&e)))?,
+                )
+            };
+        }
         let store: Arc<dyn ObjectStore> = match cloud {
             Cloud::S3 => {
                 // Under the environment, the shared config files' profile (as AWS's tools
@@ -429,29 +465,24 @@ impl Remote {
                 {
                     builder = builder.with_config(key, value);
                 }
-                let store = builder
-                    .with_bucket_name(bucket)
-                    .with_retry(retry)
-                    .with_http_connector(connector)
-                    .build()
-                    .map_err(|e| bad(&cause_text(&e)))?;
-                Arc::new(store)
+                build!(builder.with_bucket_name(bucket))
             }
-            Cloud::Azure => {
-                let mut builder = MicrosoftAzureBuilder::from_env();
-                for (key, value) in config_keys::<AzureConfigKey>(settings.iter().copied(), url)? {
-                    builder = builder.with_config(key, value);
-                }
-                let store = builder
+            Cloud::Azure => build!(
+                with_settings!(MicrosoftAzureBuilder::from_env(), AzureConfigKey)
                     .with_container_name(bucket)
-                    .with_retry(retry)
-                    .with_http_connector(connector)
-                    .build()
-                    .map_err(|e| bad(&cause_text(&e)))?;
-                Arc::new(store)
-            }
+            ),
+            Cloud::Gcs => build!(
+                with_settings!(GoogleCloudStorageBuilder::from_env(), GoogleConfigKey)
+                    .with_bucket_name(bucket)
+            ),
+            // The host is the store; the path is the prefix. `http://` was asked for by name,
+            // so it is allowed. No credential is sent.
+            Cloud::Http => build!(
+                HttpBuilder::new()
+                    .with_url(format!("{scheme}://{bucket}"))
+                    .with_client_options(ClientOptions::new().with_allow_http(scheme == "http"))
+            ),
         };
-        let scheme = cloud.scheme();
         let url = if prefix.is_empty() {
             format!("{scheme}://{bucket}")
         } else {
@@ -636,8 +667,14 @@ mod tests {
         assert_eq!(remote.url_of("c.mp4"), "az://datasets/a/b/c.mp4");
         let remote = Remote::open_with("s3://bucket", &[("AWS_REGION", "us-east-1")]).unwrap();
         assert_eq!(remote.url(), "s3://bucket");
+        // The host is the store, the path the prefix; the scheme stays as written.
+        let remote = Remote::open("http://127.0.0.1:8080/data/set/").unwrap();
+        assert_eq!(remote.url(), "http://127.0.0.1:8080/data/set");
+        assert_eq!(remote.location("a b.mp4").as_ref(), "data/set/a b.mp4");
         for (url, reason) in [
-            ("gs://bucket/x", "gs:// is not supported yet"),
+            ("ftp://host/x", "ftp:// is not supported"),
+            ("gs:///x", "no bucket name (gs://"),
+            ("https:///x", "no host name"),
             ("az:///x", "no container name"),
             ("s3://", "no bucket name"),
         ] {

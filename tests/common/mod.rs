@@ -3,6 +3,7 @@
 
 pub mod azurite;
 pub mod s3;
+pub mod webdav;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

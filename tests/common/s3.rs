@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Uploads a folder (hidden entries skipped) under a prefix; with `--enforce-auth`, then makes
-/// the server check credentials (moto accepts any until told to).
+/// Uploads a folder (hidden entries skipped) under a prefix; with `--public-read`, objects any
+/// client may read unsigned; with `--versioned`, into a bucket with versioning on (HEAD then
+/// answers a version id, which listings lack); with `--enforce-auth`, then makes the server check credentials
+/// (moto accepts any until told to).
 const SETUP_PY: &str = r#"
 import json, os, sys, urllib.request
 import boto3
@@ -17,8 +19,11 @@ endpoint, bucket, src, prefix = sys.argv[1:5]
 s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                   aws_access_key_id="test", aws_secret_access_key="test")
 s3.create_bucket(Bucket=bucket)
+if "--versioned" in sys.argv:
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+extra = {"ACL": "public-read"} if "--public-read" in sys.argv else None
 for path, rel in files_under(src):
-    s3.upload_file(path, bucket, prefix + "/" + rel)
+    s3.upload_file(path, bucket, prefix + "/" + rel, ExtraArgs=extra)
 if "--enforce-auth" in sys.argv:
     req = urllib.request.Request(endpoint + "/moto-api/reset-auth", data=b"0", method="POST",
                                  headers={"Content-Type": "text/plain"})
@@ -106,6 +111,26 @@ impl Server {
 
     /// Upload `dir` to `s3://bucket/prefix` with boto3 from the server's own Python.
     pub fn upload(&self, dir: &Path, bucket: &str, prefix: &str, enforce_auth: bool) {
+        self.upload_with(
+            dir,
+            bucket,
+            prefix,
+            if enforce_auth {
+                &["--enforce-auth"]
+            } else {
+                &[]
+            },
+        );
+    }
+
+    /// Upload `dir` as objects anyone may read without signing a request: what a client that
+    /// sends no AWS signature (GCS's, plain HTTP) can fetch from moto.
+    pub fn upload_public(&self, dir: &Path, bucket: &str, prefix: &str) {
+        self.upload_with(dir, bucket, prefix, &["--public-read"]);
+    }
+
+    /// Upload `dir` with the upload script's `flags` (`--versioned`, ...).
+    pub fn upload_with(&self, dir: &Path, bucket: &str, prefix: &str, flags: &[&str]) {
         let mut cmd = Command::new(self.python());
         cmd.args([
             "-c",
@@ -114,10 +139,8 @@ impl Server {
             bucket,
         ])
         .arg(dir)
-        .arg(prefix);
-        if enforce_auth {
-            cmd.arg("--enforce-auth");
-        }
+        .arg(prefix)
+        .args(flags);
         let out = cmd.output().unwrap();
         assert!(
             out.status.success(),
@@ -216,4 +239,31 @@ impl Server {
         .unwrap();
         framecull::storage::Root::Remote(std::sync::Arc::new(remote))
     }
+}
+
+/// framecull reading `gs://` buckets from this server through GCS's XML API, which moto
+/// answers (listing with `list-type=2`, ranged GETs, HEAD). The credentials are a service
+/// account file (`GOOGLE_SERVICE_ACCOUNT`, written into `dir`) of the kind emulators use: no
+/// OAuth, the server's URL as the base; objects must be public (`upload_public`), as no
+/// request is signed. No other Google or AWS setting of the caller's.
+pub fn framecull_gcs(server: &Server, dir: &Path) -> Command {
+    let account = dir.join("service-account.json");
+    let json = serde_json::json!({
+        "private_key": "",
+        "private_key_id": "",
+        "client_email": "",
+        "disable_oauth": true,
+        "gcs_base_url": server.endpoint(),
+    });
+    std::fs::write(&account, json.to_string()).unwrap();
+    let mut cmd = super::bin();
+    for (name, _) in std::env::vars_os() {
+        let name_text = name.to_string_lossy();
+        if name_text.starts_with("GOOGLE_") || name_text.starts_with("AWS_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.env("GOOGLE_SERVICE_ACCOUNT", account)
+        .env("GOOGLE_ALLOW_HTTP", "true");
+    cmd
 }
