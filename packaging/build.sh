@@ -29,7 +29,7 @@ bash packaging/deps.sh
 cargo build --profile "$profile" --bin framecull
 target="${CARGO_TARGET_DIR:-target}"
 bin="$target/$profile_dir/framecull"
-version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | sed -n 1p)"
 arch="$(dpkg --print-architecture 2>/dev/null || uname -m)"
 
 rm -rf dist/stage dist/shlibs

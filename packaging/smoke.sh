@@ -48,7 +48,7 @@ mkdir -p "$data"
 if [ -d "$media/video" ]; then
   for sub in image video broken; do
     mkdir -p "$data/$sub"
-    find "$media/$sub" -maxdepth 1 -type f -size -3M | sort | head -n 6 \
+    find "$media/$sub" -maxdepth 1 -type f -size -3M | sort | sed -n 1,6p \
       | while read -r f; do cp "$f" "$data/$sub/"; done
   done
 else

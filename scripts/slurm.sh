@@ -59,7 +59,7 @@ write_config() {
   local user node
   user="$(id -un)"
   # This host as slurmd sees it: NodeName=... CPUs=... RealMemory=... (first line).
-  node="$(slurmd -C | head -n 1)"
+  node="$(slurmd -C | sed -n 1p)"
   case "$node" in
     NodeName=*) ;;
     *) say "unexpected output of 'slurmd -C': $node"; exit 2 ;;

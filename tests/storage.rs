@@ -870,3 +870,65 @@ fn a_folder_on_a_webdav_server_scans_and_loads_like_the_local_folder() {
         "{stderr}"
     );
 }
+
+/// A decoder's reads (`CachedObject::streaming`) have the next windows requested while the
+/// bytes before them are read, and fetch each byte once; a probe's reads (`CachedObject::new`) fetch
+/// only what is read. Both read the object's bytes.
+#[test]
+fn a_streaming_read_requests_the_next_range_ahead_and_reads_each_byte_once() {
+    use framecull::storage::{BLOCK_BYTES, CachedObject, Object};
+    use std::io::Read;
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    // 5 MiB that do not repeat: a misplaced range would not compare equal.
+    let bytes: Vec<u8> = (0u32..5 * 1024 * 1024 / 4)
+        .flat_map(|i| i.wrapping_mul(2_654_435_761).to_le_bytes())
+        .collect();
+    std::fs::write(data.path().join("big.bin"), &bytes).unwrap();
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "ahead", "set", false);
+
+    for streaming in [false, true] {
+        let root = server.root("s3://ahead/set");
+        let remote = root.as_remote().unwrap().clone();
+        let object = Object {
+            remote: remote.clone(),
+            rel_path: "big.bin".into(),
+            size_bytes: bytes.len() as u64,
+        };
+        let cached = if streaming {
+            CachedObject::streaming(object)
+        } else {
+            CachedObject::new(object)
+        };
+        let mut reader = cached.reader();
+        // One block, then two: the second read is sequential.
+        let mut head = vec![0u8; 3 * BLOCK_BYTES as usize];
+        reader.read_exact(&mut head).unwrap();
+        assert_eq!(head, bytes[..head.len()]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // A streaming read has the next two windows on their way.
+        let expected_gets = if streaming { 4 } else { 2 };
+        while remote.counts().get < expected_gets && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Give a wrong extra request the time to show.
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            remote.counts().get,
+            expected_gets,
+            "streaming {streaming}: {:?}",
+            remote.counts()
+        );
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).unwrap();
+        head.extend(rest);
+        assert!(head == bytes, "streaming {streaming}: other bytes");
+        assert_eq!(
+            remote.counts().bytes_read,
+            bytes.len() as u64,
+            "streaming {streaming}: {:?}",
+            remote.counts()
+        );
+    }
+}

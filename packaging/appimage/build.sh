@@ -53,9 +53,9 @@ while read -r name path; do
   install -m644 "$(readlink -f "$path")" "$appdir/usr/lib/$name"
   # shellcheck disable=SC2016 # $ORIGIN is the loader's, not the shell's
   patchelf --set-rpath '$ORIGIN' "$appdir/usr/lib/$name"
-  package="$(dpkg-query -S "$path" 2>/dev/null | head -n1 | cut -d: -f1 || true)"
+  package="$(dpkg-query -S "$path" 2>/dev/null | sed -n 1p | cut -d: -f1 || true)"
   if [ -z "$package" ]; then
-    package="$(dpkg-query -S "$(readlink -f "$path")" 2>/dev/null | head -n1 | cut -d: -f1 || true)"
+    package="$(dpkg-query -S "$(readlink -f "$path")" 2>/dev/null | sed -n 1p | cut -d: -f1 || true)"
   fi
   if [ -n "$package" ]; then
     version="$(dpkg-query -W -f='${Version}' "$package")"

@@ -198,7 +198,7 @@ impl VideoReader {
         ffmpeg_log::clear_last_error();
         // One cache of fetched ranges for every open of this source: reopening at the start
         // (below, and after a failed seek) finds the header already fetched.
-        let opened = source.open();
+        let opened = source.open_streaming();
         let mut input = open_input(&opened)?;
         let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
         let stream_index = stream.index();

@@ -55,6 +55,16 @@ impl Source {
         }
     }
 
+    /// As [`Source::open`], for a decoder that reads on (a deep analysis, the loader): an
+    /// object is read with read-ahead, so the next range is on its way while the bytes before
+    /// it decode.
+    pub fn open_streaming(&self) -> Opened {
+        match self {
+            Source::File(path) => Opened::File(path.clone()),
+            Source::Object(object) => Opened::Object(CachedObject::streaming(object.clone())),
+        }
+    }
+
     /// The error that stops a whole scan (network, permission), if reading this source met
     /// one.
     pub fn storage_failure(&self) -> Option<StorageError> {

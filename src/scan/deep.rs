@@ -226,7 +226,7 @@ pub fn analyse_file(
     item: &AnalysisTodo,
     options: &AnalyzeOptions,
 ) -> (Metrics, Curves) {
-    let source = Source::in_root(root, &item.path, item.size_bytes).open();
+    let source = Source::in_root(root, &item.path, item.size_bytes).open_streaming();
     let deadline = Instant::now() + options.file_budget;
     let is_image = item.kind == MediaKind::Image;
     // Images are small: read once for the hash and the structural check.

@@ -1,20 +1,29 @@
 //! Reading an object as a `Read + Seek` stream through ranged GETs and a small cache: blocks
 //! of [`BLOCK_BYTES`], the read-ahead window doubling while reads go on sequentially (up to
-//! [`MAX_WINDOW_BLOCKS`] per request) and falling back to one block after a seek, and the last
-//! [`CACHED_EXTENTS`] fetched ranges kept (least recently used dropped). A header probe costs
-//! one request; a demuxer that reads the index at the end of a file costs one more.
+//! [`MAX_WINDOW_BLOCKS`] per request) and falling back to one block after a seek, and fetched
+//! ranges kept up to [`CACHE_BYTES`] (least recently used dropped): an object that size or
+//! smaller is fetched once however often a decoder goes back over it. A header probe costs one
+//! request; a demuxer that reads the index at the end of a file costs one more.
+//!
+//! A decoder, which reads on for as long as it decodes, opens objects with read-ahead
+//! ([`CachedObject::streaming`]): once reads go on sequentially, the next [`AHEAD_DEPTH`]
+//! windows are requested in the background as soon as the current one arrives, so their round
+//! trips overlap each other and the decoding of the bytes before them. Probes do without: they
+//! stop early, and a read-ahead would fetch bytes nobody reads.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::remote::{Object, StorageError};
+use super::remote::{Object, PendingRange, StorageError};
 
 /// The unit of a ranged read: the first request of a probe fetches this much.
 pub const BLOCK_BYTES: u64 = 256 * 1024;
 /// The largest read-ahead, in blocks (8 MiB).
 const MAX_WINDOW_BLOCKS: u64 = 32;
-/// Fetched ranges kept.
-const CACHED_EXTENTS: usize = 4;
+/// The bytes of fetched ranges kept per open object (four of the largest windows).
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// Read-ahead requests in flight per streaming object.
+const AHEAD_DEPTH: usize = 2;
 
 #[derive(Debug)]
 struct Extent {
@@ -37,14 +46,27 @@ struct Extents {
     window_blocks: u64,
     /// Where the last request ended: a miss there is a sequential read.
     last_end: Option<u64>,
+    /// The next windows, in order, requested in the background (objects opened with
+    /// read-ahead).
+    ahead: std::collections::VecDeque<Ahead>,
+}
+
+/// A read-ahead in flight: bytes from `start`, `blocks` blocks.
+#[derive(Debug)]
+struct Ahead {
+    start: u64,
+    end: u64,
+    blocks: u64,
+    pending: PendingRange,
 }
 
 /// An object opened for reading: readers made from it share one cache. Drop it when done
-/// with the object (the cache holds up to `CACHED_EXTENTS` ranges).
+/// with the object (the cache holds up to [`CACHE_BYTES`], plus the read-ahead in flight).
 #[derive(Debug, Clone)]
 pub struct CachedObject {
     object: Object,
     extents: Arc<Mutex<Extents>>,
+    read_ahead: bool,
 }
 
 impl CachedObject {
@@ -52,6 +74,15 @@ impl CachedObject {
         CachedObject {
             object,
             extents: Arc::default(),
+            read_ahead: false,
+        }
+    }
+
+    /// As [`CachedObject::new`], with read-ahead: for a decoder that reads the object on.
+    pub fn streaming(object: Object) -> Self {
+        CachedObject {
+            read_ahead: true,
+            ..CachedObject::new(object)
         }
     }
 
@@ -116,21 +147,82 @@ impl CachedObject {
                 &e.bytes[(pos - e.start) as usize..]
             }
             None => {
-                let start = pos - pos % BLOCK_BYTES;
-                let window = if extents.last_end == Some(start) {
-                    (extents.window_blocks * 2).clamp(1, MAX_WINDOW_BLOCKS)
-                } else {
-                    1
+                // A read-ahead holds `pos` (the reader went on: those before it are of no
+                // use), or none does (a seek: none is).
+                let ahead = match extents
+                    .ahead
+                    .iter()
+                    .position(|a| a.start <= pos && pos < a.end)
+                {
+                    Some(i) => {
+                        extents.ahead.drain(..i);
+                        extents.ahead.pop_front()
+                    }
+                    None => {
+                        extents.ahead.clear();
+                        None
+                    }
                 };
-                extents.window_blocks = window;
-                let end = (start + window * BLOCK_BYTES).min(size);
-                let fetched = self.fetch(&mut extents, start..end)?;
-                &fetched[(pos - start) as usize..]
+                let (start, fetched) = match ahead {
+                    Some(ahead) => {
+                        extents.window_blocks = ahead.blocks;
+                        let bytes = ahead.pending.wait()?;
+                        (ahead.start, self.keep(&mut extents, ahead.start, bytes)?)
+                    }
+                    None => {
+                        let start = pos - pos % BLOCK_BYTES;
+                        let window = if extents.last_end == Some(start) {
+                            (extents.window_blocks * 2).clamp(1, MAX_WINDOW_BLOCKS)
+                        } else {
+                            1
+                        };
+                        extents.window_blocks = window;
+                        let end = (start + window * BLOCK_BYTES).min(size);
+                        (start, self.fetch(&mut extents, start..end)?)
+                    }
+                };
+                let (offset, fetched_end) = (pos - start, start + fetched.len() as u64);
+                if self.read_ahead && extents.window_blocks > 1 {
+                    self.read_on(&mut extents, fetched_end)?;
+                }
+                // The extent just kept is the last one.
+                let e = extents
+                    .kept
+                    .last()
+                    .map(|e| e.bytes.as_slice())
+                    .unwrap_or_default();
+                &e[(offset as usize).min(e.len())..]
             }
         };
         let n = bytes.len().min(buf.len());
         buf[..n].copy_from_slice(&bytes[..n]);
         Ok(n)
+    }
+
+    /// Keep [`AHEAD_DEPTH`] windows requested after `end` (where the bytes just fetched end),
+    /// each twice the one before (up to [`MAX_WINDOW_BLOCKS`]), none past the object's end.
+    fn read_on(&self, extents: &mut Extents, end: u64) -> Result<(), StorageError> {
+        let size = self.size_bytes();
+        let (mut start, mut blocks) = match extents.ahead.back() {
+            Some(last) => (last.end, last.blocks),
+            None => (end, extents.window_blocks),
+        };
+        while extents.ahead.len() < AHEAD_DEPTH && start < size {
+            blocks = (blocks * 2).min(MAX_WINDOW_BLOCKS);
+            let end = (start + blocks * BLOCK_BYTES).min(size);
+            let pending = self
+                .object
+                .remote
+                .spawn_range(&self.object.rel_path, start..end)?;
+            extents.ahead.push_back(Ahead {
+                start,
+                end,
+                blocks,
+                pending,
+            });
+            start = end;
+        }
+        Ok(())
     }
 
     /// GET `range`, keep it (dropping the least recently used range) and return it.
@@ -143,6 +235,17 @@ impl CachedObject {
             .object
             .remote
             .get_range(&self.object.rel_path, range.clone())?;
+        self.keep(extents, range.start, bytes)
+    }
+
+    /// Keep `bytes` fetched from `start` (dropping the least recently used range) and return
+    /// them.
+    fn keep<'a>(
+        &self,
+        extents: &'a mut Extents,
+        start: u64,
+        bytes: Vec<u8>,
+    ) -> Result<&'a [u8], StorageError> {
         if bytes.is_empty() {
             return Err(StorageError::Other {
                 url: self.object.url(),
@@ -152,14 +255,15 @@ impl CachedObject {
                 ),
             });
         }
-        extents.last_end = Some(range.start + bytes.len() as u64);
-        if extents.kept.len() >= CACHED_EXTENTS
+        extents.last_end = Some(start + bytes.len() as u64);
+        let mut held: usize = extents.kept.iter().map(|e| e.bytes.len()).sum();
+        while held + bytes.len() > CACHE_BYTES
             && let Some(oldest) = (0..extents.kept.len()).min_by_key(|&i| extents.kept[i].last_used)
         {
-            extents.kept.swap_remove(oldest);
+            held -= extents.kept.swap_remove(oldest).bytes.len();
         }
         extents.kept.push(Extent {
-            start: range.start,
+            start,
             bytes,
             last_used: extents.clock,
         });

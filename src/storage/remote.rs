@@ -578,6 +578,31 @@ impl Remote {
             .map_err(|e| self.failed(StorageError::of(self.url_of(rel_path), &e)))
     }
 
+    /// Start GETting bytes `range` of an object in the background (a read-ahead): the
+    /// request runs on the storage threads while the caller goes on; [`PendingRange::wait`]
+    /// takes its bytes, and dropping it cancels the request.
+    pub fn spawn_range(
+        self: &Arc<Self>,
+        rel_path: &str,
+        range: Range<u64>,
+    ) -> Result<PendingRange, StorageError> {
+        let runtime = runtime(&self.url)?;
+        let (remote, location, url) =
+            (self.clone(), self.location(rel_path), self.url_of(rel_path));
+        let task = runtime.spawn(async move {
+            remote
+                .store
+                .get_range(&location, range)
+                .await
+                .map(|bytes| bytes.to_vec())
+                .map_err(|e| remote.failed(StorageError::of(url, &e)))
+        });
+        Ok(PendingRange {
+            url: self.url_of(rel_path),
+            task,
+        })
+    }
+
     /// Remember the first error that stops a scan; return `e`.
     fn failed(&self, e: StorageError) -> StorageError {
         if e.stops_scan()
@@ -603,6 +628,34 @@ impl Remote {
             other: c.other.load(Ordering::Relaxed),
             bytes_read: c.bytes_read.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// A ranged GET running in the background ([`Remote::spawn_range`]); dropped, it is
+/// cancelled.
+#[derive(Debug)]
+pub struct PendingRange {
+    url: String,
+    task: tokio::task::JoinHandle<Result<Vec<u8>, StorageError>>,
+}
+
+impl PendingRange {
+    /// Its bytes, once the request is answered (the caller's thread waits).
+    pub fn wait(mut self) -> Result<Vec<u8>, StorageError> {
+        let task = &mut self.task;
+        match runtime(&self.url)?.block_on(task) {
+            Ok(result) => result,
+            Err(e) => Err(StorageError::Other {
+                url: self.url.clone(),
+                cause: format!("the read-ahead request failed: {e}"),
+            }),
+        }
+    }
+}
+
+impl Drop for PendingRange {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 
