@@ -27,7 +27,9 @@ pub enum StorageError {
     Url { url: String, reason: String },
     /// The server did not answer, or answered with a server error, after retries: worth
     /// retrying later (exit status 3).
-    #[error("cannot reach the object store for {url}: {cause}; run the same command again later")]
+    #[error(
+        "cannot reach the object store for {url}: {cause}; try again later (what was done is kept)"
+    )]
     Unreachable { url: String, cause: String },
     #[error("access to {url} was refused: {cause} (check {}; see docs/STORAGE.md)", Cloud::of(url).credentials())]
     Denied { url: String, cause: String },

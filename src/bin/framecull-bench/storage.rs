@@ -44,6 +44,11 @@ pub struct Args {
     /// store that far away; 0: the server on this machine as it is.
     #[arg(long, default_value_t = 0)]
     latency_ms: u64,
+    /// Megabytes per second each connection's answers may come back at (the relay paces
+    /// them), as over a network link; 0: as fast as the server sends. With `--latency-ms`, a
+    /// store that far away and that fast per connection, for both sides of the comparison.
+    #[arg(long, default_value_t = 0)]
+    mbps: u64,
     /// Requests in flight while scanning (objects probed at once; the download loop keeps
     /// `--jobs` threads).
     #[arg(long, default_value_t = framecull::scan::REQUESTS_IN_FLIGHT)]
@@ -70,13 +75,22 @@ struct Moto {
     python: PathBuf,
 }
 
+/// A network between framecull and a store: each request held `delay`, each connection's
+/// answers paced to `bytes_per_sec` (0: unpaced).
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    delay: Duration,
+    bytes_per_sec: u64,
+}
+
 /// A TCP relay on 127.0.0.1 to the server on `port` that holds each chunk a client sends for
-/// `delay` before passing it on: every request waits `delay` more, as it would for a store
-/// that far away. Answers come back as soon as the server sends them. Returns its port.
-fn start_relay(port: u16, delay: Duration) -> anyhow::Result<u16> {
+/// the link's delay before passing it on (every request waits that much more, as it would for
+/// a store that far away) and passes answers back no faster than the link's rate. Returns its
+/// port.
+fn start_relay(port: u16, link: Link) -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let relay = listener.local_addr()?.port();
-    let pump = |mut from: TcpStream, mut to: TcpStream, delay: Duration| {
+    let pump = |mut from: TcpStream, mut to: TcpStream, delay: Duration, bytes_per_sec: u64| {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             match from.read(&mut buf) {
@@ -85,6 +99,11 @@ fn start_relay(port: u16, delay: Duration) -> anyhow::Result<u16> {
                     std::thread::sleep(delay);
                     if to.write_all(&buf[..n]).is_err() {
                         break;
+                    }
+                    if bytes_per_sec > 0 {
+                        std::thread::sleep(Duration::from_secs_f64(
+                            n as f64 / bytes_per_sec as f64,
+                        ));
                     }
                 }
             }
@@ -108,11 +127,13 @@ fn start_relay(port: u16, delay: Duration) -> anyhow::Result<u16> {
                 };
                 spawn(
                     "bench-relay-up",
-                    Box::new(move || pump(client, server, delay)),
+                    Box::new(move || pump(client, server, link.delay, 0)),
                 );
                 spawn(
                     "bench-relay-down",
-                    Box::new(move || pump(server_back, client_back, Duration::ZERO)),
+                    Box::new(move || {
+                        pump(server_back, client_back, Duration::ZERO, link.bytes_per_sec)
+                    }),
                 );
             }
         })?;
@@ -120,7 +141,7 @@ fn start_relay(port: u16, delay: Duration) -> anyhow::Result<u16> {
 }
 
 impl Moto {
-    fn start(binary: &Path, latency: Duration) -> anyhow::Result<Moto> {
+    fn start(binary: &Path, link: Link) -> anyhow::Result<Moto> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let child = Command::new(binary)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -134,10 +155,10 @@ impl Moto {
             .find(|p| p.is_file())
             .unwrap_or_else(|| PathBuf::from("python3"));
         let direct = format!("http://127.0.0.1:{port}");
-        let endpoint = if latency.is_zero() {
+        let endpoint = if link.delay.is_zero() && link.bytes_per_sec == 0 {
             direct.clone()
         } else {
-            format!("http://127.0.0.1:{}", start_relay(port, latency)?)
+            format!("http://127.0.0.1:{}", start_relay(port, link)?)
         };
         let moto = Moto {
             child,
@@ -314,8 +335,11 @@ struct StorageBench {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let latency = Duration::from_millis(args.latency_ms);
-    let moto = Moto::start(&moto_binary(args.moto.as_deref())?, latency)?;
+    let link = Link {
+        delay: Duration::from_millis(args.latency_ms),
+        bytes_per_sec: args.mbps * 1_000_000,
+    };
+    let moto = Moto::start(&moto_binary(args.moto.as_deref())?, link)?;
     let media = args
         .media
         .clone()
@@ -361,13 +385,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     ];
     let load = load_vs(&moto, &clips_dir, &clips, &args.dir, repeat)?;
     let r = StorageBench {
-        server: if latency.is_zero() {
-            format!("moto_server on {}", moto.endpoint)
-        } else {
-            format!(
-                "moto_server on {} behind a relay holding each request {} ms",
-                moto.direct, args.latency_ms
-            )
+        server: match (args.latency_ms, args.mbps) {
+            (0, 0) => format!("moto_server on {}", moto.endpoint),
+            (ms, 0) => format!(
+                "moto_server on {} behind a relay holding each request {ms} ms",
+                moto.direct
+            ),
+            (ms, mbps) => format!(
+                "moto_server on {} behind a relay holding each request {ms} ms and passing \
+                 each connection's answers at {mbps} MB/s",
+                moto.direct
+            ),
         },
         server_gets_per_sec,
         cores: std::thread::available_parallelism().map_or(0, usize::from),
