@@ -932,3 +932,79 @@ fn a_streaming_read_requests_the_next_range_ahead_and_reads_each_byte_once() {
         );
     }
 }
+
+/// A transport stream's probe reads its head and its end, not seconds of packets: FFmpeg
+/// analyses streams found by reading packets only until every stream is described, and again
+/// with its defaults where one is not (a recording cut in the middle of a GOP). The object's
+/// probe is the local file's.
+#[test]
+fn probing_a_transport_stream_reads_a_small_part_of_it() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let whole = data.path().join("whole.ts");
+    // 12 s of 640x360 H.264 at 6 Mbit/s with AAC: about 9 MB, a keyframe every 3 s.
+    common::ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=640x360:rate=30",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=frequency=440:sample_rate=48000",
+        "-t",
+        "12",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-b:v",
+        "6M",
+        "-maxrate",
+        "6M",
+        "-bufsize",
+        "3M",
+        "-g",
+        "90",
+        "-c:a",
+        "aac",
+        "-f",
+        "mpegts",
+        whole.to_str().unwrap(),
+    ]);
+    // The same from a packet boundary 40 % in: its first keyframe is seconds in.
+    let bytes = std::fs::read(&whole).unwrap();
+    let from = bytes.len() * 2 / 5 / 188 * 188;
+    std::fs::write(data.path().join("cut.ts"), &bytes[from..]).unwrap();
+
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "streams", "ts", false);
+    let root = server.root("s3://streams/ts");
+    let remote = root.as_remote().unwrap();
+    let budget = Duration::from_secs(30);
+    let mut read_share = Vec::new();
+    for name in ["whole.ts", "cut.ts"] {
+        let size = std::fs::metadata(data.path().join(name)).unwrap().len();
+        let local = framecull::media::probe_file(&data.path().join(name), budget);
+        assert_eq!(local.status, framecull::model::ItemStatus::Ok, "{name}");
+        let info = &local.info;
+        assert_eq!(
+            (info.width, info.height, info.pix_fmt.as_deref(), info.fps),
+            (Some(640), Some(360), Some("yuv420p"), Some(30.0)),
+            "{name}: {info:?}"
+        );
+        assert_eq!(info.has_audio, Some(true), "{name}");
+
+        let before = remote.counts();
+        let source = framecull::media::source::Source::in_root(&root, name, size);
+        let probed = framecull::media::probe(&source.open(), budget);
+        let read = remote.counts().bytes_read - before.bytes_read;
+        assert_eq!(probed, local, "{name}");
+        read_share.push((name, read as f64 / size as f64));
+    }
+    // The whole file: its first block, a window or two, the end for the duration (FFmpeg's
+    // defaults read 5 s of it, 40 %). The cut one is analysed twice (its video has no
+    // keyframe in the first half second) and may read more.
+    assert!(read_share[0].1 < 0.15, "{read_share:?}");
+    assert!(read_share[1].1 < 0.6, "{read_share:?}");
+}

@@ -133,17 +133,29 @@ impl Opened {
         &self,
         interrupt: impl FnMut() -> bool + Send + 'static,
     ) -> Result<ff::format::context::Input, ff::Error> {
+        self.input_with(None, interrupt)
+    }
+
+    /// [`Opened::input`] with options for the format context (e.g. `analyzeduration`).
+    pub fn input_with(
+        &self,
+        options: Option<ff::Dictionary<'static>>,
+        interrupt: impl FnMut() -> bool + Send + 'static,
+    ) -> Result<ff::format::context::Input, ff::Error> {
         match self {
-            Opened::File(path) => {
-                by_utf8_path(path, |p| ff::format::input_with_interrupt(p, interrupt))
-            }
+            Opened::File(path) => by_utf8_path(path, |p| match options {
+                Some(options) => {
+                    ff::format::input_with_interrupt_and_dictionary(p, interrupt, options)
+                }
+                None => ff::format::input_with_interrupt(p, interrupt),
+            }),
             Opened::Object(o) => {
                 let reader: ObjectReader = o.reader();
                 let io = ff::format::context::StreamIo::from_read_seek(reader)?;
                 ff::format::input_from_stream_with_interrupt(
                     io,
                     Some(&o.object().rel_path),
-                    None,
+                    options,
                     interrupt,
                 )
             }

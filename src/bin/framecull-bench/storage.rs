@@ -44,9 +44,10 @@ pub struct Args {
     /// store that far away; 0: the server on this machine as it is.
     #[arg(long, default_value_t = 0)]
     latency_ms: u64,
-    /// Megabytes per second each connection's answers may come back at (the relay paces
-    /// them), as over a network link; 0: as fast as the server sends. With `--latency-ms`, a
-    /// store that far away and that fast per connection, for both sides of the comparison.
+    /// Megabytes per second that answers may come back at, all connections together (the
+    /// relay paces them), as over the machine's network link; 0: as fast as the server sends.
+    /// With `--latency-ms`, a store that far away behind a link that fast, for both sides of
+    /// the comparison.
     #[arg(long, default_value_t = 0)]
     mbps: u64,
     /// Requests in flight while scanning (objects probed at once; the download loop keeps
@@ -75,35 +76,61 @@ struct Moto {
     python: PathBuf,
 }
 
-/// A network between framecull and a store: each request held `delay`, each connection's
-/// answers paced to `bytes_per_sec` (0: unpaced).
+/// A network between framecull and a store: each request held `delay`, the answers of all
+/// connections together paced to `bytes_per_sec` (0: unpaced).
 #[derive(Debug, Clone, Copy)]
 struct Link {
     delay: Duration,
     bytes_per_sec: u64,
 }
 
+/// The link's capacity, shared by every connection through the relay: each chunk passed on
+/// takes its time on the wire after the chunks before it, whichever connection sent them.
+struct Wire {
+    bytes_per_sec: u64,
+    free_at: std::sync::Mutex<std::time::Instant>,
+}
+
+impl Wire {
+    /// Waits until `n` more bytes have crossed the wire.
+    fn pass(&self, n: usize) {
+        if self.bytes_per_sec == 0 {
+            return;
+        }
+        let takes = Duration::from_secs_f64(n as f64 / self.bytes_per_sec as f64);
+        let done = {
+            let mut free_at = self.free_at.lock().unwrap_or_else(|e| e.into_inner());
+            let done = (*free_at).max(std::time::Instant::now()) + takes;
+            *free_at = done;
+            done
+        };
+        std::thread::sleep(done.saturating_duration_since(std::time::Instant::now()));
+    }
+}
+
 /// A TCP relay on 127.0.0.1 to the server on `port` that holds each chunk a client sends for
 /// the link's delay before passing it on (every request waits that much more, as it would for
-/// a store that far away) and passes answers back no faster than the link's rate. Returns its
-/// port.
+/// a store that far away) and passes answers back, all connections together, no faster than
+/// the link's rate. Returns its port.
 fn start_relay(port: u16, link: Link) -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let relay = listener.local_addr()?.port();
-    let pump = |mut from: TcpStream, mut to: TcpStream, delay: Duration, bytes_per_sec: u64| {
+    let wire = std::sync::Arc::new(Wire {
+        bytes_per_sec: link.bytes_per_sec,
+        free_at: std::sync::Mutex::new(std::time::Instant::now()),
+    });
+    let pump = |mut from: TcpStream, mut to: TcpStream, delay: Duration, wire: Option<&Wire>| {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             match from.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     std::thread::sleep(delay);
+                    if let Some(wire) = wire {
+                        wire.pass(n);
+                    }
                     if to.write_all(&buf[..n]).is_err() {
                         break;
-                    }
-                    if bytes_per_sec > 0 {
-                        std::thread::sleep(Duration::from_secs_f64(
-                            n as f64 / bytes_per_sec as f64,
-                        ));
                     }
                 }
             }
@@ -127,13 +154,12 @@ fn start_relay(port: u16, link: Link) -> anyhow::Result<u16> {
                 };
                 spawn(
                     "bench-relay-up",
-                    Box::new(move || pump(client, server, link.delay, 0)),
+                    Box::new(move || pump(client, server, link.delay, None)),
                 );
+                let wire = wire.clone();
                 spawn(
                     "bench-relay-down",
-                    Box::new(move || {
-                        pump(server_back, client_back, Duration::ZERO, link.bytes_per_sec)
-                    }),
+                    Box::new(move || pump(server_back, client_back, Duration::ZERO, Some(&wire))),
                 );
             }
         })?;
@@ -393,7 +419,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ),
             (ms, mbps) => format!(
                 "moto_server on {} behind a relay holding each request {ms} ms and passing \
-                 each connection's answers at {mbps} MB/s",
+                 answers at {mbps} MB/s, all connections together",
                 moto.direct
             ),
         },
