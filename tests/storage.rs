@@ -933,37 +933,37 @@ fn a_streaming_read_requests_the_next_range_ahead_and_reads_each_byte_once() {
     }
 }
 
-/// A transport stream's probe reads its head and its end, not seconds of packets: FFmpeg
-/// analyses streams found by reading packets only until every stream is described, and again
-/// with its defaults where one is not (a recording cut in the middle of a GOP). The object's
-/// probe is the local file's.
+/// A transport stream's probe reads its head and its end, not seconds of packets: it analyses
+/// a quarter second of them, and again with FFmpeg's defaults where a stream is then left
+/// without its frame size (a recording cut in the middle of a GOP). The object's probe is the
+/// local file's.
 #[test]
 fn probing_a_transport_stream_reads_a_small_part_of_it() {
     let Some(moto) = moto_server() else { return };
     let data = tempfile::tempdir().unwrap();
     let whole = data.path().join("whole.ts");
-    // 12 s of 640x360 H.264 at 6 Mbit/s with AAC: about 9 MB, a keyframe every 3 s.
+    // 8 s of noisy 640x360 H.264 at 20 Mbit/s with AAC: about 21 MB, a keyframe every 3 s.
     common::ffmpeg(&[
         "-f",
         "lavfi",
         "-i",
-        "testsrc2=size=640x360:rate=30",
+        "testsrc2=size=640x360:rate=30,noise=alls=30:allf=t",
         "-f",
         "lavfi",
         "-i",
         "sine=frequency=440:sample_rate=48000",
         "-t",
-        "12",
+        "8",
         "-c:v",
         "libx264",
         "-preset",
         "ultrafast",
         "-b:v",
-        "6M",
+        "20M",
         "-maxrate",
-        "6M",
+        "20M",
         "-bufsize",
-        "3M",
+        "10M",
         "-g",
         "90",
         "-c:a",
@@ -972,9 +972,10 @@ fn probing_a_transport_stream_reads_a_small_part_of_it() {
         "mpegts",
         whole.to_str().unwrap(),
     ]);
-    // The same from a packet boundary 40 % in: its first keyframe is seconds in.
+    // The same from a packet boundary 5/8 in (5 s): its first keyframe, and the first frame
+    // size, are a second in, past the probe's short analysis and within FFmpeg's defaults.
     let bytes = std::fs::read(&whole).unwrap();
-    let from = bytes.len() * 2 / 5 / 188 * 188;
+    let from = bytes.len() * 5 / 8 / 188 * 188;
     std::fs::write(data.path().join("cut.ts"), &bytes[from..]).unwrap();
 
     let server = Server::start(&moto, None);
@@ -986,7 +987,11 @@ fn probing_a_transport_stream_reads_a_small_part_of_it() {
     for name in ["whole.ts", "cut.ts"] {
         let size = std::fs::metadata(data.path().join(name)).unwrap().len();
         let local = framecull::media::probe_file(&data.path().join(name), budget);
-        assert_eq!(local.status, framecull::model::ItemStatus::Ok, "{name}");
+        assert_eq!(
+            local.status,
+            framecull::model::ItemStatus::Ok,
+            "{name}: {local:?}"
+        );
         let info = &local.info;
         assert_eq!(
             (info.width, info.height, info.pix_fmt.as_deref(), info.fps),
@@ -1002,9 +1007,9 @@ fn probing_a_transport_stream_reads_a_small_part_of_it() {
         assert_eq!(probed, local, "{name}");
         read_share.push((name, read as f64 / size as f64));
     }
-    // The whole file: its first block, a window or two, the end for the duration (FFmpeg's
-    // defaults read 5 s of it, 40 %). The cut one is analysed twice (its video has no
-    // keyframe in the first half second) and may read more.
+    // The whole file: its first block, a window or two, the end for the duration, 10 % (with
+    // FFmpeg's defaults 20 %). The cut one is analysed twice (its video has no frame size in
+    // the first quarter second), about half of it (53 % with the defaults alone).
     assert!(read_share[0].1 < 0.15, "{read_share:?}");
     assert!(read_share[1].1 < 0.6, "{read_share:?}");
 }

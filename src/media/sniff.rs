@@ -241,6 +241,15 @@ pub const FFMPEG_PROBE_LEN: usize = 4096;
 /// signature table knows: a Windows TV recording, a JPEG 2000 codestream, and whatever else
 /// this FFmpeg can read.
 pub fn ffmpeg_recognises(head: &[u8]) -> Option<String> {
+    ffmpeg_format_of(head)
+        .filter(|(_, score)| *score > ffmpeg_next::ffi::AVPROBE_SCORE_EXTENSION)
+        .map(|(name, _)| name)
+}
+
+/// The FFmpeg demuxer that `head` (a file's first bytes) looks most like by its content, with
+/// FFmpeg's score for it (up to 100), whatever the score: what FFmpeg itself will open a file
+/// that is known to be media with.
+pub fn ffmpeg_format_of(head: &[u8]) -> Option<(String, i32)> {
     use ffmpeg_next::ffi;
     if head.is_empty() {
         return None;
@@ -261,12 +270,12 @@ pub fn ffmpeg_recognises(head: &[u8]) -> Option<String> {
     // SAFETY: `data` points at `buf`, which outlives the call and has the zero padding FFmpeg
     // requires; the returned format is a static FFmpeg table entry (never freed).
     let format = unsafe { ffi::av_probe_input_format3(&data, 1, &mut score) };
-    if format.is_null() || score <= ffi::AVPROBE_SCORE_EXTENSION {
+    if format.is_null() {
         return None;
     }
     // SAFETY: a non-null demuxer has a NUL-terminated static name.
     let name = unsafe { std::ffi::CStr::from_ptr((*format).name) };
-    Some(name.to_string_lossy().into_owned())
+    Some((name.to_string_lossy().into_owned(), score))
 }
 
 #[cfg(test)]

@@ -52,8 +52,8 @@ pub fn probe_video(source: &Opened, deadline: Instant) -> Probe {
 const FOUND_BY_READING: &[&str] = &["mpegts", "mpeg", "flv"];
 
 /// How much of such a file the probe analyses (`analyzeduration`, microseconds): 7 frames at
-/// 30 fps, 1.1 MiB of an 80 MB 720p recording with its head and end (1.4 %). A stream still without its parameters then (its first keyframe is later, as in a
-/// recording cut mid-GOP) is analysed again with FFmpeg's defaults.
+/// 30 fps, 1.1 MiB of an 80 MB 720p recording with its head and end (1.4 %). A stream still
+/// without its parameters then is analysed again with FFmpeg's defaults.
 const SHORT_ANALYSIS_US: &str = "250000";
 
 /// Open `source` for the probe: FFmpeg's stream analysis, shortened for the demuxers of
@@ -66,8 +66,8 @@ fn open_for_probe(
     let found_by_reading = source
         .read_prefix(crate::media::sniff::FFMPEG_PROBE_LEN as u64)
         .ok()
-        .and_then(|head| crate::media::sniff::ffmpeg_recognises(&head))
-        .is_some_and(|format| FOUND_BY_READING.contains(&format.as_str()));
+        .and_then(|head| crate::media::sniff::ffmpeg_format_of(&head))
+        .is_some_and(|(format, _)| FOUND_BY_READING.contains(&format.as_str()));
     if !found_by_reading {
         return open(None);
     }
