@@ -26,6 +26,7 @@ seconds() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(seconds)" 'BEGIN { printf "%.1f", b - a }'; }
 
 cleanup() {
+  if [ -n "${bootstrap:-}" ] && kill "$bootstrap" 2>/dev/null; then wait "$bootstrap" || true; fi
   if mountpoint -q "$root/proc" 2>/dev/null; then umount "$root/proc" || umount -l "$root/proc"; fi
   rm -rf "$root"
 }
@@ -33,6 +34,12 @@ trap cleanup EXIT
 cleanup
 rm -rf "$smoke"
 mkdir -p "$smoke"
+
+# The clean root is mostly downloads: made while the packages build.
+log "clean Debian 12 root (debootstrap --variant=minbase bookworm), beside the build"
+start_root="$(seconds)"
+debootstrap --variant=minbase bookworm "$root" "$mirror" >"$smoke/debootstrap.log" 2>&1 &
+bootstrap=$!
 
 log "packages (packaging/build.sh $*)"
 bash packaging/build.sh "$@" >"$smoke/build.log" 2>&1 || {
@@ -59,13 +66,11 @@ else
 fi
 files="$(find "$data" -type f | wc -l)"
 
-log "clean Debian 12 root (debootstrap --variant=minbase bookworm)"
-start="$(seconds)"
-debootstrap --variant=minbase bookworm "$root" "$mirror" >"$smoke/debootstrap.log" 2>&1 || {
+wait "$bootstrap" || {
   tail -n 30 "$smoke/debootstrap.log" >&2
   exit 1
 }
-log "  $(elapsed "$start") s"
+log "clean root ready $(elapsed "$start_root") s after it was begun"
 mount -t proc proc "$root/proc"
 echo "deb $mirror bookworm main" >"$root/etc/apt/sources.list"
 cp "$deb" "$root/tmp/framecull.deb"
