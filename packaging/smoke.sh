@@ -42,10 +42,12 @@ debootstrap --variant=minbase bookworm "$root" "$mirror" >"$smoke/debootstrap.lo
 bootstrap=$!
 
 log "packages (packaging/build.sh $*)"
+start="$(seconds)"
 bash packaging/build.sh "$@" >"$smoke/build.log" 2>&1 || {
   tail -n 30 "$smoke/build.log" >&2
   exit 1
 }
+log "  $(elapsed "$start") s"
 deb="$(ls dist/framecull_*.deb)"
 appimage="$(ls dist/framecull-*.AppImage)"
 
@@ -66,10 +68,14 @@ else
 fi
 files="$(find "$data" -type f | wc -l)"
 
-wait "$bootstrap" || {
+bootstrap_rc=0
+wait "$bootstrap" || bootstrap_rc=$?
+# Waited for: its pid may be another process's from here on.
+unset bootstrap
+if ((bootstrap_rc != 0)); then
   tail -n 30 "$smoke/debootstrap.log" >&2
   exit 1
-}
+fi
 log "clean root ready $(elapsed "$start_root") s after it was begun"
 mount -t proc proc "$root/proc"
 echo "deb $mirror bookworm main" >"$root/etc/apt/sources.list"

@@ -10,14 +10,14 @@ bash scripts/slurm.sh install
 # An S3-compatible server for the object-storage tests (tests/storage.rs, one in
 # tests/gui.rs): moto's, installed into the Python venv scripts/python.sh uses; it also
 # answers GCS's XML API for the gs:// test. WsgiDAV, a WebDAV server, serves a folder for the
-# https:// test. The rest is scripts/python.sh's (the package's build and tests).
+# https:// test. The rest is what scripts/python.sh builds and tests the package with.
 venv="${FRAMECULL_VENV:-target/python-venv}"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]>=5,<6" \
   "azure-storage-blob>=12,<13" "wsgidav>=4,<5" "cheroot>=10,<12" \
-  "maturin>=1.8,<2" numpy pyarrow pytest av ray pyyaml
+  -r python/requirements-test.txt
 # Azurite, Microsoft's Azure Storage emulator, for the az:// test in tests/storage.rs (blobs
 # uploaded with azure-storage-blob from the venv above). npm comes with Node.js; Debian packs
 # it apart.
