@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use framecull::analysis::filter::Filter;
 use framecull::catalog::listing::{Analysis, Row};
-use framecull::catalog::{Catalog, Project};
+use framecull::catalog::{Catalog, ItemFields, Project, by_item};
 use framecull::manifest;
 use pyo3::prelude::*;
 use serde::Serialize;
@@ -73,15 +73,12 @@ pub fn catalog_items(
         .map_err(|e| error(py, "ConfigError", e.to_string(), None))?;
     let catalog_error =
         |e: framecull::catalog::CatalogError| error(py, "CatalogError", e.to_string(), None);
-    let items = catalog.items().map_err(catalog_error)?;
-    let analysis = Analysis::load(&catalog).map_err(catalog_error)?;
+    let (items, analysis) = catalog
+        .items_and(ItemFields::All, Analysis::load)
+        .map_err(catalog_error)?;
+    let metrics = by_item(&items, &analysis.metrics);
     let chosen: Vec<usize> = match &filter {
-        Some(f) => f.select_items(
-            &items,
-            &analysis.metrics,
-            &analysis.flags,
-            &analysis.reviews,
-        ),
+        Some(f) => f.select_items(&items, &metrics, &analysis.flags, &analysis.reviews),
         None => (0..items.len()).collect(),
     };
     let others = if all && filter.is_none() {
@@ -91,7 +88,7 @@ pub fn catalog_items(
     };
     let media = chosen
         .into_iter()
-        .map(|i| Row::from_item(&items[i], &analysis));
+        .map(|i| Row::from_item(&items[i], metrics[i], &analysis));
     jsonl(media.chain(others.iter().map(Row::other)))
 }
 

@@ -8,20 +8,21 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Decision, Flag, Item, ItemId, Measure, Metrics, Review};
+use crate::model::{Decision, Flag, Item, ItemId, Measure, Measured, Metrics, Review};
 
 /// Each measure as a column over a list of files (NaN where a file has none): ranges are
 /// checked column by column, which keeps brushing fluid on large catalogs.
 pub type MeasureColumns = HashMap<Measure, Vec<f64>>;
 
 /// The measures of `items` as columns.
-pub fn measure_columns(items: &[Item], metrics: &HashMap<ItemId, Metrics>) -> MeasureColumns {
+pub fn measure_columns(items: &[Item], metrics: &[Option<&Metrics>]) -> MeasureColumns {
     Measure::ALL
         .into_iter()
         .map(|m| {
             let values = items
                 .iter()
-                .map(|i| m.of(i, metrics.get(&i.id)).unwrap_or(f64::NAN))
+                .zip(metrics)
+                .map(|(i, metrics)| m.of(i, metrics.map(Measured::from)).unwrap_or(f64::NAN))
                 .collect();
             (m, values)
         })
@@ -140,11 +141,12 @@ impl Filter {
             .collect()
     }
 
-    /// Indices of the catalog's `items` that match (metrics, flags and reviews by item id).
+    /// Indices of the catalog's `items` that match (each item's metrics at its index, as
+    /// [`by_item`](crate::catalog::by_item) pairs them; flags and reviews by item id).
     pub fn select_items(
         &self,
         items: &[Item],
-        metrics: &HashMap<ItemId, Metrics>,
+        metrics: &[Option<&Metrics>],
         flags: &HashMap<ItemId, Vec<Flag>>,
         reviews: &HashMap<ItemId, Review>,
     ) -> Vec<usize> {

@@ -7,8 +7,8 @@ use rusqlite::{OptionalExtension, params};
 use super::{Catalog, Result, unix_now};
 use crate::analysis::flags::Config;
 use crate::model::{
-    Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, ItemStatus, MediaKind, Metrics,
-    Severity,
+    Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, ItemStatus, Measured, MediaKind,
+    Metrics, Severity,
 };
 
 /// An item whose analysis is missing or stale.
@@ -182,22 +182,20 @@ impl Catalog {
         Ok(self.metrics_by_id()?.into_iter().collect())
     }
 
-    /// The metrics that [`Measure`](crate::model::Measure)s read (motion, brightness,
-    /// sharpness) of every analysed item, by ascending item id, the other fields left at their
-    /// defaults: what the window's view needs, read in a fraction of the time of
-    /// [`Catalog::metrics_by_id`].
-    pub fn measured_by_id(&self) -> Result<Vec<(ItemId, Metrics)>> {
+    /// What [`Measure`](crate::model::Measure)s read of every analysed item's metrics (motion,
+    /// brightness, sharpness), by ascending item id: what the window's view needs, read in a
+    /// fraction of the time and memory of [`Catalog::metrics_by_id`].
+    pub fn measured_by_id(&self) -> Result<Vec<(ItemId, Measured)>> {
         let mut stmt = self.conn.prepare(
             "SELECT item_id, motion_mean, brightness, sharpness FROM metrics ORDER BY item_id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, ItemId>(0)?,
-                Metrics {
+                Measured {
                     motion_mean: r.get(1)?,
                     brightness: r.get(2)?,
                     sharpness: r.get(3)?,
-                    ..Metrics::default()
                 },
             ))
         })?;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use crate::model::{Item, ItemId, Measure, Metrics};
+use crate::model::{Item, ItemId, Measure, Measured, Metrics};
 
 /// One row per item with the columns analytics work on: metadata, and the deep-analysis
 /// metrics where `metrics` has them.
@@ -30,7 +30,11 @@ pub fn items_frame(items: &[Item], metrics: &HashMap<ItemId, Metrics>) -> Polars
         Measure::ALL
             .into_iter()
             .filter(|m| *m != Measure::SizeBytes)
-            .map(|m| col_f64(m.name(), &|i| m.of(i, metrics.get(&i.id)))),
+            .map(|m| {
+                col_f64(m.name(), &|i| {
+                    m.of(i, metrics.get(&i.id).map(Measured::from))
+                })
+            }),
     );
     DataFrame::new(items.len(), columns)
 }

@@ -7,8 +7,9 @@ use rayon::prelude::*;
 use super::{Outcome, ProjectArg};
 use crate::analysis::filter::Filter;
 use crate::catalog::listing::{Analysis, OTHER_STATUS, Row};
+use crate::catalog::{ItemFields, by_item};
 pub use crate::model::human_bytes;
-use crate::model::{Item, ItemStatus, MediaKind, OtherFile};
+use crate::model::{Item, ItemStatus, MediaKind, Metrics, OtherFile};
 use crate::model::{human_duration, human_number};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,25 +53,29 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         None => None,
     };
     let filter = args.filter.as_deref().map(Filter::parse).transpose()?;
-    let (items, analysis) = catalog.items_and(Analysis::load)?;
-    let items: Vec<Item> = items
-        .into_iter()
-        .filter(|i| !args.problems || i.status.is_problem())
-        .filter(|i| kind.is_none_or(|k| i.kind == k))
-        .collect();
-    let items: Vec<Item> = match &filter {
-        Some(f) => f
-            .select_items(
-                &items,
-                &analysis.metrics,
-                &analysis.flags,
-                &analysis.reviews,
-            )
-            .into_iter()
-            .map(|i| items[i].clone())
-            .collect(),
-        None => items,
+    let (items, analysis) = catalog.items_and(ItemFields::All, Analysis::load)?;
+    let metrics = by_item(&items, &analysis.metrics);
+    let matched = match &filter {
+        Some(f) => {
+            let mut matched = vec![false; items.len()];
+            for i in f.select_items(&items, &metrics, &analysis.flags, &analysis.reviews) {
+                matched[i] = true;
+            }
+            matched
+        }
+        None => vec![true; items.len()],
     };
+    let chosen: Vec<(&Item, Option<&Metrics>)> = items
+        .iter()
+        .zip(&metrics)
+        .zip(matched)
+        .filter(|((i, _), matched)| {
+            *matched
+                && (!args.problems || i.status.is_problem())
+                && kind.is_none_or(|k| i.kind == k)
+        })
+        .map(|((i, m), _)| (i, *m))
+        .collect();
     // Files that are not media have no measures, flags or problems to match.
     let others = if args.all
         && !args.problems
@@ -84,14 +89,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::new(stdout);
     let written = match args.format {
-        Format::Jsonl => write_rows(&mut out, &items, &others, &analysis, jsonl_line),
+        Format::Jsonl => write_rows(&mut out, &chosen, &others, &analysis, jsonl_line),
         Format::Csv => {
-            if !items.is_empty() || !others.is_empty() {
+            if !chosen.is_empty() || !others.is_empty() {
                 writeln!(out, "{}", csv_header()?)?;
             }
-            write_rows(&mut out, &items, &others, &analysis, csv_line)
+            write_rows(&mut out, &chosen, &others, &analysis, csv_line)
         }
-        Format::Table => write_table(&mut out, &items, &others, &analysis),
+        Format::Table => write_table(&mut out, &chosen, &others, &analysis),
     };
     match written.and_then(|()| out.flush().map_err(anyhow::Error::from)) {
         Err(e)
@@ -101,6 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     // A million items and their analysis: the process ends now, and freeing them one by one
     // would take a tenth of the command's time.
+    drop((chosen, metrics));
     std::mem::forget((items, analysis));
     Ok(Outcome::Clean)
 }
@@ -108,10 +114,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 /// Rows made and formatted this many at a time, on every core, then written in order.
 const ROWS_PER_BATCH: usize = 1 << 16;
 
-/// The rows of `--format jsonl|csv`: media files, then the others, each formatted by `line`.
+/// The rows of `--format jsonl|csv`: media files (with their metrics), then the others,
+/// each formatted by `line`.
 fn write_rows(
     out: &mut impl Write,
-    items: &[Item],
+    items: &[(&Item, Option<&Metrics>)],
     others: &[OtherFile],
     a: &Analysis,
     line: fn(&Row, &mut Vec<u8>) -> anyhow::Result<()>,
@@ -121,8 +128,8 @@ fn write_rows(
             .par_chunks(ROWS_PER_BATCH / 16)
             .map(|part| {
                 let mut buf = Vec::with_capacity(part.len() * 512);
-                for item in part {
-                    line(&Row::from_item(item, a), &mut buf)?;
+                for (item, metrics) in part {
+                    line(&Row::from_item(item, *metrics, a), &mut buf)?;
                 }
                 Ok(buf)
             })
@@ -177,7 +184,7 @@ fn csv_cell(v: &serde_json::Value) -> String {
 
 fn write_table(
     out: &mut impl Write,
-    items: &[Item],
+    items: &[(&Item, Option<&Metrics>)],
     others: &[OtherFile],
     a: &Analysis,
 ) -> anyhow::Result<()> {
@@ -186,7 +193,7 @@ fn write_table(
         "{:<6} {:<11} {:>11} {:<10} {:>8} {:>11} {:>10}  path",
         "kind", "status", "size", "codec", "fps", "duration", "resolution"
     )?;
-    for item in items {
+    for (item, _) in items {
         let i = &item.info;
         let res = match (i.width, i.height) {
             (Some(w), Some(h)) => format!("{w}x{h}"),

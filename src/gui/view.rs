@@ -14,10 +14,10 @@ pub use crate::analysis::filter::{Filter, MeasureColumns};
 use crate::analysis::flags::Config;
 use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram_of};
 use crate::analysis::rules::{self, Setting};
-use crate::catalog::{Catalog, Project, by_item};
+use crate::catalog::{Catalog, ItemFields, Project, by_item, sort_by_path};
 use crate::media::Source;
 use crate::model::{
-    Decision, Flag, Item, ItemId, ItemStatus, Measure, MediaKind, Metrics, Severity,
+    Decision, Flag, Item, ItemId, ItemStatus, Measure, Measured, MediaKind, Severity,
 };
 use crate::scan::curate::{DupGroup, dup_groups};
 use crate::storage::Root;
@@ -37,7 +37,6 @@ pub struct ViewRow {
     pub status: ItemStatus,
     pub error: Option<String>,
     pub codec: String,
-    pub resolution: String,
     /// Bits per second, as the container or stream declares it.
     pub bit_rate: Option<i64>,
     pub measures: RowMeasures,
@@ -99,6 +98,18 @@ impl FromIterator<(Measure, f64)> for RowMeasures {
 impl ViewRow {
     pub fn worst(&self) -> Option<Severity> {
         self.flags.iter().map(|f| f.1).min()
+    }
+
+    /// `1920x1080` (coded, before rotation), or empty when unknown: made when shown, not for
+    /// every file as the view loads.
+    pub fn resolution(&self) -> String {
+        match (
+            self.measures.get(&Measure::Width),
+            self.measures.get(&Measure::Height),
+        ) {
+            (Some(w), Some(h)) => format!("{w}x{h}"),
+            _ => String::new(),
+        }
     }
 }
 
@@ -249,14 +260,15 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     let started = Instant::now();
     let catalog = Catalog::open(project)?;
     let root = Root::of_recorded(&catalog.dataset_root()?.unwrap_or_default())?;
-    let (items, (metrics, flags, dups, review)) = catalog.items_and(|c| {
-        Ok((
-            c.measured_by_id()?,
-            c.all_flags()?,
-            c.all_dups()?,
-            super::edits::review_state(c)?,
-        ))
-    })?;
+    let (parts, (measured, flags, dups, review)) =
+        catalog.items_in_parts_and(ItemFields::Brief, |c| {
+            Ok((
+                c.measured_by_id()?,
+                c.all_flags()?,
+                c.all_dups()?,
+                super::edits::review_state(c)?,
+            ))
+        })?;
     let read = started.elapsed();
     // A broken framecull.toml does not keep the project from opening: the defaults apply
     // and the flag panel says why.
@@ -269,23 +281,25 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     } else {
         config.duplicates.keep_best_by.clone()
     };
-    let dup_groups = dup_groups(&items, &dups, &best_order);
-    let total_bytes = items.iter().map(|i| i.size_bytes).sum();
-    let total_video_secs = items
-        .iter()
+    let items = || parts.iter().flatten();
+    let dup_groups = dup_groups(items(), &dups, &best_order);
+    let total_bytes = items().map(|i| i.size_bytes).sum();
+    let total_video_secs = items()
         .filter(|i| i.kind == MediaKind::Video)
         .filter_map(|i| i.info.duration_secs)
         .sum();
-    // The rows take the items' strings (a million paths not copied).
-    let metrics_of = by_item(&items, &metrics);
-    let rows: Vec<ViewRow> = items
-        .into_par_iter()
-        .zip(metrics_of)
-        .map(|(item, m)| {
+    // The rows take the items' strings (a million paths not copied), in table order (item
+    // ids ascending, as the analysis is read: no random reads to pair them), then are put in
+    // path order: rows are a third of the size of items to move.
+    let mut rows: Vec<ViewRow> = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+    for part in parts {
+        let measured = by_item(&part, &measured);
+        rows.par_extend(part.into_par_iter().zip(measured).map(|(item, m)| {
             let flags = flags.get(&item.id);
             view_row(item, m, flags)
-        })
-        .collect();
+        }));
+    }
+    sort_by_path(&mut rows, |r| &r.path);
     let mut counts: BTreeMap<&str, (Severity, usize)> = BTreeMap::new();
     for (code, sev, _) in rows.iter().flat_map(|r| &r.flags) {
         let e = counts.entry(code).or_insert((*sev, 0));
@@ -365,15 +379,15 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     // (Should no thread start, the closure and what it holds are freed here.)
     let _ = std::thread::Builder::new()
         .name("framecull-free".into())
-        .spawn(move || drop((metrics, flags, dups)));
+        .spawn(move || drop((measured, flags, dups)));
     Ok(view)
 }
 
 /// What the window keeps of one file (its strings taken, not copied).
-fn view_row(item: Item, metrics: Option<&Metrics>, flags: Option<&Vec<Flag>>) -> ViewRow {
+fn view_row(item: Item, measured: Option<&Measured>, flags: Option<&Vec<Flag>>) -> ViewRow {
     let measures = Measure::ALL
         .into_iter()
-        .filter_map(|k| Some((k, k.of(&item, metrics)?)))
+        .filter_map(|k| Some((k, k.of(&item, measured.copied())?)))
         .collect();
     let i = item.info;
     let key = match item.fingerprint {
@@ -396,10 +410,6 @@ fn view_row(item: Item, metrics: Option<&Metrics>, flags: Option<&Vec<Flag>>) ->
         status: item.status,
         error: item.error,
         codec: i.codec.unwrap_or_default(),
-        resolution: match (i.width, i.height) {
-            (Some(w), Some(h)) => format!("{w}x{h}"),
-            _ => String::new(),
-        },
         bit_rate: i.bit_rate,
         measures,
         flags: flags
@@ -511,7 +521,7 @@ pub fn sort_rows(view: &View, rows: &mut [usize], key: SortKey, ascending: bool)
             SortKey::Kind => r.kind.as_str().to_string(),
             SortKey::Status => r.status.as_str().to_string(),
             SortKey::Codec => r.codec.clone(),
-            SortKey::Resolution => r.resolution.clone(),
+            SortKey::Resolution => r.resolution(),
             SortKey::Review => view
                 .review
                 .decisions
@@ -545,7 +555,6 @@ mod tests {
             status: ItemStatus::Ok,
             error: None,
             codec: "h264".into(),
-            resolution: "640x360".into(),
             bit_rate: None,
             measures: [(Measure::DurationSecs, duration)].into_iter().collect(),
             flags: flag

@@ -104,12 +104,12 @@ impl Tables {
 fn matched_by_filter(tables: &Tables, filter: Option<&Filter>) -> Vec<bool> {
     let mut matched = vec![filter.is_none(); tables.items.len()];
     if let Some(f) = filter {
-        for i in f.select_items(
-            &tables.items,
-            &tables.metrics,
-            &tables.flags,
-            &tables.reviews,
-        ) {
+        let metrics: Vec<Option<&Metrics>> = tables
+            .items
+            .iter()
+            .map(|i| tables.metrics.get(&i.id))
+            .collect();
+        for i in f.select_items(&tables.items, &metrics, &tables.flags, &tables.reviews) {
             matched[i] = true;
         }
     }

@@ -5,6 +5,25 @@ use serde::{Deserialize, Serialize};
 
 use super::{Item, Metrics, human_bytes, human_duration, human_number};
 
+/// What [`Measure`]s read of a file's deep analysis: three numbers, where [`Metrics`] holds
+/// thirty (a million of those are ~450 MB, and the window's view needs only these).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Measured {
+    pub motion_mean: Option<f64>,
+    pub brightness: Option<f64>,
+    pub sharpness: Option<f64>,
+}
+
+impl From<&Metrics> for Measured {
+    fn from(m: &Metrics) -> Self {
+        Measured {
+            motion_mean: m.motion_mean,
+            brightness: m.brightness,
+            sharpness: m.sharpness,
+        }
+    }
+}
+
 /// A number known about a file (from its metadata or its deep analysis).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,8 +121,8 @@ impl Measure {
         )
     }
 
-    /// The value for `item`, with its deep-analysis `metrics` when it has them.
-    pub fn of(self, item: &Item, metrics: Option<&Metrics>) -> Option<f64> {
+    /// The value for `item`, with what its deep analysis measured when it has been analysed.
+    pub fn of(self, item: &Item, metrics: Option<Measured>) -> Option<f64> {
         let info = &item.info;
         let size = || Some((f64::from(info.width?), f64::from(info.height?)));
         match self {

@@ -24,7 +24,7 @@ pub use frames::{
 pub use item::{
     Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, Probe, orientation_turns,
 };
-pub use measure::Measure;
+pub use measure::{Measure, Measured};
 pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
 pub use names::{local_path, path_bytes, path_text};
 pub use review::{Clip, ClipOrigin, Decision, Edit, Review};

@@ -19,13 +19,13 @@ pub struct DupGroup {
 }
 
 /// Every duplicate group of the catalog's present files, ordered by group id.
-pub fn dup_groups(
-    items: &[Item],
+pub fn dup_groups<'a>(
+    items: impl IntoIterator<Item = &'a Item>,
     dups: &HashMap<ItemId, DupInfo>,
     order: &[BestBy],
 ) -> Vec<DupGroup> {
     let mut groups: BTreeMap<ItemId, Vec<&Item>> = BTreeMap::new();
-    for item in items.iter().filter(|i| i.status == ItemStatus::Ok) {
+    for item in items.into_iter().filter(|i| i.status == ItemStatus::Ok) {
         if let Some(d) = dups.get(&item.id) {
             groups.entry(d.group).or_default().push(item);
         }

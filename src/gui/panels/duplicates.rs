@@ -75,7 +75,7 @@ pub(super) fn duplicates_ui(
                                 paint_thumb(&painter, &response, thumbs, view, row, rect);
                                 ui.label(&row.path);
                                 ui.label(measure(Measure::SizeBytes));
-                                ui.label(&row.resolution);
+                                ui.label(row.resolution());
                                 ui.label(measure(Measure::DurationSecs));
                                 ui.label(row.bit_rate.map_or("-".into(), human_bit_rate));
                                 let decision =

@@ -35,7 +35,7 @@ pub(super) fn inspector_ui(
         row.kind.as_str(),
         row.status.as_str(),
         row.codec,
-        row.resolution
+        row.resolution()
     ));
     if let Some(e) = &row.error {
         ui.colored_label(theme::ERROR, e);

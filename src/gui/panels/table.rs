@@ -100,7 +100,7 @@ pub(super) fn table_ui(
                     ui.label(&r.codec);
                 });
                 row.col(|ui| {
-                    ui.label(&r.resolution);
+                    ui.label(r.resolution());
                 });
                 row.col(|ui| {
                     ui.label(measure(Measure::DurationSecs));
