@@ -25,5 +25,7 @@ export FRAMECULL_BIN="${FRAMECULL_BIN:-$PWD/target/debug/framecull}"
 if [ ! -x "$FRAMECULL_BIN" ]; then
   cargo build --bin framecull
 fi
+# The loader decodes in worker processes of that binary (its default when it finds one).
+export FRAMECULL_WORKER_EXE="${FRAMECULL_WORKER_EXE:-$FRAMECULL_BIN}"
 cd python
 exec "$venv/bin/python" -m pytest -q tests

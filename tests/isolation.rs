@@ -211,3 +211,201 @@ fn a_probe_that_crashes_or_hangs_is_an_error_row_and_the_scan_goes_on() {
     }
     assert_eq!(rows["good.mp4"]["frame_count"], 10);
 }
+
+/// Each window of `manifest` read one per batch, by clip path: its frames and output bytes;
+/// and the load's error messages.
+type Windows = std::collections::BTreeMap<String, (Vec<u64>, Vec<u8>)>;
+
+fn windows_by_clip(
+    manifest: &std::path::Path,
+    config: framecull::loader::LoaderConfig,
+) -> (Windows, Vec<String>) {
+    use framecull::loader::Loader;
+    // The manifest's paths, by row.
+    let jsonl = std::fs::read_dir(manifest)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".jsonl"))
+        .unwrap();
+    let paths: Vec<String> = std::fs::read_to_string(jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["path"].to_string())
+        .collect();
+    let mut loader = Loader::open(manifest, None, config).unwrap();
+    let batches: Vec<_> = loader.epoch(0).map(|b| b.unwrap()).collect();
+    let mut windows = Windows::new();
+    // A batch whose window failed is empty.
+    for batch in batches.iter().filter(|b| !b.windows.is_empty()) {
+        assert_eq!(batch.windows.len(), 1);
+        let bytes = loader.to_host(batch).unwrap();
+        windows.insert(
+            paths[batch.windows[0].row].clone(),
+            (batch.windows[0].frames.clone(), bytes),
+        );
+    }
+    (windows, loader.stats().errors.clone())
+}
+
+/// The loader decodes in worker processes too: a decoder that crashes, hangs or allocates
+/// without end while the loader reads a window costs that clip (skipped as corrupt, with the
+/// reason), and every other window holds the frames and bytes an in-process load gives, on
+/// the CPU path (preprocessed in the worker) and the GPU path's frames (preprocessed here).
+#[test]
+fn the_loader_skips_a_clip_whose_decoder_crashes_hangs_or_overallocates_and_reads_the_rest() {
+    use framecull::loader::{Batching, DeviceChoice, LoaderConfig, Mode, Sampling, Timing};
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path().join("data");
+    let mut names = vec![];
+    for (i, name) in [
+        "good-a.mp4",
+        "framecull-fault-crash.mp4",
+        "good-b.mp4",
+        "framecull-fault-hang.mp4",
+        "framecull-fault-alloc.mp4",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut spec = clip(20 + 5 * i as u32);
+        spec.pattern = Pattern::MovingBox {
+            speed: 2 + i as u32,
+        };
+        common::video(&d, name, &spec);
+        names.push(name);
+    }
+    // Scanned in this process (no workers, so no faults): the faults are the loader's.
+    let project = data.path().join("project");
+    let p = project.to_str().unwrap();
+    let scanned = common::bin()
+        .env("FRAMECULL_WORKER_EXE", "")
+        .args(["scan", "--deep", d.to_str().unwrap(), "--project", p])
+        .output()
+        .unwrap();
+    assert_eq!(
+        scanned.status.code(),
+        Some(0),
+        "{}",
+        common::stderr(&scanned)
+    );
+    let out = common::run(&[
+        "export",
+        "--name",
+        "all",
+        "--project",
+        p,
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let manifest = project.join("manifests/all");
+
+    let config = LoaderConfig {
+        sampling: Sampling {
+            clip_len: Some(8),
+            max_frames: 8,
+            timing: Timing::Stride(2),
+            mode: Mode::Uniform,
+            window_step: None,
+        },
+        batching: Batching {
+            batch_size: 1,
+            ..Batching::default()
+        },
+        device: DeviceChoice::Cpu,
+        workers: 2,
+        window_budget_secs: 2.0,
+        worker_memory_mib: 1024,
+        ..LoaderConfig::default()
+    };
+    let started = Instant::now();
+    let (isolated, errors) = windows_by_clip(&manifest, config.clone());
+    let elapsed = started.elapsed().as_secs_f64();
+    // The hang is stopped at the window's budget (2 s) plus the grace (2 s).
+    assert!(elapsed < 60.0, "took {elapsed:.1} s");
+    let error = |name: &str| {
+        errors
+            .iter()
+            .find(|e| e.contains(name))
+            .unwrap_or_else(|| panic!("no error for {name} in {errors:?}"))
+            .clone()
+    };
+    assert!(
+        error("framecull-fault-crash").contains("decoder crashed: signal 11 (SIGSEGV)"),
+        "{errors:?}"
+    );
+    assert!(
+        error("framecull-fault-hang").contains("timed out after 4 s"),
+        "{errors:?}"
+    );
+    assert!(
+        error("framecull-fault-alloc").contains("over the 1.0 GiB memory limit"),
+        "{errors:?}"
+    );
+    assert_eq!(errors.len(), 3, "{errors:?}");
+
+    // In this process nothing is injected: the fault files read like the others, and the
+    // good ones the same as in the workers.
+    let in_process = LoaderConfig {
+        isolate: false,
+        ..config.clone()
+    };
+    let (expected, errors) = windows_by_clip(&manifest, in_process);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(expected.len(), names.len());
+    let good: Vec<&String> = expected
+        .keys()
+        .filter(|id| !id.contains("framecull-fault"))
+        .collect();
+    assert_eq!(good.len(), 2, "{:?}", expected.keys());
+    assert_eq!(
+        isolated.keys().collect::<Vec<_>>(),
+        good,
+        "the good clips, and only they, were read in the workers"
+    );
+    for id in good {
+        assert_eq!(isolated[id].0, expected[id].0, "{id}: frames");
+        assert!(isolated[id].1 == expected[id].1, "{id}: bytes differ");
+    }
+}
+
+/// The window's player and scrub strips read their pictures through a loader worker too: the
+/// same pictures as decoded in this process, and a crash while opening a file is an error
+/// with the reason, not the end of the window.
+#[test]
+fn the_players_pictures_come_from_a_worker_the_same_and_a_crash_is_an_error() {
+    use framecull::loader::isolate::Pictures;
+    use framecull::media::Source;
+    let data = tempfile::tempdir().unwrap();
+    let mut spec = clip(40);
+    spec.rotation_deg = Some(90);
+    let good = common::video(data.path(), "good.mp4", &spec);
+    let crash = common::video(data.path(), "framecull-fault-crash.mp4", &clip(10));
+
+    let mut worker = Pictures::open(&Source::File(good.clone()), 2).unwrap();
+    assert!(worker.in_worker());
+    let mut here = Pictures::open_here(&Source::File(good), 2).unwrap();
+    assert!(!here.in_worker());
+    assert_eq!(worker.timeline(), here.timeline());
+    assert_eq!(worker.timeline().pts.len(), 40);
+    // Forwards, backwards (a seek), rotated and fitted, as the player asks.
+    for (index, turns, max) in [(0, 0, (960, 540)), (33, 1, (60, 60)), (7, 1, (960, 540))] {
+        let (w, h, a) = worker.picture(index, turns, max, None).unwrap();
+        let a = a.to_vec();
+        let (w2, h2, b) = here.picture(index, turns, max, None).unwrap();
+        assert_eq!((w, h), (w2, h2), "frame {index}");
+        assert!(a == b, "frame {index}: the pictures differ");
+        assert_eq!(a.len(), (w * h * 3) as usize);
+    }
+    assert!(worker.picture(40, 0, (960, 540), None).is_err());
+
+    let err = Pictures::open(&Source::File(crash.clone()), 2)
+        .err()
+        .unwrap();
+    assert!(
+        err.contains("decoder crashed: signal 11 (SIGSEGV)"),
+        "{err}"
+    );
+    // In this process nothing is injected: the file itself is fine.
+    assert!(Pictures::open_here(&Source::File(crash), 2).is_ok());
+}

@@ -443,6 +443,13 @@ fn load_bench_reports_stages_and_a_checksum_that_repeats() {
         assert!(a[key].as_f64().unwrap() > 0.0, "{key}: {a}");
     }
     assert!(a["device"].as_str().unwrap().starts_with("cpu"));
+    // The windows were decoded in worker processes (the binary runs itself), one per decode
+    // worker that got a window.
+    assert_eq!(a["worker_processes"], 1, "{a}");
+    assert!(
+        (1..=3).contains(&b["worker_processes"].as_u64().unwrap()),
+        "{b}"
+    );
 }
 
 #[test]

@@ -129,6 +129,8 @@ def _settings(
     verify: bool,
     window_budget_secs: float,
     checksum: bool,
+    isolate: bool = True,
+    worker_memory_mib: int = 4096,
 ) -> dict:
     """The library's ``LoaderConfig`` as JSON, from keyword arguments."""
 
@@ -189,6 +191,8 @@ def _settings(
         "window_budget_secs": float(window_budget_secs),
         "cache": None if cache is None else {"dir": os.fspath(cache), "short_side": cache_short_side},
         "checksum": checksum,
+        "isolate": bool(isolate),
+        "worker_memory_mib": int(worker_memory_mib),
     }
 
 
@@ -256,6 +260,8 @@ class Loader:
         verify: bool = True,
         window_budget_secs: float = 60.0,
         checksum: bool = False,
+        isolate: bool = True,
+        worker_memory_mib: int = 4096,
     ) -> None:
         settings = _settings(
             split=split, clip_len=clip_len, stride=stride, fps=fps, max_frames=max_frames,
@@ -265,7 +271,8 @@ class Loader:
             seed=seed, rank=rank, world_size=world_size, workers=workers,
             decoder_threads=decoder_threads, prefetch=prefetch, device=device, cache=cache,
             cache_short_side=cache_short_side, on_error=on_error, verify=verify,
-            window_budget_secs=window_budget_secs, checksum=checksum,
+            window_budget_secs=window_budget_secs, checksum=checksum, isolate=isolate,
+            worker_memory_mib=worker_memory_mib,
         )
         self._open(manifest, version, root, settings, epoch=0)
 

@@ -101,6 +101,17 @@ def test_one_and_four_workers_give_identical_batches(dataset):
     assert other_seed != one
 
 
+def test_worker_processes_and_this_process_give_identical_batches(dataset):
+    # scripts/python.sh points FRAMECULL_WORKER_EXE at the binary: the loader's default then
+    # decodes in `framecull loader-worker` processes.
+    assert os.environ.get("FRAMECULL_WORKER_EXE"), "FRAMECULL_WORKER_EXE is not set"
+    args = dict(SMALL, mode="all", clip_len=8, crop="random", hflip=0.5, seed=7, workers=2)
+    in_workers = digest(framecull.Loader(dataset["all"], **args))
+    here = digest(framecull.Loader(dataset["all"], **args, isolate=False))
+    assert in_workers == here
+    assert here[1] > 5
+
+
 def test_epochs_differ_and_repeat(dataset):
     loader = framecull.Loader(dataset["all"], **SMALL, mode="random", workers=2)
     loader.set_epoch(0)

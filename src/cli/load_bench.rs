@@ -283,7 +283,12 @@ fn text(r: &Report) -> String {
     let s = r.stats;
     let mut t = String::new();
     let mb = |b: u64| b as f64 / 1e6;
-    t.push_str(&format!("device      {}\n", s.device));
+    let decoded_in = match s.worker_processes {
+        0 => "decoded in this process".to_string(),
+        1 => "decoded in 1 worker process".to_string(),
+        n => format!("decoded in {n} worker processes"),
+    };
+    t.push_str(&format!("device      {}, {decoded_in}\n", s.device));
     t.push_str(&format!("manifest    {} ({} clips)\n", r.manifest, r.clips));
     t.push_str(&format!(
         "batches     {} of {} planned, shape {:?} {:?} {:?}\n",

@@ -83,6 +83,10 @@ enum Command {
     /// A worker process of deep analysis: JSON requests on stdin, answers on stdout.
     #[command(hide = true)]
     Worker,
+    /// A worker process of the loader: JSON requests on stdin, answers on stdout, windows in
+    /// the memory shared as descriptor 3.
+    #[command(hide = true)]
+    LoaderWorker,
     /// Export a new version of a manifest (Parquet, JSON lines, CSV).
     Export(export::Args),
     /// List manifests and their versions.
@@ -189,6 +193,9 @@ pub fn main() -> ExitCode {
         Command::Redo(args) => review::undo(args, true),
         Command::EditBurst(args) => review::edit_burst(args),
         Command::Worker => crate::scan::worker::serve()
+            .map(|()| Outcome::Clean)
+            .map_err(Into::into),
+        Command::LoaderWorker => crate::loader::isolate::serve()
             .map(|()| Outcome::Clean)
             .map_err(Into::into),
         Command::Export(args) => export::run(args),

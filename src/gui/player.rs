@@ -11,10 +11,11 @@ use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, Sense, Stroke, Texture
 
 use super::theme;
 use crate::catalog::Catalog;
+use crate::loader::isolate::Pictures;
 use crate::media::Source;
-use crate::media::convert::{self, Filter, FrameJob, FrameParams, OutputSpec, Scratch};
+use crate::media::convert::{self, Scratch};
 use crate::media::picture::Frame;
-use crate::media::reader::{Picture, ReadTimes, VideoReader};
+use crate::media::reader::Picture;
 use crate::model::{Clip, Curves, Decision, FrameTimeline, ItemId};
 
 /// Frames are shown at most this size (after rotation).
@@ -450,18 +451,16 @@ fn decode_thread(
         ctx.request_repaint();
         ok
     };
-    // Two decoder threads: playback of large frames on few cores.
-    let mut reader = match VideoReader::open_source(source, 2) {
-        Ok(r) => r,
+    // Two decoder threads: playback of large frames on few cores. In a worker process: a
+    // decoder that crashes or hangs on a broken file costs an error message, not the window.
+    let mut pictures = match Pictures::open(source, 2) {
+        Ok(p) => p,
         Err(e) => {
             send(Msg::Error(format!("cannot play: {e}")));
             return;
         }
     };
-    let timeline = FrameTimeline {
-        pts: reader.frame_pts().to_vec(),
-        time_base: reader.time_base(),
-    };
+    let timeline = pictures.timeline().clone();
     if timeline.is_empty() {
         send(Msg::Error("no frames".into()));
         return;
@@ -475,7 +474,6 @@ fn decode_thread(
     }) {
         return;
     }
-    let mut converter = Converter::default();
     while let Ok(mut index) = requests.recv() {
         // Only the latest request matters (seeking while dragging).
         while let Ok(i) = requests.try_recv() {
@@ -484,16 +482,12 @@ fn decode_thread(
         if index >= timeline.pts.len() {
             continue;
         }
-        let mut picture = None;
-        let mut times = ReadTimes::default();
-        let read = reader.read(&[index], None, &mut times, &mut |_, p| picture = Some(p));
-        let msg = match (read, picture) {
-            (Ok(()), Some(p)) => Msg::Frame {
+        let msg = match pictures.picture(index, quarter_turns, MAX_DISPLAY, None) {
+            Ok((w, h, rgb)) => Msg::Frame {
                 index,
-                image: converter.display(p, quarter_turns),
+                image: ColorImage::from_rgb([w as usize, h as usize], rgb),
             },
-            (Err(e), _) => Msg::Error(format!("frame {index}: {e}")),
-            (Ok(()), None) => Msg::Error(format!("frame {index} was not decoded")),
+            Err(e) => Msg::Error(e),
         };
         if !send(msg) {
             return;
@@ -526,23 +520,10 @@ impl Converter {
 
     pub fn display(&mut self, p: Picture, quarter_turns: u8) -> ColorImage {
         let frame = Frame::from(p);
-        let (dw, dh) = frame.display_size(quarter_turns);
-        let scale = (f64::from(self.max.0) / f64::from(dw))
-            .min(f64::from(self.max.1) / f64::from(dh))
-            .min(1.0);
-        let (w, h) = (
-            ((f64::from(dw) * scale).round() as u32).max(1),
-            ((f64::from(dh) * scale).round() as u32).max(1),
-        );
-        let out = OutputSpec::rgb8(w, h, Filter::Bilinear);
-        self.rgb.resize(out.frame_elements(), 0);
-        let params = FrameParams::full(&frame, quarter_turns);
-        convert::write_frame(
-            Some(&FrameJob {
-                frame: &frame,
-                params,
-            }),
-            &out,
+        let (w, h) = convert::fit_rgb(
+            &frame,
+            quarter_turns,
+            self.max,
             &mut self.scratch,
             &mut self.rgb,
         );

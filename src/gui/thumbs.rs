@@ -222,8 +222,7 @@ fn load_or_make(
 /// [`SCRUB_FRAMES`] frames spread evenly over a video, each upright and fitted within
 /// [`THUMB_SIZE`]; from the disk cache when it is there.
 fn load_or_make_scrub(file: &Source, cache: &Path, orientation: u16) -> Result<Frames, String> {
-    use crate::gui::player::Converter;
-    use crate::media::reader::{ReadTimes, VideoReader};
+    use crate::loader::isolate::Pictures;
     if let Ok(bytes) = std::fs::read(cache)
         && bytes.len() > 6
     {
@@ -238,35 +237,22 @@ fn load_or_make_scrub(file: &Source, cache: &Path, orientation: u16) -> Result<F
         }
     }
     let (quarter_turns, _) = crate::model::orientation_turns(orientation);
-    let mut reader = VideoReader::open_source(file, 1).map_err(|e| e.to_string())?;
-    let count = reader.frames().len();
+    // In a worker process, as the player decodes.
+    let mut pictures = Pictures::open(file, 1)?;
+    let count = pictures.timeline().pts.len();
     if count == 0 {
         return Err("no frames".into());
     }
-    let mut converter = Converter::with_max_size((THUMB_SIZE, THUMB_SIZE));
     let mut frames = Vec::new();
     let mut size = (0, 0);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     for k in 0..SCRUB_FRAMES {
         let at = (k * 2 + 1) * count / (2 * SCRUB_FRAMES);
-        let mut picture = None;
-        reader
-            .read(
-                &[at],
-                Some(deadline),
-                &mut ReadTimes::default(),
-                &mut |_, p| picture = Some(p),
-            )
-            .map_err(|e| e.to_string())?;
-        let image = converter.display(picture.ok_or("a frame did not decode")?, quarter_turns);
-        size = (image.size[0], image.size[1]);
-        frames.push(
-            image
-                .pixels
-                .iter()
-                .flat_map(|c| [c.r(), c.g(), c.b()])
-                .collect::<Vec<u8>>(),
-        );
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let (w, h, rgb) =
+            pictures.picture(at, quarter_turns, (THUMB_SIZE, THUMB_SIZE), Some(left))?;
+        size = (w as usize, h as usize);
+        frames.push(rgb.to_vec());
     }
     if let Some(dir) = cache.parent() {
         let _ = std::fs::create_dir_all(dir);

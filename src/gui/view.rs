@@ -284,10 +284,11 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
     let items = || parts.iter().flatten();
     let dup_groups = dup_groups(items(), &dups, &best_order);
     let total_bytes = items().map(|i| i.size_bytes).sum();
+    // Folded from +0.0: a float `sum` of nothing is -0.0 ("-0.0 min" for a folder of images).
     let total_video_secs = items()
         .filter(|i| i.kind == MediaKind::Video)
         .filter_map(|i| i.info.duration_secs)
-        .sum();
+        .fold(0.0, |a, b| a + b);
     // The rows take the items' strings (a million paths not copied), in table order (item
     // ids ascending, as the analysis is read: no random reads to pair them), then are put in
     // path order: rows are a third of the size of items to move.

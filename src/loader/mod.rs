@@ -13,6 +13,7 @@
 
 mod cache;
 pub mod gpu;
+pub mod isolate;
 mod pipeline;
 pub mod plan;
 pub mod preprocess;
@@ -98,6 +99,25 @@ pub struct LoaderConfig {
     /// two cores: xxh3 over every output byte). `load-bench` turns it on.
     #[serde(default)]
     pub checksum: bool,
+    /// Decode local files in worker processes (`framecull loader-worker`, one per decode
+    /// worker), so that a decoder that crashes, hangs or allocates without end costs its clip
+    /// (skipped with the reason), not the training run. Off, or with no `framecull` binary to
+    /// run (beside this program, or `FRAMECULL_WORKER_EXE`), FFmpeg runs in this process.
+    #[serde(default = "yes")]
+    pub isolate: bool,
+    /// Address space of each worker process in MiB (0: no cap): a decode past it is that
+    /// clip's error, `over the 4.0 GiB memory limit`.
+    #[serde(default = "worker_memory_mib")]
+    pub worker_memory_mib: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// As the scan's workers (`[limits] max_memory_mib`).
+pub(crate) fn worker_memory_mib() -> u64 {
+    4096
 }
 
 impl Default for LoaderConfig {
@@ -127,6 +147,8 @@ impl Default for LoaderConfig {
             window_budget_secs: 60.0,
             cache: None,
             checksum: false,
+            isolate: true,
+            worker_memory_mib: worker_memory_mib(),
         }
     }
 }
@@ -150,7 +172,7 @@ pub enum LoaderError {
 }
 
 /// Why a clip or window was left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SkipReason {
     Missing,
@@ -197,6 +219,9 @@ pub struct Stats {
     /// Windows read from the frame cache, and clips decoded into it.
     pub cache_hits: u64,
     pub cache_fills: u64,
+    /// Worker processes started to decode in (`LoaderConfig::isolate`; 0: decoded in this
+    /// process), restarts after a crash included.
+    pub worker_processes: u64,
     pub read_secs: f64,
     pub decode_secs: f64,
     pub convert_secs: f64,
@@ -297,6 +322,8 @@ pub struct Loader {
     fingerprints: Vec<String>,
     extents: Vec<plan::ClipExtent>,
     gpu: Option<gpu::Gpu>,
+    /// How the decode workers' processes start (`None`: they decode in this one).
+    isolation: Option<crate::media::isolate::Spec>,
     stats: Stats,
     /// Host batch buffers given back with [`Loader::recycle`] or a [`Recycler`].
     spare_batches: Recycler,
@@ -419,7 +446,10 @@ impl Loader {
             fingerprints.push(row.file_fingerprint.clone());
             extents.push(extent);
         }
+        // Only local files are read in worker processes.
+        let local = clips.iter().any(|c| matches!(c.source, Source::File(_)));
         Ok(Loader {
+            isolation: if local { isolate::spec(&config) } else { None },
             config,
             clips: Arc::new(clips),
             fingerprints,

@@ -9,14 +9,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::isolate::WindowReader;
 use super::plan::{PlannedBatch, Sample};
-use super::preprocess::{self, FrameJob, Scratch};
-use super::source::{Readers, WindowFrames};
+use super::preprocess::{FrameJob, Scratch};
+use super::source::WindowFrames;
 use super::{Batch, BatchData, ClipSource, Loader, LoaderConfig, LoaderError, OnError, SkipReason};
 use crate::media::reader::ReadTimes;
-
-/// Decoders each worker keeps open.
-const OPEN_DECODERS: usize = 4;
 
 struct Job {
     sample: Sample,
@@ -47,6 +45,8 @@ struct Done {
     /// Windows read from the cache, and clips written to it.
     cache_hits: u64,
     cache_fills: u64,
+    /// Worker processes started for this window.
+    started: u64,
     /// The frame cache could not be written: the run ends with this.
     cache_failure: Option<String>,
 }
@@ -220,9 +220,15 @@ impl<'a> Epoch<'a> {
             let job_start = Arc::clone(&job_start_shared);
             let clips = Arc::clone(&loader.clips);
             let config = loader.config.clone();
+            let isolation = loader.isolation.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("loader-{i}"))
-                .spawn(move || worker(i, &jobs, &job_start, &clips, &config, gpu, &shared, &tx));
+                .spawn(move || {
+                    let reader = WindowReader::new(&config, isolation);
+                    worker(
+                        i, &jobs, &job_start, &clips, &config, gpu, &shared, &tx, reader,
+                    )
+                });
             match spawned {
                 Ok(handle) => workers.push(handle),
                 Err(e) => tracing::error!("cannot start a loader worker: {e}"),
@@ -313,6 +319,7 @@ impl<'a> Epoch<'a> {
             stats.preprocess_secs += done.preprocess_secs;
             stats.cache_hits += done.cache_hits;
             stats.cache_fills += done.cache_fills;
+            stats.worker_processes += done.started;
             let clip = &self.loader.clips[sample.clip as usize];
             if let Some(failure) = done.cache_failure {
                 return Err(LoaderError::Cache(failure));
@@ -477,8 +484,8 @@ fn worker(
     gpu: bool,
     shared: &Shared,
     tx: &Sender<Done>,
+    mut reader: WindowReader,
 ) {
-    let mut readers = Readers::new(OPEN_DECODERS, config.decoder_threads, config.cache.clone());
     let mut scratch = Scratch::default();
     let out = config.output;
     let frame_bytes = out.frame_elements() * out.dtype.size_bytes();
@@ -528,25 +535,27 @@ fn worker(
         let job = &jobs[j];
         let clip = &clips[job.sample.clip as usize];
         let mut times = ReadTimes::default();
-        let (hits, fills) = (readers.cache_hits, readers.cache_fills);
+        let (hits, fills) = reader.cache_counts();
+        let started = reader.processes_started();
         let mut preprocess_secs = 0.0;
         // A panic in one window (a bug, or a decoder gone wrong) fails that window only.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let publish_keyframes = |readers: &Readers| {
+            let index = job.sample.clip;
+            let publish_keyframes = |reader: &WindowReader| {
                 if matches!(config.sampling.timing, super::Timing::Stride(_))
                     && config.cache.is_none()
                 {
                     let mut known = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
-                    if !known.contains_key(&job.sample.clip)
-                        && let Some(keys) = readers.clip_keyframes(clip)
+                    if !known.contains_key(&index)
+                        && let Some(keys) = reader.clip_keyframes(index, clip)
                     {
-                        known.insert(job.sample.clip, Arc::new(keys));
+                        known.insert(index, Arc::new(keys));
                     }
                 }
             };
             if gpu {
-                let window = readers.read_window(clip, &job.sample, config, &mut times)?;
-                publish_keyframes(&readers);
+                let window = reader.read_window(index, clip, &job.sample, config, &mut times)?;
+                publish_keyframes(&reader);
                 let frames = window.frames.iter().map(|f| (f.index, f.pts)).collect();
                 let time_base = window.time_base;
                 return Ok(Read {
@@ -563,30 +572,17 @@ fn worker(
                 .pop()
                 .unwrap_or_default();
             bytes.resize(slots * frame_bytes, 0);
-            // Each frame is preprocessed as it is decoded: the worker holds one decoded
-            // frame, not a window of them (a 4K window is 16 x 12 MB).
-            let (frames, time_base) = readers.read_window_each(
+            let ((frames, time_base), secs) = reader.read_window_into(
+                index,
                 clip,
                 &job.sample,
                 config,
                 &mut times,
-                &mut |slot, frame, params| {
-                    if slot < slots {
-                        let started = Instant::now();
-                        let dst = &mut bytes[slot * frame_bytes..(slot + 1) * frame_bytes];
-                        preprocess::write_frame(
-                            Some(&FrameJob { frame, params }),
-                            &out,
-                            &mut scratch,
-                            dst,
-                        );
-                        preprocess_secs += started.elapsed().as_secs_f64();
-                    }
-                },
+                &mut scratch,
+                &mut bytes,
             )?;
-            publish_keyframes(&readers);
-            // Padding slots must read as zeros.
-            bytes[frames.len().min(slots) * frame_bytes..].fill(0);
+            preprocess_secs = secs;
+            publish_keyframes(&reader);
             Ok(Read {
                 prepared: Prepared::Bytes(bytes),
                 frames,
@@ -604,9 +600,10 @@ fn worker(
             result,
             times,
             preprocess_secs,
-            cache_hits: readers.cache_hits - hits,
-            cache_fills: readers.cache_fills - fills,
-            cache_failure: readers.cache_failure.take(),
+            cache_hits: reader.cache_counts().0 - hits,
+            cache_fills: reader.cache_counts().1 - fills,
+            started: reader.processes_started() - started,
+            cache_failure: reader.take_cache_failure(),
         };
         if tx.send(done).is_err() {
             return;

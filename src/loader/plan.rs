@@ -62,7 +62,7 @@ pub struct ClipExtent {
 
 /// One window to read: frames of clip `clip` from `start` (frames for `Timing::Stride`,
 /// seconds for `Timing::Fps`, relative to the clip's first frame), `len` of them.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     pub clip: u32,
     pub start: f64,

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::cache::{CacheConfig, CacheError};
 use super::plan::{ClipExtent, Rng, Sample, Timing};
-use super::preprocess::{Frame, FrameParams, OutputSpec};
+use super::preprocess::{Frame, FrameJob, FrameParams, OutputSpec, Scratch, write_frame};
 use super::{ClipSource, Crop, LoaderConfig, SkipReason};
 use crate::manifest::ManifestRow;
 use crate::media::decode::DecodeError;
@@ -349,6 +349,9 @@ enum WindowError {
     Cache(#[from] CacheError),
 }
 
+/// Decoders each worker keeps open.
+pub(crate) const OPEN_DECODERS: usize = 4;
+
 /// Open decoders of one worker, most recently used last, and the frame cache.
 pub(crate) struct Readers {
     open: Vec<(PathBuf, VideoReader)>,
@@ -631,6 +634,39 @@ impl Readers {
     }
 }
 
+impl Readers {
+    /// Read one window into `bytes` (its batch's frame slots, `frame_bytes` each), each frame
+    /// preprocessed as it is decoded (a worker holds one decoded frame, not a window of them:
+    /// a 4K window is 16 x 12 MB); padding slots are zeroed. Returns which frames the window
+    /// holds and the seconds spent preprocessing.
+    pub fn read_window_into(
+        &mut self,
+        clip: &ClipSource,
+        sample: &Sample,
+        config: &LoaderConfig,
+        times: &mut ReadTimes,
+        scratch: &mut Scratch,
+        bytes: &mut [u8],
+    ) -> Result<(FramesRead, f64), (SkipReason, String)> {
+        let out = config.output;
+        let frame_bytes = out.frame_elements() * out.dtype.size_bytes();
+        let slots = bytes.len() / frame_bytes.max(1);
+        let mut preprocess_secs = 0.0;
+        let (frames, time_base) =
+            self.read_window_each(clip, sample, config, times, &mut |slot, frame, params| {
+                if slot < slots {
+                    let started = Instant::now();
+                    let dst = &mut bytes[slot * frame_bytes..(slot + 1) * frame_bytes];
+                    write_frame(Some(&FrameJob { frame, params }), &out, scratch, dst);
+                    preprocess_secs += started.elapsed().as_secs_f64();
+                }
+            })?;
+        // Padding slots must read as zeros.
+        bytes[frames.len().min(slots) * frame_bytes..].fill(0);
+        Ok(((frames, time_base), preprocess_secs))
+    }
+}
+
 /// How a window's frames are cut: the crop and flip drawn once per window (from its first
 /// frame's display size), with the clip's rotation and mirror.
 struct Cut {
@@ -679,7 +715,7 @@ impl Cut {
 }
 
 /// Frames the clip is expected to hold (for time budgets).
-fn clip_len_hint(clip: &ClipSource) -> u32 {
+pub(crate) fn clip_len_hint(clip: &ClipSource) -> u32 {
     ((clip.end_secs - clip.start_secs).max(0.0) * 60.0).min(1e6) as u32
 }
 

@@ -9,13 +9,17 @@
 //! leaves no worker behind.
 
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use memmap2::MmapMut;
 
 /// Lines of the child's stderr kept to explain its end.
 const STDERR_TAIL: usize = 20;
@@ -27,8 +31,11 @@ pub enum Failure {
     Crashed { signal: i32 },
     #[error("timed out after {} s", .after.as_secs_f64().round())]
     TimedOut { after: Duration },
-    #[error("over the {} memory limit (limits.max_memory_mib in framecull.toml)", human_mib(*.limit_bytes))]
-    OutOfMemory { limit_bytes: u64 },
+    #[error("over the {} memory limit ({setting})", human_mib(*.limit_bytes))]
+    OutOfMemory {
+        limit_bytes: u64,
+        setting: &'static str,
+    },
     #[error("the worker process exited with status {code}{}", tail_suffix(.stderr))]
     Exited { code: i32, stderr: String },
     #[error("cannot talk to the worker process: {0}")]
@@ -67,6 +74,9 @@ pub fn signal_name(signal: i32) -> &'static str {
     }
 }
 
+/// The descriptor number a worker finds what [`Worker::spawn_sharing`] shares with it under.
+pub const SHARED_FD: i32 = 3;
+
 /// How a worker is started and bounded.
 #[derive(Debug, Clone)]
 pub struct Spec {
@@ -74,6 +84,8 @@ pub struct Spec {
     pub args: Vec<String>,
     /// Address space of the child (`RLIMIT_AS`); `None`: unlimited.
     pub memory_bytes: Option<u64>,
+    /// Where a user sets that limit, for the message of a worker that went past it.
+    pub memory_setting: &'static str,
 }
 
 /// A running worker process.
@@ -84,11 +96,19 @@ pub struct Worker {
     /// The stderr reader: it ends when the child does, with the last lines.
     stderr: Option<JoinHandle<VecDeque<String>>>,
     memory_bytes: Option<u64>,
+    memory_setting: &'static str,
 }
 
 impl Worker {
     /// Start a worker. Its stderr is logged at debug level, the last lines kept.
     pub fn spawn(spec: &Spec) -> std::io::Result<Worker> {
+        Worker::spawn_sharing(spec, None)
+    }
+
+    /// Start a worker that also gets `shared` (memory both map, say) as its descriptor
+    /// [`SHARED_FD`].
+    pub fn spawn_sharing(spec: &Spec, shared: Option<BorrowedFd<'_>>) -> std::io::Result<Worker> {
+        let shared = shared.map(|fd| fd.as_raw_fd());
         let mut command = Command::new(&spec.exe);
         command
             .args(&spec.args)
@@ -99,7 +119,8 @@ impl Worker {
             // files in flight finish, rather than killing the workers under them.
             .process_group(0);
         let memory = spec.memory_bytes;
-        // SAFETY: between fork and exec only async-signal-safe calls are made (setrlimit).
+        // SAFETY: between fork and exec only async-signal-safe calls are made (prctl,
+        // setrlimit, fcntl, dup2).
         unsafe {
             command.pre_exec(move || {
                 // Ends with the thread that started it, even if that process is killed.
@@ -109,6 +130,18 @@ impl Worker {
                     rlim_max: 0,
                 };
                 libc::setrlimit(libc::RLIMIT_CORE, &none);
+                if let Some(fd) = shared {
+                    // A descriptor made by dup2 is inherited; one already in place loses its
+                    // close-on-exec flag.
+                    let kept = if fd == SHARED_FD {
+                        libc::fcntl(fd, libc::F_SETFD, 0)
+                    } else {
+                        libc::dup2(fd, SHARED_FD)
+                    };
+                    if kept < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 if let Some(bytes) = memory {
                     let cap = libc::rlimit {
                         rlim_cur: bytes as libc::rlim_t,
@@ -164,6 +197,7 @@ impl Worker {
             lines,
             stderr: Some(stderr),
             memory_bytes: memory,
+            memory_setting: spec.memory_setting,
         })
     }
 
@@ -215,7 +249,10 @@ impl Worker {
         // Rust's allocator reports an allocation the address-space cap refused, then aborts.
         let refused = stderr.contains("memory allocation of") || stderr.contains("out of memory");
         match (status.signal(), status.code(), self.memory_bytes) {
-            (_, _, Some(limit_bytes)) if refused => Failure::OutOfMemory { limit_bytes },
+            (_, _, Some(limit_bytes)) if refused => Failure::OutOfMemory {
+                limit_bytes,
+                setting: self.memory_setting,
+            },
             (Some(signal), _, _) => Failure::Crashed { signal },
             (None, Some(code), _) => Failure::Exited { code, stderr },
             (None, None, _) => Failure::Io("the worker process ended".into()),
@@ -226,6 +263,88 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Memory shared with a worker: a `memfd` both map, grown by either side when a window
+/// needs more. Only one side touches it at a time: the worker while it answers a request,
+/// this process after the answer.
+pub struct SharedMemory {
+    file: File,
+    map: MmapMut,
+}
+
+impl SharedMemory {
+    /// A new, empty shared memory, to pass to a worker with [`Worker::spawn_sharing`].
+    pub fn new() -> std::io::Result<SharedMemory> {
+        // SAFETY: a valid C string; the descriptor returned (when not -1) is ours to own.
+        let fd = unsafe { libc::memfd_create(c"framecull-window".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened here and is owned by nothing else.
+        SharedMemory::of(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// In a worker: the memory its parent shared ([`SHARED_FD`]).
+    pub fn inherited() -> std::io::Result<SharedMemory> {
+        // SAFETY: the parent put the shared memory at this descriptor
+        // (`Worker::spawn_sharing`); nothing else in this process owns it.
+        SharedMemory::of(unsafe { File::from_raw_fd(SHARED_FD) })
+    }
+
+    /// The descriptor to share.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+
+    /// The mapped bytes (at least what was last reserved).
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+
+    fn of(file: File) -> std::io::Result<SharedMemory> {
+        if file.metadata()?.len() == 0 {
+            file.set_len(1 << 20)?;
+        }
+        // SAFETY: the file is a memfd only this process and its worker map, and they take
+        // turns (see the type's comment); a worker killed mid-write leaves bytes nobody reads.
+        let map = unsafe { MmapMut::map_mut(&file)? };
+        Ok(SharedMemory { file, map })
+    }
+
+    /// At least `len` bytes mapped: the file grown (with room to spare) when shorter, and
+    /// mapped again when the other side grew it.
+    pub fn reserve(&mut self, len: usize) -> std::io::Result<()> {
+        if self.map.len() >= len {
+            return Ok(());
+        }
+        let have = self.file.metadata()?.len();
+        if have < len as u64 {
+            self.file
+                .set_len((len as u64).next_multiple_of(1 << 20) + (len as u64) / 4)?;
+        }
+        // SAFETY: as in `of`.
+        self.map = unsafe { MmapMut::map_mut(&self.file)? };
+        Ok(())
+    }
+}
+
+/// In a worker that decodes on its main thread: keep freed memory for the next request rather
+/// than give it back to the kernel at once. glibc trims the main heap as soon as 128 KiB at its
+/// top are free, and a decoder frees and allocates megabytes per window: each window then
+/// faulted its pages in again (a loader worker spent a third more time in the kernel than the
+/// same decode on a thread of the loader's process, and read shuffled windows 5-10% slower).
+pub fn keep_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets the allocator's thresholds; it takes the allocator's lock.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
     }
 }
 

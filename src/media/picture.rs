@@ -114,14 +114,14 @@ impl Frame {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FrameFormat {
     Yuv420,
     Rgb,
 }
 
 /// YUV -> RGB matrix (ignored for RGB frames).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Matrix {
     Bt601,
     Bt709,
@@ -142,7 +142,7 @@ impl Matrix {
 }
 
 /// Sample range (ignored for RGB frames).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Range {
     /// Y in 16..=235, U and V in 16..=240.
     Limited,

@@ -99,7 +99,7 @@ impl PartialEq for DecodedPlanes {
 }
 
 /// Time spent per stage of a request, in seconds.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct ReadTimes {
     /// Demuxing: reading packets from the file.
     pub read_secs: f64,

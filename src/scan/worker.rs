@@ -80,6 +80,7 @@ pub fn spec(memory_bytes: Option<u64>) -> Option<Spec> {
         exe: worker_exe()?,
         args: vec!["worker".into()],
         memory_bytes,
+        memory_setting: "limits.max_memory_mib in framecull.toml",
     })
 }
 

@@ -27,7 +27,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         format!(
             "player pipeline on {} frames of 1080p H.264 -> {}x{} RGBA, upload on {}: \
              {:.1} frames/s median (runs {:?} s); per frame: decode {:.2} ms, convert \
-             {:.2} ms, upload {:.2} ms",
+             {:.2} ms, upload {:.2} ms\n  the player's pictures (decode + convert, no upload): \
+             {:.1} frames/s from a worker process, {:.1} frames/s in this one",
             r.frames,
             r.display.0,
             r.display.1,
@@ -36,7 +37,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             r.secs,
             r.decode_ms,
             r.convert_ms,
-            r.upload_ms
+            r.upload_ms,
+            r.pictures_in_worker_fps,
+            r.pictures_here_fps,
         )
     })
 }
@@ -51,6 +54,10 @@ struct PlayerBench {
     decode_ms: f64,
     convert_ms: f64,
     upload_ms: f64,
+    /// Frames per second of `Pictures` (what the player's thread asks for), median of the
+    /// runs, decoded in a worker process and in this one.
+    pictures_in_worker_fps: f64,
+    pictures_here_fps: f64,
 }
 
 /// Decode, convert and upload every frame in order, as the player does while playing.
@@ -141,7 +148,15 @@ fn bench_player(dir: &Path, frames: u32, repeat: usize) -> anyhow::Result<Player
         (decode, convert, upload) = (1e3 * d / n, 1e3 * c / n, 1e3 * u / n);
     }
     let median_secs = median(secs.clone());
+    // The player's own path, run alternately both ways.
+    let (mut in_worker, mut here) = (Vec::new(), Vec::new());
+    for _ in 0..repeat {
+        in_worker.push(pictures_secs(&path, true)?);
+        here.push(pictures_secs(&path, false)?);
+    }
     Ok(PlayerBench {
+        pictures_in_worker_fps: f64::from(frames) / median(in_worker),
+        pictures_here_fps: f64::from(frames) / median(here),
         frames,
         display,
         adapter: format!("{} ({:?})", info.name, info.device_type),
@@ -151,6 +166,32 @@ fn bench_player(dir: &Path, frames: u32, repeat: usize) -> anyhow::Result<Player
         convert_ms: convert,
         upload_ms: upload,
     })
+}
+
+/// Seconds to open `path` and fetch every frame in order as the player's thread does.
+fn pictures_secs(path: &Path, in_worker: bool) -> anyhow::Result<f64> {
+    use framecull::gui::player::MAX_DISPLAY;
+    use framecull::loader::isolate::Pictures;
+    use framecull::media::Source;
+    let started = Instant::now();
+    let source = Source::File(path.to_path_buf());
+    let mut pictures = if in_worker {
+        Pictures::open(&source, 2)
+    } else {
+        Pictures::open_here(&source, 2)
+    }
+    .map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(pictures.in_worker() == in_worker, "no worker process");
+    for p in 0..pictures.timeline().pts.len() {
+        let (w, h, rgb) = pictures
+            .picture(p, 0, MAX_DISPLAY, None)
+            .map_err(anyhow::Error::msg)?;
+        std::hint::black_box(eframe::egui::ColorImage::from_rgb(
+            [w as usize, h as usize],
+            rgb,
+        ));
+    }
+    Ok(started.elapsed().as_secs_f64())
 }
 
 /// The bytes of egui's RGBA pixels, as the renderer uploads them.

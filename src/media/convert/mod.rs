@@ -20,9 +20,34 @@ pub use cpu::{
     Scratch, axis_taps, decode_elements, display_interval, element_value, frame_rgb, write_frame,
 };
 
+/// `frame` as a picture to show: upright (`quarter_turns`), fitted within `max` (never
+/// enlarged), packed RGB into `rgb`. Returns its width and height. The window's player, its
+/// scrub strips and the loader's worker processes (which decode for them) all draw with this.
+pub fn fit_rgb(
+    frame: &Frame,
+    quarter_turns: u8,
+    max: (u32, u32),
+    scratch: &mut Scratch,
+    rgb: &mut Vec<u8>,
+) -> (u32, u32) {
+    let (dw, dh) = frame.display_size(quarter_turns);
+    let scale = (f64::from(max.0) / f64::from(dw))
+        .min(f64::from(max.1) / f64::from(dh))
+        .min(1.0);
+    let (w, h) = (
+        ((f64::from(dw) * scale).round() as u32).max(1),
+        ((f64::from(dh) * scale).round() as u32).max(1),
+    );
+    let out = OutputSpec::rgb8(w, h, Filter::Bilinear);
+    rgb.resize(out.frame_elements(), 0);
+    let params = FrameParams::full(frame, quarter_turns);
+    write_frame(Some(&FrameJob { frame, params }), &out, scratch, rgb);
+    (w, h)
+}
+
 /// How one output frame is cut from its source frame. Augmentations are drawn once per clip,
 /// so every frame of a clip carries the same crop and flip.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FrameParams {
     /// Clockwise quarter turns from coded to display orientation (0..=3).
     pub quarter_turns: u8,
