@@ -11,6 +11,11 @@ secs="${1:-30}"
 targets=(sniff image_header structure manifest config)
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 export CARGO_TARGET_DIR=target/smoke
+# libFuzzer itself is C++, built by libfuzzer-sys with `c++`: a machine with only clang (what
+# packaging/deps.sh installs) builds it with clang++.
+if ! command -v c++ >/dev/null 2>&1 && command -v clang++ >/dev/null 2>&1; then
+  export CXX=clang++
+fi
 # --target keeps the flags off build scripts and procedural macros, as cargo-fuzz does.
 RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \

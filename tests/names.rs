@@ -123,3 +123,93 @@ fn names_of_any_bytes_are_scanned_analysed_exported_and_loaded() {
     assert!(s.skipped_windows.is_empty(), "{:?}", s.errors);
     assert_eq!(loaded.len(), NAMES.len(), "every file gave a window");
 }
+
+/// The dataset folder itself may have such a name: recorded exactly by the catalog, the
+/// manifest's `dataset_root` and a shard's `shard.json`, so a rescan, the loader (which finds
+/// the files through `dataset_root`) and a merge of shards all reach the same files.
+#[test]
+fn a_dataset_folder_whose_name_is_not_utf8_is_recorded_exactly() {
+    use std::os::unix::ffi::OsStringExt;
+    let tmp = tempfile::tempdir().unwrap();
+    // Made under a plain name (the encoders take UTF-8 paths), then renamed.
+    let plain = tmp.path().join("plain");
+    for (i, (name, _, holds)) in NAMES.iter().enumerate().take(5) {
+        write(&plain, name, holds, i);
+    }
+    let data = tmp.path().join(OsStr::from_bytes(b"set\xe9 \\x41 data"));
+    std::fs::rename(&plain, &data).unwrap();
+    let run = |args: &[&OsStr]| {
+        let out = common::bin().args(args).output().unwrap();
+        assert!(
+            out.status.code().unwrap_or(2) <= 1,
+            "{:?}: {}",
+            args,
+            common::stderr(&out)
+        );
+        out
+    };
+    let project = data.join(".framecull");
+    let os = |s: &str| std::ffi::OsString::from(s);
+    run(&[&os("scan"), data.as_os_str(), &os("--deep")]);
+    // A rescan finds the project's root the same, and nothing to do.
+    let again = run(&[&os("scan"), data.as_os_str()]);
+    assert!(
+        common::stderr(&again).contains("0 probed, 5 unchanged, 0 missing"),
+        "{}",
+        common::stderr(&again)
+    );
+    run(&[
+        &os("export"),
+        &os("--name"),
+        &os("all"),
+        &os("--project"),
+        project.as_os_str(),
+    ]);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(project.join("manifests/all/v0001.json")).unwrap())
+            .unwrap();
+    let recorded = meta["dataset_root"].as_str().unwrap();
+    assert!(recorded.ends_with("set\\xe9 \\\\x41 data"), "{recorded}");
+    assert_eq!(
+        framecull::model::path_of_text(recorded)
+            .into_os_string()
+            .into_vec(),
+        data.clone().into_os_string().into_vec()
+    );
+    // The loader finds every file through the recorded root.
+    let config = LoaderConfig {
+        device: DeviceChoice::Cpu,
+        workers: 1,
+        ..LoaderConfig::default()
+    };
+    let mut loader = Loader::open(&project.join("manifests/all"), None, config).unwrap();
+    let windows: usize = loader.epoch(0).map(|b| b.unwrap().windows.len()).sum();
+    let s = loader.stats();
+    assert!(s.skipped_clips.is_empty(), "{:?}", s.errors);
+    assert_eq!(windows, 5);
+
+    // Shards of it: each records the root in shard.json; the merge takes both.
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let dir = tmp.path().join(format!("shard-{i}"));
+        run(&[
+            &os("scan"),
+            data.as_os_str(),
+            &os("--shard"),
+            &os(&format!("{i}/2")),
+            &os("--project"),
+            dir.as_os_str(),
+        ]);
+        shards.push(dir);
+    }
+    let merged = tmp.path().join("merged");
+    run(&[
+        &os("merge"),
+        shards[0].as_os_str(),
+        shards[1].as_os_str(),
+        &os("--project"),
+        merged.as_os_str(),
+    ]);
+    let rows = common::list_jsonl(&merged);
+    assert_eq!(rows.len(), 5, "{:?}", rows.keys());
+}

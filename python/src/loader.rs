@@ -167,7 +167,7 @@ impl NativeLoader {
         let (meta, rows) = manifest::open_path(&path).map_err(|e| manifest_error(py, e))?;
         let references =
             manifest::read_seek_references(&path, &meta).map_err(|e| manifest_error(py, e))?;
-        let root = root.unwrap_or_else(|| PathBuf::from(&meta.dataset_root));
+        let root = root.unwrap_or_else(|| framecull::model::path_of_text(&meta.dataset_root));
         Ok(NativeLoader {
             path,
             root,

@@ -121,13 +121,14 @@ impl Catalog {
             source,
         })?;
         let catalog = Self::open_db(project_dir)?;
-        let root = dataset_root.to_string_lossy().into_owned();
+        // Reversible text: a folder whose name is not UTF-8 is recorded exactly.
+        let root = crate::model::text_of_path(dataset_root).into_owned();
         match catalog.meta("dataset_root")? {
             None => catalog.set_meta("dataset_root", &root)?,
             Some(recorded) if recorded != root => {
                 return Err(CatalogError::OtherDataset {
                     project: project_dir.to_path_buf(),
-                    recorded: recorded.into(),
+                    recorded: crate::model::path_of_text(&recorded),
                     given: dataset_root.to_path_buf(),
                 });
             }
@@ -190,7 +191,9 @@ impl Catalog {
 
     /// The dataset folder this project catalogues.
     pub fn dataset_root(&self) -> Result<Option<PathBuf>> {
-        Ok(self.meta("dataset_root")?.map(PathBuf::from))
+        Ok(self
+            .meta("dataset_root")?
+            .map(|text| crate::model::path_of_text(&text)))
     }
 
     fn meta(&self, key: &str) -> Result<Option<String>> {

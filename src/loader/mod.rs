@@ -365,7 +365,10 @@ impl Loader {
     ) -> Result<Loader, LoaderError> {
         let (meta, rows) = manifest::open_path(manifest_path)?;
         let references = manifest::read_seek_references(manifest_path, &meta)?;
-        let root = root.map_or_else(|| PathBuf::from(&meta.dataset_root), Path::to_path_buf);
+        let root = root.map_or_else(
+            || crate::model::path_of_text(&meta.dataset_root),
+            Path::to_path_buf,
+        );
         let mut loader = Loader::from_rows(&rows, &Root::of_recorded(&root)?, config)?;
         loader.set_seek_references(references);
         Ok(loader)

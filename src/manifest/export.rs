@@ -122,7 +122,7 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
         framecull_version: env!("CARGO_PKG_VERSION").to_string(),
         dataset_root: catalog
             .dataset_root()?
-            .map(|p| p.to_string_lossy().into_owned())
+            .map(|p| crate::model::text_of_path(&p).into_owned())
             .unwrap_or_default(),
         catalog_fingerprint,
         include: options.include,

@@ -26,6 +26,6 @@ pub use item::{
 };
 pub use measure::{Measure, Measured};
 pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
-pub use names::{local_path, path_bytes, path_text};
+pub use names::{local_path, path_as_text, path_bytes, path_of_text, path_text, text_of_path};
 pub use review::{Clip, ClipOrigin, Decision, Edit, Review};
 pub use units::{Ratio, human_bit_rate, human_bytes, human_duration, human_number};

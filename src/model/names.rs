@@ -84,6 +84,31 @@ pub fn path_bytes(text: &str) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
+/// The text of a whole path (a dataset folder), as [`path_text`] makes it.
+pub fn text_of_path(path: &Path) -> Cow<'_, str> {
+    path_text(path.as_os_str().as_bytes())
+}
+
+/// The path a [`text_of_path`] came from.
+pub fn path_of_text(text: &str) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(&path_bytes(text)))
+}
+
+/// `serde(with = ...)` for a path kept as its reversible text (a JSON string, even when the
+/// path is not UTF-8).
+pub mod path_as_text {
+    use std::path::{Path, PathBuf};
+
+    pub fn serialize<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::text_of_path(path))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(d)?;
+        Ok(super::path_of_text(&text))
+    }
+}
+
 /// The local file a relative path's text names under `dir`.
 pub fn local_path(dir: &Path, rel: &str) -> PathBuf {
     dir.join(OsStr::from_bytes(&path_bytes(rel)))

@@ -122,7 +122,8 @@ pub fn shard_of(rel_path: &str, count: u32) -> u32 {
 /// What a finished shard records in `shard.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardMarker {
-    /// The dataset root, canonical.
+    /// The dataset root, canonical (as reversible text: a name need not be UTF-8).
+    #[serde(with = "crate::model::path_as_text")]
     pub root: PathBuf,
     pub index: u32,
     pub count: u32,
