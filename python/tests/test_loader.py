@@ -106,10 +106,15 @@ def test_worker_processes_and_this_process_give_identical_batches(dataset):
     # decodes in `framecull loader-worker` processes.
     assert os.environ.get("FRAMECULL_WORKER_EXE"), "FRAMECULL_WORKER_EXE is not set"
     args = dict(SMALL, mode="all", clip_len=8, crop="random", hflip=0.5, seed=7, workers=2)
-    in_workers = digest(framecull.Loader(dataset["all"], **args))
-    here = digest(framecull.Loader(dataset["all"], **args, isolate=False))
+    isolated = framecull.Loader(dataset["all"], **args)
+    in_workers = digest(isolated)
+    local = framecull.Loader(dataset["all"], **args, isolate=False)
+    here = digest(local)
     assert in_workers == here
     assert here[1] > 5
+    # The first did decode in workers, the second did not.
+    assert isolated.stats()["worker_processes"] >= 1
+    assert local.stats()["worker_processes"] == 0
 
 
 def test_epochs_differ_and_repeat(dataset):

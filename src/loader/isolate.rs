@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::Sample;
 use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, Range, Scratch};
-use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, clip_len_hint};
+use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_budget};
 use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
 use crate::media::isolate::{SharedMemory, Spec, Worker, worker_exe};
 use crate::media::reader::{ReadTimes, VideoReader};
@@ -197,13 +197,31 @@ pub(crate) fn spec(config: &LoaderConfig) -> Option<Spec> {
         );
         return None;
     };
-    Some(Spec {
+    Some(worker_spec(exe, config.worker_memory_mib))
+}
+
+/// A `framecull loader-worker` with an address space of `memory_mib` (0: no cap).
+fn worker_spec(exe: PathBuf, memory_mib: u64) -> Spec {
+    Spec {
         exe,
         args: vec!["loader-worker".into()],
-        memory_bytes: (config.worker_memory_mib > 0)
-            .then_some(config.worker_memory_mib.saturating_mul(1 << 20)),
+        memory_bytes: (memory_mib > 0).then_some(memory_mib.saturating_mul(1 << 20)),
         memory_setting: "the loader's worker_memory_mib",
-    })
+    }
+}
+
+/// Start a worker sharing `memory` and check its greeting.
+fn start_worker(spec: &Spec, memory: &SharedMemory) -> Result<Worker, String> {
+    let mut worker = Worker::spawn_sharing(spec, Some(memory.fd())).map_err(|e| e.to_string())?;
+    let line = worker.receive(GREETING).map_err(|e| e.to_string())?;
+    match serde_json::from_str::<Greeting>(&line) {
+        Ok(g) if g.framecull_loader_worker == PROTOCOL => Ok(worker),
+        Ok(g) => Err(format!(
+            "it speaks protocol {}, this build {PROTOCOL}",
+            g.framecull_loader_worker
+        )),
+        Err(_) => Err(format!("unexpected greeting {line:?}")),
+    }
 }
 
 /// The windows one decode thread reads: those of local files in its worker process (when
@@ -416,19 +434,7 @@ impl Remote {
     }
 
     fn start(&mut self) -> Result<Worker, String> {
-        let mut worker =
-            Worker::spawn_sharing(&self.spec, Some(self.memory.fd())).map_err(|e| e.to_string())?;
-        let line = worker.receive(GREETING).map_err(|e| e.to_string())?;
-        match serde_json::from_str::<Greeting>(&line) {
-            Ok(g) if g.framecull_loader_worker == PROTOCOL => {}
-            Ok(g) => {
-                return Err(format!(
-                    "it speaks protocol {}, this build {PROTOCOL}",
-                    g.framecull_loader_worker
-                ));
-            }
-            Err(_) => return Err(format!("unexpected greeting {line:?}")),
-        }
+        let mut worker = start_worker(&self.spec, &self.memory)?;
         match worker
             .call(&self.setup, GREETING)
             .map_err(|e| e.to_string())?
@@ -512,10 +518,7 @@ impl Remote {
 /// plus time to answer. Filling the frame cache decodes the whole clip: a budget in
 /// proportion, as the reader gives itself.
 fn hard_limit(clip: &ClipSource, config: &LoaderConfig) -> Duration {
-    let mut budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
-    if config.cache.is_some() {
-        budget *= 1 + clip_len_hint(clip) / 64;
-    }
+    let budget = window_budget(clip, config);
     budget + budget.clamp(Duration::from_secs(2), Duration::from_secs(30))
 }
 
@@ -690,15 +693,7 @@ impl PictureWorker {
         threads: usize,
     ) -> Result<(Vec<i64>, Ratio), Opening> {
         self.worker = None;
-        let mut worker = Worker::spawn_sharing(&self.spec, Some(self.memory.fd()))
-            .map_err(|e| Opening::NoWorker(e.to_string()))?;
-        match worker.receive(GREETING) {
-            Ok(line)
-                if serde_json::from_str::<Greeting>(&line)
-                    .is_ok_and(|g| g.framecull_loader_worker == PROTOCOL) => {}
-            Ok(line) => return Err(Opening::NoWorker(format!("unexpected greeting {line:?}"))),
-            Err(e) => return Err(Opening::NoWorker(e.to_string())),
-        }
+        let mut worker = start_worker(&self.spec, &self.memory).map_err(Opening::NoWorker)?;
         let request = serde_json::to_string(&Request::Open {
             file: file.as_os_str().as_bytes().to_vec(),
             threads,
@@ -751,12 +746,7 @@ impl Pictures {
     fn open_where(source: &Source, threads: usize, isolate: bool) -> Result<Pictures, String> {
         let spec = match source {
             _ if !isolate => None,
-            Source::File(_) => worker_exe().map(|exe| Spec {
-                exe,
-                args: vec!["loader-worker".into()],
-                memory_bytes: Some(worker_memory_mib() << 20),
-                memory_setting: "the default worker memory limit",
-            }),
+            Source::File(_) => worker_exe().map(|exe| worker_spec(exe, worker_memory_mib())),
             Source::Object(_) => None,
         };
         let mut pictures = Pictures {

@@ -555,17 +555,14 @@ impl Readers {
         times: &mut ReadTimes,
     ) -> Result<WindowFrames, (SkipReason, String)> {
         let timing = config.sampling.timing;
-        let budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
+        let deadline = Instant::now() + window_budget(clip, config);
         let (frames, mut cut) = match self.cache.clone() {
             Some(cache) => {
-                // Filling decodes the whole clip: a budget in proportion.
-                let deadline = Instant::now() + budget * (1 + clip_len_hint(clip) / 64);
                 let frames = self.cached_window(&cache, clip, sample, timing, deadline, times);
                 (frames, Cut::new(sample, config, 0, false))
             }
             None => {
-                let frames =
-                    self.decode_window(clip, sample, timing, Instant::now() + budget, times);
+                let frames = self.decode_window(clip, sample, timing, deadline, times);
                 let cut = Cut::new(sample, config, clip.quarter_turns, clip.mirror);
                 (frames, cut)
             }
@@ -604,8 +601,7 @@ impl Readers {
             self.recycle(&clip.path, window.frames.into_iter().map(|f| f.data));
             return Ok((frames, window.time_base));
         }
-        let budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
-        let deadline = Instant::now() + budget;
+        let deadline = Instant::now() + window_budget(clip, config);
         let timing = config.sampling.timing;
         let (frames, time_base) = self
             .read_planned(clip, sample, timing, |reader, wanted| {
@@ -714,8 +710,20 @@ impl Cut {
     }
 }
 
+/// How long reading one window of `clip` may take: `window_budget_secs`, or in proportion to
+/// the clip when a frame-cache miss decodes all of it. The reader's deadline, and (plus a
+/// grace) the limit a worker process gets.
+pub(crate) fn window_budget(clip: &ClipSource, config: &LoaderConfig) -> Duration {
+    let budget = Duration::from_secs_f64(config.window_budget_secs.max(0.001));
+    if config.cache.is_some() {
+        budget * (1 + clip_len_hint(clip) / 64)
+    } else {
+        budget
+    }
+}
+
 /// Frames the clip is expected to hold (for time budgets).
-pub(crate) fn clip_len_hint(clip: &ClipSource) -> u32 {
+fn clip_len_hint(clip: &ClipSource) -> u32 {
     ((clip.end_secs - clip.start_secs).max(0.0) * 60.0).min(1e6) as u32
 }
 
