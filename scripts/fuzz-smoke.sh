@@ -5,8 +5,12 @@
 # Built with the stable toolchain and the coverage instrumentation `cargo fuzz build --dev
 # -s none` adds (scripts/fuzz.sh), so CI needs neither nightly nor cargo-fuzz. New inputs go to
 # a scratch folder, not the committed corpus.
+# `fuzz-smoke.sh --build` only builds the targets (CI does it early, at the lowest priority, so
+# the build fills the cores the tests leave idle).
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
+build_only=false
+if [ "${1:-}" = "--build" ]; then build_only=true; shift; fi
 secs="${1:-30}"
 targets=(sniff image_header structure manifest config)
 triple="$(rustc -vV | sed -n 's/^host: //p')"
@@ -21,6 +25,7 @@ RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks" \
   cargo build --target "$triple" --bins
+if $build_only; then exit 0; fi
 bins="$CARGO_TARGET_DIR/$triple/debug"
 failed=()
 run() {
