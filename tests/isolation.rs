@@ -212,6 +212,27 @@ fn a_probe_that_crashes_or_hangs_is_an_error_row_and_the_scan_goes_on() {
     assert_eq!(rows["good.mp4"]["frame_count"], 10);
 }
 
+/// Windows of `frames` frames (every other one), one a batch, on the CPU path, two threads.
+fn one_window_a_batch(frames: u32) -> framecull::loader::LoaderConfig {
+    use framecull::loader::{Batching, DeviceChoice, LoaderConfig, Mode, Sampling, Timing};
+    LoaderConfig {
+        sampling: Sampling {
+            clip_len: Some(frames),
+            max_frames: frames,
+            timing: Timing::Stride(2),
+            mode: Mode::Uniform,
+            window_step: None,
+        },
+        batching: Batching {
+            batch_size: 1,
+            ..Batching::default()
+        },
+        device: DeviceChoice::Cpu,
+        workers: 2,
+        ..LoaderConfig::default()
+    }
+}
+
 /// Each window of `manifest` read one per batch, by clip path: its frames and output bytes;
 /// and the load's error messages.
 type Windows = std::collections::BTreeMap<String, (Vec<u64>, Vec<u8>)>;
@@ -232,7 +253,11 @@ fn windows_by_clip(
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["path"].to_string())
         .collect();
-    let mut loader = Loader::open(manifest, None, config).unwrap();
+    windows_of(Loader::open(manifest, None, config).unwrap(), &paths)
+}
+
+/// Each window of `loader`'s first epoch, read one per batch, by its row's path in `paths`.
+fn windows_of(mut loader: framecull::loader::Loader, paths: &[String]) -> (Windows, Vec<String>) {
     let batches: Vec<_> = loader.epoch(0).map(|b| b.unwrap()).collect();
     let mut windows = Windows::new();
     // A batch whose window failed is empty.
@@ -253,7 +278,7 @@ fn windows_by_clip(
 /// the CPU path (preprocessed in the worker) and the GPU path's frames (preprocessed here).
 #[test]
 fn the_loader_skips_a_clip_whose_decoder_crashes_hangs_or_overallocates_and_reads_the_rest() {
-    use framecull::loader::{Batching, DeviceChoice, LoaderConfig, Mode, Sampling, Timing};
+    use framecull::loader::LoaderConfig;
     let data = tempfile::tempdir().unwrap();
     let d = data.path().join("data");
     let mut names = vec![];
@@ -301,22 +326,9 @@ fn the_loader_skips_a_clip_whose_decoder_crashes_hangs_or_overallocates_and_read
     let manifest = project.join("manifests/all");
 
     let config = LoaderConfig {
-        sampling: Sampling {
-            clip_len: Some(8),
-            max_frames: 8,
-            timing: Timing::Stride(2),
-            mode: Mode::Uniform,
-            window_step: None,
-        },
-        batching: Batching {
-            batch_size: 1,
-            ..Batching::default()
-        },
-        device: DeviceChoice::Cpu,
-        workers: 2,
         window_budget_secs: 2.0,
         worker_memory_mib: 1024,
-        ..LoaderConfig::default()
+        ..one_window_a_batch(8)
     };
     let started = Instant::now();
     let (isolated, errors) = windows_by_clip(&manifest, config.clone());
@@ -408,4 +420,144 @@ fn the_players_pictures_come_from_a_worker_the_same_and_a_crash_is_an_error() {
     );
     // In this process nothing is injected: the file itself is fine.
     assert!(Pictures::open_here(&Source::File(crash), 2).is_ok());
+}
+
+/// FFmpeg's work on objects in a bucket (moto's S3 server on 127.0.0.1) runs in worker
+/// processes too: a decoder that crashes on an object costs its row (the scan) and its windows
+/// (the loader) the reason, the requests the workers make are the scan's requests, a store
+/// opened with settings of its own (the library's `Root`) is opened so in the workers, and the
+/// good objects read (scan, loader, the player's pictures) as they do in this process.
+#[test]
+fn a_decoder_crash_on_an_object_in_a_bucket_costs_its_file_a_reason_too() {
+    use framecull::loader::{Loader, LoaderConfig};
+    let Some(moto) = common::s3::moto_server() else {
+        return;
+    };
+    let data = tempfile::tempdir().unwrap();
+    for (i, name) in ["good-a.mp4", "framecull-fault-crash.mp4", "good-b.mp4"]
+        .into_iter()
+        .enumerate()
+    {
+        let mut spec = clip(16 + 4 * i as u32);
+        spec.pattern = Pattern::MovingBox {
+            speed: 2 + i as u32,
+        };
+        common::video(data.path(), name, &spec);
+    }
+    let server = common::s3::Server::start(&moto, None);
+    server.upload(data.path(), "faults", "set", false);
+    let url = "s3://faults/set";
+    let scan = |project: &std::path::Path, workers: bool| {
+        let mut cmd = common::s3::framecull(&server, "test");
+        if !workers {
+            cmd.env("FRAMECULL_WORKER_EXE", "");
+        }
+        let out = cmd
+            .args(["scan", url, "--deep", "--json", "--project"])
+            .arg(project)
+            .output()
+            .unwrap();
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("scan --json: {e}: {}", common::stderr(&out)));
+        (out.status.code(), summary["requests"].clone())
+    };
+
+    // In workers: the crash is its object's reason, and the workers' requests are counted.
+    let isolated = tempfile::tempdir().unwrap();
+    let (code, requests) = scan(isolated.path(), true);
+    assert_eq!(code, Some(1), "{requests}");
+    let rows = common::list_jsonl(isolated.path());
+    assert_eq!(rows["framecull-fault-crash.mp4"]["status"], "error");
+    assert_eq!(
+        rows["framecull-fault-crash.mp4"]["error"],
+        "decoder crashed: signal 11 (SIGSEGV)"
+    );
+
+    // In this process nothing is injected: every object reads, the good ones as in workers.
+    let here = tempfile::tempdir().unwrap();
+    let (code, here_requests) = scan(here.path(), false);
+    assert_eq!(code, Some(0), "{here_requests}");
+    // The same requests, counted in the workers, but the crashed object's analysis (which
+    // would have read it whole once more).
+    let crashed = std::fs::metadata(data.path().join("framecull-fault-crash.mp4"))
+        .unwrap()
+        .len();
+    let count = |r: &serde_json::Value, kind: &str| r[kind].as_u64().unwrap();
+    assert_eq!(count(&requests, "get") + 1, count(&here_requests, "get"));
+    assert_eq!(
+        count(&requests, "bytes_read") + crashed,
+        count(&here_requests, "bytes_read"),
+        "{requests} {here_requests}"
+    );
+    let here_rows = common::list_jsonl(here.path());
+    for good in ["good-a.mp4", "good-b.mp4"] {
+        assert_eq!(rows[good]["status"], "ok", "{good}");
+        assert_eq!(measures(&rows[good]), measures(&here_rows[good]), "{good}");
+    }
+
+    // The loader, from the bucket through a store opened with its own settings: the crash
+    // costs that clip's windows, the others hold what an in-process load reads.
+    let out = common::run(&[
+        "export",
+        "--name",
+        "all",
+        "--format",
+        "jsonl",
+        "--project",
+        here.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let (_, manifest_rows) =
+        framecull::manifest::open_path(&here.path().join("manifests/all")).unwrap();
+    let paths: Vec<String> = manifest_rows.iter().map(|r| r.path.clone()).collect();
+    let config = one_window_a_batch(4);
+    let load = |config: LoaderConfig| {
+        let loader = Loader::from_rows(&manifest_rows, &server.root(url), config).unwrap();
+        windows_of(loader, &paths)
+    };
+    let (isolated, errors) = load(config.clone());
+    assert!(
+        errors.len() == 1 && errors[0].contains("decoder crashed: signal 11 (SIGSEGV)"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[0].contains("framecull-fault-crash.mp4"),
+        "{errors:?}"
+    );
+    let (expected, errors) = load(LoaderConfig {
+        isolate: false,
+        ..config
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(expected.len(), 3);
+    let good: Vec<&String> = expected.keys().filter(|p| p.starts_with("good")).collect();
+    assert_eq!(isolated.keys().collect::<Vec<_>>(), good);
+    for path in good {
+        assert_eq!(isolated[path].0, expected[path].0, "{path}: frames");
+        assert!(isolated[path].1 == expected[path].1, "{path}: bytes differ");
+    }
+
+    // The player's pictures of an object: from a worker, the same as decoded here.
+    use framecull::loader::isolate::Pictures;
+    use framecull::media::Source;
+    let root = server.root(url);
+    let object = |name: &str| {
+        let size = std::fs::metadata(data.path().join(name)).unwrap().len();
+        Source::in_root(&root, name, size)
+    };
+    let mut worker = Pictures::open(&object("good-b.mp4"), 2).unwrap();
+    assert!(worker.in_worker());
+    let mut here = Pictures::open_here(&object("good-b.mp4"), 2).unwrap();
+    assert_eq!(worker.timeline().pts, here.timeline().pts);
+    for index in [0, 5, 23] {
+        let (w, h, a) = worker.picture(index, 1, (320, 320), None).unwrap();
+        let a = a.to_vec();
+        let (w2, h2, b) = here.picture(index, 1, (320, 320), None).unwrap();
+        assert_eq!((w, h), (w2, h2));
+        assert!(a == b, "picture {index} differs");
+    }
+    let err = Pictures::open(&object("framecull-fault-crash.mp4"), 2)
+        .err()
+        .expect("a crash on open is an error");
+    assert!(err.contains("decoder crashed"), "{err}");
 }

@@ -311,5 +311,53 @@ fn a_read_only_dataset_works_and_an_unwritable_project_is_one_clear_error() {
     );
     assert!(rows["a.png"]["sharpness"].is_number());
     assert!(!data.join(".framecull").exists());
+
+    // The project on read-only storage (its folder unwritable): what reads it works, without
+    // the write-ahead log SQLite would make beside it; a change is one clear error.
+    let names = || {
+        let mut names: Vec<_> = std::fs::read_dir(&project)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = names();
+    mode(&project, 0o555);
+    let out = run(&[
+        "list",
+        "--format",
+        "jsonl",
+        "--project",
+        project.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let listed: std::collections::BTreeMap<String, serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|row| (row["path"].as_str().unwrap().to_string(), row))
+            .collect();
+    assert_eq!(listed, rows);
+    for command in [&["stats"][..], &["flags"]] {
+        let out = run(&[command, &["--project", project.to_str().unwrap()]].concat());
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{command:?}: {}",
+            common::stderr(&out)
+        );
+    }
+    let out = run(&[
+        "review",
+        "reject",
+        "a.png",
+        "--project",
+        project.to_str().unwrap(),
+    ]);
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the project's folder is read-only"), "{err}");
+    assert_eq!(names(), before, "nothing written beside the catalog");
+    mode(&project, 0o755);
     mode(&data, 0o755);
 }

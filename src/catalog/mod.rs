@@ -28,6 +28,18 @@ const DB_FILE: &str = "catalog.db";
 
 /// A hint for a project folder that cannot be made: a read-only dataset keeps its project
 /// elsewhere.
+/// What to do about a write refused because the catalog was opened read-only
+/// ([`Catalog::open`] on a folder that cannot be written).
+fn read_only_hint(e: &rusqlite::Error) -> &'static str {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::ReadOnly) => {
+            " (the project's folder is read-only: this command changes the catalog; run it on a \
+             writable copy of the project)"
+        }
+        _ => "",
+    }
+}
+
 fn unwritable_hint(path: &Path, e: &std::io::Error) -> &'static str {
     let denied = matches!(
         e.kind(),
@@ -47,7 +59,7 @@ fn unwritable_hint(path: &Path, e: &std::io::Error) -> &'static str {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    #[error("catalog database error: {0}")]
+    #[error("catalog database error: {0}{hint}", hint = read_only_hint(.0))]
     Sqlite(#[from] rusqlite::Error),
     #[error("cannot create project folder {path}: {source}{}", unwritable_hint(.path, .source))]
     CreateDir {
@@ -60,6 +72,11 @@ pub enum CatalogError {
         "catalog schema version {found} is newer than this framecull supports ({supported}); upgrade framecull"
     )]
     TooNew { found: i64, supported: i64 },
+    #[error(
+        "the catalog in {0} was made by an older framecull and its folder is read-only: open it \
+         once where it can be written (this framecull updates it)"
+    )]
+    ReadOnlyAndOld(PathBuf),
     #[error(
         "shard {shard} holds item id {largest}: a merged catalog takes shards of fewer than a \
          billion items"
@@ -74,6 +91,21 @@ pub enum CatalogError {
 }
 
 pub type Result<T> = std::result::Result<T, CatalogError>;
+
+/// `path` as the path of a `file:` URI: every byte but unreserved ones percent-encoded (a
+/// name need not be UTF-8).
+fn uri_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut text = String::new();
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            text.push(b as char);
+        } else {
+            text.push_str(&format!("%{b:02X}"));
+        }
+    }
+    text
+}
 
 /// What the catalog knows about a file, for incremental rescans.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,12 +178,28 @@ impl Catalog {
         Ok(())
     }
 
-    /// Open an existing project.
+    /// Open an existing project. One in a folder this process cannot write (read-only
+    /// storage, another user's project) is opened read-only: what reads it works, a change is
+    /// refused with a clear error.
     pub fn open(project_dir: &Path) -> Result<Self> {
         if !project_dir.join(DB_FILE).is_file() {
             return Err(CatalogError::NotFound(project_dir.to_path_buf()));
         }
-        Self::open_db(project_dir)
+        match Self::open_db(project_dir) {
+            // The folder cannot be written: SQLite cannot make the write-ahead log's files.
+            Err(CatalogError::Sqlite(e))
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+                ) =>
+            {
+                match Self::open_read_only(project_dir) {
+                    Err(CatalogError::Sqlite(_)) => Err(CatalogError::Sqlite(e)),
+                    opened => opened,
+                }
+            }
+            opened => opened,
+        }
     }
 
     fn open_db(project_dir: &Path) -> Result<Self> {
@@ -166,6 +214,33 @@ impl Catalog {
         };
         catalog.migrate()?;
         Ok(catalog)
+    }
+
+    /// A catalog whose folder cannot be written: SQLite could not make the write-ahead log's
+    /// index beside it, so the database is opened as immutable (nothing in this process can
+    /// change it; a writer elsewhere, on a file system shared read-only here, is not seen
+    /// until the next command).
+    fn open_read_only(project_dir: &Path) -> Result<Self> {
+        use rusqlite::OpenFlags;
+        let uri = format!("file:{}?immutable=1", uri_path(&project_dir.join(DB_FILE)));
+        let conn = Connection::open_with_flags(
+            uri,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let supported = schema::MIGRATIONS.len() as i64;
+        if found > supported {
+            return Err(CatalogError::TooNew { found, supported });
+        }
+        if found < supported {
+            return Err(CatalogError::ReadOnlyAndOld(project_dir.to_path_buf()));
+        }
+        Ok(Catalog {
+            conn,
+            project_dir: project_dir.to_path_buf(),
+        })
     }
 
     fn migrate(&mut self) -> Result<()> {

@@ -1,10 +1,12 @@
-//! Windows read in worker processes: each decode thread of the loader hands the windows of
-//! local files to a `framecull loader-worker` child ([`crate::media::isolate`]), which decodes
-//! them and (on the CPU path) preprocesses them into memory it shares with this process. A
-//! decoder that crashes, loops or allocates without end costs its window (skipped like a
-//! corrupt file, with the reason: `decoder crashed: signal 11 (SIGSEGV)`) and the child, not
-//! the training run; a new child takes the next window. Objects in a bucket are read in this
-//! process: a storage failure must stop the load, and only this process sees it.
+//! Windows read in worker processes: each decode thread of the loader hands its windows to a
+//! `framecull loader-worker` child ([`crate::media::isolate`]), which decodes them and (on the
+//! CPU path) preprocesses them into memory it shares with this process. A decoder that
+//! crashes, loops or allocates without end costs its window (skipped like a corrupt file, with
+//! the reason: `decoder crashed: signal 11 (SIGSEGV)`) and the child, not the training run; a
+//! new child takes the next window. Objects in a bucket too: the child opens the store from
+//! the environment it inherits and reports its requests and a storage failure with each
+//! answer, which this process takes in ([`crate::media::isolate::Reply`]), so a failure stops
+//! the load as it would here.
 //!
 //! The protocol is JSON, one line per message, as `scan::worker`'s; pixels never go through
 //! the pipe. A child is told each clip once, with its first window.
@@ -22,13 +24,15 @@ use super::plan::Sample;
 use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, Range, Scratch};
 use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_budget};
 use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
-use crate::media::isolate::{SharedMemory, Spec, Worker, worker_exe};
+use crate::media::isolate::{
+    Reply, SharedMemory, SourceWire, Spec, Stores, Worker, absorb, worker_exe,
+};
 use crate::media::reader::{ReadTimes, VideoReader};
 use crate::media::source::Source;
 use crate::model::{Ratio, SeekReference};
 
 /// Bump when a message changes: a worker of another protocol is not used.
-const PROTOCOL: u32 = 1;
+const PROTOCOL: u32 = 2;
 
 /// How long a new worker may take to greet.
 const GREETING: Duration = Duration::from_secs(20);
@@ -54,8 +58,8 @@ enum Request {
         frames: bool,
         out_len: usize,
     },
-    /// Open `file` for [`Pictures`] (in place of the one open before).
-    Open { file: Vec<u8>, threads: usize },
+    /// Open `source` for [`Pictures`] (in place of the one open before).
+    Open { source: SourceWire, threads: usize },
     /// Frame `index` of the open file, as [`crate::media::convert::fit_rgb`] makes it, into
     /// the shared memory.
     Picture {
@@ -126,13 +130,13 @@ struct FrameWire {
     len: usize,
 }
 
-/// A [`ClipSource`] of a local file; paths as bytes (a name need not be UTF-8).
+/// A [`ClipSource`]; its path as bytes (a name need not be UTF-8).
 #[derive(Serialize, Deserialize)]
 struct ClipWire {
     clip_id: String,
     row: usize,
     path: Vec<u8>,
-    file: Vec<u8>,
+    source: SourceWire,
     is_image: bool,
     quarter_turns: u8,
     mirror: bool,
@@ -146,12 +150,12 @@ struct ClipWire {
 }
 
 impl ClipWire {
-    fn of(clip: &ClipSource, file: &std::path::Path) -> ClipWire {
+    fn of(clip: &ClipSource, source: SourceWire) -> ClipWire {
         ClipWire {
             clip_id: clip.clip_id.clone(),
             row: clip.row,
             path: clip.path.as_os_str().as_bytes().to_vec(),
-            file: file.as_os_str().as_bytes().to_vec(),
+            source,
             is_image: clip.is_image,
             quarter_turns: clip.quarter_turns,
             mirror: clip.mirror,
@@ -165,13 +169,13 @@ impl ClipWire {
         }
     }
 
-    fn into_clip(self) -> ClipSource {
+    fn into_clip(self, stores: &mut Stores) -> Result<ClipSource, String> {
         let path = |bytes: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(bytes));
-        ClipSource {
+        Ok(ClipSource {
             clip_id: self.clip_id,
             row: self.row,
             path: path(self.path),
-            source: Source::File(path(self.file)),
+            source: self.source.into_source(stores).map_err(|e| e.to_string())?,
             is_image: self.is_image,
             quarter_turns: self.quarter_turns,
             mirror: self.mirror,
@@ -182,7 +186,7 @@ impl ClipWire {
             frames: self.frames,
             time_base: self.time_base,
             reference: self.reference.map(Arc::new),
-        }
+        })
     }
 }
 
@@ -224,8 +228,7 @@ fn start_worker(spec: &Spec, memory: &SharedMemory) -> Result<Worker, String> {
     }
 }
 
-/// The windows one decode thread reads: those of local files in its worker process (when
-/// there is one), the others here.
+/// The windows one decode thread reads: in its worker process when there is one, else here.
 pub(crate) struct WindowReader {
     local: Readers,
     remote: Option<Remote>,
@@ -246,11 +249,8 @@ impl WindowReader {
         }
     }
 
-    /// The worker for `clip`: a local file's, while a worker can run.
-    fn remote_for(&mut self, clip: &ClipSource) -> Option<&mut Remote> {
-        if !matches!(clip.source, Source::File(_)) {
-            return None;
-        }
+    /// The worker, while one can run.
+    fn remote_for(&mut self) -> Option<&mut Remote> {
         let remote = self.remote.as_mut()?;
         remote.ready().then_some(remote)
     }
@@ -267,7 +267,7 @@ impl WindowReader {
         scratch: &mut Scratch,
         bytes: &mut [u8],
     ) -> Result<(FramesRead, f64), (SkipReason, String)> {
-        let Some(remote) = self.remote_for(clip) else {
+        let Some(remote) = self.remote_for() else {
             return self
                 .local
                 .read_window_into(clip, sample, config, times, scratch, bytes);
@@ -294,7 +294,7 @@ impl WindowReader {
         config: &LoaderConfig,
         times: &mut ReadTimes,
     ) -> Result<WindowFrames, (SkipReason, String)> {
-        let Some(remote) = self.remote_for(clip) else {
+        let Some(remote) = self.remote_for() else {
             return self.local.read_window(clip, sample, config, times);
         };
         match remote.window(index, clip, sample, config, true, 0, times)? {
@@ -463,9 +463,6 @@ impl Remote {
         out_len: usize,
         times: &mut ReadTimes,
     ) -> Result<Made, (SkipReason, String)> {
-        let Source::File(file) = &clip.source else {
-            return Err((SkipReason::Corrupt, "not a local file".into()));
-        };
         if let Err(e) = self.memory.reserve(out_len) {
             return Err((
                 SkipReason::Corrupt,
@@ -474,7 +471,11 @@ impl Remote {
         }
         let request = Request::Window {
             clip: index,
-            define: (!self.told.contains(&index)).then(|| ClipWire::of(clip, file)),
+            define: if self.told.contains(&index) {
+                None
+            } else {
+                Some(ClipWire::of(clip, SourceWire::of(&clip.source)))
+            },
             sample: *sample,
             frames,
             out_len,
@@ -494,12 +495,17 @@ impl Remote {
             }
         };
         self.told.insert(index);
-        let answer = match serde_json::from_str::<Response>(&answer) {
-            Ok(Response::Window(answer)) => answer,
-            Ok(Response::Failed(why)) => return Err(self.lost(&why)),
-            Ok(_) | Err(_) => {
-                return Err(self.lost("the loader worker's answer is unreadable"));
+        let answer = match serde_json::from_str::<Reply<Response>>(&answer) {
+            Ok(reply) => {
+                absorb(clip.source.store(), &reply.storage);
+                reply.answer
             }
+            Err(_) => return Err(self.lost("the loader worker's answer is unreadable")),
+        };
+        let answer = match answer {
+            Response::Window(answer) => answer,
+            Response::Failed(why) => return Err(self.lost(&why)),
+            _ => return Err(self.lost("the loader worker answered another request")),
         };
         times.add(&answer.times);
         if let Some(keys) = answer.keyframes {
@@ -541,6 +547,7 @@ pub fn serve() -> std::io::Result<()> {
     let mut scratch = Scratch::default();
     let mut picture_reader: Option<VideoReader> = None;
     let mut rgb = Vec::new();
+    let mut stores = Stores::default();
     for line in stdin.lines() {
         let response = match (serde_json::from_str::<Request>(&line?), &mut state) {
             (Ok(Request::Setup { config }), _) => {
@@ -559,10 +566,16 @@ pub fn serve() -> std::io::Result<()> {
                 }),
                 Some((config, readers)),
             ) => {
-                if let Some(define) = define {
-                    clips.insert(clip, define.into_clip());
-                }
+                let defined = match define.map(|d| d.into_clip(&mut stores)) {
+                    Some(Ok(source)) => {
+                        clips.insert(clip, source);
+                        None
+                    }
+                    Some(Err(e)) => Some(e),
+                    None => None,
+                };
                 match clips.get(&clip) {
+                    _ if defined.is_some() => Response::Failed(defined.unwrap_or_default()),
                     Some(source) => {
                         let mut answer = window(
                             readers,
@@ -585,12 +598,15 @@ pub fn serve() -> std::io::Result<()> {
                 }
             }
             (Ok(Request::Window { .. }), None) => Response::Failed("a window before set-up".into()),
-            (Ok(Request::Open { file, threads }), _) => {
-                let file = PathBuf::from(std::ffi::OsString::from_vec(file));
+            (Ok(Request::Open { source, threads }), _) => {
                 #[cfg(feature = "fault-injection")]
-                crate::media::isolate::inject_fault(&file.to_string_lossy());
+                crate::media::isolate::inject_fault(&source.name());
                 picture_reader = None;
-                match VideoReader::open_source(&Source::File(file), threads) {
+                match source
+                    .into_source(&mut stores)
+                    .map_err(|e| e.to_string())
+                    .and_then(|s| VideoReader::open_source(&s, threads).map_err(|e| e.to_string()))
+                {
                     Ok(reader) => {
                         let opened = Response::Opened {
                             pts: reader.frame_pts().to_vec(),
@@ -599,7 +615,7 @@ pub fn serve() -> std::io::Result<()> {
                         picture_reader = Some(reader);
                         opened
                     }
-                    Err(e) => Response::NoPicture(e.to_string()),
+                    Err(e) => Response::NoPicture(e),
                 }
             }
             (
@@ -640,7 +656,11 @@ pub fn serve() -> std::io::Result<()> {
             },
             (Err(e), _) => Response::Failed(format!("unreadable request: {e}")),
         };
-        writeln!(stdout, "{}", serde_json::to_string(&response)?)?;
+        let reply = Reply {
+            answer: response,
+            storage: stores.report(),
+        };
+        writeln!(stdout, "{}", serde_json::to_string(&reply)?)?;
         stdout.flush()?;
     }
     Ok(())
@@ -667,8 +687,8 @@ fn read_picture(
 }
 
 /// Frames of one video as pictures to show (the window's player and scrub strips): decoded in
-/// a loader worker process when the video is a local file and a worker can start, so that a
-/// decoder that crashes or hangs on it costs an error message, not the window; else here.
+/// a loader worker process when a worker can start (a file or an object), so that a decoder
+/// that crashes or hangs on it costs an error message, not the window; else here.
 pub struct Pictures {
     source: Source,
     threads: usize,
@@ -686,31 +706,35 @@ struct PictureWorker {
 }
 
 impl PictureWorker {
-    /// Start a worker and open `file` in it: the file's frame timestamps and time base.
-    fn open(
-        &mut self,
-        file: &std::path::Path,
-        threads: usize,
-    ) -> Result<(Vec<i64>, Ratio), Opening> {
+    /// Start a worker and open `source` in it: the video's frame timestamps and time base.
+    fn open(&mut self, source: &Source, threads: usize) -> Result<(Vec<i64>, Ratio), Opening> {
         self.worker = None;
+        let wire = SourceWire::of(source);
         let mut worker = start_worker(&self.spec, &self.memory).map_err(Opening::NoWorker)?;
         let request = serde_json::to_string(&Request::Open {
-            file: file.as_os_str().as_bytes().to_vec(),
+            source: wire,
             threads,
         })
         .map_err(|e| Opening::Failed(e.to_string()))?;
         let answer = worker
             .call(&request, OPEN_LIMIT)
             .map_err(|e| Opening::Failed(e.to_string()))?;
-        match serde_json::from_str::<Response>(&answer) {
-            Ok(Response::Opened { pts, time_base }) => {
+        match reply_of(&answer, source) {
+            Some(Response::Opened { pts, time_base }) => {
                 self.worker = Some(worker);
                 Ok((pts, time_base))
             }
-            Ok(Response::NoPicture(e) | Response::Failed(e)) => Err(Opening::Failed(e)),
+            Some(Response::NoPicture(e) | Response::Failed(e)) => Err(Opening::Failed(e)),
             _ => Err(Opening::Failed("the worker's answer is unreadable".into())),
         }
     }
+}
+
+/// A worker's answer line, its storage reports taken in by `source`'s store.
+fn reply_of(line: &str, source: &Source) -> Option<Response> {
+    let reply = serde_json::from_str::<Reply<Response>>(line).ok()?;
+    absorb(source.store(), &reply.storage);
+    Some(reply.answer)
 }
 
 /// Why a worker could not open a file: no worker (then the file is opened here), or the
@@ -727,8 +751,8 @@ const OPEN_LIMIT: Duration = Duration::from_secs(120);
 const PICTURE_LIMIT: Duration = Duration::from_secs(30);
 
 impl Pictures {
-    /// Open `source` (`threads` decoder threads): in a worker process when it is a local
-    /// file and a `framecull` binary is there to run.
+    /// Open `source` (`threads` decoder threads): in a worker process when a `framecull`
+    /// binary is there to run.
     pub fn open(source: &Source, threads: usize) -> Result<Pictures, String> {
         Pictures::open_where(source, threads, true)
     }
@@ -744,10 +768,10 @@ impl Pictures {
     }
 
     fn open_where(source: &Source, threads: usize, isolate: bool) -> Result<Pictures, String> {
-        let spec = match source {
-            _ if !isolate => None,
-            Source::File(_) => worker_exe().map(|exe| worker_spec(exe, worker_memory_mib())),
-            Source::Object(_) => None,
+        let spec = if isolate {
+            worker_exe().map(|exe| worker_spec(exe, worker_memory_mib()))
+        } else {
+            None
         };
         let mut pictures = Pictures {
             source: source.clone(),
@@ -761,14 +785,14 @@ impl Pictures {
             scratch: Scratch::default(),
             rgb: Vec::new(),
         };
-        if let (Some(spec), Source::File(file)) = (spec, source) {
+        if let Some(spec) = spec {
             let memory = SharedMemory::new().map_err(|e| format!("shared memory: {e}"))?;
             let mut remote = PictureWorker {
                 spec,
                 worker: None,
                 memory,
             };
-            match remote.open(file, threads) {
+            match remote.open(source, threads) {
                 Ok((pts, time_base)) => {
                     pictures.timeline = crate::model::FrameTimeline { pts, time_base };
                     pictures.remote = Some(remote);
@@ -817,10 +841,8 @@ impl Pictures {
         let Some(remote) = self.remote.as_mut() else {
             return Err("nothing is open".into());
         };
-        if remote.worker.is_none()
-            && let Source::File(file) = &self.source
-        {
-            match remote.open(file, self.threads) {
+        if remote.worker.is_none() {
+            match remote.open(&self.source, self.threads) {
                 Ok(_) => {}
                 Err(Opening::Failed(e) | Opening::NoWorker(e)) => return Err(e),
             }
@@ -843,8 +865,8 @@ impl Pictures {
                 return Err(format!("frame {index}: {failure}"));
             }
         };
-        match serde_json::from_str::<Response>(&answer) {
-            Ok(Response::Picture { width, height }) => {
+        match reply_of(&answer, &self.source) {
+            Some(Response::Picture { width, height }) => {
                 let len = width as usize * height as usize * 3;
                 if remote.memory.reserve(len).is_err() {
                     remote.worker = None;
@@ -852,7 +874,7 @@ impl Pictures {
                 }
                 Ok((width, height, &remote.memory.bytes()[..len]))
             }
-            Ok(Response::NoPicture(e)) => Err(e),
+            Some(Response::NoPicture(e)) => Err(e),
             _ => {
                 remote.worker = None;
                 Err("the worker's answer is unreadable".into())

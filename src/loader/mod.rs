@@ -99,7 +99,7 @@ pub struct LoaderConfig {
     /// two cores: xxh3 over every output byte). `load-bench` turns it on.
     #[serde(default)]
     pub checksum: bool,
-    /// Decode local files in worker processes (`framecull loader-worker`, one per decode
+    /// Decode in worker processes (`framecull loader-worker`, one per decode
     /// worker), so that a decoder that crashes, hangs or allocates without end costs its clip
     /// (skipped with the reason), not the training run. Off, or with no `framecull` binary to
     /// run (beside this program, or `FRAMECULL_WORKER_EXE`), FFmpeg runs in this process.
@@ -449,10 +449,8 @@ impl Loader {
             fingerprints.push(row.file_fingerprint.clone());
             extents.push(extent);
         }
-        // Only local files are read in worker processes.
-        let local = clips.iter().any(|c| matches!(c.source, Source::File(_)));
         Ok(Loader {
-            isolation: if local { isolate::spec(&config) } else { None },
+            isolation: isolate::spec(&config),
             config,
             clips: Arc::new(clips),
             fingerprints,

@@ -65,6 +65,14 @@ impl Source {
         }
     }
 
+    /// The object store it is in, if it is an object.
+    pub fn store(&self) -> Option<&crate::storage::Remote> {
+        match self {
+            Source::File(_) => None,
+            Source::Object(object) => Some(&object.remote),
+        }
+    }
+
     /// The error that stops a whole scan (network, permission), if reading this source met
     /// one.
     pub fn storage_failure(&self) -> Option<StorageError> {
@@ -89,6 +97,14 @@ pub enum Opened {
 }
 
 impl Opened {
+    /// The object store it is in, if it is an object.
+    pub fn store(&self) -> Option<&crate::storage::Remote> {
+        match self {
+            Opened::File(_) => None,
+            Opened::Object(o) => Some(&o.object().remote),
+        }
+    }
+
     pub fn name(&self) -> &Path {
         match self {
             Opened::File(path) => path,

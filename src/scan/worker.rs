@@ -2,7 +2,10 @@
 //! a `framecull worker` child (`media::isolate`), so that a demuxer or decoder that crashes,
 //! loops or runs out of memory costs one file a row with the reason, not the whole run. A
 //! dead worker is replaced for the next file. Signatures and image headers are read by safe
-//! code in this process; only what FFmpeg reads goes to a worker.
+//! code in this process; only what FFmpeg reads goes to a worker. Objects in a bucket too: the
+//! worker opens the store from the environment it inherits and reports, with each answer, the
+//! requests it made and a failure that stops the run ([`crate::media::isolate::Reply`]), which
+//! this process takes in as if it had met them.
 //!
 //! The protocol is JSON, one line per message: the worker greets with its protocol number,
 //! then answers each request line with one response line.
@@ -18,12 +21,14 @@ use super::deep::AnalyzeOptions;
 use crate::analysis::cuts::CutOptions;
 use crate::catalog::AnalysisTodo;
 use crate::media::Opened;
-use crate::media::isolate::{Failure, Spec, Worker, worker_exe};
+use crate::media::isolate::{
+    Failure, Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, worker_exe,
+};
 use crate::model::{Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe};
 use crate::storage::Root;
 
 /// Bump when a message changes: a worker of another protocol is not used.
-const PROTOCOL: u32 = 1;
+const PROTOCOL: u32 = 2;
 
 /// How long a new worker may take to greet.
 const GREETING: Duration = Duration::from_secs(20);
@@ -37,19 +42,20 @@ struct Greeting {
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Request {
     Analyse {
-        /// The dataset folder's bytes (a local root: objects are read in the main process).
-        root: Vec<u8>,
+        root: RootWire,
         item: AnalysisTodo,
         budget_secs: f64,
         cuts: CutOptions,
     },
     /// FFmpeg's probe of one file ([`crate::media::probe_with_ffmpeg`]).
-    /// `file`: the path's bytes (a name need not be UTF-8).
-    Probe { file: Vec<u8>, budget_secs: f64 },
-    /// The first picture of `file` ([`crate::media::decode::first_picture`]), its packed RGB
+    Probe {
+        source: SourceWire,
+        budget_secs: f64,
+    },
+    /// The first picture of `source` ([`crate::media::decode::first_picture`]), its packed RGB
     /// written to the file `out` (no pixels through the pipe).
     FirstPicture {
-        file: Vec<u8>,
+        source: SourceWire,
         max_side: u32,
         budget_secs: f64,
         out: Vec<u8>,
@@ -101,25 +107,24 @@ impl WorkerSlot {
         WorkerSlot { spec, worker: None }
     }
 
-    /// Analyse one file in the worker (in this process when there is none or the root is
-    /// remote: an object store failure must stop the run, which only this process sees).
+    /// Analyse one file in the worker (in this process when there is none).
     pub fn analyse(
         &mut self,
         root: &Root,
         item: &AnalysisTodo,
         options: &AnalyzeOptions,
     ) -> (Metrics, Curves) {
-        let dir = match root {
-            Root::Local(dir) if self.ready() => dir,
-            _ => return super::deep::analyse_in_process(root, item, options),
-        };
+        if !self.ready() {
+            return super::deep::analyse_in_process(root, item, options);
+        }
         let request = Request::Analyse {
-            root: dir.as_os_str().as_bytes().to_vec(),
+            root: RootWire::of(root),
             item: item.clone(),
             budget_secs: options.file_budget.as_secs_f64(),
             cuts: options.cuts.clone(),
         };
-        match self.call(&request, hard_limit(options.file_budget), &item.path) {
+        let answer = self.call(&request, hard_limit(options.file_budget), &item.path);
+        match absorbed(answer, root.as_remote().map(|r| &**r)) {
             Ok(Response::Analysed {
                 metrics,
                 mut curves,
@@ -134,19 +139,20 @@ impl WorkerSlot {
     }
 
     /// FFmpeg's probe of `opened`, stopping at `deadline`; in this process when there is no
-    /// worker or the source is an object (see [`WorkerSlot::analyse`]).
+    /// worker.
     pub fn probe(&mut self, opened: &Opened, deadline: Instant) -> Probe {
-        let file = match opened {
-            Opened::File(file) if self.ready() => file,
-            _ => return crate::media::probe_with_ffmpeg(opened, deadline),
-        };
+        if !self.ready() {
+            return crate::media::probe_with_ffmpeg(opened, deadline);
+        }
+        let source = SourceWire::of_opened(opened);
         let budget = deadline.saturating_duration_since(Instant::now());
+        let name = source.name();
         let request = Request::Probe {
-            file: file.as_os_str().as_bytes().to_vec(),
+            source,
             budget_secs: budget.as_secs_f64(),
         };
-        let name = file.to_string_lossy();
-        match self.call(&request, hard_limit(budget), &name) {
+        let answer = self.call(&request, hard_limit(budget), &name);
+        match absorbed(answer, opened.store()) {
             Ok(Response::Probed(probe)) => probe,
             Ok(other) => Probe::failed(MediaKind::Video, ItemStatus::Error, unexpected(&other)),
             Err(reason) => Probe::failed(MediaKind::Video, ItemStatus::Error, reason),
@@ -154,7 +160,7 @@ impl WorkerSlot {
     }
 
     /// The first picture of `opened` fitted within `max_side`, as packed RGB (a thumbnail);
-    /// in this process when there is no worker or the source is an object.
+    /// in this process when there is no worker.
     pub fn first_picture(
         &mut self,
         opened: &Opened,
@@ -162,24 +168,25 @@ impl WorkerSlot {
         budget: Duration,
     ) -> Result<(usize, usize, Vec<u8>), String> {
         use crate::media::decode::first_picture;
-        let file = match opened {
-            Opened::File(file) if self.ready() => file,
-            _ => return first_picture(opened, max_side, Instant::now() + budget),
-        };
+        if !self.ready() {
+            return first_picture(opened, max_side, Instant::now() + budget);
+        }
+        let source = SourceWire::of_opened(opened);
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let out =
             std::env::temp_dir().join(format!("framecull-picture-{}-{n}.rgb", std::process::id()));
+        let name = source.name();
         let request = Request::FirstPicture {
-            file: file.as_os_str().as_bytes().to_vec(),
+            source,
             max_side,
             budget_secs: budget.as_secs_f64(),
             out: out.as_os_str().as_bytes().to_vec(),
         };
-        let answer = self.call(&request, hard_limit(budget), &file.to_string_lossy());
+        let answer = self.call(&request, hard_limit(budget), &name);
         let read = std::fs::read(&out);
         let _ = std::fs::remove_file(&out);
-        match answer? {
+        match absorbed(answer, opened.store())? {
             Response::Picture { width, height } => {
                 let rgb = read.map_err(|e| format!("cannot read the worker's picture: {e}"))?;
                 if rgb.len() != width * height * 3 {
@@ -193,7 +200,12 @@ impl WorkerSlot {
 
     /// One request and its answer; a failure's reason, with the worker dropped (a new one
     /// starts for the next file).
-    fn call(&mut self, request: &Request, limit: Duration, path: &str) -> Result<Response, String> {
+    fn call(
+        &mut self,
+        request: &Request,
+        limit: Duration,
+        path: &str,
+    ) -> Result<Reply<Response>, String> {
         let line = serde_json::to_string(request)
             .map_err(|e| format!("cannot send the file to the worker: {e}"))?;
         let Some(worker) = self.worker.as_mut() else {
@@ -204,7 +216,7 @@ impl WorkerSlot {
             tracing::warn!("{path}: {failure}");
             failure.to_string()
         })?;
-        serde_json::from_str::<Response>(&answer).map_err(|e| {
+        serde_json::from_str::<Reply<Response>>(&answer).map_err(|e| {
             self.worker = None;
             format!("the worker's answer is unreadable: {e}")
         })
@@ -234,6 +246,16 @@ impl WorkerSlot {
             }
         }
     }
+}
+
+/// A worker's answer, its storage reports taken in by `remote` (the store the request read).
+fn absorbed(
+    reply: Result<Reply<Response>, String>,
+    remote: Option<&crate::storage::Remote>,
+) -> Result<Response, String> {
+    let reply = reply?;
+    absorb(remote, &reply.storage);
+    Ok(reply.answer)
 }
 
 fn unexpected(response: &Response) -> String {
@@ -282,29 +304,38 @@ pub fn serve() -> std::io::Result<()> {
         "worker {} serving (protocol {PROTOCOL})",
         std::process::id()
     );
+    let mut stores = Stores::default();
     for line in stdin.lines() {
         let response = match serde_json::from_str::<Request>(&line?) {
-            Ok(request) => answer(request),
+            Ok(request) => answer(request, &mut stores),
             Err(e) => Response::Failed(format!("unreadable request: {e}")),
         };
-        writeln!(stdout, "{}", serde_json::to_string(&response)?)?;
+        let reply = Reply {
+            answer: response,
+            storage: stores.report(),
+        };
+        writeln!(stdout, "{}", serde_json::to_string(&reply)?)?;
         stdout.flush()?;
     }
     Ok(())
 }
 
-fn answer(request: Request) -> Response {
+fn answer(request: Request, stores: &mut Stores) -> Response {
     #[cfg(feature = "fault-injection")]
     crate::media::isolate::inject_fault(&match &request {
-        Request::Probe { file, .. } | Request::FirstPicture { file, .. } => {
-            String::from_utf8_lossy(file).into_owned()
-        }
+        Request::Probe { source, .. } | Request::FirstPicture { source, .. } => source.name(),
         Request::Analyse { item, .. } => item.path.clone(),
     });
     let path = |bytes: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(bytes));
     match request {
-        Request::Probe { file, budget_secs } => {
-            let source = Opened::File(path(file));
+        Request::Probe {
+            source,
+            budget_secs,
+        } => {
+            let source = match source.into_opened(stores) {
+                Ok(source) => source,
+                Err(e) => return Response::Failed(e.to_string()),
+            };
             let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
             let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 crate::media::probe_with_ffmpeg(&source, deadline)
@@ -319,12 +350,15 @@ fn answer(request: Request) -> Response {
             Response::Probed(probe)
         }
         Request::FirstPicture {
-            file,
+            source,
             max_side,
             budget_secs,
             out,
         } => {
-            let source = Opened::File(path(file));
+            let source = match source.into_opened(stores) {
+                Ok(source) => source,
+                Err(e) => return Response::Failed(e.to_string()),
+            };
             let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
             let picture = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 crate::media::decode::first_picture(&source, max_side, deadline)
@@ -344,7 +378,10 @@ fn answer(request: Request) -> Response {
             budget_secs,
             cuts,
         } => {
-            let root = Root::Local(path(root));
+            let root = match root.into_root(stores) {
+                Ok(root) => root,
+                Err(e) => return Response::Failed(e.to_string()),
+            };
             // Spelled out: `AnalyzeOptions::default()` asks the system for its CPU count
             // (several file reads), once per file here.
             let options = AnalyzeOptions {

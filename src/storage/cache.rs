@@ -86,6 +86,40 @@ impl CachedObject {
         }
     }
 
+    /// A [`CachedObject::new`] already holding ranges another reader of the object fetched
+    /// ([`CachedObject::fetched`]): a worker process does not request them again.
+    pub fn with_fetched(object: Object, fetched: Vec<(u64, Vec<u8>)>) -> Self {
+        let cached = CachedObject::new(object);
+        {
+            let mut extents = cached.lock();
+            for (start, bytes) in fetched {
+                if !bytes.is_empty() {
+                    extents.kept.push(Extent {
+                        start,
+                        bytes,
+                        last_used: 0,
+                    });
+                }
+            }
+        }
+        cached
+    }
+
+    /// The ranges fetched so far, up to `max_bytes` of them (the most recently used first).
+    pub fn fetched(&self, max_bytes: usize) -> Vec<(u64, Vec<u8>)> {
+        let extents = self.lock();
+        let mut kept: Vec<&Extent> = extents.kept.iter().collect();
+        kept.sort_by_key(|e| std::cmp::Reverse(e.last_used));
+        let mut total = 0;
+        kept.into_iter()
+            .take_while(|e| {
+                total += e.bytes.len();
+                total <= max_bytes
+            })
+            .map(|e| (e.start, e.bytes.clone()))
+            .collect()
+    }
+
     pub fn object(&self) -> &Object {
         &self.object
     }

@@ -21,7 +21,7 @@ use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, Re
 
 /// Why a request to the object store failed. Messages name the object (or bucket) and the
 /// cause; they never hold a credential.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum StorageError {
     #[error("not a dataset URL: {url}: {reason}")]
     Url { url: String, reason: String },
@@ -199,7 +199,7 @@ impl Cloud {
 }
 
 /// Requests made to one object store, by kind, and the bytes its GETs returned.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RequestCounts {
     /// Listing requests (one per page of up to 1,000 keys).
     pub list: u64,
@@ -215,6 +215,17 @@ pub struct RequestCounts {
 impl RequestCounts {
     pub fn total(&self) -> u64 {
         self.list + self.get + self.head + self.other
+    }
+
+    /// What was counted since `earlier`.
+    pub fn since(&self, earlier: &RequestCounts) -> RequestCounts {
+        RequestCounts {
+            list: self.list.saturating_sub(earlier.list),
+            get: self.get.saturating_sub(earlier.get),
+            head: self.head.saturating_sub(earlier.head),
+            other: self.other.saturating_sub(earlier.other),
+            bytes_read: self.bytes_read.saturating_sub(earlier.bytes_read),
+        }
     }
 }
 
@@ -363,6 +374,18 @@ pub struct Remote {
     counters: Arc<Counters>,
     /// The first error that stops a scan (network, permission), kept for the scan to report.
     failure: Mutex<Option<StorageError>>,
+    /// The settings it was opened with ([`Remote::open_with`]), for a worker process to open
+    /// the same store.
+    settings: Settings,
+}
+
+/// Settings that may hold credentials: never shown.
+struct Settings(Vec<(String, String)>);
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} settings", self.0.len())
+    }
 }
 
 impl Remote {
@@ -496,7 +519,35 @@ impl Remote {
             store,
             counters,
             failure: Mutex::new(None),
+            settings: Settings(
+                settings
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
         })
+    }
+
+    /// The settings it was opened with, over the environment: with [`Remote::url`], what
+    /// a child process (which inherits the environment) opens the same store from. They may
+    /// hold credentials: for a pipe to such a process, never for a message or a file.
+    pub fn settings(&self) -> &[(String, String)] {
+        &self.settings.0
+    }
+
+    /// Take in what reading this store in a worker process cost and met: its requests join
+    /// this store's counts, and a failure that stops a scan is this store's failure, as if
+    /// met here.
+    pub fn absorb(&self, counts: &RequestCounts, failure: Option<StorageError>) {
+        let c = &self.counters;
+        c.list.fetch_add(counts.list, Ordering::Relaxed);
+        c.get.fetch_add(counts.get, Ordering::Relaxed);
+        c.head.fetch_add(counts.head, Ordering::Relaxed);
+        c.other.fetch_add(counts.other, Ordering::Relaxed);
+        c.bytes_read.fetch_add(counts.bytes_read, Ordering::Relaxed);
+        if let Some(e) = failure {
+            self.failed(e);
+        }
     }
 
     pub fn url(&self) -> &str {
