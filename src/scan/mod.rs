@@ -320,7 +320,8 @@ fn probe_and_store(
     } else {
         None
     };
-    let slots = &std::sync::Mutex::new(Vec::<worker::WorkerSlot>::new());
+    // As many as the CPU work needs: the threads beyond `jobs` are there to wait on a store.
+    let workers = &worker::WorkerPool::new(spec, options.jobs);
 
     // Set when the object store fails for every file (network, permission): the file that
     // met it is not recorded, and no other file is started.
@@ -334,15 +335,7 @@ fn probe_and_store(
                         if cancel.load(Ordering::SeqCst) || storage_failed.load(Ordering::SeqCst) {
                             return;
                         }
-                        let mut slot = slots
-                            .lock()
-                            .ok()
-                            .and_then(|mut s| s.pop())
-                            .unwrap_or_else(|| worker::WorkerSlot::new(spec.clone()));
-                        let update = probe_one(f, budget, &mut slot);
-                        if let Ok(mut s) = slots.lock() {
-                            s.push(slot);
-                        }
+                        let update = probe_one(f, budget, workers);
                         if f.source.storage_failure().is_some() {
                             storage_failed.store(true, Ordering::SeqCst);
                             return;
@@ -431,11 +424,16 @@ pub(crate) fn store_in_batches<T, E>(
 }
 
 /// Probe one file; a panic inside FFmpeg glue or a header parser becomes an error row.
-fn probe_one(f: &FoundFile, budget: Duration, slot: &mut worker::WorkerSlot) -> ItemUpdate {
+fn probe_one(f: &FoundFile, budget: Duration, workers: &worker::WorkerPool) -> ItemUpdate {
     let opened = f.source.open();
     let probe = catch_unwind(AssertUnwindSafe(|| {
         media::probe_with(&opened, budget, &mut |deadline| {
-            slot.probe(&opened, deadline)
+            // Time spent waiting for a worker is not the file's.
+            let asked = Instant::now();
+            workers.with(|slot| {
+                let left = deadline.saturating_duration_since(asked);
+                slot.probe(&opened, Instant::now() + left)
+            })
         })
     }))
     .unwrap_or_else(|_| {

@@ -96,6 +96,68 @@ fn hard_limit(budget: Duration) -> Duration {
     budget + budget.clamp(Duration::from_secs(2), Duration::from_secs(30))
 }
 
+/// Worker processes shared by threads that need one for part of their work only: a scan's
+/// probing threads, more than the cores when they wait on an object store (`--requests`),
+/// read signatures and headers themselves and take a worker for FFmpeg's probe alone. At most
+/// `max` workers run (each costs a process start, and CPU is what they need).
+pub struct WorkerPool {
+    spec: Option<Spec>,
+    max: usize,
+    /// Idle slots, and how many slots were made.
+    state: std::sync::Mutex<(Vec<WorkerSlot>, usize)>,
+    freed: std::sync::Condvar,
+}
+
+impl WorkerPool {
+    pub fn new(spec: Option<Spec>, max: usize) -> WorkerPool {
+        WorkerPool {
+            spec,
+            max: max.max(1),
+            state: std::sync::Mutex::new((Vec::new(), 0)),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Run `work` with a worker slot, waiting for one while `max` are busy.
+    pub fn with<R>(&self, work: impl FnOnce(&mut WorkerSlot) -> R) -> R {
+        let slot = {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if let Some(slot) = state.0.pop() {
+                    break slot;
+                }
+                if state.1 < self.max {
+                    state.1 += 1;
+                    break WorkerSlot::new(self.spec.clone());
+                }
+                state = self.freed.wait(state).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        // Given back however `work` ends (a panic included).
+        struct Lent<'a> {
+            pool: &'a WorkerPool,
+            slot: Option<WorkerSlot>,
+        }
+        impl Drop for Lent<'_> {
+            fn drop(&mut self) {
+                if let Some(slot) = self.slot.take() {
+                    let mut state = self.pool.state.lock().unwrap_or_else(|p| p.into_inner());
+                    state.0.push(slot);
+                    self.pool.freed.notify_one();
+                }
+            }
+        }
+        let mut lent = Lent {
+            pool: self,
+            slot: Some(slot),
+        };
+        match lent.slot.as_mut() {
+            Some(slot) => work(slot),
+            None => unreachable!("a lent slot is there until dropped"),
+        }
+    }
+}
+
 /// One thread's worker, started on first use and after each failure.
 pub struct WorkerSlot {
     spec: Option<Spec>,
