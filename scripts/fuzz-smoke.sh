@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CI's fuzz smoke: every target in fuzz/ under libFuzzer for SECS seconds (default 30), two at
-# a time, from its committed corpus; a crash, a timeout or a leak of memory fails the run and
+# CI's fuzz smoke: every target in fuzz/ under libFuzzer for SECS seconds (default 30), all at
+# once, from its committed corpus; a crash, a timeout or a leak of memory fails the run and
 # leaves the input in fuzz/target/smoke/artifacts/TARGET/.
 # Built with the stable toolchain and the coverage instrumentation `cargo fuzz build --dev
 # -s none` adds (scripts/fuzz.sh), so CI needs neither nightly nor cargo-fuzz. New inputs go to
@@ -39,14 +39,11 @@ run() {
     return 1
   fi
 }
+# All at once, each for SECS seconds of wall time, the cores shared.
 pids=()
 for t in "${targets[@]}"; do
   run "$t" &
   pids+=("$!:$t")
-  if ((${#pids[@]} == 2)); then
-    for p in "${pids[@]}"; do wait "${p%%:*}" || failed+=("${p#*:}"); done
-    pids=()
-  fi
 done
 for p in "${pids[@]}"; do wait "${p%%:*}" || failed+=("${p#*:}"); done
 if ((${#failed[@]})); then

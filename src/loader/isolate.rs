@@ -566,17 +566,17 @@ pub fn serve() -> std::io::Result<()> {
                 }),
                 Some((config, readers)),
             ) => {
-                let defined = match define.map(|d| d.into_clip(&mut stores)) {
-                    Some(Ok(source)) => {
+                let failed = match define.map(|d| d.into_clip(&mut stores)).transpose() {
+                    Ok(Some(source)) => {
                         clips.insert(clip, source);
                         None
                     }
-                    Some(Err(e)) => Some(e),
-                    None => None,
+                    Ok(None) => None,
+                    Err(e) => Some(e),
                 };
-                match clips.get(&clip) {
-                    _ if defined.is_some() => Response::Failed(defined.unwrap_or_default()),
-                    Some(source) => {
+                match (failed, clips.get(&clip)) {
+                    (Some(e), _) => Response::Failed(e),
+                    (None, Some(source)) => {
                         let mut answer = window(
                             readers,
                             source,
@@ -594,7 +594,7 @@ pub fn serve() -> std::io::Result<()> {
                         }
                         Response::Window(answer)
                     }
-                    None => Response::Failed(format!("clip {clip} was never told")),
+                    (None, None) => Response::Failed(format!("clip {clip} was never told")),
                 }
             }
             (Ok(Request::Window { .. }), None) => Response::Failed("a window before set-up".into()),
