@@ -434,9 +434,13 @@ fn a_decoder_crash_on_an_object_in_a_bucket_costs_its_file_a_reason_too() {
         return;
     };
     let data = tempfile::tempdir().unwrap();
-    for (i, name) in ["good-a.mp4", "framecull-fault-crash.mp4", "good-b.mp4"]
-        .into_iter()
-        .enumerate()
+    for (i, name) in [
+        "good-a.mp4",
+        "framecull-fault-crash.mp4",
+        "good b, é #1.mp4",
+    ]
+    .into_iter()
+    .enumerate()
     {
         let mut spec = clip(16 + 4 * i as u32);
         spec.pattern = Pattern::MovingBox {
@@ -490,7 +494,7 @@ fn a_decoder_crash_on_an_object_in_a_bucket_costs_its_file_a_reason_too() {
         "{requests} {here_requests}"
     );
     let here_rows = common::list_jsonl(here.path());
-    for good in ["good-a.mp4", "good-b.mp4"] {
+    for good in ["good-a.mp4", "good b, é #1.mp4"] {
         assert_eq!(rows[good]["status"], "ok", "{good}");
         assert_eq!(measures(&rows[good]), measures(&here_rows[good]), "{good}");
     }
@@ -545,9 +549,9 @@ fn a_decoder_crash_on_an_object_in_a_bucket_costs_its_file_a_reason_too() {
         let size = std::fs::metadata(data.path().join(name)).unwrap().len();
         Source::in_root(&root, name, size)
     };
-    let mut worker = Pictures::open(&object("good-b.mp4"), 2).unwrap();
+    let mut worker = Pictures::open(&object("good b, é #1.mp4"), 2).unwrap();
     assert!(worker.in_worker());
-    let mut here = Pictures::open_here(&object("good-b.mp4"), 2).unwrap();
+    let mut here = Pictures::open_here(&object("good b, é #1.mp4"), 2).unwrap();
     assert_eq!(worker.timeline().pts, here.timeline().pts);
     for index in [0, 5, 23] {
         let (w, h, a) = worker.picture(index, 1, (320, 320), None).unwrap();

@@ -25,7 +25,7 @@ use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, Range, Scratch}
 use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_budget};
 use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
 use crate::media::isolate::{
-    Reply, SharedMemory, SourceWire, Spec, Stores, Worker, absorb, worker_exe,
+    GREETING, Reply, SharedMemory, SourceWire, Spec, Stores, Worker, absorb, greeting, worker_exe,
 };
 use crate::media::reader::{ReadTimes, VideoReader};
 use crate::media::source::Source;
@@ -34,13 +34,8 @@ use crate::model::{Ratio, SeekReference};
 /// Bump when a message changes: a worker of another protocol is not used.
 const PROTOCOL: u32 = 2;
 
-/// How long a new worker may take to greet.
-const GREETING: Duration = Duration::from_secs(20);
-
-#[derive(Serialize, Deserialize)]
-struct Greeting {
-    framecull_loader_worker: u32,
-}
+/// The name a worker greets with.
+const NAME: &str = "framecull_loader_worker";
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -216,16 +211,7 @@ fn worker_spec(exe: PathBuf, memory_mib: u64) -> Spec {
 
 /// Start a worker sharing `memory` and check its greeting.
 fn start_worker(spec: &Spec, memory: &SharedMemory) -> Result<Worker, String> {
-    let mut worker = Worker::spawn_sharing(spec, Some(memory.fd())).map_err(|e| e.to_string())?;
-    let line = worker.receive(GREETING).map_err(|e| e.to_string())?;
-    match serde_json::from_str::<Greeting>(&line) {
-        Ok(g) if g.framecull_loader_worker == PROTOCOL => Ok(worker),
-        Ok(g) => Err(format!(
-            "it speaks protocol {}, this build {PROTOCOL}",
-            g.framecull_loader_worker
-        )),
-        Err(_) => Err(format!("unexpected greeting {line:?}")),
-    }
+    Worker::start(spec, Some(memory.fd()), NAME, PROTOCOL)
 }
 
 /// The windows one decode thread reads: in its worker process when there is one, else here.
@@ -536,10 +522,7 @@ pub fn serve() -> std::io::Result<()> {
     let mut memory = SharedMemory::inherited()?;
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
-    let greeting = serde_json::to_string(&Greeting {
-        framecull_loader_worker: PROTOCOL,
-    })?;
-    writeln!(stdout, "{greeting}")?;
+    writeln!(stdout, "{}", greeting(NAME, PROTOCOL))?;
     stdout.flush()?;
     let mut state: Option<(LoaderConfig, Readers)> = None;
     let mut clips: HashMap<u32, ClipSource> = HashMap::new();

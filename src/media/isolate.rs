@@ -105,14 +105,37 @@ pub struct Worker {
     memory_setting: &'static str,
 }
 
+/// How long a new worker may take to greet, or to answer a set-up.
+pub const GREETING: Duration = Duration::from_secs(20);
+
+/// The line a worker greets with: `{"NAME":PROTOCOL}`.
+pub fn greeting(name: &str, protocol: u32) -> String {
+    serde_json::json!({ name: protocol }).to_string()
+}
+
 impl Worker {
-    /// Start a worker. Its stderr is logged at debug level, the last lines kept.
-    pub fn spawn(spec: &Spec) -> std::io::Result<Worker> {
-        Worker::spawn_sharing(spec, None)
+    /// Start a worker (sharing `shared`, see [`Worker::spawn_sharing`]) and check that it
+    /// greets as `name` speaking `protocol` ([`greeting`]): one of another build is not used.
+    pub fn start(
+        spec: &Spec,
+        shared: Option<BorrowedFd<'_>>,
+        name: &str,
+        protocol: u32,
+    ) -> Result<Worker, String> {
+        let mut worker = Worker::spawn_sharing(spec, shared).map_err(|e| e.to_string())?;
+        let line = worker.receive(GREETING).map_err(|e| e.to_string())?;
+        let said = serde_json::from_str::<serde_json::Value>(&line)
+            .ok()
+            .and_then(|v| v.get(name)?.as_u64());
+        match said {
+            Some(p) if p == u64::from(protocol) => Ok(worker),
+            Some(p) => Err(format!("it speaks protocol {p}, this build {protocol}")),
+            None => Err(format!("unexpected greeting {line:?}")),
+        }
     }
 
-    /// Start a worker that also gets `shared` (memory both map, say) as its descriptor
-    /// [`SHARED_FD`].
+    /// Start a worker, which also gets `shared` (memory both map, say) as its descriptor
+    /// [`SHARED_FD`]. Its stderr is logged at debug level, the last lines kept.
     pub fn spawn_sharing(spec: &Spec, shared: Option<BorrowedFd<'_>>) -> std::io::Result<Worker> {
         let shared = shared.map(|fd| fd.as_raw_fd());
         let mut command = Command::new(&spec.exe);

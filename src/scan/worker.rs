@@ -22,7 +22,7 @@ use crate::analysis::cuts::CutOptions;
 use crate::catalog::AnalysisTodo;
 use crate::media::Opened;
 use crate::media::isolate::{
-    Failure, Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, worker_exe,
+    Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, greeting, worker_exe,
 };
 use crate::model::{Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe};
 use crate::storage::Root;
@@ -30,13 +30,8 @@ use crate::storage::Root;
 /// Bump when a message changes: a worker of another protocol is not used.
 const PROTOCOL: u32 = 2;
 
-/// How long a new worker may take to greet.
-const GREETING: Duration = Duration::from_secs(20);
-
-#[derive(Serialize, Deserialize)]
-struct Greeting {
-    framecull_worker: u32,
-}
+/// The name a worker greets with.
+const NAME: &str = "framecull_worker";
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -293,7 +288,7 @@ impl WorkerSlot {
         let Some(spec) = &self.spec else {
             return false;
         };
-        match start(spec) {
+        match Worker::start(spec, None, NAME, PROTOCOL) {
             Ok(worker) => {
                 self.worker = Some(worker);
                 true
@@ -327,21 +322,6 @@ fn unexpected(response: &Response) -> String {
     }
 }
 
-fn start(spec: &Spec) -> Result<Worker, String> {
-    let mut worker = Worker::spawn(spec).map_err(|e| e.to_string())?;
-    let line = worker
-        .receive(GREETING)
-        .map_err(|e: Failure| e.to_string())?;
-    match serde_json::from_str::<Greeting>(&line) {
-        Ok(g) if g.framecull_worker == PROTOCOL => Ok(worker),
-        Ok(g) => Err(format!(
-            "it speaks protocol {}, this build {PROTOCOL}",
-            g.framecull_worker
-        )),
-        Err(_) => Err(format!("unexpected greeting {line:?}")),
-    }
-}
-
 fn failed_analysis(reason: String) -> (Metrics, Curves) {
     (
         Metrics {
@@ -357,10 +337,7 @@ pub fn serve() -> std::io::Result<()> {
     crate::media::init();
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
-    let greeting = serde_json::to_string(&Greeting {
-        framecull_worker: PROTOCOL,
-    })?;
-    writeln!(stdout, "{greeting}")?;
+    writeln!(stdout, "{}", greeting(NAME, PROTOCOL))?;
     stdout.flush()?;
     tracing::debug!(
         "worker {} serving (protocol {PROTOCOL})",
