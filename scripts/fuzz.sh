@@ -6,7 +6,7 @@
 # safe Rust, where a panic is the finding, and the build takes minutes instead of the better
 # part of an hour (AddressSanitizer with optimisation over the whole dependency tree).
 # A crash leaves its input in fuzz/artifacts/TARGET/: copy it to fuzz/regressions/TARGET/,
-# where tests/fuzz_corpus.rs replays it in every test run, then fix the parser.
+# where tests/it/fuzz_corpus.rs replays it in every test run, then fix the parser.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 secs="${1:-600}"

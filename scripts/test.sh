@@ -12,6 +12,8 @@ export FRAMECULL_MOTO_SERVER FRAMECULL_WSGIDAV
 azurite_dir=target/azurite
 FRAMECULL_AZURITE="$(cd "$azurite_dir" && pwd)/node_modules/.bin/azurite-blob"
 export FRAMECULL_AZURITE
-cargo test --all-targets --features fault-injection
+# Every crate of the workspace (the library's crates' own tests too) but the Python extension,
+# which scripts/python.sh builds and tests.
+cargo test --workspace --exclude framecull-python --all-targets --features framecull/fault-injection
 # The Python package: built into a venv, then its pytest suite.
 bash scripts/python.sh

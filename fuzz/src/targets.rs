@@ -1,6 +1,6 @@
 //! The fuzz targets' bodies: each takes untrusted bytes the way framecull meets them and
 //! checks what must hold (no panic, and a property where there is one). `cargo fuzz run
-//! TARGET` drives them (fuzz_targets/); the main crate's `tests/fuzz_corpus.rs` replays the
+//! TARGET` drives them (fuzz_targets/); the main crate's `tests/it/fuzz_corpus.rs` replays the
 //! committed corpus and every crasher through the same functions on the stable toolchain.
 
 #![allow(dead_code, clippy::unwrap_used)]

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use framecull::analysis::filter::Filter;
-use framecull::catalog::listing::{Analysis, Row};
-use framecull::catalog::{Catalog, ItemFields, Project, by_item};
-use framecull::manifest;
+use framecull_analysis::filter::Filter;
+use framecull_catalog::listing::{Analysis, Row};
+use framecull_catalog::{Catalog, ItemFields, Project, by_item};
+use framecull_manifest as manifest;
 use pyo3::prelude::*;
 use serde::Serialize;
 
@@ -72,7 +72,7 @@ pub fn catalog_items(
         .transpose()
         .map_err(|e| error(py, "ConfigError", e.to_string(), None))?;
     let catalog_error =
-        |e: framecull::catalog::CatalogError| error(py, "CatalogError", e.to_string(), None);
+        |e: framecull_catalog::CatalogError| error(py, "CatalogError", e.to_string(), None);
     let (items, analysis) = catalog
         .items_and(ItemFields::All, Analysis::load)
         .map_err(catalog_error)?;
@@ -96,7 +96,7 @@ pub fn catalog_items(
 struct ClipOut<'a> {
     path: &'a str,
     #[serde(flatten)]
-    clip: &'a framecull::model::Clip,
+    clip: &'a framecull_model::Clip,
 }
 
 /// Every clip marked in the project, with its file's path.
@@ -104,7 +104,7 @@ struct ClipOut<'a> {
 pub fn catalog_clips(py: Python<'_>, project: PathBuf) -> PyResult<String> {
     let catalog = open(py, &project)?;
     let catalog_error =
-        |e: framecull::catalog::CatalogError| error(py, "CatalogError", e.to_string(), None);
+        |e: framecull_catalog::CatalogError| error(py, "CatalogError", e.to_string(), None);
     let items = catalog.items().map_err(catalog_error)?;
     let clips = catalog.all_clips().map_err(catalog_error)?;
     let mut out = Vec::new();
@@ -123,7 +123,7 @@ pub fn catalog_clips(py: Python<'_>, project: PathBuf) -> PyResult<String> {
 struct ReviewOut<'a> {
     path: &'a str,
     #[serde(flatten)]
-    review: &'a framecull::model::Review,
+    review: &'a framecull_model::Review,
 }
 
 /// Every review decision, with its file's path.
@@ -131,7 +131,7 @@ struct ReviewOut<'a> {
 pub fn catalog_reviews(py: Python<'_>, project: PathBuf) -> PyResult<String> {
     let catalog = open(py, &project)?;
     let catalog_error =
-        |e: framecull::catalog::CatalogError| error(py, "CatalogError", e.to_string(), None);
+        |e: framecull_catalog::CatalogError| error(py, "CatalogError", e.to_string(), None);
     let items = catalog.items().map_err(catalog_error)?;
     let reviews = catalog.all_reviews().map_err(catalog_error)?;
     jsonl(items.iter().filter_map(|item| {

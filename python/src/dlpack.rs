@@ -7,7 +7,7 @@ use std::ffi::{CStr, c_void};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use framecull::loader::{DType, Recycler};
+use framecull_loader::{DType, Recycler};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};

@@ -23,7 +23,7 @@ pub(crate) fn error(py: Python<'_>, kind: &str, message: String, path: Option<St
 
 #[pymodule]
 fn _framecull(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("__version__", framecull::VERSION)?;
+    m.add("__version__", framecull_model::VERSION)?;
     m.add_class::<loader::NativeLoader>()?;
     m.add_class::<loader::NativeBatch>()?;
     m.add_class::<dlpack::Frames>()?;

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use framecull::loader::{
+use framecull_loader::{
     BatchData, EpochStream, Loader, LoaderConfig, LoaderError, Next, Recycler, Share, Stats,
 };
-use framecull::manifest::{self, ManifestRow, VersionMeta};
-use framecull::model::SeekReference;
-use framecull::storage::Root;
+use framecull_manifest::{self as manifest, ManifestRow, VersionMeta};
+use framecull_model::SeekReference;
+use framecull_storage::Root;
 use pyo3::prelude::*;
 
 use crate::dlpack::{Frames, HostBuffer};
@@ -167,7 +167,7 @@ impl NativeLoader {
         let (meta, rows) = manifest::open_path(&path).map_err(|e| manifest_error(py, e))?;
         let references =
             manifest::read_seek_references(&path, &meta).map_err(|e| manifest_error(py, e))?;
-        let root = root.unwrap_or_else(|| framecull::model::path_of_text(&meta.dataset_root));
+        let root = root.unwrap_or_else(|| framecull_model::path_of_text(&meta.dataset_root));
         Ok(NativeLoader {
             path,
             root,
@@ -281,8 +281,8 @@ impl NativeLoader {
             splits: Vec::new(),
             motion: Vec::new(),
             layout: match batch.layout {
-                framecull::loader::Layout::Bcthw => "bcthw",
-                framecull::loader::Layout::Bthwc => "bthwc",
+                framecull_loader::Layout::Bcthw => "bcthw",
+                framecull_loader::Layout::Bthwc => "bthwc",
             },
             frames: Py::new(
                 py,

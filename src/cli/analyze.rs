@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::{Outcome, ProjectArg};
+use crate::model::count;
 use crate::scan::deep::{AnalyzeOptions, AnalyzeSummary};
 use crate::scan::pipeline::{Dataset, IngestOptions};
 
@@ -60,8 +61,10 @@ pub fn report(summary: Option<&AnalyzeSummary>) {
             String::new()
         };
         eprintln!(
-            "{} files analysed, {} up to date{over}; {:.2} s",
-            s.analysed, s.up_to_date, s.elapsed_secs
+            "{} analysed, {} up to date{over}; {:.2} s",
+            count(s.analysed, "file"),
+            s.up_to_date,
+            s.elapsed_secs
         );
     }
 }

@@ -34,8 +34,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(scan) = &summary.scan {
         let c = scan.counts;
         eprintln!(
-            "demo dataset: {} files ({} probed, {} unchanged), {} with problems (broken on purpose)",
-            c.seen, c.probed, c.unchanged, scan.problem_files
+            "demo dataset: {} ({} probed, {} unchanged), {} with problems (broken on purpose)",
+            crate::model::count(c.seen, "file"),
+            c.probed,
+            c.unchanged,
+            scan.problem_files
         );
     }
     if let Some(derived) = &summary.derived {

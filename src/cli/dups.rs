@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::{Outcome, ProjectArg};
-use crate::model::{Item, ItemId, Measure, human_bytes};
+use crate::model::{Item, ItemId, Measure, count, human_bytes};
 use crate::scan::curate::{dup_groups, keep_best_edits};
 
 #[derive(clap::Args, Debug)]
@@ -46,8 +46,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             let n = edits.len();
             let op = catalog.apply(edits)?;
             eprintln!(
-                "{n} files rejected in {} groups; operation {op} (undo: framecull undo)",
-                groups.len()
+                "{} rejected in {}; operation {op} (undo: framecull undo)",
+                count(n as u64, "file"),
+                count(groups.len() as u64, "group")
             );
         }
         return Ok(Outcome::Clean);
@@ -60,7 +61,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut text = String::new();
     for g in &groups {
         let kind = if g.exact { "exact" } else { "near" };
-        text += &format!("group {} ({kind}, {} files)\n", g.group, g.members.len());
+        let members = count(g.members.len() as u64, "file");
+        text += &format!("group {} ({kind}, {members})\n", g.group);
         for id in &g.members {
             let Some(item) = by_id.get(id) else { continue };
             let info = &item.info;

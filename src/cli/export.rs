@@ -3,6 +3,7 @@
 use super::{Outcome, ProjectArg};
 use crate::analysis::filter::Filter;
 use crate::manifest::{self, ExportOptions, Format, Include, SplitSpec};
+use crate::model::count;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -57,11 +58,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     } else {
         let dir = manifest::manifest_dir(catalog.project_dir(), &meta.name);
         eprintln!(
-            "{} v{:04}: {} clips from {} files{}; rows hash {}",
+            "{} v{:04}: {} from {}{}; rows hash {}",
             meta.name,
             meta.version,
-            meta.counts.rows,
-            meta.counts.files,
+            count(meta.counts.rows as u64, "clip"),
+            count(meta.counts.files as u64, "file"),
             if meta.counts.by_split.is_empty() {
                 String::new()
             } else {

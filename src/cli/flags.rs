@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::{Outcome, ProjectArg};
 use crate::analysis::rules;
 use crate::catalog::Catalog;
-use crate::model::Severity;
+use crate::model::{Severity, count};
 use crate::scan::derive::{self, DerivedSummary};
 
 #[derive(clap::Args, Debug)]
@@ -84,10 +84,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         for g in &groups {
             s.push_str(&format!(
-                "{} ({}): {} files\n",
+                "{} ({}): {}\n",
                 g.code,
                 g.severity.as_str(),
-                g.count
+                count(g.count as u64, "file")
             ));
             for i in &g.items {
                 s.push_str(&format!("  {}: {}\n", i.path, i.reason));
@@ -127,8 +127,10 @@ pub fn recompute_and_report(catalog: &mut Catalog) -> anyhow::Result<Outcome> {
 pub fn report_derived(catalog: &Catalog, summary: &DerivedSummary) -> anyhow::Result<Outcome> {
     let errors = files_with_error_flags(catalog)?;
     eprintln!(
-        "{} flags on {} files ({} with errors), {} duplicate groups; see `framecull flags`",
-        summary.flags, summary.flagged_items, errors, summary.dup_groups
+        "{} on {} ({errors} with errors), {}; see `framecull flags`",
+        count(summary.flags as u64, "flag"),
+        count(summary.flagged_items as u64, "file"),
+        count(summary.dup_groups as u64, "duplicate group")
     );
     Ok(outcome_of(errors))
 }

@@ -289,7 +289,8 @@ fn text(r: &Report) -> String {
         n => format!("decoded in {n} worker processes"),
     };
     t.push_str(&format!("device      {}, {decoded_in}\n", s.device));
-    t.push_str(&format!("manifest    {} ({} clips)\n", r.manifest, r.clips));
+    let clips = crate::model::count(r.clips as u64, "clip");
+    t.push_str(&format!("manifest    {} ({clips})\n", r.manifest));
     t.push_str(&format!(
         "batches     {} of {} planned, shape {:?} {:?} {:?}\n",
         s.batches,

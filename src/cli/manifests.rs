@@ -25,11 +25,11 @@ pub fn list(args: ListArgs) -> anyhow::Result<Outcome> {
     let mut text = String::new();
     for m in &all {
         text.push_str(&format!(
-            "{} v{:04}  parent {}  {} clips  {:?}  rows {}  files {}\n",
+            "{} v{:04}  parent {}  {}  {:?}  rows {}  files {}\n",
             m.name,
             m.version,
             m.parent.map_or("-".into(), |p| format!("v{p:04}")),
-            m.counts.rows,
+            crate::model::count(m.counts.rows, "clip"),
             m.counts.by_split,
             &m.rows_hash[..12],
             m.files.values().cloned().collect::<Vec<_>>().join(" ")

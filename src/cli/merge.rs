@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use super::Outcome;
 use crate::catalog::Project;
+use crate::model::count;
 use crate::scan::merge::{MergeEvent, MergeSummary, merge};
 
 #[derive(clap::Args, Debug)]
@@ -53,12 +54,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 
 fn report(s: &MergeSummary, project: &std::path::Path) {
     eprintln!(
-        "{} shards: {} merged, {} up to date; the project holds {} shards, {} files ({} with problems); {:.2} s  (catalog: {})",
-        s.shards,
+        "{}: {} merged, {} up to date; the project holds {}, {} ({} with problems); {:.2} s  (catalog: {})",
+        count(s.shards, "shard"),
         s.merged,
         s.up_to_date,
-        s.shards_in_project,
-        s.items,
+        count(s.shards_in_project, "shard"),
+        count(s.items, "file"),
         s.problem_files,
         s.elapsed_secs,
         project.display()

@@ -1,13 +1,13 @@
 //! Review from the command line: decisions, tags, clips, undo and redo. Every command is
 //! one journaled operation (the same path the GUI takes), durable when the command returns.
 
-use std::path::Path;
-
 use super::{Outcome, ProjectArg};
 use crate::analysis::proposals::{ProposalOptions, motion_ranges, shot_ranges};
 use crate::catalog::Catalog;
+use crate::media::Source;
 use crate::media::decode::frame_timestamps;
-use crate::model::{ClipOrigin, Decision, Edit, FrameTimeline, Item, ItemId, MediaKind};
+use crate::model::{ClipOrigin, Decision, Edit, FrameTimeline, Item, ItemId, MediaKind, count};
+use crate::storage::Root;
 
 #[derive(clap::Args, Debug)]
 pub struct ReviewArgs {
@@ -50,8 +50,8 @@ pub fn review(args: ReviewArgs) -> anyhow::Result<Outcome> {
     };
     let op = catalog.set_decisions(&ids, decision)?;
     eprintln!(
-        "{} files {}; operation {op} (undo: framecull undo)",
-        ids.len(),
+        "{} {}; operation {op} (undo: framecull undo)",
+        count(ids.len() as u64, "file"),
         decision.as_str()
     );
     Ok(Outcome::Clean)
@@ -91,7 +91,7 @@ pub fn tag(args: TagArgs) -> anyhow::Result<Outcome> {
     if n > 0 {
         catalog.apply(edits)?;
     }
-    eprintln!("{n} files changed");
+    eprintln!("{} changed", count(n as u64, "file"));
     Ok(Outcome::Clean)
 }
 
@@ -167,9 +167,11 @@ enum ClipsAction {
 
 pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
     let mut catalog = args.project.open()?;
-    let root = catalog
+    let recorded = catalog
         .dataset_root()?
         .ok_or_else(|| anyhow::anyhow!("the project records no dataset folder"))?;
+    // A folder or a bucket: clip boundaries are read from the file's or the object's packets.
+    let root = Root::of_recorded(&recorded)?;
     let items = catalog.items()?;
     match args.action {
         ClipsAction::Add {
@@ -188,7 +190,7 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
                 "{} is not a video",
                 item.path
             );
-            let frames = read_frames(&crate::model::local_path(&root, &item.path))?;
+            let frames = read_frames(&root, item)?;
             let s = frames.index_at(&start, false)?;
             let e = frames.index_at(&end, true)?;
             anyhow::ensure!(
@@ -248,7 +250,8 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
                 .collect();
             anyhow::ensure!(edits.len() == ids.len(), "no clip with some of these ids");
             let op = catalog.apply(edits)?;
-            eprintln!("{} clips removed; operation {op}", ids.len());
+            let removed = count(ids.len() as u64, "clip");
+            eprintln!("{removed} removed; operation {op}");
         }
         ClipsAction::SplitAtCuts { paths } => split_at_cuts(&mut catalog, &root, &items, &paths)?,
         ClipsAction::Propose {
@@ -272,7 +275,7 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
 
 fn split_at_cuts(
     catalog: &mut Catalog,
-    root: &Path,
+    root: &Root,
     items: &[Item],
     paths: &[String],
 ) -> anyhow::Result<()> {
@@ -288,7 +291,7 @@ fn split_at_cuts(
         let Some(item_cuts) = cuts.get(&item.id).filter(|c| !c.is_empty()) else {
             continue;
         };
-        let frames = read_frames(&crate::model::local_path(root, &item.path))?;
+        let frames = read_frames(root, item)?;
         let shots = shot_ranges(item_cuts.iter().map(|c| c.frame as usize), frames.len());
         for (s, e) in shots {
             edits.push(Edit::AddClip {
@@ -302,13 +305,13 @@ fn split_at_cuts(
         "no analysed video with cuts (run framecull analyze first)"
     );
     let op = catalog.apply(edits)?;
-    eprintln!("{n} clips added at cuts; operation {op}");
+    eprintln!("{} added at cuts; operation {op}", count(n as u64, "clip"));
     Ok(())
 }
 
 fn propose_clips(
     catalog: &mut Catalog,
-    root: &Path,
+    root: &Root,
     items: &[Item],
     paths: &[String],
     options: &ProposalOptions,
@@ -324,7 +327,7 @@ fn propose_clips(
         let Some(curves) = catalog.curves(item.id)?.filter(|c| !c.motion.is_empty()) else {
             continue;
         };
-        let frames = read_frames(&crate::model::local_path(root, &item.path))?;
+        let frames = read_frames(root, item)?;
         for (s, e) in motion_ranges(&frames, &curves.motion, options) {
             edits.push(Edit::AddClip {
                 clip: frames.clip(item.id, s, e, None, ClipOrigin::Auto),
@@ -338,14 +341,20 @@ fn propose_clips(
         options.threshold
     );
     let op = catalog.apply(edits)?;
-    eprintln!("{n} clips proposed from motion; operation {op}");
+    eprintln!(
+        "{} proposed from motion; operation {op}",
+        count(n as u64, "clip")
+    );
     Ok(())
 }
 
 /// A video's frame timeline, read from its packets.
-fn read_frames(path: &Path) -> anyhow::Result<FrameTimeline> {
-    let (pts, time_base) = frame_timestamps(path)?;
-    anyhow::ensure!(!pts.is_empty(), "{}: no frames", path.display());
+fn read_frames(root: &Root, item: &Item) -> anyhow::Result<FrameTimeline> {
+    let source = Source::in_root(root, &item.path, item.size_bytes);
+    let location = source.location();
+    let (pts, time_base) =
+        frame_timestamps(&source).map_err(|e| anyhow::anyhow!("{}: {e}", location.display()))?;
+    anyhow::ensure!(!pts.is_empty(), "{}: no frames", location.display());
     Ok(FrameTimeline { pts, time_base })
 }
 

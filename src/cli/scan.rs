@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::{Outcome, ProjectArg};
 use crate::catalog::Project;
+use crate::model::count;
 use crate::scan::deep::AnalyzeOptions;
 use crate::scan::pipeline::{Dataset, IngestOptions, IngestSummary};
 use crate::scan::shard::{MarkerCounts, ShardMarker, ShardSpec};
@@ -112,8 +113,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     if summary.cancelled {
         let message = format!(
-            "scan cancelled: {} files recorded; run the same command again to resume",
-            summary.scan.as_ref().map_or(0, |s| s.counts.probed)
+            "scan cancelled: {} recorded; run the same command again to resume",
+            count(
+                summary.scan.as_ref().map_or(0, |s| s.counts.probed) as u64,
+                "file"
+            )
         );
         // A scheduler retries an interrupted shard, which resumes it.
         if shard.is_some() {
@@ -162,11 +166,11 @@ fn already_done(
         super::write_stdout(&serde_json::to_string_pretty(done)?)?;
     }
     eprintln!(
-        "shard {} of {} already done at {} ({} files, {}); nothing to do ({}; --rescan scans it again)",
+        "shard {} of {} already done at {} ({}, {}); nothing to do ({}; --rescan scans it again)",
         done.spec(),
         done.root.display(),
         done.finished_at,
-        done.counts.items,
+        count(done.counts.items, "file"),
         done.outcome,
         ShardMarker::path(project_dir).display()
     );
@@ -237,8 +241,8 @@ fn report(
     }
     let c = summary.counts;
     eprintln!(
-        "{} files: {} probed, {} unchanged, {} missing; {} with problems; {:.2} s  (catalog: {})",
-        c.seen,
+        "{}: {} probed, {} unchanged, {} missing; {} with problems; {:.2} s  (catalog: {})",
+        count(c.seen, "file"),
         c.probed,
         c.unchanged,
         c.missing,

@@ -10,6 +10,7 @@ use crate::analysis::histogram::{
     HISTOGRAMS, Histogram, ResolutionGrid, histogram, resolution_grid,
 };
 use crate::catalog::items_frame;
+use crate::model::{count, noun_for};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -171,8 +172,8 @@ pub fn render(stats: &Stats) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} files, {}",
-        stats.files,
+        "{}, {}",
+        count(stats.files, "file"),
         human_bytes(stats.size_bytes)
     );
     if stats.other_files > 0 {
@@ -198,9 +199,10 @@ pub fn render(stats: &Stats) -> String {
         for g in groups.iter() {
             let _ = writeln!(
                 s,
-                "  {:<28} {:>8} files {:>12}",
+                "  {:<28} {:>8} {:<5} {:>12}",
                 g.key.as_deref().unwrap_or("-"),
                 g.files,
+                noun_for(g.files, "file"),
                 human_bytes(g.size_bytes)
             );
         }

@@ -12,6 +12,7 @@ use super::theme;
 use crate::analysis::filter::Filter;
 use crate::catalog::Catalog;
 use crate::manifest::{self, Counts, Diff, ExportOptions, Format, Include, SplitSpec, VersionMeta};
+use crate::model::count;
 
 type Background<T> = Option<Job<Result<T, String>>>;
 
@@ -197,7 +198,11 @@ impl ExportDialog {
                 });
                 match &self.preview {
                     Some(Ok(c)) => {
-                        ui.label(format!("{} clips from {} files", c.rows, c.files));
+                        ui.label(format!(
+                            "{} from {}",
+                            count(c.rows, "clip"),
+                            count(c.files, "file")
+                        ));
                         for (split, n) in &c.by_split {
                             ui.label(format!(
                                 "  {split}: {n} ({:.1}%)",
@@ -225,8 +230,10 @@ impl ExportDialog {
                         ui.colored_label(
                             theme::ACCENT,
                             format!(
-                                "wrote {} v{:04}: {} clips",
-                                m.name, m.version, m.counts.rows
+                                "wrote {} v{:04}: {}",
+                                m.name,
+                                m.version,
+                                count(m.counts.rows, "clip")
                             ),
                         );
                     }
@@ -301,7 +308,7 @@ impl History {
                             for m in versions {
                                 ui.label(format!("{} v{:04}", m.name, m.version));
                                 ui.label(m.parent.map_or("-".into(), |p| format!("from v{p:04}")));
-                                ui.label(format!("{} clips", m.counts.rows));
+                                ui.label(count(m.counts.rows, "clip"));
                                 ui.label(format!("{:?}", m.counts.by_split));
                                 if let Some(parent) = m.parent
                                     && ui.button("diff with parent").clicked()

@@ -350,8 +350,8 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         .collect();
     let row_of = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
     tracing::debug!(
-        "view of {} files loaded in {:.2} s: read {:.2} s, rows and columns {:.2} s",
-        rows.len(),
+        "view of {} loaded in {:.2} s: read {:.2} s, rows and columns {:.2} s",
+        crate::model::count(rows.len() as u64, "file"),
         started.elapsed().as_secs_f64(),
         read.as_secs_f64(),
         (made_rows - read).as_secs_f64()

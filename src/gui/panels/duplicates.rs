@@ -33,8 +33,8 @@ pub(super) fn duplicates_ui(
             let order: Vec<&str> = view.best_order.iter().map(|b| b.label()).collect();
             ui.horizontal(|ui| {
                 ui.label(format!(
-                    "{} groups; the best is the largest by {}",
-                    view.dup_groups.len(),
+                    "{}; the best is the largest by {}",
+                    crate::model::count(view.dup_groups.len() as u64, "group"),
                     order.join(", then ")
                 ));
                 if ui.button("Keep the best in every group").clicked() {

@@ -387,10 +387,5 @@ pub(super) fn ticks_ui(ui: &mut egui::Ui, axis: &super::scatter::Axis, at: &[f32
 
 /// `1 file`, `12 files`.
 pub(super) fn files(n: impl Into<u64>) -> String {
-    let n = n.into();
-    if n == 1 {
-        "1 file".into()
-    } else {
-        format!("{n} files")
-    }
+    crate::model::count(n.into(), "file")
 }

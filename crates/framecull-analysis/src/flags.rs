@@ -1,0 +1,583 @@
+//! Flags with reasons: integrity findings from decoding, rules from the project config, and
+//! duplicates. Statistical outliers are in [`super::outliers`]. Pure: the caller loads the
+//! config and the catalog.
+
+use serde::{Deserialize, Serialize};
+
+use framecull_model::{
+    DupInfo, Flag, FlagSource, Item, ItemStatus, MediaKind, Metrics, Severity, count,
+};
+
+/// The project's `framecull.toml`. Every field has a default; absent limits are not checked.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub rules: Rules,
+    pub quality: QualityRules,
+    pub statistics: Statistics,
+    pub duplicates: Duplicates,
+    pub limits: Limits,
+}
+
+/// The largest pictures framecull decodes. Larger ones are not decoded (by deep analysis) and
+/// get the `too_large` flag with both sizes, so that a decompression bomb (a small file that
+/// declares a huge picture) cannot exhaust memory. Headers are still read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Pixels of one image (256 Mpx by default: 16384 x 16384, about 768 MiB as RGB).
+    pub max_image_pixels: u64,
+    /// Pixels of one video frame (128 Mpx by default: 16K x 8K).
+    pub max_frame_pixels: u64,
+    /// Address space of one analysis worker process, in MiB (4096 by default; 0: no limit).
+    /// A decode that needs more ends that file with `over the ... memory limit`.
+    pub max_memory_mib: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_image_pixels: 1 << 28,
+            max_frame_pixels: 1 << 27,
+            max_memory_mib: 4096,
+        }
+    }
+}
+
+impl Limits {
+    /// The worker's address-space cap in bytes, if any.
+    pub fn memory_bytes(&self) -> Option<u64> {
+        (self.max_memory_mib > 0).then(|| self.max_memory_mib.saturating_mul(1 << 20))
+    }
+
+    /// Why a picture of this kind and size is over the limit, if it is.
+    pub fn over(&self, kind: MediaKind, width: u32, height: u32) -> Option<String> {
+        let (limit, key, what) = match kind {
+            MediaKind::Video => (self.max_frame_pixels, "max_frame_pixels", "per video frame"),
+            _ => (self.max_image_pixels, "max_image_pixels", "per image"),
+        };
+        let pixels = u64::from(width) * u64::from(height);
+        let mpx = |p: u64| p as f64 / 1e6;
+        (pixels > limit).then(|| {
+            format!(
+                "{width}x{height} ({:.1} Mpx) is over the limit of {:.1} Mpx {what} \
+                 (limits.{key} in framecull.toml); not decoded",
+                mpx(pixels),
+                mpx(limit)
+            )
+        })
+    }
+}
+
+/// What to do with duplicate groups.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Duplicates {
+    /// "Keep the best, reject the rest" keeps the largest member by these, in order:
+    /// resolution, bit_rate, size, duration.
+    pub keep_best_by: Vec<super::dups::BestBy>,
+}
+
+impl Default for Duplicates {
+    fn default() -> Self {
+        Duplicates {
+            keep_best_by: super::dups::DEFAULT_BEST_ORDER.to_vec(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Rules {
+    /// Smallest width and height (pixels, before rotation).
+    pub min_width: Option<u32>,
+    pub min_height: Option<u32>,
+    pub max_width: Option<u32>,
+    pub max_height: Option<u32>,
+    /// Display aspect ratio (width / height after rotation) bounds.
+    pub min_aspect: Option<f64>,
+    pub max_aspect: Option<f64>,
+    /// Video duration bounds, seconds.
+    pub min_duration_secs: Option<f64>,
+    pub max_duration_secs: Option<f64>,
+    /// Video frame-rate bounds.
+    pub min_fps: Option<f64>,
+    pub max_fps: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QualityRules {
+    /// Mean brightness (0-255) below which a picture is dark.
+    pub dark_below: f64,
+    /// Mean brightness above which a picture is overexposed.
+    pub bright_above: f64,
+    /// Luma entropy (bits) below which an image carries little information.
+    pub low_entropy_below: f64,
+    /// Share of black frames from which a video is flagged.
+    pub black_share_above: f64,
+    /// Share of frozen (repeated) frames from which a video is flagged.
+    pub frozen_share_above: f64,
+    /// Decode errors, as a share of decoded frames, from which the flag is an error.
+    pub decode_error_share: f64,
+}
+
+impl Default for QualityRules {
+    fn default() -> Self {
+        QualityRules {
+            dark_below: 25.0,
+            bright_above: 235.0,
+            low_entropy_below: 2.0,
+            black_share_above: 0.5,
+            frozen_share_above: 0.5,
+            decode_error_share: 0.01,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Statistics {
+    /// Robust z-score (in MADs, scaled to a standard deviation) beyond which a value is an
+    /// outlier.
+    pub max_mads: f64,
+    /// Fewest items of a kind with a value before statistics are computed for it.
+    pub min_items: usize,
+    /// Measures to test: log_resolution, duration_secs, fps, bits_per_pixel, motion_mean,
+    /// brightness, sharpness.
+    pub measures: Vec<String>,
+}
+
+impl Default for Statistics {
+    fn default() -> Self {
+        Statistics {
+            max_mads: 4.0,
+            min_items: 20,
+            measures: [
+                "log_resolution",
+                "duration_secs",
+                "fps",
+                "bits_per_pixel",
+                "motion_mean",
+                "brightness",
+                "sharpness",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+}
+
+fn flag(code: &str, severity: Severity, source: FlagSource, reason: String) -> Flag {
+    Flag {
+        code: code.to_string(),
+        severity,
+        reason,
+        source,
+    }
+}
+
+fn secs(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2} s")
+    } else {
+        format!("{v:.1} s")
+    }
+}
+
+/// Flags from the probe, the decode pass and the config rules for one item.
+pub fn item_flags(item: &Item, metrics: Option<&Metrics>, config: &Config) -> Vec<Flag> {
+    let mut out = Vec::new();
+    let reason = || {
+        item.error
+            .clone()
+            .unwrap_or_else(|| "no reason recorded".into())
+    };
+    match item.status {
+        ItemStatus::Missing => return out,
+        ItemStatus::Error => out.push(flag(
+            "unreadable",
+            Severity::Error,
+            FlagSource::Probe,
+            reason(),
+        )),
+        ItemStatus::Unsupported => out.push(flag(
+            "unsupported",
+            Severity::Warning,
+            FlagSource::Probe,
+            reason(),
+        )),
+        ItemStatus::Ok => {}
+    }
+    if let Some(m) = metrics {
+        decode_flags(item, m, config, &mut out);
+    }
+    if item.status == ItemStatus::Ok {
+        rule_flags(item, metrics, config, &mut out);
+    }
+    out
+}
+
+fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) {
+    let d = FlagSource::Decode;
+    if let Some(why) = &m.undecodable {
+        // A probe error already says the file is unreadable.
+        if item.status == ItemStatus::Ok {
+            out.push(flag("undecodable", Severity::Error, d, why.clone()));
+        }
+        return;
+    }
+    if let Some(why) = &m.no_decoder {
+        out.push(flag("no_decoder", Severity::Warning, d, why.clone()));
+        return;
+    }
+    if let Some(why) = &m.structure_error {
+        out.push(flag("image_truncated", Severity::Error, d, why.clone()));
+    }
+    if m.decode_errors > 0 {
+        let share = m.decode_errors as f64 / m.decoded_frames.max(1) as f64;
+        let severity =
+            if share >= config.quality.decode_error_share || item.kind == MediaKind::Image {
+                Severity::Error
+            } else {
+                Severity::Warning
+            };
+        let first = m
+            .first_error
+            .as_deref()
+            .map(|e| format!("; first: {e}"))
+            .unwrap_or_default();
+        let what = if item.kind == MediaKind::Image {
+            "the image decodes with errors".to_string()
+        } else {
+            format!(
+                "{} in {}",
+                count(m.decode_errors, "decode error"),
+                count(m.decoded_frames, "frame")
+            )
+        };
+        out.push(flag("decode_errors", severity, d, format!("{what}{first}")));
+    } else if m.decoder_messages > 0 {
+        let first = m
+            .first_message
+            .as_deref()
+            .map(|e| format!("; first: {e}"))
+            .unwrap_or_default();
+        // Damaged metadata (EXIF, APP segments) does not touch the picture.
+        let metadata_only = m.first_message.as_deref().is_some_and(|e| {
+            let e = e.to_ascii_lowercase();
+            e.contains("exif") || e.contains("app fields")
+        });
+        let (code, severity) = if metadata_only {
+            ("metadata_errors", Severity::Info)
+        } else {
+            ("decoder_messages", Severity::Warning)
+        };
+        out.push(flag(
+            code,
+            severity,
+            d,
+            format!(
+                "FFmpeg reported {} error{} while reading the file, though every frame decoded{first}",
+                m.decoder_messages,
+                if m.decoder_messages == 1 { "" } else { "s" }
+            ),
+        ));
+    }
+    if item.kind != MediaKind::Video {
+        return;
+    }
+    if m.truncated {
+        let declared = item.info.duration_secs.unwrap_or(0.0);
+        let decoded = m.decoded_duration_secs.unwrap_or(0.0);
+        out.push(flag(
+            "truncated",
+            Severity::Error,
+            d,
+            format!(
+                "only {} of the declared {} decode: the file is truncated",
+                secs(decoded),
+                secs(declared)
+            ),
+        ));
+    }
+    if m.repeat_frames > 0 {
+        out.push(flag(
+            "repeat_frames",
+            Severity::Info,
+            d,
+            format!(
+                "{} of the {} the header declares carry no data (repeats of the previous frame); {} decode",
+                m.repeat_frames,
+                count(item.info.frame_count.unwrap_or(0).max(0) as u64, "frame"),
+                m.decoded_frames
+            ),
+        ));
+    } else if let Some(declared) = item.info.frame_count {
+        let decoded = m.decoded_frames as i64;
+        let tolerance = 1.max(declared / 100);
+        if (decoded - declared).abs() > tolerance && !m.timed_out && !m.truncated {
+            out.push(flag(
+                "frame_count_mismatch",
+                Severity::Warning,
+                d,
+                format!(
+                    "{} decode; the header declares {declared}",
+                    count(decoded.max(0) as u64, "frame")
+                ),
+            ));
+        }
+    }
+    if m.pts_backwards > 0 || m.pts_repeats > 0 {
+        out.push(flag(
+            "timestamps",
+            Severity::Warning,
+            d,
+            timestamp_reason(m.pts_backwards, m.pts_repeats),
+        ));
+    }
+    if m.vfr == Some(true) {
+        out.push(flag(
+            "vfr",
+            Severity::Info,
+            d,
+            format!(
+                "variable frame rate: frame intervals vary by {:.0}% (sample by timestamp, not by frame index)",
+                m.interval_cv.unwrap_or(0.0) * 100.0
+            ),
+        ));
+    }
+    if m.resolution_changes > 0 {
+        out.push(flag(
+            "resolution_change",
+            Severity::Warning,
+            d,
+            format!(
+                "the frame size changes {} times mid-stream",
+                m.resolution_changes
+            ),
+        ));
+    }
+    if let Some(share) = m
+        .black_share
+        .filter(|s| *s >= config.quality.black_share_above)
+    {
+        out.push(flag(
+            "black",
+            Severity::Warning,
+            d,
+            format!("{:.0}% of frames are black", share * 100.0),
+        ));
+    }
+    if let Some(share) = m
+        .frozen_share
+        .filter(|s| *s >= config.quality.frozen_share_above && m.decoded_frames > 10)
+    {
+        out.push(flag(
+            "frozen",
+            Severity::Warning,
+            d,
+            format!(
+                "{:.0}% of frames repeat the previous frame exactly (frozen picture)",
+                share * 100.0
+            ),
+        ));
+    }
+    if m.timed_out {
+        out.push(flag(
+            "timed_out",
+            Severity::Warning,
+            d,
+            format!(
+                "analysis stopped at the per-file time budget after {}",
+                count(m.decoded_frames, "frame")
+            ),
+        ));
+    }
+}
+
+fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut Vec<Flag>) {
+    let r = &config.rules;
+    let s = FlagSource::Rule;
+    let i = &item.info;
+    if let (Some(w), Some(h)) = (i.width, i.height) {
+        if let Some(why) = config.limits.over(item.kind, w, h) {
+            out.push(flag("too_large", Severity::Error, s, why));
+        }
+        let mut small = Vec::new();
+        if let Some(min) = r.min_width.filter(|m| w < *m) {
+            small.push(format!("width {w} is below the minimum {min}"));
+        }
+        if let Some(min) = r.min_height.filter(|m| h < *m) {
+            small.push(format!("height {h} is below the minimum {min}"));
+        }
+        if !small.is_empty() {
+            out.push(flag(
+                "resolution_below_min",
+                Severity::Warning,
+                s,
+                small.join("; "),
+            ));
+        }
+        let mut large = Vec::new();
+        if let Some(max) = r.max_width.filter(|m| w > *m) {
+            large.push(format!("width {w} is above the maximum {max}"));
+        }
+        if let Some(max) = r.max_height.filter(|m| h > *m) {
+            large.push(format!("height {h} is above the maximum {max}"));
+        }
+        if !large.is_empty() {
+            out.push(flag(
+                "resolution_above_max",
+                Severity::Warning,
+                s,
+                large.join("; "),
+            ));
+        }
+        let turned = matches!(i.rotation_deg, Some(90) | Some(270))
+            || matches!(i.exif_orientation, Some(5..=8));
+        let aspect = if turned {
+            f64::from(h) / f64::from(w)
+        } else {
+            f64::from(w) / f64::from(h)
+        };
+        let below = r.min_aspect.is_some_and(|m| aspect < m);
+        let above = r.max_aspect.is_some_and(|m| aspect > m);
+        if below || above {
+            out.push(flag(
+                "aspect_out_of_range",
+                Severity::Warning,
+                s,
+                format!(
+                    "aspect ratio {aspect:.2} is outside {:.2}-{:.2}",
+                    r.min_aspect.unwrap_or(0.0),
+                    r.max_aspect.unwrap_or(f64::INFINITY)
+                ),
+            ));
+        }
+    }
+    if item.kind == MediaKind::Video {
+        if let Some(d) = i.duration_secs {
+            if let Some(min) = r.min_duration_secs.filter(|m| d < *m) {
+                out.push(flag(
+                    "duration_below_min",
+                    Severity::Warning,
+                    s,
+                    format!("duration {} is below the minimum {}", secs(d), secs(min)),
+                ));
+            }
+            if let Some(max) = r.max_duration_secs.filter(|m| d > *m) {
+                out.push(flag(
+                    "duration_above_max",
+                    Severity::Warning,
+                    s,
+                    format!("duration {} is above the maximum {}", secs(d), secs(max)),
+                ));
+            }
+        }
+        if let Some(f) = i.fps {
+            if let Some(min) = r.min_fps.filter(|m| f < *m) {
+                out.push(flag(
+                    "fps_below_min",
+                    Severity::Warning,
+                    s,
+                    format!("{f:.2} fps is below the minimum {min}"),
+                ));
+            }
+            if let Some(max) = r.max_fps.filter(|m| f > *m) {
+                out.push(flag(
+                    "fps_above_max",
+                    Severity::Warning,
+                    s,
+                    format!("{f:.2} fps is above the maximum {max}"),
+                ));
+            }
+        }
+    }
+    let Some(m) = metrics else { return };
+    let q = &config.quality;
+    if let Some(b) = m.brightness {
+        if b < q.dark_below {
+            out.push(flag(
+                "dark",
+                Severity::Warning,
+                s,
+                format!("mean brightness {b:.0} is below {:.0} (dark)", q.dark_below),
+            ));
+        } else if b > q.bright_above {
+            out.push(flag(
+                "overexposed",
+                Severity::Warning,
+                s,
+                format!(
+                    "mean brightness {b:.0} is above {:.0} (overexposed)",
+                    q.bright_above
+                ),
+            ));
+        }
+    }
+    if item.kind == MediaKind::Image && m.colorfulness.is_some_and(|c| c < 2.0) {
+        out.push(flag(
+            "grayscale",
+            Severity::Info,
+            s,
+            "greyscale picture (no colour)".to_string(),
+        ));
+    }
+    if item.kind == MediaKind::Image
+        && let Some(e) = m.entropy.filter(|e| *e < q.low_entropy_below)
+    {
+        out.push(flag(
+            "low_information",
+            Severity::Warning,
+            s,
+            format!(
+                "luma entropy {e:.2} bits is below {:.1} (nearly uniform picture)",
+                q.low_entropy_below
+            ),
+        ));
+    }
+}
+
+fn timestamp_reason(backwards: u64, repeats: u64) -> String {
+    let times = |n: u64| {
+        if n == 1 {
+            "once".to_string()
+        } else {
+            format!("{n} times")
+        }
+    };
+    match (backwards, repeats) {
+        (0, r) => format!("frame timestamps repeat {}", times(r)),
+        (b, 0) => format!("frame timestamps go backwards {}", times(b)),
+        (b, r) => format!(
+            "frame timestamps go backwards {} and repeat {}",
+            times(b),
+            times(r)
+        ),
+    }
+}
+
+/// Duplicate flags: byte-identical copies are warnings, near duplicates are information.
+pub fn dup_flag(info: &DupInfo, like_path: &str, kind: MediaKind) -> Flag {
+    if info.exact {
+        flag(
+            "duplicate_exact",
+            Severity::Warning,
+            FlagSource::Duplicates,
+            format!("byte-identical to {like_path}"),
+        )
+    } else {
+        let what = if kind == MediaKind::Video {
+            "footage"
+        } else {
+            "picture"
+        };
+        flag(
+            "duplicate_near",
+            Severity::Info,
+            FlagSource::Duplicates,
+            format!("same {what} as {like_path} (re-encoded, resized, rotated or trimmed)"),
+        )
+    }
+}

@@ -1,0 +1,432 @@
+//! Storage of deep-analysis results: metrics, curves, duplicate groups and flags.
+
+use std::collections::HashMap;
+
+use rusqlite::{OptionalExtension, params};
+
+use super::{Catalog, CatalogError, Result, unix_now};
+use framecull_analysis::flags::Config;
+use framecull_model::{
+    Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, ItemStatus, Measured, MediaKind,
+    Metrics, Severity,
+};
+
+/// An item whose analysis is missing or stale.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct AnalysisTodo {
+    pub id: ItemId,
+    pub path: String,
+    pub kind: MediaKind,
+    pub status: ItemStatus,
+    pub codec: Option<String>,
+    pub fps: Option<f64>,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    pub exif_orientation: Option<u16>,
+    pub size_bytes: u64,
+    pub mtime_ns: i64,
+    /// Frames to decode, from the header or duration x fps (for scheduling).
+    pub frame_estimate: Option<f64>,
+}
+
+/// A finished analysis ready to store.
+#[derive(Debug, Clone)]
+pub struct AnalysisResult {
+    pub id: ItemId,
+    pub size_bytes: u64,
+    pub mtime_ns: i64,
+    pub metrics: Metrics,
+    pub curves: Curves,
+}
+
+fn f32_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn u64_blob(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn blob_f32(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn blob_u64(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect()
+}
+
+impl Catalog {
+    /// Items (not missing) with no analysis, an analysis of an older version, or one made
+    /// before the file last changed.
+    pub fn analysis_todo(&self, version: u32) -> Result<Vec<AnalysisTodo>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT i.id, i.path, i.kind, i.status, i.fps, i.width, i.height, i.exif_orientation,
+                    i.size_bytes, i.mtime_ns, i.codec,
+                    COALESCE(i.frame_count, i.duration_secs * i.fps)
+             FROM items i LEFT JOIN metrics m ON m.item_id = i.id
+             WHERE i.status != 'missing'
+               AND (m.item_id IS NULL OR m.analysis_version < ?1
+                    OR m.item_size != i.size_bytes OR m.item_mtime_ns != i.mtime_ns)
+             ORDER BY i.path",
+        )?;
+        let rows = stmt.query_map([version], |r| {
+            Ok(AnalysisTodo {
+                id: r.get(0)?,
+                path: r.get(1)?,
+                kind: MediaKind::parse(&r.get::<_, String>(2)?).unwrap_or(MediaKind::Other),
+                status: ItemStatus::parse(&r.get::<_, String>(3)?).unwrap_or(ItemStatus::Error),
+                fps: r.get(4)?,
+                width: r.get(5)?,
+                height: r.get(6)?,
+                exif_orientation: r.get(7)?,
+                size_bytes: r.get::<_, i64>(8)? as u64,
+                mtime_ns: r.get(9)?,
+                codec: r.get(10)?,
+                frame_estimate: r.get(11)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Whether any item has been analysed.
+    pub fn has_metrics(&self) -> Result<bool> {
+        Ok(self
+            .conn
+            .query_row("SELECT EXISTS(SELECT 1 FROM metrics)", [], |r| r.get(0))?)
+    }
+
+    /// Store analyses in one transaction.
+    pub fn store_analyses<'a>(
+        &mut self,
+        version: u32,
+        batch: impl IntoIterator<Item = &'a AnalysisResult>,
+    ) -> Result<()> {
+        let now = unix_now();
+        let tx = self.conn.transaction()?;
+        {
+            let mut m_stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO metrics(item_id, analysed_at, analysis_version, item_size,
+                    item_mtime_ns, decoded_frames, decode_errors, first_error, decoder_messages,
+                    first_message, repeat_frames, undecodable, timed_out, no_decoder, motion_mean, motion_p95, static_share, brightness, brightness_p5,
+                    brightness_p95, sharpness, entropy, colorfulness, black_share, frozen_share,
+                    decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
+                    resolution_changes, truncated, structure_error, phash, content_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                    ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,
+                    ?32, ?33, ?34, ?35)",
+            )?;
+            let mut c_stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO curves(item_id, motion, cuts, frame_hashes, errors, frames)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for r in batch {
+                let m = &r.metrics;
+                m_stmt.execute(params![
+                    r.id,
+                    now,
+                    version,
+                    r.size_bytes as i64,
+                    r.mtime_ns,
+                    m.decoded_frames as i64,
+                    m.decode_errors as i64,
+                    m.first_error,
+                    m.decoder_messages as i64,
+                    m.first_message,
+                    m.repeat_frames as i64,
+                    m.undecodable,
+                    m.timed_out,
+                    m.no_decoder,
+                    m.motion_mean,
+                    m.motion_p95,
+                    m.static_share,
+                    m.brightness,
+                    m.brightness_p5,
+                    m.brightness_p95,
+                    m.sharpness,
+                    m.entropy,
+                    m.colorfulness,
+                    m.black_share,
+                    m.frozen_share,
+                    m.decoded_duration_secs,
+                    m.pts_backwards as i64,
+                    m.pts_repeats as i64,
+                    m.vfr,
+                    m.interval_cv,
+                    m.resolution_changes as i64,
+                    m.truncated,
+                    m.structure_error,
+                    m.phash.map(|h| h as i64),
+                    m.content_hash,
+                ])?;
+                let cuts = serde_json::to_string(&r.curves.cuts).unwrap_or_else(|_| "[]".into());
+                c_stmt.execute(params![
+                    r.id,
+                    f32_blob(&r.curves.motion),
+                    cuts,
+                    u64_blob(&r.curves.frame_hashes),
+                    serde_json::to_string(&r.curves.error_secs).unwrap_or_else(|_| "[]".into()),
+                    (!r.curves.frames.is_empty()).then(|| r.curves.frames.to_bytes()),
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Metrics of every analysed item.
+    pub fn all_metrics(&self) -> Result<HashMap<ItemId, Metrics>> {
+        Ok(self.metrics_by_id()?.into_iter().collect())
+    }
+
+    /// What [`Measure`](framecull_model::Measure)s read of every analysed item's metrics (motion,
+    /// brightness, sharpness), by ascending item id: what the window's view needs, read in a
+    /// fraction of the time and memory of [`Catalog::metrics_by_id`].
+    pub fn measured_by_id(&self) -> Result<Vec<(ItemId, Measured)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT item_id, motion_mean, brightness, sharpness FROM metrics ORDER BY item_id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, ItemId>(0)?,
+                Measured {
+                    motion_mean: r.get(1)?,
+                    brightness: r.get(2)?,
+                    sharpness: r.get(3)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Metrics of every analysed item, by ascending item id: half the memory of
+    /// [`Catalog::all_metrics`] for a million items (a hash map holds twice as many slots).
+    /// [`by_item`] pairs them with the items.
+    pub fn metrics_by_id(&self) -> Result<Vec<(ItemId, Metrics)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT item_id, decoded_frames, decode_errors, first_error, undecodable, timed_out,
+                decoder_messages, first_message, repeat_frames, no_decoder,
+                motion_mean, motion_p95, static_share, brightness, brightness_p5, brightness_p95,
+                sharpness, entropy, colorfulness, black_share, frozen_share,
+                decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
+                resolution_changes, truncated, structure_error, phash, content_hash
+             FROM metrics ORDER BY item_id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, ItemId>(0)?,
+                Metrics {
+                    decoded_frames: r.get::<_, i64>(1)? as u64,
+                    decode_errors: r.get::<_, i64>(2)? as u64,
+                    first_error: r.get(3)?,
+                    undecodable: r.get(4)?,
+                    timed_out: r.get(5)?,
+                    decoder_messages: r.get::<_, i64>(6)? as u64,
+                    first_message: r.get(7)?,
+                    repeat_frames: r.get::<_, i64>(8)? as u64,
+                    no_decoder: r.get(9)?,
+                    motion_mean: r.get(10)?,
+                    motion_p95: r.get(11)?,
+                    static_share: r.get(12)?,
+                    brightness: r.get(13)?,
+                    brightness_p5: r.get(14)?,
+                    brightness_p95: r.get(15)?,
+                    sharpness: r.get(16)?,
+                    entropy: r.get(17)?,
+                    colorfulness: r.get(18)?,
+                    black_share: r.get(19)?,
+                    frozen_share: r.get(20)?,
+                    decoded_duration_secs: r.get(21)?,
+                    pts_backwards: r.get::<_, i64>(22)? as u64,
+                    pts_repeats: r.get::<_, i64>(23)? as u64,
+                    vfr: r.get(24)?,
+                    interval_cv: r.get(25)?,
+                    resolution_changes: r.get::<_, i64>(26)? as u64,
+                    truncated: r.get(27)?,
+                    structure_error: r.get(28)?,
+                    phash: r.get::<_, Option<i64>>(29)?.map(|h| h as u64),
+                    content_hash: r.get(30)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Curves of one item.
+    pub fn curves(&self, id: ItemId) -> Result<Option<Curves>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT motion, cuts, frame_hashes, errors FROM curves WHERE item_id = ?1",
+                [id],
+                |r| {
+                    let motion: Option<Vec<u8>> = r.get(0)?;
+                    let cuts: Option<String> = r.get(1)?;
+                    let hashes: Option<Vec<u8>> = r.get(2)?;
+                    let errors: Option<String> = r.get(3)?;
+                    Ok(Curves {
+                        motion: motion.as_deref().map(blob_f32).unwrap_or_default(),
+                        cuts: cuts
+                            .and_then(|c| serde_json::from_str::<Vec<Cut>>(&c).ok())
+                            .unwrap_or_default(),
+                        frame_hashes: hashes.as_deref().map(blob_u64).unwrap_or_default(),
+                        error_secs: errors
+                            .and_then(|e| serde_json::from_str(&e).ok())
+                            .unwrap_or_default(),
+                        ..Curves::default()
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// The frame table the deep pass recorded for a video (`None` before analysis version 4,
+    /// or for pictures).
+    pub fn frame_table(&self, id: ItemId) -> Result<Option<FrameTable>> {
+        let blob: Option<Option<Vec<u8>>> = self
+            .conn
+            .query_row("SELECT frames FROM curves WHERE item_id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(blob.flatten().as_deref().and_then(FrameTable::from_bytes))
+    }
+
+    /// Cut lists of every analysed item.
+    pub fn all_cuts(&self) -> Result<HashMap<ItemId, Vec<Cut>>> {
+        let mut stmt = self.conn.prepare("SELECT item_id, cuts FROM curves")?;
+        let rows = stmt.query_map([], |r| {
+            let cuts: Option<String> = r.get(1)?;
+            Ok((
+                r.get::<_, ItemId>(0)?,
+                cuts.and_then(|c| serde_json::from_str(&c).ok())
+                    .unwrap_or_default(),
+            ))
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Frame hashes of every analysed item (dihedral variants for pictures).
+    pub fn all_frame_hashes(&self) -> Result<HashMap<ItemId, Vec<u64>>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT item_id, frame_hashes FROM curves WHERE length(frame_hashes) > 0")?;
+        let rows = stmt.query_map([], |r| {
+            let b: Option<Vec<u8>> = r.get(1)?;
+            Ok((
+                r.get::<_, ItemId>(0)?,
+                b.as_deref().map(blob_u64).unwrap_or_default(),
+            ))
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// The settings the stored flags were derived with (`None` before the first derivation);
+    /// an error when they do not parse, as a manifest must not record other settings.
+    pub fn flags_config(&self) -> Result<Option<Config>> {
+        self.meta("flags_config")?
+            .map(|text| {
+                serde_json::from_str(&text).map_err(|e| CatalogError::Damaged {
+                    what: "the flag settings recorded with the flags (meta flags_config)",
+                    message: e.to_string(),
+                })
+            })
+            .transpose()
+    }
+
+    /// Replace the duplicate groups and flags (derived data) in one transaction, recording
+    /// the settings they were derived with.
+    pub fn replace_derived(
+        &mut self,
+        dups: &HashMap<ItemId, DupInfo>,
+        flags: &[(ItemId, Flag)],
+        config: &Config,
+    ) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM dups", [])?;
+        tx.execute("DELETE FROM flags", [])?;
+        let settings = serde_json::to_string(config).unwrap_or_default();
+        tx.execute(
+            "INSERT INTO meta(key, value) VALUES ('flags_config', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [settings],
+        )?;
+        {
+            let mut d = tx.prepare_cached(
+                "INSERT INTO dups(item_id, dup_group, relation, like_item, exact_group)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for (id, info) in dups {
+                d.execute(params![
+                    id,
+                    info.group,
+                    if info.exact { "exact" } else { "near" },
+                    info.like,
+                    info.exact_group
+                ])?;
+            }
+            let mut f = tx.prepare_cached(
+                "INSERT INTO flags(item_id, code, severity, reason, source) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for (id, flag) in flags {
+                f.execute(params![
+                    id,
+                    flag.code,
+                    flag.severity.as_str(),
+                    flag.reason,
+                    flag.source.as_str()
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn all_dups(&self) -> Result<HashMap<ItemId, DupInfo>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT item_id, dup_group, relation, like_item, exact_group FROM dups")?;
+        let rows = stmt.query_map([], |r| {
+            let relation: String = r.get(2)?;
+            Ok((
+                r.get::<_, ItemId>(0)?,
+                DupInfo {
+                    group: r.get(1)?,
+                    exact: relation == "exact",
+                    like: r.get(3)?,
+                    exact_group: r.get(4)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Every flag, by item, in a stable order (severity, then code).
+    pub fn all_flags(&self) -> Result<HashMap<ItemId, Vec<Flag>>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT item_id, code, severity, reason, source FROM flags ORDER BY item_id, id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            let severity: String = r.get(2)?;
+            let source: String = r.get(4)?;
+            Ok((
+                r.get::<_, ItemId>(0)?,
+                Flag {
+                    code: r.get(1)?,
+                    severity: Severity::parse(&severity).unwrap_or(Severity::Warning),
+                    reason: r.get(3)?,
+                    source: FlagSource::parse(&source).unwrap_or(FlagSource::Rule),
+                },
+            ))
+        })?;
+        let mut out: HashMap<ItemId, Vec<Flag>> = HashMap::new();
+        for row in rows {
+            let (id, flag) = row?;
+            out.entry(id).or_default().push(flag);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,115 @@
+//! Review decisions, tags and clips.
+
+use std::collections::HashMap;
+
+use rusqlite::params;
+
+use super::{Catalog, Result, unix_now};
+use framecull_model::{Clip, ClipOrigin, Decision, ItemId, Ratio, Review};
+
+impl Catalog {
+    pub fn all_reviews(&self) -> Result<HashMap<ItemId, Review>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT item_id, decision, tags, note FROM reviews")?;
+        let rows = stmt.query_map([], |r| {
+            let decision: String = r.get(1)?;
+            let tags: String = r.get(2)?;
+            Ok((
+                r.get::<_, ItemId>(0)?,
+                Review {
+                    decision: Decision::parse(&decision).unwrap_or_default(),
+                    tags: serde_json::from_str(&tags).unwrap_or_default(),
+                    note: r.get(3)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Every clip, by item, in start order.
+    pub fn all_clips(&self) -> Result<HashMap<ItemId, Vec<Clip>>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, item_id, start_pts, end_pts, time_base, start_secs, end_secs,
+                start_frame, end_frame, label, origin, decision
+             FROM clips ORDER BY item_id, start_pts, id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            let tb: String = r.get(4)?;
+            let decision: String = r.get(11)?;
+            Ok(Clip {
+                id: r.get(0)?,
+                item_id: r.get(1)?,
+                start_pts: r.get(2)?,
+                end_pts: r.get(3)?,
+                time_base: Ratio::parse(&tb).unwrap_or(Ratio { num: 1, den: 1 }),
+                start_secs: r.get(5)?,
+                end_secs: r.get(6)?,
+                start_frame: r.get(7)?,
+                end_frame: r.get(8)?,
+                label: r.get(9)?,
+                origin: ClipOrigin::parse(&r.get::<_, String>(10)?).unwrap_or_default(),
+                decision: Decision::parse(&decision).unwrap_or_default(),
+            })
+        })?;
+        let mut out: HashMap<ItemId, Vec<Clip>> = HashMap::new();
+        for c in rows {
+            let c = c?;
+            out.entry(c.item_id).or_default().push(c);
+        }
+        Ok(out)
+    }
+
+    /// Record an exported manifest version.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_manifest(
+        &self,
+        name: &str,
+        version: u32,
+        parent: Option<u32>,
+        rows: u64,
+        rows_hash: &str,
+        catalog_fingerprint: &str,
+    ) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO manifests(name, version, parent, created_at, rows, rows_hash,
+                catalog_fingerprint) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                name,
+                version,
+                parent,
+                unix_now(),
+                rows as i64,
+                rows_hash,
+                catalog_fingerprint
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// A fingerprint of everything an export reads: items, metrics versions, flags, dups,
+    /// reviews and clips.
+    pub fn state_fingerprint(&self) -> Result<String> {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        for sql in [
+            "SELECT path || '|' || status || '|' || COALESCE(fingerprint, '') FROM items ORDER BY id",
+            "SELECT item_id || '|' || analysis_version || '|' || item_mtime_ns FROM metrics ORDER BY item_id",
+            "SELECT item_id || '|' || code || '|' || severity FROM flags ORDER BY item_id, code",
+            "SELECT item_id || '|' || dup_group FROM dups ORDER BY item_id",
+            // A review row at its defaults (left by an undo) reads as no row.
+            "SELECT item_id || '|' || decision || '|' || tags FROM reviews
+             WHERE decision != 'unreviewed' OR tags != '[]' ORDER BY item_id",
+            "SELECT id || '|' || item_id || '|' || start_pts || '|' || end_pts || '|' || COALESCE(label, '') || '|' || decision FROM clips ORDER BY id",
+        ] {
+            let mut stmt = self.conn.prepare(sql)?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let v: String = r.get(0)?;
+                hasher.update(v.as_bytes());
+                hasher.update(b"\n");
+            }
+            hasher.update(b"--\n");
+        }
+        Ok(format!("{:032x}", hasher.digest128()))
+    }
+}

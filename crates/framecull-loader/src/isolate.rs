@@ -1,0 +1,949 @@
+//! Windows read in worker processes: each decode thread of the loader hands its windows to a
+//! `framecull loader-worker` child ([`framecull_media::isolate`]), which decodes them and (on the
+//! CPU path) preprocesses them into memory it shares with this process. A decoder that
+//! crashes, loops or allocates without end costs its window (skipped like a corrupt file, with
+//! the reason: `decoder crashed: signal 11 (SIGSEGV)`) and the child, not the training run; a
+//! new child takes the next window. Objects in a bucket too: the child opens the store from
+//! the environment it inherits and reports its requests and a storage failure with each
+//! answer, which this process takes in ([`framecull_media::isolate::Reply`]), so a failure stops
+//! the load as it would here.
+//!
+//! The protocol is JSON, one line per message, as `scan::worker`'s; pixels never go through
+//! the pipe. A child is told each clip once, with its first window.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::Sample;
+use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, Range, Scratch};
+use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_budget};
+use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
+use framecull_media::isolate::{
+    GREETING, Reply, SharedMemory, SourceWire, Spec, Stores, Worker, absorb, greeting, worker_exe,
+};
+use framecull_media::reader::{ReadTimes, VideoReader};
+use framecull_media::source::Source;
+use framecull_model::{Ratio, SeekReference};
+
+/// Bump when a message changes: a worker of another protocol is not used.
+const PROTOCOL: u32 = 2;
+
+/// The name a worker greets with.
+const NAME: &str = "framecull_loader_worker";
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // one per window
+enum Request {
+    /// The loader's settings, once, before any window.
+    Setup { config: LoaderConfig },
+    /// One window of clip `clip`: its output bytes (`out_len` of them) or, with `frames`,
+    /// its decoded frames (the GPU path), into the shared memory.
+    Window {
+        clip: u32,
+        /// The clip, with the first window this worker reads of it.
+        define: Option<ClipWire>,
+        sample: Sample,
+        frames: bool,
+        out_len: usize,
+    },
+    /// Open `source` for [`Pictures`] (in place of the one open before).
+    Open { source: SourceWire, threads: usize },
+    /// Frame `index` of the open file, as [`framecull_media::convert::fit_rgb`] makes it, into
+    /// the shared memory.
+    Picture {
+        index: usize,
+        quarter_turns: u8,
+        max: (u32, u32),
+        budget_secs: Option<f64>,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Response {
+    Ready,
+    Window(Answer),
+    Opened {
+        pts: Vec<i64>,
+        time_base: Ratio,
+    },
+    Picture {
+        width: u32,
+        height: u32,
+    },
+    /// A picture that could not be read (the worker goes on).
+    NoPicture(String),
+    Failed(String),
+}
+
+#[derive(Serialize, Deserialize)]
+struct Answer {
+    made: Result<Made, (SkipReason, String)>,
+    times: ReadTimes,
+    /// The clip's keyframe positions, the first time they are known to this worker.
+    keyframes: Option<Vec<f64>>,
+    cache_hits: u64,
+    cache_fills: u64,
+    cache_failure: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Made {
+    /// The window's output bytes are the first `out_len` of the shared memory.
+    Bytes {
+        frames: Vec<(usize, i64)>,
+        time_base: Ratio,
+        preprocess_secs: f64,
+    },
+    /// The window's frames, tightly packed one after the other in the shared memory.
+    Frames {
+        frames: Vec<FrameWire>,
+        params: Vec<FrameParams>,
+        time_base: Ratio,
+    },
+}
+
+/// A decoded frame but its pixels, which are at `offset` of the shared memory.
+#[derive(Serialize, Deserialize)]
+struct FrameWire {
+    width: u32,
+    height: u32,
+    format: FrameFormat,
+    matrix: Matrix,
+    range: Range,
+    pts: i64,
+    index: usize,
+    offset: usize,
+    len: usize,
+}
+
+/// A [`ClipSource`]; its path as bytes (a name need not be UTF-8).
+#[derive(Serialize, Deserialize)]
+struct ClipWire {
+    clip_id: String,
+    row: usize,
+    path: Vec<u8>,
+    source: SourceWire,
+    is_image: bool,
+    quarter_turns: u8,
+    mirror: bool,
+    start_pts: Option<i64>,
+    end_pts: Option<i64>,
+    start_secs: f64,
+    end_secs: f64,
+    frames: Option<(usize, usize)>,
+    time_base: Option<Ratio>,
+    reference: Option<SeekReference>,
+}
+
+impl ClipWire {
+    fn of(clip: &ClipSource, source: SourceWire) -> ClipWire {
+        ClipWire {
+            clip_id: clip.clip_id.clone(),
+            row: clip.row,
+            path: clip.path.as_os_str().as_bytes().to_vec(),
+            source,
+            is_image: clip.is_image,
+            quarter_turns: clip.quarter_turns,
+            mirror: clip.mirror,
+            start_pts: clip.start_pts,
+            end_pts: clip.end_pts,
+            start_secs: clip.start_secs,
+            end_secs: clip.end_secs,
+            frames: clip.frames,
+            time_base: clip.time_base,
+            reference: clip.reference.as_deref().cloned(),
+        }
+    }
+
+    fn into_clip(self, stores: &mut Stores) -> Result<ClipSource, String> {
+        let path = |bytes: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(bytes));
+        Ok(ClipSource {
+            clip_id: self.clip_id,
+            row: self.row,
+            path: path(self.path),
+            source: self.source.into_source(stores).map_err(|e| e.to_string())?,
+            is_image: self.is_image,
+            quarter_turns: self.quarter_turns,
+            mirror: self.mirror,
+            start_pts: self.start_pts,
+            end_pts: self.end_pts,
+            start_secs: self.start_secs,
+            end_secs: self.end_secs,
+            frames: self.frames,
+            time_base: self.time_base,
+            reference: self.reference.map(Arc::new),
+        })
+    }
+}
+
+/// Where the loader's workers run: `None` decodes in this process.
+pub(crate) fn spec(config: &LoaderConfig) -> Option<Spec> {
+    if !config.isolate {
+        return None;
+    }
+    let Some(exe) = worker_exe() else {
+        tracing::warn!(
+            "no framecull binary to decode in (FRAMECULL_WORKER_EXE): the loader decodes in this process, where a crashing decoder ends it"
+        );
+        return None;
+    };
+    Some(worker_spec(exe, config.worker_memory_mib))
+}
+
+/// A `framecull loader-worker` with an address space of `memory_mib` (0: no cap).
+fn worker_spec(exe: PathBuf, memory_mib: u64) -> Spec {
+    Spec {
+        exe,
+        args: vec!["loader-worker".into()],
+        memory_bytes: (memory_mib > 0).then_some(memory_mib.saturating_mul(1 << 20)),
+        memory_setting: "the loader's worker_memory_mib",
+    }
+}
+
+/// Start a worker sharing `memory` and check its greeting.
+fn start_worker(spec: &Spec, memory: &SharedMemory) -> Result<Worker, String> {
+    Worker::start(spec, Some(memory.fd()), NAME, PROTOCOL)
+}
+
+/// The windows one decode thread reads: in its worker process when there is one, else here.
+pub(crate) struct WindowReader {
+    local: Readers,
+    remote: Option<Remote>,
+}
+
+impl WindowReader {
+    pub fn new(config: &LoaderConfig, spec: Option<Spec>) -> WindowReader {
+        let remote = spec.and_then(|spec| match Remote::new(spec, config) {
+            Ok(remote) => Some(remote),
+            Err(e) => {
+                tracing::warn!("no worker process for the loader ({e}): it decodes in this one");
+                None
+            }
+        });
+        WindowReader {
+            local: Readers::new(OPEN_DECODERS, config.decoder_threads, config.cache.clone()),
+            remote,
+        }
+    }
+
+    /// The worker, while one can run.
+    fn remote_for(&mut self) -> Option<&mut Remote> {
+        let remote = self.remote.as_mut()?;
+        remote.ready().then_some(remote)
+    }
+
+    /// [`Readers::read_window_into`], in the worker when there is one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_window_into(
+        &mut self,
+        index: u32,
+        clip: &ClipSource,
+        sample: &Sample,
+        config: &LoaderConfig,
+        times: &mut ReadTimes,
+        scratch: &mut Scratch,
+        bytes: &mut [u8],
+    ) -> Result<(FramesRead, f64), (SkipReason, String)> {
+        let Some(remote) = self.remote_for() else {
+            return self
+                .local
+                .read_window_into(clip, sample, config, times, scratch, bytes);
+        };
+        match remote.window(index, clip, sample, config, false, bytes.len(), times)? {
+            Made::Bytes {
+                frames,
+                time_base,
+                preprocess_secs,
+            } => {
+                bytes.copy_from_slice(&remote.memory.bytes()[..bytes.len()]);
+                Ok(((frames, time_base), preprocess_secs))
+            }
+            Made::Frames { .. } => Err(remote.lost("the worker answered with frames")),
+        }
+    }
+
+    /// [`Readers::read_window`], in the worker when there is one.
+    pub fn read_window(
+        &mut self,
+        index: u32,
+        clip: &ClipSource,
+        sample: &Sample,
+        config: &LoaderConfig,
+        times: &mut ReadTimes,
+    ) -> Result<WindowFrames, (SkipReason, String)> {
+        let Some(remote) = self.remote_for() else {
+            return self.local.read_window(clip, sample, config, times);
+        };
+        match remote.window(index, clip, sample, config, true, 0, times)? {
+            Made::Frames {
+                frames,
+                params,
+                time_base,
+            } => {
+                let end = frames.iter().map(|f| f.offset + f.len).max().unwrap_or(0);
+                if remote.memory.reserve(end).is_err() || end > remote.memory.bytes().len() {
+                    return Err(remote.lost("the worker's frames are out of reach"));
+                }
+                let frames = frames
+                    .into_iter()
+                    .map(|f| Frame {
+                        width: f.width,
+                        height: f.height,
+                        format: f.format,
+                        matrix: f.matrix,
+                        range: f.range,
+                        data: remote.memory.bytes()[f.offset..f.offset + f.len].to_vec(),
+                        decoded: None,
+                        pts: f.pts,
+                        index: f.index,
+                    })
+                    .collect();
+                Ok(WindowFrames {
+                    frames,
+                    params,
+                    time_base,
+                })
+            }
+            Made::Bytes { .. } => Err(remote.lost("the worker answered with bytes")),
+        }
+    }
+
+    /// Keyframe positions of clip `index` (see [`Readers::clip_keyframes`]), once known.
+    pub fn clip_keyframes(&self, index: u32, clip: &ClipSource) -> Option<Vec<f64>> {
+        self.local
+            .clip_keyframes(clip)
+            .or_else(|| self.remote.as_ref()?.keyframes.get(&index).cloned())
+    }
+
+    /// Windows read from the frame cache, and clips written to it, so far.
+    pub fn cache_counts(&self) -> (u64, u64) {
+        let (hits, fills) = self
+            .remote
+            .as_ref()
+            .map_or((0, 0), |r| (r.cache_hits, r.cache_fills));
+        (self.local.cache_hits + hits, self.local.cache_fills + fills)
+    }
+
+    /// Worker processes started so far.
+    pub fn processes_started(&self) -> u64 {
+        self.remote.as_ref().map_or(0, |r| r.started)
+    }
+
+    /// Why the frame cache could not be written, once.
+    pub fn take_cache_failure(&mut self) -> Option<String> {
+        self.local
+            .cache_failure
+            .take()
+            .or_else(|| self.remote.as_mut()?.cache_failure.take())
+    }
+}
+
+/// One decode thread's worker process, started on first use and after each failure.
+struct Remote {
+    spec: Spec,
+    /// The `Setup` request line.
+    setup: String,
+    worker: Option<Worker>,
+    memory: SharedMemory,
+    /// Clips the running worker has been told.
+    told: HashSet<u32>,
+    keyframes: HashMap<u32, Vec<f64>>,
+    cache_hits: u64,
+    cache_fills: u64,
+    cache_failure: Option<String>,
+    /// Workers that could not start in a row: after a few, windows are read here.
+    failed_starts: u32,
+    /// Workers started.
+    started: u64,
+}
+
+impl Remote {
+    fn new(spec: Spec, config: &LoaderConfig) -> Result<Remote, String> {
+        let setup = serde_json::to_string(&Request::Setup {
+            config: config.clone(),
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(Remote {
+            spec,
+            setup,
+            worker: None,
+            memory: SharedMemory::new().map_err(|e| format!("shared memory: {e}"))?,
+            told: HashSet::new(),
+            keyframes: HashMap::new(),
+            cache_hits: 0,
+            cache_fills: 0,
+            cache_failure: None,
+            failed_starts: 0,
+            started: 0,
+        })
+    }
+
+    /// Whether a worker is running, starting one if needed; false when workers cannot start
+    /// (a missing binary, one of another protocol), with a warning.
+    fn ready(&mut self) -> bool {
+        if self.worker.is_some() {
+            return true;
+        }
+        if self.failed_starts >= 3 {
+            return false;
+        }
+        match self.start() {
+            Ok(worker) => {
+                self.worker = Some(worker);
+                self.started += 1;
+                self.told.clear();
+                self.failed_starts = 0;
+                true
+            }
+            Err(e) => {
+                self.failed_starts += 1;
+                if self.failed_starts < 3 {
+                    tracing::warn!("cannot start a loader worker ({e}); trying again");
+                    return self.ready();
+                }
+                tracing::warn!(
+                    "no usable loader worker ({}: {e}): the loader decodes in this process",
+                    self.spec.exe.display()
+                );
+                false
+            }
+        }
+    }
+
+    fn start(&mut self) -> Result<Worker, String> {
+        let mut worker = start_worker(&self.spec, &self.memory)?;
+        match worker
+            .call(&self.setup, GREETING)
+            .map_err(|e| e.to_string())?
+        {
+            line if line.contains("\"ready\"") => Ok(worker),
+            line => Err(format!("unexpected answer to the set-up: {line}")),
+        }
+    }
+
+    /// The worker is of no more use (a broken answer): the window's error, and a new worker
+    /// for the next.
+    fn lost(&mut self, why: &str) -> (SkipReason, String) {
+        self.worker = None;
+        (SkipReason::Corrupt, why.to_string())
+    }
+
+    /// Read one window in the worker.
+    #[allow(clippy::too_many_arguments)]
+    fn window(
+        &mut self,
+        index: u32,
+        clip: &ClipSource,
+        sample: &Sample,
+        config: &LoaderConfig,
+        frames: bool,
+        out_len: usize,
+        times: &mut ReadTimes,
+    ) -> Result<Made, (SkipReason, String)> {
+        if let Err(e) = self.memory.reserve(out_len) {
+            return Err((
+                SkipReason::Corrupt,
+                format!("cannot share memory with the loader worker: {e}"),
+            ));
+        }
+        let request = Request::Window {
+            clip: index,
+            define: if self.told.contains(&index) {
+                None
+            } else {
+                Some(ClipWire::of(clip, SourceWire::of(&clip.source)))
+            },
+            sample: *sample,
+            frames,
+            out_len,
+        };
+        let line = serde_json::to_string(&request)
+            .map_err(|e| (SkipReason::Corrupt, format!("cannot send the window: {e}")))?;
+        let worker = self
+            .worker
+            .as_mut()
+            .ok_or_else(|| (SkipReason::Corrupt, "no loader worker".to_string()))?;
+        let answer = match worker.call(&line, hard_limit(clip, config)) {
+            Ok(answer) => answer,
+            Err(failure) => {
+                self.worker = None;
+                tracing::warn!("{}: {failure}", clip.path.display());
+                return Err((SkipReason::Corrupt, failure.to_string()));
+            }
+        };
+        self.told.insert(index);
+        let answer = match serde_json::from_str::<Reply<Response>>(&answer) {
+            Ok(reply) => {
+                absorb(clip.source.store(), &reply.storage);
+                reply.answer
+            }
+            Err(_) => return Err(self.lost("the loader worker's answer is unreadable")),
+        };
+        let answer = match answer {
+            Response::Window(answer) => answer,
+            Response::Failed(why) => return Err(self.lost(&why)),
+            _ => return Err(self.lost("the loader worker answered another request")),
+        };
+        times.add(&answer.times);
+        if let Some(keys) = answer.keyframes {
+            self.keyframes.insert(index, keys);
+        }
+        self.cache_hits += answer.cache_hits;
+        self.cache_fills += answer.cache_fills;
+        if answer.cache_failure.is_some() {
+            self.cache_failure = answer.cache_failure;
+        }
+        answer.made
+    }
+}
+
+/// Hard limit of one window in a worker: the window's own budget (its decode stops then),
+/// plus time to answer. Filling the frame cache decodes the whole clip: a budget in
+/// proportion, as the reader gives itself.
+fn hard_limit(clip: &ClipSource, config: &LoaderConfig) -> Duration {
+    let budget = window_budget(clip, config);
+    budget + budget.clamp(Duration::from_secs(2), Duration::from_secs(30))
+}
+
+/// The `framecull loader-worker` process: greet, then answer requests from stdin until it
+/// closes. The shared memory is the one its parent passed ([`SharedMemory::inherited`]).
+pub fn serve() -> std::io::Result<()> {
+    framecull_media::init();
+    framecull_media::isolate::keep_freed_memory();
+    let mut memory = SharedMemory::inherited()?;
+    let stdin = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", greeting(NAME, PROTOCOL))?;
+    stdout.flush()?;
+    let mut state: Option<(LoaderConfig, Readers)> = None;
+    let mut clips: HashMap<u32, ClipSource> = HashMap::new();
+    let mut told_keyframes: HashSet<u32> = HashSet::new();
+    let mut scratch = Scratch::default();
+    let mut picture_reader: Option<VideoReader> = None;
+    let mut rgb = Vec::new();
+    let mut stores = Stores::default();
+    for line in stdin.lines() {
+        let response = match (serde_json::from_str::<Request>(&line?), &mut state) {
+            (Ok(Request::Setup { config }), _) => {
+                let readers =
+                    Readers::new(OPEN_DECODERS, config.decoder_threads, config.cache.clone());
+                state = Some((config, readers));
+                Response::Ready
+            }
+            (
+                Ok(Request::Window {
+                    clip,
+                    define,
+                    sample,
+                    frames,
+                    out_len,
+                }),
+                Some((config, readers)),
+            ) => {
+                let failed = match define.map(|d| d.into_clip(&mut stores)).transpose() {
+                    Ok(Some(source)) => {
+                        clips.insert(clip, source);
+                        None
+                    }
+                    Ok(None) => None,
+                    Err(e) => Some(e),
+                };
+                match (failed, clips.get(&clip)) {
+                    (Some(e), _) => Response::Failed(e),
+                    (None, Some(source)) => {
+                        let mut answer = window(
+                            readers,
+                            source,
+                            &sample,
+                            config,
+                            (frames, out_len),
+                            &mut memory,
+                            &mut scratch,
+                        );
+                        if !told_keyframes.contains(&clip) {
+                            answer.keyframes = readers.clip_keyframes(source);
+                            if answer.keyframes.is_some() {
+                                told_keyframes.insert(clip);
+                            }
+                        }
+                        Response::Window(answer)
+                    }
+                    (None, None) => Response::Failed(format!("clip {clip} was never told")),
+                }
+            }
+            (Ok(Request::Window { .. }), None) => Response::Failed("a window before set-up".into()),
+            (Ok(Request::Open { source, threads }), _) => {
+                #[cfg(feature = "fault-injection")]
+                framecull_media::isolate::inject_fault(&source.name());
+                picture_reader = None;
+                match source
+                    .into_source(&mut stores)
+                    .map_err(|e| e.to_string())
+                    .and_then(|s| VideoReader::open_source(&s, threads).map_err(|e| e.to_string()))
+                {
+                    Ok(reader) => {
+                        let opened = Response::Opened {
+                            pts: reader.frame_pts().to_vec(),
+                            time_base: reader.time_base(),
+                        };
+                        picture_reader = Some(reader);
+                        opened
+                    }
+                    Err(e) => Response::NoPicture(e),
+                }
+            }
+            (
+                Ok(Request::Picture {
+                    index,
+                    quarter_turns,
+                    max,
+                    budget_secs,
+                }),
+                _,
+            ) => match picture_reader.as_mut() {
+                Some(reader) => {
+                    let deadline =
+                        budget_secs.map(|s| std::time::Instant::now() + Duration::from_secs_f64(s));
+                    match read_picture(reader, index, deadline) {
+                        Ok(frame) => {
+                            let (width, height) = framecull_media::convert::fit_rgb(
+                                &frame,
+                                quarter_turns,
+                                max,
+                                &mut scratch,
+                                &mut rgb,
+                            );
+                            match memory.reserve(rgb.len()) {
+                                Ok(()) => {
+                                    memory.bytes_mut()[..rgb.len()].copy_from_slice(&rgb);
+                                    Response::Picture { width, height }
+                                }
+                                Err(e) => Response::NoPicture(format!(
+                                    "cannot grow the shared memory: {e}"
+                                )),
+                            }
+                        }
+                        Err(e) => Response::NoPicture(e),
+                    }
+                }
+                None => Response::Failed("a picture before a file was opened".into()),
+            },
+            (Err(e), _) => Response::Failed(format!("unreadable request: {e}")),
+        };
+        let reply = Reply {
+            answer: response,
+            storage: stores.report(),
+        };
+        writeln!(stdout, "{}", serde_json::to_string(&reply)?)?;
+        stdout.flush()?;
+    }
+    Ok(())
+}
+
+/// Frame `index` of `reader`'s file.
+fn read_picture(
+    reader: &mut VideoReader,
+    index: usize,
+    deadline: Option<std::time::Instant>,
+) -> Result<Frame, String> {
+    let mut picture = None;
+    reader
+        .read(
+            &[index],
+            deadline,
+            &mut ReadTimes::default(),
+            &mut |_, p| picture = Some(p),
+        )
+        .map_err(|e| format!("frame {index}: {e}"))?;
+    picture
+        .map(Frame::from)
+        .ok_or_else(|| format!("frame {index} was not decoded"))
+}
+
+/// Frames of one video as pictures to show (the window's player and scrub strips): decoded in
+/// a loader worker process when a worker can start (a file or an object), so that a decoder
+/// that crashes or hangs on it costs an error message, not the window; else here.
+pub struct Pictures {
+    source: Source,
+    threads: usize,
+    timeline: framecull_model::FrameTimeline,
+    remote: Option<PictureWorker>,
+    here: Option<VideoReader>,
+    scratch: Scratch,
+    rgb: Vec<u8>,
+}
+
+struct PictureWorker {
+    spec: Spec,
+    worker: Option<Worker>,
+    memory: SharedMemory,
+}
+
+impl PictureWorker {
+    /// Start a worker and open `source` in it: the video's frame timestamps and time base.
+    fn open(&mut self, source: &Source, threads: usize) -> Result<(Vec<i64>, Ratio), Opening> {
+        self.worker = None;
+        let wire = SourceWire::of(source);
+        let mut worker = start_worker(&self.spec, &self.memory).map_err(Opening::NoWorker)?;
+        let request = serde_json::to_string(&Request::Open {
+            source: wire,
+            threads,
+        })
+        .map_err(|e| Opening::Failed(e.to_string()))?;
+        let answer = worker
+            .call(&request, OPEN_LIMIT)
+            .map_err(|e| Opening::Failed(e.to_string()))?;
+        match reply_of(&answer, source) {
+            Some(Response::Opened { pts, time_base }) => {
+                self.worker = Some(worker);
+                Ok((pts, time_base))
+            }
+            Some(Response::NoPicture(e) | Response::Failed(e)) => Err(Opening::Failed(e)),
+            _ => Err(Opening::Failed("the worker's answer is unreadable".into())),
+        }
+    }
+}
+
+/// A worker's answer line, its storage reports taken in by `source`'s store.
+fn reply_of(line: &str, source: &Source) -> Option<Response> {
+    let reply = serde_json::from_str::<Reply<Response>>(line).ok()?;
+    absorb(source.store(), &reply.storage);
+    Some(reply.answer)
+}
+
+/// Why a worker could not open a file: no worker (then the file is opened here), or the
+/// file's own failure (a crash included).
+enum Opening {
+    NoWorker(String),
+    Failed(String),
+}
+
+/// Opening a video reads its packets' table: a large file on slow storage takes a while.
+const OPEN_LIMIT: Duration = Duration::from_secs(120);
+
+/// One picture: a seek and a decode from a keyframe.
+const PICTURE_LIMIT: Duration = Duration::from_secs(30);
+
+impl Pictures {
+    /// Open `source` (`threads` decoder threads): in a worker process when a `framecull`
+    /// binary is there to run.
+    pub fn open(source: &Source, threads: usize) -> Result<Pictures, String> {
+        Pictures::open_where(source, threads, true)
+    }
+
+    /// [`Pictures::open`], decoding in this process.
+    pub fn open_here(source: &Source, threads: usize) -> Result<Pictures, String> {
+        Pictures::open_where(source, threads, false)
+    }
+
+    /// Whether the pictures come from a worker process.
+    pub fn in_worker(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    fn open_where(source: &Source, threads: usize, isolate: bool) -> Result<Pictures, String> {
+        let spec = if isolate {
+            worker_exe().map(|exe| worker_spec(exe, worker_memory_mib()))
+        } else {
+            None
+        };
+        let mut pictures = Pictures {
+            source: source.clone(),
+            threads,
+            timeline: framecull_model::FrameTimeline {
+                pts: Vec::new(),
+                time_base: Ratio { num: 1, den: 1 },
+            },
+            remote: None,
+            here: None,
+            scratch: Scratch::default(),
+            rgb: Vec::new(),
+        };
+        if let Some(spec) = spec {
+            let memory = SharedMemory::new().map_err(|e| format!("shared memory: {e}"))?;
+            let mut remote = PictureWorker {
+                spec,
+                worker: None,
+                memory,
+            };
+            match remote.open(source, threads) {
+                Ok((pts, time_base)) => {
+                    pictures.timeline = framecull_model::FrameTimeline { pts, time_base };
+                    pictures.remote = Some(remote);
+                    return Ok(pictures);
+                }
+                Err(Opening::Failed(e)) => return Err(e),
+                Err(Opening::NoWorker(e)) => {
+                    tracing::warn!("no worker process to decode in ({e}): decoding in this one");
+                }
+            }
+        }
+        let reader = VideoReader::open_source(source, threads).map_err(|e| e.to_string())?;
+        pictures.timeline = framecull_model::FrameTimeline {
+            pts: reader.frame_pts().to_vec(),
+            time_base: reader.time_base(),
+        };
+        pictures.here = Some(reader);
+        Ok(pictures)
+    }
+
+    /// The video's frames (presentation timestamps, in display order).
+    pub fn timeline(&self) -> &framecull_model::FrameTimeline {
+        &self.timeline
+    }
+
+    /// Frame `index`, upright and fitted within `max`: width, height and packed RGB. A
+    /// worker that crashed or hung is replaced (the file opened again) for the next one.
+    pub fn picture(
+        &mut self,
+        index: usize,
+        quarter_turns: u8,
+        max: (u32, u32),
+        budget: Option<Duration>,
+    ) -> Result<(u32, u32, &[u8]), String> {
+        if let Some(reader) = self.here.as_mut() {
+            let frame = read_picture(reader, index, budget.map(|b| std::time::Instant::now() + b))?;
+            let (w, h) = framecull_media::convert::fit_rgb(
+                &frame,
+                quarter_turns,
+                max,
+                &mut self.scratch,
+                &mut self.rgb,
+            );
+            return Ok((w, h, &self.rgb));
+        }
+        let Some(remote) = self.remote.as_mut() else {
+            return Err("nothing is open".into());
+        };
+        if remote.worker.is_none() {
+            match remote.open(&self.source, self.threads) {
+                Ok(_) => {}
+                Err(Opening::Failed(e) | Opening::NoWorker(e)) => return Err(e),
+            }
+        }
+        let request = serde_json::to_string(&Request::Picture {
+            index,
+            quarter_turns,
+            max,
+            budget_secs: budget.map(|b| b.as_secs_f64()),
+        })
+        .map_err(|e| e.to_string())?;
+        let worker = remote.worker.as_mut().ok_or("no worker process")?;
+        let limit = budget.map_or(PICTURE_LIMIT, |b| {
+            b + b.clamp(Duration::from_secs(2), PICTURE_LIMIT)
+        });
+        let answer = match worker.call(&request, limit) {
+            Ok(answer) => answer,
+            Err(failure) => {
+                remote.worker = None;
+                return Err(format!("frame {index}: {failure}"));
+            }
+        };
+        match reply_of(&answer, &self.source) {
+            Some(Response::Picture { width, height }) => {
+                let len = width as usize * height as usize * 3;
+                if remote.memory.reserve(len).is_err() {
+                    remote.worker = None;
+                    return Err("the worker's picture is out of reach".into());
+                }
+                Ok((width, height, &remote.memory.bytes()[..len]))
+            }
+            Some(Response::NoPicture(e)) => Err(e),
+            _ => {
+                remote.worker = None;
+                Err("the worker's answer is unreadable".into())
+            }
+        }
+    }
+}
+
+/// Read one window in the worker, into the shared memory.
+fn window(
+    readers: &mut Readers,
+    clip: &ClipSource,
+    sample: &Sample,
+    config: &LoaderConfig,
+    (frames, out_len): (bool, usize),
+    memory: &mut SharedMemory,
+    scratch: &mut Scratch,
+) -> Answer {
+    #[cfg(feature = "fault-injection")]
+    framecull_media::isolate::inject_fault(&clip.path.to_string_lossy());
+    let (hits, fills) = (readers.cache_hits, readers.cache_fills);
+    let mut times = ReadTimes::default();
+    let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if !frames {
+            memory.reserve(out_len).map_err(|e| {
+                (
+                    SkipReason::Corrupt,
+                    format!("cannot map the shared memory: {e}"),
+                )
+            })?;
+            let bytes = &mut memory.bytes_mut()[..out_len];
+            let ((frames, time_base), preprocess_secs) =
+                readers.read_window_into(clip, sample, config, &mut times, scratch, bytes)?;
+            return Ok(Made::Bytes {
+                frames,
+                time_base,
+                preprocess_secs,
+            });
+        }
+        let window = readers.read_window(clip, sample, config, &mut times)?;
+        let lens: Vec<usize> = window
+            .frames
+            .iter()
+            .map(|f| Frame::expected_len(f.width, f.height, f.format))
+            .collect();
+        memory.reserve(lens.iter().sum()).map_err(|e| {
+            (
+                SkipReason::Corrupt,
+                format!("cannot grow the shared memory: {e}"),
+            )
+        })?;
+        let mut offset = 0;
+        let mut wires = Vec::with_capacity(window.frames.len());
+        for (frame, len) in window.frames.iter().zip(lens) {
+            frame.write_packed(&mut memory.bytes_mut()[offset..offset + len]);
+            wires.push(FrameWire {
+                width: frame.width,
+                height: frame.height,
+                format: frame.format,
+                matrix: frame.matrix,
+                range: frame.range,
+                pts: frame.pts,
+                index: frame.index,
+                offset,
+                len,
+            });
+            offset += len;
+        }
+        Ok(Made::Frames {
+            frames: wires,
+            params: window.params,
+            time_base: window.time_base,
+        })
+    }))
+    .unwrap_or_else(|_| {
+        Err((
+            SkipReason::Corrupt,
+            "reading the window panicked".to_string(),
+        ))
+    });
+    Answer {
+        made,
+        times,
+        keyframes: None,
+        cache_hits: readers.cache_hits - hits,
+        cache_fills: readers.cache_fills - fills,
+        cache_failure: readers.cache_failure.take(),
+    }
+}

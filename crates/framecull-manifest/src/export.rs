@@ -1,0 +1,207 @@
+//! Writing a version: the rows [`select_rows`] picks, in every format asked for, with the
+//! seek references of its videos and the metadata that says what shaped it, published
+//! atomically (temporary files, synced, renamed; the metadata last).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::Path;
+
+use xxhash_rust::xxh3::Xxh3;
+
+use super::{
+    ExportOptions, Format, ManifestError, ManifestRow, SCHEMA_VERSION, VersionMeta, io,
+    manifest_dir, select_rows, versions,
+};
+use framecull_analysis::filter::Filter;
+use framecull_catalog::Catalog;
+use framecull_model::{MediaKind, SeekReference};
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with('.')
+}
+
+/// xxh3-128 over the rows as canonical JSON lines (rows sorted by clip id).
+pub fn rows_hash(rows: &[ManifestRow]) -> String {
+    let mut h = Xxh3::new();
+    for r in rows {
+        if let Ok(line) = serde_json::to_vec(r) {
+            h.update(&line);
+            h.update(b"\n");
+        }
+    }
+    format!("{:032x}", h.digest128())
+}
+
+/// The temporary files of a version being written, removed when the export stops before
+/// publishing them (an error such as a full disk), so they do not hold the space.
+struct Staged(Vec<(std::path::PathBuf, std::path::PathBuf)>);
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        for (tmp, _) in &self.0 {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Export a new version. Files go to temporary names, are synced, then renamed; the
+/// metadata file is renamed last, so a crash leaves a whole version or none.
+pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta, ManifestError> {
+    if !valid_name(&options.name) {
+        return Err(ManifestError::Invalid(format!(
+            "manifest name {:?}: use letters, digits, '-', '_' and '.'",
+            options.name
+        )));
+    }
+    if options.formats.is_empty() {
+        return Err(ManifestError::Invalid("no output format".into()));
+    }
+    let project = catalog.project_dir().to_path_buf();
+    let dir = manifest_dir(&project, &options.name);
+    std::fs::create_dir_all(&dir).map_err(|e| ManifestError::io(&dir, e))?;
+    clean_leftovers(&dir);
+    let existing = versions(&project, &options.name)?;
+    let parent = existing.last().map(|m| m.version);
+    let version = parent.map_or(1, |p| p + 1);
+    let catalog_fingerprint = catalog.state_fingerprint()?;
+    // The settings that produced the stored flags (defaults, and no flags, before the first
+    // derivation), not whatever framecull.toml says now.
+    let config = catalog.flags_config()?.unwrap_or_default();
+    let (rows, counts) = select_rows(catalog, options)?;
+    let stem = format!("v{version:04}");
+    let mut files = BTreeMap::new();
+    let mut file_hashes = BTreeMap::new();
+    let mut staged = Staged(Vec::new());
+    for format in &options.formats {
+        let file = format!("{stem}.{}", format.extension());
+        let path = dir.join(&file);
+        if path.exists() {
+            return Err(ManifestError::Invalid(format!(
+                "{} already exists",
+                path.display()
+            )));
+        }
+        let tmp = io::write_temp(&path, |out| match format {
+            Format::Parquet => io::write_parquet(out, &rows),
+            Format::Jsonl => io::write_jsonl(out, &rows),
+            Format::Csv => io::write_csv(out, &rows),
+        })?;
+        file_hashes.insert(format.extension().to_string(), io::file_hash(&tmp)?);
+        staged.0.push((tmp, path));
+        files.insert(format.extension().to_string(), file);
+    }
+    let references = seek_references(catalog, &rows)?;
+    let frame_index = if references.is_empty() {
+        None
+    } else {
+        let file = format!("{stem}.frames.jsonl");
+        let path = dir.join(&file);
+        let tmp = io::write_temp(&path, |out| {
+            for r in &references {
+                serde_json::to_writer(&mut *out, r)
+                    .map_err(|e| ManifestError::Encode(e.to_string()))?;
+                out.write_all(b"\n")
+                    .map_err(|e| ManifestError::io(&path, e))?;
+            }
+            Ok(())
+        })?;
+        staged.0.push((tmp, path));
+        Some(file)
+    };
+    let meta = VersionMeta {
+        schema_version: SCHEMA_VERSION,
+        name: options.name.clone(),
+        version,
+        parent,
+        created_at: framecull_catalog::unix_now(),
+        framecull_version: env!("CARGO_PKG_VERSION").to_string(),
+        dataset_root: catalog
+            .dataset_root()?
+            .map(|p| framecull_model::text_of_path(&p).into_owned())
+            .unwrap_or_default(),
+        catalog_fingerprint,
+        include: options.include,
+        filter: options.filter.as_ref().map(Filter::to_text),
+        config,
+        split: options.split.clone(),
+        split_seed: options.split_seed,
+        counts,
+        rows_hash: rows_hash(&rows),
+        files,
+        file_hashes,
+        frame_index,
+    };
+    let meta_path = dir.join(format!("{stem}.json"));
+    let meta_tmp = io::write_temp(&meta_path, |out| {
+        serde_json::to_writer_pretty(&mut *out, &meta)
+            .map_err(|e| ManifestError::Encode(e.to_string()))
+    })?;
+    // The metadata last: a version is visible once it is.
+    staged.0.push((meta_tmp, meta_path));
+    for (tmp, path) in &staged.0 {
+        io::publish(tmp, path)?;
+    }
+    staged.0.clear();
+    catalog.record_manifest(
+        &meta.name,
+        meta.version,
+        meta.parent,
+        meta.counts.rows,
+        &meta.rows_hash,
+        &meta.catalog_fingerprint,
+    )?;
+    Ok(meta)
+}
+
+/// The seek references of the videos in `rows` that have a frame table, one per file.
+fn seek_references(
+    catalog: &Catalog,
+    rows: &[ManifestRow],
+) -> Result<Vec<SeekReference>, ManifestError> {
+    let ids: HashMap<String, i64> = catalog
+        .items()?
+        .into_iter()
+        .filter(|i| i.kind == MediaKind::Video)
+        .map(|i| (i.path, i.id))
+        .collect();
+    let mut done = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for row in rows {
+        let Some(&id) = ids.get(&row.path) else {
+            continue;
+        };
+        if !done.insert(id) {
+            continue;
+        }
+        if let Some(table) = catalog.frame_table(id)? {
+            out.push(table.seek_reference(&row.path, &row.file_fingerprint));
+        }
+    }
+    Ok(out)
+}
+
+/// Remove what an interrupted export left: temporary files, and data files of a version
+/// whose metadata was never published.
+fn clean_leftovers(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for name in &names {
+        let stem = name.split('.').next().unwrap_or_default();
+        let orphan = name.starts_with('v')
+            && !name.ends_with(".json")
+            && !names.contains(&format!("{stem}.json"));
+        if (name.starts_with('.') && name.ends_with(".tmp")) || orphan {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
+    }
+}

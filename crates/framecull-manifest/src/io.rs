@@ -1,0 +1,334 @@
+//! Manifest files: rows to and from Parquet, JSON lines and CSV, written atomically.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use polars_io::SerReader;
+use polars_io::parquet::read::ParquetReader;
+
+use super::{ManifestError, ManifestRow};
+use framecull_model::MediaKind;
+
+/// Write `write`'s output to `path` through a temporary file that is synced before the
+/// caller renames it into place; returns the temporary path. On failure (a full disk, a
+/// file-size limit) the temporary file is removed and the error names `path`.
+pub fn write_temp(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> Result<(), ManifestError>,
+) -> Result<PathBuf, ManifestError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let file = File::create(&tmp).map_err(|e| ManifestError::io(&tmp, e))?;
+    let mut out = BufWriter::new(file);
+    let written = write(&mut out).and_then(|()| {
+        out.flush().map_err(|e| ManifestError::io(&tmp, e))?;
+        out.get_ref()
+            .sync_all()
+            .map_err(|e| ManifestError::io(&tmp, e))
+    });
+    if let Err(e) = written {
+        drop(out);
+        let _ = std::fs::remove_file(&tmp);
+        return Err(match e {
+            ManifestError::Io { source, .. } => ManifestError::io(path, source),
+            other => ManifestError::Write {
+                path: path.to_path_buf(),
+                reason: other.to_string(),
+            },
+        });
+    }
+    Ok(tmp)
+}
+
+/// Make a finished temporary file visible under its final name, durably.
+pub fn publish(tmp: &Path, path: &Path) -> Result<(), ManifestError> {
+    std::fs::rename(tmp, path).map_err(|e| ManifestError::io(path, e))?;
+    if let Some(dir) = path.parent() {
+        // The rename is durable once the directory is synced.
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| ManifestError::io(dir, e))?;
+    }
+    Ok(())
+}
+
+pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
+    let str_col = |name: &str, f: &dyn Fn(&ManifestRow) -> Option<&str>| {
+        Column::new(name.into(), rows.iter().map(f).collect::<Vec<_>>())
+    };
+    let i64_col = |name: &str, f: &dyn Fn(&ManifestRow) -> Option<i64>| {
+        Column::new(name.into(), rows.iter().map(f).collect::<Vec<_>>())
+    };
+    let f64_col = |name: &str, f: &dyn Fn(&ManifestRow) -> Option<f64>| {
+        Column::new(name.into(), rows.iter().map(f).collect::<Vec<_>>())
+    };
+    let list_col = |name: &str, f: &dyn Fn(&ManifestRow) -> &Vec<String>| -> Column {
+        let mut ca: ListChunked = rows
+            .iter()
+            .map(|r| Some(Series::new(PlSmallStr::EMPTY, f(r))))
+            .collect();
+        ca.rename(name.into());
+        if rows.is_empty() {
+            return Column::new_empty(name.into(), &DataType::List(Box::new(DataType::String)));
+        }
+        ca.into_series().into_column()
+    };
+    DataFrame::new(
+        rows.len(),
+        vec![
+            str_col("clip_id", &|r| Some(&r.clip_id)),
+            str_col("path", &|r| Some(&r.path)),
+            str_col("file_fingerprint", &|r| Some(&r.file_fingerprint)),
+            i64_col("size_bytes", &|r| Some(r.size_bytes)),
+            str_col("kind", &|r| Some(r.kind.as_str())),
+            f64_col("start_secs", &|r| Some(r.start_secs)),
+            f64_col("end_secs", &|r| Some(r.end_secs)),
+            i64_col("start_frame", &|r| r.start_frame),
+            i64_col("end_frame", &|r| r.end_frame),
+            i64_col("start_pts", &|r| r.start_pts),
+            i64_col("end_pts", &|r| r.end_pts),
+            str_col("time_base", &|r| r.time_base.as_deref()),
+            f64_col("fps", &|r| r.fps),
+            i64_col("width", &|r| r.width),
+            i64_col("height", &|r| r.height),
+            i64_col("rotation_deg", &|r| r.rotation_deg),
+            str_col("label", &|r| r.label.as_deref()),
+            list_col("tags", &|r| &r.tags),
+            str_col("split", &|r| r.split.as_deref()),
+            str_col("group_key", &|r| Some(&r.group_key)),
+            f64_col("motion", &|r| r.motion),
+            f64_col("brightness", &|r| r.brightness),
+            f64_col("sharpness", &|r| r.sharpness),
+            list_col("flags", &|r| &r.flags),
+        ],
+    )
+}
+
+pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
+    let s = |name: &str| -> PolarsResult<StringChunked> {
+        Ok(df.column(name)?.cast(&DataType::String)?.str()?.clone())
+    };
+    let i = |name: &str| -> PolarsResult<Int64Chunked> {
+        Ok(df.column(name)?.cast(&DataType::Int64)?.i64()?.clone())
+    };
+    let f = |name: &str| -> PolarsResult<Float64Chunked> {
+        Ok(df.column(name)?.cast(&DataType::Float64)?.f64()?.clone())
+    };
+    let l = |name: &str| -> PolarsResult<Vec<Vec<String>>> {
+        let list = df.column(name)?.list()?.clone();
+        let mut out = Vec::with_capacity(list.len());
+        for v in list.amortized_iter() {
+            let strings = match v {
+                Some(series) => {
+                    let strings = series.as_ref().str()?;
+                    (0..strings.len())
+                        .filter_map(|k| strings.get(k).map(str::to_string))
+                        .collect()
+                }
+                None => Vec::new(),
+            };
+            out.push(strings);
+        }
+        Ok(out)
+    };
+    let (clip_id, path, fp, kind, tb, label, split, group) = (
+        s("clip_id")?,
+        s("path")?,
+        s("file_fingerprint")?,
+        s("kind")?,
+        s("time_base")?,
+        s("label")?,
+        s("split")?,
+        s("group_key")?,
+    );
+    let (size, sf, ef, sp, ep, w, h, rot) = (
+        i("size_bytes")?,
+        i("start_frame")?,
+        i("end_frame")?,
+        i("start_pts")?,
+        i("end_pts")?,
+        i("width")?,
+        i("height")?,
+        i("rotation_deg")?,
+    );
+    let (ss, es, fps, motion, bright, sharp) = (
+        f("start_secs")?,
+        f("end_secs")?,
+        f("fps")?,
+        f("motion")?,
+        f("brightness")?,
+        f("sharpness")?,
+    );
+    let (tags, flags) = (l("tags")?, l("flags")?);
+    let owned = |v: Option<&str>| v.map(str::to_string);
+    Ok((0..df.height())
+        .map(|k| ManifestRow {
+            clip_id: owned(clip_id.get(k)).unwrap_or_default(),
+            path: owned(path.get(k)).unwrap_or_default(),
+            file_fingerprint: owned(fp.get(k)).unwrap_or_default(),
+            size_bytes: size.get(k).unwrap_or(0),
+            kind: kind
+                .get(k)
+                .and_then(MediaKind::parse)
+                .unwrap_or(MediaKind::Other),
+            start_secs: ss.get(k).unwrap_or(0.0),
+            end_secs: es.get(k).unwrap_or(0.0),
+            start_frame: sf.get(k),
+            end_frame: ef.get(k),
+            start_pts: sp.get(k),
+            end_pts: ep.get(k),
+            time_base: owned(tb.get(k)),
+            fps: fps.get(k),
+            width: w.get(k),
+            height: h.get(k),
+            rotation_deg: rot.get(k),
+            label: owned(label.get(k)),
+            tags: tags[k].clone(),
+            split: owned(split.get(k)),
+            group_key: owned(group.get(k)).unwrap_or_default(),
+            motion: motion.get(k),
+            brightness: bright.get(k),
+            sharpness: sharp.get(k),
+            flags: flags[k].clone(),
+        })
+        .collect())
+}
+
+/// Parquet with the oldest Arrow compatibility level (`large_string`, not `string_view`):
+/// pandas cannot convert lists of string views, and every reader takes large strings.
+pub fn write_parquet(out: &mut BufWriter<File>, rows: &[ManifestRow]) -> Result<(), ManifestError> {
+    use polars_parquet::write::{
+        CompressionOptions, FileWriter, StatisticsOptions, Version, WriteOptions, row_group_iter,
+        to_parquet_schema,
+    };
+    let mut df = frame_from_rows(rows)?;
+    df.rechunk_mut();
+    let arrow_schema = df.schema().to_arrow(CompatLevel::oldest());
+    let encodings = polars_io::parquet::write::get_encodings(&arrow_schema);
+    let parquet_schema = to_parquet_schema(&arrow_schema)?;
+    let options = WriteOptions {
+        statistics: StatisticsOptions::default(),
+        version: Version::V1,
+        compression: CompressionOptions::Snappy,
+        data_page_size: None,
+    };
+    let mut writer = FileWriter::try_new(out, arrow_schema, options)?;
+    for batch in df.iter_chunks(CompatLevel::oldest(), true) {
+        let n = batch.len() as u64;
+        let group = row_group_iter(
+            batch,
+            encodings.clone(),
+            parquet_schema.fields().to_vec(),
+            options,
+        );
+        writer.write(n, group)?;
+    }
+    writer.end(None)?;
+    Ok(())
+}
+
+pub fn write_jsonl(out: &mut BufWriter<File>, rows: &[ManifestRow]) -> Result<(), ManifestError> {
+    for r in rows {
+        serde_json::to_writer(&mut *out, r).map_err(|e| ManifestError::Encode(e.to_string()))?;
+        out.write_all(b"\n")
+            .map_err(|e| ManifestError::Encode(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// CSV: lists (`tags`, `flags`) as `;`-joined text, nulls as empty cells.
+pub fn write_csv(out: &mut BufWriter<File>, rows: &[ManifestRow]) -> Result<(), ManifestError> {
+    let enc = |e: std::io::Error| ManifestError::Encode(e.to_string());
+    writeln!(out, "{}", ManifestRow::COLUMNS.join(",")).map_err(enc)?;
+    for r in rows {
+        let v = serde_json::to_value(r).map_err(|e| ManifestError::Encode(e.to_string()))?;
+        let cells: Vec<String> = ManifestRow::COLUMNS
+            .iter()
+            .map(|c| match &v[*c] {
+                serde_json::Value::Null => String::new(),
+                serde_json::Value::String(s) => csv_quote(s),
+                serde_json::Value::Array(a) => csv_quote(
+                    &a.iter()
+                        .filter_map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join(";"),
+                ),
+                other => other.to_string(),
+            })
+            .collect();
+        writeln!(out, "{}", cells.join(",")).map_err(enc)?;
+    }
+    Ok(())
+}
+
+fn csv_quote(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Read a manifest's Parquet file on the calling thread: not on polars' global thread pool,
+/// whose threads a process forked after using it (Python's `multiprocessing`, PyTorch's
+/// `DataLoader` workers) does not have, and would wait for forever.
+/// xxh3-128 of a file's bytes, as hex.
+pub fn file_hash(path: &Path) -> Result<String, ManifestError> {
+    let bytes = std::fs::read(path).map_err(|e| ManifestError::io(path, e))?;
+    Ok(format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes)))
+}
+
+/// Read a version's data file (`parquet` or `jsonl`), first checking its bytes against the
+/// hash its version recorded, when it recorded one: a damaged file is an error that says so,
+/// and no decoder sees it (polars' Parquet decoder aborts the process on some damaged files,
+/// found by fuzzing: an allocation sized by a corrupt field).
+pub fn read_checked(
+    path: &Path,
+    format: &str,
+    hash: Option<&String>,
+) -> Result<Vec<ManifestRow>, ManifestError> {
+    if let Some(expected) = hash
+        && file_hash(path)? != *expected
+    {
+        return Err(ManifestError::Invalid(format!(
+            "{} is damaged: its bytes are not those its version recorded",
+            path.display()
+        )));
+    }
+    match format {
+        "parquet" => read_parquet(path),
+        _ => read_jsonl(path),
+    }
+}
+
+pub fn read_parquet(path: &Path) -> Result<Vec<ManifestRow>, ManifestError> {
+    let file = File::open(path).map_err(|e| ManifestError::io(path, e))?;
+    // polars' Parquet decoder panics on some damaged files (an out-of-range dictionary
+    // index, found by fuzzing): a damaged manifest is an error that names it, not a crash.
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let df = ParquetReader::new(file)
+            .read_parallel(polars_io::parquet::read::ParallelStrategy::None)
+            .finish()?;
+        rows_from_frame(&df)
+    }));
+    match read {
+        Ok(rows) => Ok(rows?),
+        Err(_) => Err(ManifestError::Invalid(format!(
+            "{} is damaged: its Parquet data does not decode",
+            path.display()
+        ))),
+    }
+}
+
+pub fn read_jsonl(path: &Path) -> Result<Vec<ManifestRow>, ManifestError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ManifestError::io(path, e))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).map_err(|e| ManifestError::Encode(e.to_string())))
+        .collect()
+}

@@ -1,0 +1,214 @@
+//! Versioned manifests: the product's output. An export selects clips from the catalog
+//! (decisions, clips, flags), assigns splits, and writes an immutable version:
+//! `<project>/manifests/<NAME>/vNNNN.{parquet,jsonl,csv}` plus `vNNNN.json` (what shaped it).
+//! The contract is docs/MANIFEST.md.
+
+//!
+//! - `select`: which rows a version holds ([`select_rows`]);
+//! - `export`: writing a version ([`export`]);
+//! - `versions`: reading versions back, opening a manifest by path, [`diff`];
+//! - `io`: the Parquet, JSON-lines and CSV files; [`split`]: the seeded split assignment.
+
+mod export;
+mod io;
+mod select;
+pub mod split;
+mod versions;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use export::{export, rows_hash};
+use framecull_analysis::filter::Filter;
+use framecull_analysis::flags::Config;
+use framecull_catalog::CatalogError;
+use framecull_model::MediaKind;
+pub use io::{read_jsonl, read_parquet};
+pub use select::select_rows;
+pub use split::SplitSpec;
+pub use versions::{
+    ChangedClip, ClipRef, Diff, DiffReport, MovedClip, diff, diff_report, names, open_path,
+    read_seek_references, read_version, versions,
+};
+
+/// Version of the row and metadata layout (docs/MANIFEST.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error("cannot write or read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("manifest encoding failed: {0}")]
+    Encode(String),
+    #[error("cannot write {path}: {reason}")]
+    Write { path: PathBuf, reason: String },
+    #[error("parquet: {0}")]
+    Polars(#[from] polars::prelude::PolarsError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ManifestError {
+    fn io(path: &Path, source: std::io::Error) -> Self {
+        ManifestError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// One clip of a manifest. Field order is the column order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestRow {
+    pub clip_id: String,
+    pub path: String,
+    pub file_fingerprint: String,
+    pub size_bytes: i64,
+    pub kind: MediaKind,
+    pub start_secs: f64,
+    pub end_secs: f64,
+    pub start_frame: Option<i64>,
+    pub end_frame: Option<i64>,
+    pub start_pts: Option<i64>,
+    pub end_pts: Option<i64>,
+    pub time_base: Option<String>,
+    pub fps: Option<f64>,
+    pub width: Option<i64>,
+    pub height: Option<i64>,
+    pub rotation_deg: Option<i64>,
+    pub label: Option<String>,
+    pub tags: Vec<String>,
+    pub split: Option<String>,
+    pub group_key: String,
+    pub motion: Option<f64>,
+    pub brightness: Option<f64>,
+    pub sharpness: Option<f64>,
+    pub flags: Vec<String>,
+}
+
+impl ManifestRow {
+    pub const COLUMNS: &'static [&'static str] = &[
+        "clip_id",
+        "path",
+        "file_fingerprint",
+        "size_bytes",
+        "kind",
+        "start_secs",
+        "end_secs",
+        "start_frame",
+        "end_frame",
+        "start_pts",
+        "end_pts",
+        "time_base",
+        "fps",
+        "width",
+        "height",
+        "rotation_deg",
+        "label",
+        "tags",
+        "split",
+        "group_key",
+        "motion",
+        "brightness",
+        "sharpness",
+        "flags",
+    ];
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Parquet,
+    Jsonl,
+    Csv,
+}
+
+impl Format {
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Parquet => "parquet",
+            Format::Jsonl => "jsonl",
+            Format::Csv => "csv",
+        }
+    }
+}
+
+/// Which unreviewed files go in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Include {
+    /// Accepted files, and unreviewed files without error or warning flags.
+    Unreviewed,
+    /// Accepted files only.
+    Accepted,
+}
+
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    pub name: String,
+    pub formats: Vec<Format>,
+    pub split: Option<SplitSpec>,
+    pub split_seed: u64,
+    pub include: Include,
+    /// Only the files this filter matches (the window's filter, `--where`).
+    pub filter: Option<Filter>,
+}
+
+/// What shaped a version and what it holds: `vNNNN.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionMeta {
+    pub schema_version: u32,
+    pub name: String,
+    pub version: u32,
+    pub parent: Option<u32>,
+    /// Unix seconds.
+    pub created_at: i64,
+    pub framecull_version: String,
+    pub dataset_root: String,
+    pub catalog_fingerprint: String,
+    pub include: Include,
+    /// The filter the files had to match, in its text form (`--where`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// The project config (rules and statistical cut-offs) the flags came from.
+    pub config: Config,
+    pub split: Option<SplitSpec>,
+    pub split_seed: u64,
+    pub counts: Counts,
+    /// xxh3-128 of the rows as canonical JSON lines, ordered by clip id.
+    pub rows_hash: String,
+    /// Data files of this version, by format.
+    pub files: BTreeMap<String, String>,
+    /// xxh3-128 of each data file's bytes, by format: a damaged file is refused before its
+    /// decoder sees it (versions written before this field have none, and are not checked).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub file_hashes: BTreeMap<String, String>,
+    /// The seek references of its videos (`vNNNN.frames.jsonl`), when the catalog had frame
+    /// tables from a deep pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_index: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    pub rows: u64,
+    pub files: u64,
+    pub by_split: BTreeMap<String, u64>,
+    pub by_kind: BTreeMap<String, u64>,
+    /// Files left out, by reason.
+    pub excluded: BTreeMap<String, u64>,
+}
+
+/// Folder of a manifest's versions.
+pub fn manifest_dir(project: &Path, name: &str) -> PathBuf {
+    project.join("manifests").join(name)
+}

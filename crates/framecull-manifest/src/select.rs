@@ -1,0 +1,359 @@
+//! Which rows a version holds: the files a review lets in, one row per image and per chosen
+//! clip of a video (the whole video when none is chosen, less the clips rejected), each with
+//! its split.
+//! [`select_rows`] runs the steps below in order.
+
+use std::collections::HashMap;
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::{Counts, ExportOptions, Include, ManifestError, ManifestRow};
+use framecull_analysis::filter::Filter;
+use framecull_catalog::Catalog;
+use framecull_model::{
+    Clip, Decision, DupInfo, Flag, Item, ItemId, ItemStatus, MediaInfo, MediaKind, Metrics, Review,
+    Severity,
+};
+
+/// Build the rows an export would write (sorted by clip id) and the counts.
+pub fn select_rows(
+    catalog: &Catalog,
+    options: &ExportOptions,
+) -> Result<(Vec<ManifestRow>, Counts), ManifestError> {
+    let tables = Tables::read(catalog)?;
+    let fingerprints: HashMap<ItemId, &str> = tables
+        .items
+        .iter()
+        .map(|i| (i.id, i.fingerprint.as_deref().unwrap_or("")))
+        .collect();
+    let mut counts = Counts::default();
+    let mut rows = Vec::new();
+    let matched = matched_by_filter(&tables, options.filter.as_ref());
+    for (i, item) in tables.items.iter().enumerate() {
+        if item.kind == MediaKind::Other {
+            continue;
+        }
+        if !matched[i] {
+            *counts
+                .excluded
+                .entry("not matching the filter".into())
+                .or_default() += 1;
+            continue;
+        }
+        let review = tables.reviews.get(&item.id).cloned().unwrap_or_default();
+        let item_flags = tables
+            .flags
+            .get(&item.id)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if let Some(why) = exclusion(item, review.decision, item_flags, options.include) {
+            *counts.excluded.entry(why).or_default() += 1;
+            continue;
+        }
+        let group_key = group_key(item, tables.dups.get(&item.id), &fingerprints);
+        let metrics = tables.metrics.get(&item.id);
+        let base = base_row(item, &review, metrics, item_flags, group_key);
+        if item.kind == MediaKind::Image {
+            rows.push(image_row(base));
+        } else {
+            let all = tables.clips.get(&item.id);
+            let clips = chosen_clips(all, &review, options.include);
+            if clips.is_empty() {
+                let whole = whole_video_row(base, &item.info, metrics);
+                let rejected: Vec<&Clip> = all
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c.decision == Decision::Rejected)
+                    .collect();
+                rows.extend(outside_rejected(whole, &rejected));
+            } else {
+                rows.extend(clips.into_iter().map(|c| clip_row(&base, c)));
+            }
+        }
+        counts.files += 1;
+    }
+    assign_splits(&mut rows, options);
+    Ok(sort_and_count(rows, counts))
+}
+
+/// What the selection reads from the catalog, each table once.
+struct Tables {
+    items: Vec<Item>,
+    metrics: HashMap<ItemId, Metrics>,
+    flags: HashMap<ItemId, Vec<Flag>>,
+    dups: HashMap<ItemId, DupInfo>,
+    reviews: HashMap<ItemId, Review>,
+    clips: HashMap<ItemId, Vec<Clip>>,
+}
+
+impl Tables {
+    /// Read every table the selection needs.
+    fn read(catalog: &Catalog) -> Result<Tables, ManifestError> {
+        Ok(Tables {
+            items: catalog.items()?,
+            metrics: catalog.all_metrics()?,
+            flags: catalog.all_flags()?,
+            dups: catalog.all_dups()?,
+            reviews: catalog.all_reviews()?,
+            clips: catalog.all_clips()?,
+        })
+    }
+}
+
+/// Which items the filter keeps (all without one).
+fn matched_by_filter(tables: &Tables, filter: Option<&Filter>) -> Vec<bool> {
+    let mut matched = vec![filter.is_none(); tables.items.len()];
+    if let Some(f) = filter {
+        let metrics: Vec<Option<&Metrics>> = tables
+            .items
+            .iter()
+            .map(|i| tables.metrics.get(&i.id))
+            .collect();
+        for i in f.select_items(&tables.items, &metrics, &tables.flags, &tables.reviews) {
+            matched[i] = true;
+        }
+    }
+    matched
+}
+
+/// Why a file stays out (the reason it is counted under in [`Counts::excluded`]), or `None`
+/// when it goes in: a probe that failed, a rejection, or (by `include`) no acceptance or an
+/// error or warning flag on an unreviewed file.
+fn exclusion(item: &Item, decision: Decision, flags: &[Flag], include: Include) -> Option<String> {
+    if item.status != ItemStatus::Ok {
+        return Some(format!("status {}", item.status.as_str()));
+    }
+    match (decision, include) {
+        (Decision::Rejected, _) => Some("rejected".to_string()),
+        (Decision::Unreviewed, Include::Accepted) => Some("unreviewed".to_string()),
+        (Decision::Unreviewed, Include::Unreviewed)
+            if flags.iter().any(|f| f.severity <= Severity::Warning) =>
+        {
+            Some("unreviewed and flagged".to_string())
+        }
+        _ => None,
+    }
+}
+
+/// The key that keeps related clips in one split: the fingerprint of the file's duplicate
+/// group (its smallest item id's), else the file's own.
+fn group_key(item: &Item, dup: Option<&DupInfo>, fingerprints: &HashMap<ItemId, &str>) -> String {
+    match dup {
+        Some(d) => format!(
+            "dup:{}",
+            fingerprints.get(&d.group).copied().unwrap_or_default()
+        ),
+        None => format!("file:{}", item.fingerprint.as_deref().unwrap_or_default()),
+    }
+}
+
+/// The columns every row of a file shares: identity, media facts, tags, metrics and flag
+/// codes; the clip's own columns are left empty.
+fn base_row(
+    item: &Item,
+    review: &Review,
+    m: Option<&Metrics>,
+    item_flags: &[Flag],
+    group_key: String,
+) -> ManifestRow {
+    let info = &item.info;
+    ManifestRow {
+        clip_id: String::new(),
+        path: item.path.clone(),
+        file_fingerprint: item.fingerprint.clone().unwrap_or_default(),
+        size_bytes: item.size_bytes as i64,
+        kind: item.kind,
+        start_secs: 0.0,
+        end_secs: 0.0,
+        start_frame: None,
+        end_frame: None,
+        start_pts: None,
+        end_pts: None,
+        time_base: info.time_base.map(|t| t.to_text()),
+        fps: info.fps,
+        width: info.width.map(i64::from),
+        height: info.height.map(i64::from),
+        rotation_deg: info
+            .rotation_deg
+            .map(i64::from)
+            .filter(|_| item.kind == MediaKind::Video),
+        label: None,
+        tags: review.tags.clone(),
+        split: None,
+        group_key,
+        motion: m.and_then(|m| m.motion_mean),
+        brightness: m.and_then(|m| m.brightness),
+        sharpness: m.and_then(|m| m.sharpness),
+        flags: {
+            let mut codes: Vec<String> = item_flags.iter().map(|f| f.code.clone()).collect();
+            codes.sort();
+            codes.dedup();
+            codes
+        },
+    }
+}
+
+/// An image's one row: frame 0 to 1.
+fn image_row(base: ManifestRow) -> ManifestRow {
+    ManifestRow {
+        clip_id: clip_id(&base.file_fingerprint, "image"),
+        start_frame: Some(0),
+        end_frame: Some(1),
+        ..base
+    }
+}
+
+/// A video's clips that go in: never rejected ones; with [`Include::Accepted`], only accepted
+/// clips or the clips of an accepted file.
+fn chosen_clips<'a>(
+    clips: Option<&'a Vec<Clip>>,
+    review: &Review,
+    include: Include,
+) -> Vec<&'a Clip> {
+    clips
+        .map(|c| {
+            c.iter()
+                .filter(|c| c.decision != Decision::Rejected)
+                .filter(|c| {
+                    include == Include::Unreviewed
+                        || c.decision == Decision::Accepted
+                        || review.decision == Decision::Accepted
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A video with no clip chosen: the whole video is one clip, its length and frame count from
+/// the decode when there was one, else from the headers. A file that declares no duration
+/// (a live recording) lasts as long as its frames (counted from its packets at scan time)
+/// at its frame rate.
+fn whole_video_row(base: ManifestRow, info: &MediaInfo, m: Option<&Metrics>) -> ManifestRow {
+    let start = info.start_secs.unwrap_or(0.0);
+    let frames = m
+        .map(|m| m.decoded_frames as i64)
+        .filter(|f| *f > 0)
+        .or(info.frame_count);
+    let duration = m
+        .and_then(|m| m.decoded_duration_secs)
+        .or(info.duration_secs)
+        .or_else(|| Some(frames? as f64 / info.fps.filter(|f| *f > 0.0)?))
+        .unwrap_or(0.0);
+    let frames = frames.or_else(|| info.fps.map(|f| (f * duration).round() as i64));
+    let (start_pts, end_pts) = match info.time_base {
+        Some(tb) => {
+            let per_sec = f64::from(tb.den) / f64::from(tb.num);
+            let s = (start * per_sec).round() as i64;
+            (Some(s), Some(s + (duration * per_sec).round() as i64))
+        }
+        None => (None, None),
+    };
+    let range = format!("{}-{}", start_pts.unwrap_or(0), end_pts.unwrap_or(0));
+    ManifestRow {
+        clip_id: clip_id(&base.file_fingerprint, &range),
+        start_secs: start,
+        end_secs: start + duration,
+        start_frame: Some(0),
+        end_frame: frames,
+        start_pts,
+        end_pts,
+        ..base
+    }
+}
+
+/// A video with no clip chosen but some rejected: the spans of `whole` between the rejected
+/// clips (nothing a person rejected goes in); `whole` itself when none was rejected.
+fn outside_rejected(whole: ManifestRow, rejected: &[&Clip]) -> Vec<ManifestRow> {
+    if rejected.is_empty() {
+        return vec![whole];
+    }
+    let mut rejected = rejected.to_vec();
+    rejected.sort_by_key(|c| (c.start_pts, c.end_pts));
+    // A bound of a span: seconds, frame, pts.
+    type Bound = (f64, Option<i64>, Option<i64>);
+    let mut spans: Vec<(Bound, Bound)> = Vec::new();
+    let mut from: Bound = (whole.start_secs, whole.start_frame, whole.start_pts);
+    for c in rejected {
+        if c.start_secs > from.0 {
+            spans.push((from, (c.start_secs, c.start_frame, Some(c.start_pts))));
+        }
+        if c.end_secs > from.0 {
+            from = (c.end_secs, c.end_frame, Some(c.end_pts));
+        }
+    }
+    if whole.end_secs > from.0 {
+        spans.push((from, (whole.end_secs, whole.end_frame, whole.end_pts)));
+    }
+    spans
+        .into_iter()
+        .map(|(a, b)| {
+            let range = format!(
+                "{}-{}@{}",
+                a.2.unwrap_or(0),
+                b.2.unwrap_or(0),
+                whole.time_base.as_deref().unwrap_or("")
+            );
+            ManifestRow {
+                clip_id: clip_id(&whole.file_fingerprint, &range),
+                start_secs: a.0,
+                end_secs: b.0,
+                start_frame: a.1,
+                end_frame: b.1,
+                start_pts: a.2,
+                end_pts: b.2,
+                ..whole.clone()
+            }
+        })
+        .collect()
+}
+
+/// The row of one chosen clip of a video, with its boundaries and label.
+fn clip_row(base: &ManifestRow, c: &Clip) -> ManifestRow {
+    let range = format!("{}-{}@{}", c.start_pts, c.end_pts, c.time_base.to_text());
+    ManifestRow {
+        clip_id: clip_id(&base.file_fingerprint, &range),
+        start_secs: c.start_secs,
+        end_secs: c.end_secs,
+        start_frame: c.start_frame,
+        end_frame: c.end_frame,
+        start_pts: Some(c.start_pts),
+        end_pts: Some(c.end_pts),
+        time_base: Some(c.time_base.to_text()),
+        label: c.label.clone(),
+        ..base.clone()
+    }
+}
+
+/// Give every row its split (from its group key and the seed) when the options ask for splits.
+fn assign_splits(rows: &mut [ManifestRow], options: &ExportOptions) {
+    if let Some(spec) = &options.split {
+        for r in rows {
+            r.split = Some(spec.assign(&r.group_key, options.split_seed).to_string());
+        }
+    }
+}
+
+/// Sort the rows by clip id, keep one row per clip id, and count the rows by kind and split.
+fn sort_and_count(mut rows: Vec<ManifestRow>, mut counts: Counts) -> (Vec<ManifestRow>, Counts) {
+    rows.sort_by(|a, b| a.clip_id.cmp(&b.clip_id));
+    rows.dedup_by(|a, b| a.clip_id == b.clip_id);
+    counts.rows = rows.len() as u64;
+    for r in &rows {
+        *counts
+            .by_kind
+            .entry(r.kind.as_str().to_string())
+            .or_default() += 1;
+        if let Some(s) = &r.split {
+            *counts.by_split.entry(s.clone()).or_default() += 1;
+        }
+    }
+    (rows, counts)
+}
+
+/// Stable clip identity: the file's content fingerprint and the clip's boundaries.
+fn clip_id(fingerprint: &str, range: &str) -> String {
+    format!(
+        "{:016x}",
+        xxh3_64(format!("{fingerprint}|{range}").as_bytes())
+    )
+}

@@ -1,0 +1,696 @@
+//! A child process that does FFmpeg work on behalf of this one, so that a decoder that
+//! crashes, loops or allocates without end takes down only the child. The child speaks one
+//! line of text per request and per answer on its stdin and stdout; what the lines mean is
+//! the caller's business (`scan::worker`).
+//!
+//! Limits: an address-space cap (`RLIMIT_AS`) set in the child before it runs, no core
+//! files, and a wall-clock limit per request enforced here (the child is killed). The child
+//! is killed when the thread that started it ends (`PR_SET_PDEATHSIG`), so a killed run
+//! leaves no worker behind.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use memmap2::MmapMut;
+use serde::{Deserialize, Serialize};
+
+use super::source::{Opened, Source};
+use framecull_storage::{CachedObject, Object, Remote, RequestCounts, Root, StorageError};
+
+/// Lines of the child's stderr kept to explain its end.
+const STDERR_TAIL: usize = 20;
+
+/// Why a request got no answer. The child is gone after any of these.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Failure {
+    #[error("decoder crashed: signal {signal} ({name})", name = signal_name(*.signal))]
+    Crashed { signal: i32 },
+    #[error("timed out after {} s", .after.as_secs_f64().round())]
+    TimedOut { after: Duration },
+    #[error("over the {} memory limit ({setting})", human_mib(*.limit_bytes))]
+    OutOfMemory {
+        limit_bytes: u64,
+        setting: &'static str,
+    },
+    #[error("the worker process exited with status {code}{}", tail_suffix(.stderr))]
+    Exited { code: i32, stderr: String },
+    #[error("cannot talk to the worker process: {0}")]
+    Io(String),
+}
+
+fn tail_suffix(stderr: &str) -> String {
+    match stderr.lines().last() {
+        Some(line) if !line.trim().is_empty() => format!(": {}", line.trim()),
+        _ => String::new(),
+    }
+}
+
+fn human_mib(bytes: u64) -> String {
+    let mib = bytes as f64 / f64::from(1 << 20);
+    if mib >= 1024.0 {
+        format!("{:.1} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.0} MiB")
+    }
+}
+
+/// The usual name of a fatal signal.
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGSYS => "SIGSYS",
+        _ => "signal",
+    }
+}
+
+/// The descriptor number a worker finds what [`Worker::spawn_sharing`] shares with it under.
+pub const SHARED_FD: i32 = 3;
+
+/// How a worker is started and bounded.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub exe: PathBuf,
+    pub args: Vec<String>,
+    /// Address space of the child (`RLIMIT_AS`); `None`: unlimited.
+    pub memory_bytes: Option<u64>,
+    /// Where a user sets that limit, for the message of a worker that went past it.
+    pub memory_setting: &'static str,
+}
+
+/// A running worker process.
+pub struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<std::io::Result<String>>,
+    /// The stderr reader: it ends when the child does, with the last lines.
+    stderr: Option<JoinHandle<VecDeque<String>>>,
+    memory_bytes: Option<u64>,
+    memory_setting: &'static str,
+}
+
+/// How long a new worker may take to greet, or to answer a set-up.
+pub const GREETING: Duration = Duration::from_secs(20);
+
+/// The line a worker greets with: `{"NAME":PROTOCOL}`.
+pub fn greeting(name: &str, protocol: u32) -> String {
+    serde_json::json!({ name: protocol }).to_string()
+}
+
+impl Worker {
+    /// Start a worker (sharing `shared`, see [`Worker::spawn_sharing`]) and check that it
+    /// greets as `name` speaking `protocol` ([`greeting`]): one of another build is not used.
+    pub fn start(
+        spec: &Spec,
+        shared: Option<BorrowedFd<'_>>,
+        name: &str,
+        protocol: u32,
+    ) -> Result<Worker, String> {
+        let mut worker = Worker::spawn_sharing(spec, shared).map_err(|e| e.to_string())?;
+        let line = worker.receive(GREETING).map_err(|e| e.to_string())?;
+        let said = serde_json::from_str::<serde_json::Value>(&line)
+            .ok()
+            .and_then(|v| v.get(name)?.as_u64());
+        match said {
+            Some(p) if p == u64::from(protocol) => Ok(worker),
+            Some(p) => Err(format!("it speaks protocol {p}, this build {protocol}")),
+            None => Err(format!("unexpected greeting {line:?}")),
+        }
+    }
+
+    /// Start a worker, which also gets `shared` (memory both map, say) as its descriptor
+    /// [`SHARED_FD`]. Its stderr is logged at debug level, the last lines kept.
+    pub fn spawn_sharing(spec: &Spec, shared: Option<BorrowedFd<'_>>) -> std::io::Result<Worker> {
+        let shared = shared.map(|fd| fd.as_raw_fd());
+        let mut command = Command::new(&spec.exe);
+        command
+            .args(&spec.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Out of the terminal's process group: Ctrl-C stops the run, which lets the
+            // files in flight finish, rather than killing the workers under them.
+            .process_group(0);
+        let memory = spec.memory_bytes;
+        // SAFETY: between fork and exec only async-signal-safe calls are made (prctl,
+        // setrlimit, fcntl, dup2).
+        unsafe {
+            command.pre_exec(move || {
+                // Ends with the thread that started it, even if that process is killed.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                let none = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::setrlimit(libc::RLIMIT_CORE, &none);
+                if let Some(fd) = shared {
+                    // A descriptor made by dup2 is inherited; one already in place loses its
+                    // close-on-exec flag.
+                    let kept = if fd == SHARED_FD {
+                        libc::fcntl(fd, libc::F_SETFD, 0)
+                    } else {
+                        libc::dup2(fd, SHARED_FD)
+                    };
+                    if kept < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if let Some(bytes) = memory {
+                    let cap = libc::rlimit {
+                        rlim_cur: bytes as libc::rlim_t,
+                        rlim_max: bytes as libc::rlim_t,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn()?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout"))?;
+        let stderr_pipe = child
+            .stderr
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stderr"))?;
+        let (tx, lines) = channel();
+        std::thread::Builder::new()
+            .name("framecull-worker-out".into())
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let end = line.is_err();
+                    if tx.send(line).is_err() || end {
+                        break;
+                    }
+                }
+            })?;
+        let stderr = std::thread::Builder::new()
+            .name("framecull-worker-err".into())
+            .spawn(move || {
+                let mut tail = VecDeque::with_capacity(STDERR_TAIL);
+                for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+                    tracing::debug!(target: "framecull::worker", "{line}");
+                    if tail.len() == STDERR_TAIL {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line);
+                }
+                tail
+            })?;
+        Ok(Worker {
+            child,
+            stdin,
+            lines,
+            stderr: Some(stderr),
+            memory_bytes: memory,
+            memory_setting: spec.memory_setting,
+        })
+    }
+
+    /// Send one request line and wait up to `timeout` for the answer line. On a failure the
+    /// child has ended (or is killed here) and this worker must not be used again.
+    pub fn call(&mut self, request: &str, timeout: Duration) -> Result<String, Failure> {
+        debug_assert!(!request.contains('\n'));
+        let sent = self
+            .stdin
+            .write_all(request.as_bytes())
+            .and_then(|()| self.stdin.write_all(b"\n"))
+            .and_then(|()| self.stdin.flush());
+        if sent.is_err() {
+            return Err(self.ended());
+        }
+        self.receive(timeout)
+    }
+
+    /// Wait up to `timeout` for the next line the child writes (its greeting, say).
+    pub fn receive(&mut self, timeout: Duration) -> Result<String, Failure> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(Ok(line)) => Ok(line),
+            Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => Err(self.ended()),
+            Err(RecvTimeoutError::Timeout) => {
+                self.kill();
+                Err(Failure::TimedOut { after: timeout })
+            }
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Why the child ended (waiting for it).
+    fn ended(&mut self) -> Failure {
+        let status = match self.child.wait() {
+            Ok(s) => s,
+            Err(e) => return Failure::Io(e.to_string()),
+        };
+        // The child is gone, so its stderr is at its end: the reader returns the last lines.
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|reader| reader.join().ok())
+            .map(|tail| Vec::from(tail).join("\n"))
+            .unwrap_or_default();
+        // Rust's allocator reports an allocation the address-space cap refused, then aborts.
+        let refused = stderr.contains("memory allocation of") || stderr.contains("out of memory");
+        match (status.signal(), status.code(), self.memory_bytes) {
+            (_, _, Some(limit_bytes)) if refused => Failure::OutOfMemory {
+                limit_bytes,
+                setting: self.memory_setting,
+            },
+            (Some(signal), _, _) => Failure::Crashed { signal },
+            (None, Some(code), _) => Failure::Exited { code, stderr },
+            (None, None, _) => Failure::Io("the worker process ended".into()),
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Memory shared with a worker: a `memfd` both map, grown by either side when a window
+/// needs more. Only one side touches it at a time: the worker while it answers a request,
+/// this process after the answer.
+pub struct SharedMemory {
+    file: File,
+    map: MmapMut,
+}
+
+impl SharedMemory {
+    /// A new, empty shared memory, to pass to a worker with [`Worker::spawn_sharing`].
+    pub fn new() -> std::io::Result<SharedMemory> {
+        // SAFETY: a valid C string; the descriptor returned (when not -1) is ours to own.
+        let fd = unsafe { libc::memfd_create(c"framecull-window".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened here and is owned by nothing else.
+        SharedMemory::of(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// In a worker: the memory its parent shared ([`SHARED_FD`]).
+    pub fn inherited() -> std::io::Result<SharedMemory> {
+        // SAFETY: the parent put the shared memory at this descriptor
+        // (`Worker::spawn_sharing`); nothing else in this process owns it.
+        SharedMemory::of(unsafe { File::from_raw_fd(SHARED_FD) })
+    }
+
+    /// The descriptor to share.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+
+    /// The mapped bytes (at least what was last reserved).
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+
+    fn of(file: File) -> std::io::Result<SharedMemory> {
+        if file.metadata()?.len() == 0 {
+            file.set_len(1 << 20)?;
+        }
+        // SAFETY: the file is a memfd only this process and its worker map, and they take
+        // turns (see the type's comment); a worker killed mid-write leaves bytes nobody reads.
+        let map = unsafe { MmapMut::map_mut(&file)? };
+        Ok(SharedMemory { file, map })
+    }
+
+    /// At least `len` bytes mapped: the file grown (with room to spare) when shorter, and
+    /// mapped again when the other side grew it.
+    pub fn reserve(&mut self, len: usize) -> std::io::Result<()> {
+        if self.map.len() >= len {
+            return Ok(());
+        }
+        let have = self.file.metadata()?.len();
+        if have < len as u64 {
+            self.file
+                .set_len((len as u64).next_multiple_of(1 << 20) + (len as u64) / 4)?;
+        }
+        // SAFETY: as in `of`.
+        self.map = unsafe { MmapMut::map_mut(&self.file)? };
+        Ok(())
+    }
+}
+
+/// In a worker that decodes on its main thread: keep freed memory for the next request rather
+/// than give it back to the kernel at once. glibc trims the main heap as soon as 128 KiB at its
+/// top are free, and a decoder frees and allocates megabytes per window: each window then
+/// faulted its pages in again (a loader worker spent a third more time in the kernel than the
+/// same decode on a thread of the loader's process, and read shuffled windows 5-10% slower).
+pub fn keep_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets the allocator's thresholds; it takes the allocator's lock.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+    }
+}
+
+/// The `framecull` executable that serves as a worker: `FRAMECULL_WORKER_EXE` when set (empty:
+/// none, work stays in this process), else this process's own executable when it is
+/// `framecull`, else a `framecull` beside it or one folder up (a test or benchmark binary
+/// in a Cargo target folder).
+pub fn worker_exe() -> Option<PathBuf> {
+    if let Some(exe) = std::env::var_os("FRAMECULL_WORKER_EXE") {
+        return (!exe.is_empty()).then(|| PathBuf::from(exe));
+    }
+    let own = std::env::current_exe().ok()?;
+    if own.file_stem().is_some_and(|s| s == "framecull") {
+        return Some(own);
+    }
+    let dir = own.parent()?;
+    [dir.join("framecull"), dir.parent()?.join("framecull")]
+        .into_iter()
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Test support (feature `fault-injection`): misbehave on a file whose name starts with
+/// `framecull-fault-crash` (SIGSEGV), `framecull-fault-hang` (loop for ever) or
+/// `framecull-fault-alloc` (allocate until refused), as a broken decoder would.
+#[cfg(feature = "fault-injection")]
+pub fn inject_fault(path: &str) {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let named = |fault: &str| name.starts_with(&format!("framecull-fault-{fault}"));
+    if named("crash") {
+        // SAFETY: not safe at all, on purpose: a write through a null pointer, as a broken
+        // decoder makes; the process ends with SIGSEGV.
+        unsafe {
+            std::ptr::null_mut::<u8>().write_volatile(1);
+        }
+    }
+    if named("hang") {
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+    if named("alloc") {
+        let mut hoard: Vec<Vec<u8>> = Vec::new();
+        loop {
+            hoard.push(vec![1u8; 256 << 20]);
+            std::hint::black_box(&hoard);
+        }
+    }
+}
+
+/// What a worker reads, as it is told it: a local file's path (bytes: a name need not be
+/// UTF-8), or an object named by its store's URL and the settings the store was opened with
+/// ([`Remote::settings`]: credentials, when given so, cross the pipe to the worker and go no
+/// further). The worker opens each store once ([`Stores`]), from them and the environment it
+/// inherited.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceWire {
+    File(Vec<u8>),
+    Object {
+        store: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        settings: Vec<(String, String)>,
+        rel_path: String,
+        size_bytes: u64,
+        /// Ranges this process already fetched (a probe's header), not requested again.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        fetched: Vec<Fetched>,
+    },
+}
+
+/// A fetched range of an object, its bytes as hexadecimal text.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Fetched {
+    start: u64,
+    hex: String,
+}
+
+/// The most of an object's fetched ranges handed to a worker with it.
+const FETCHED_BYTES: usize = 4 << 20;
+
+impl SourceWire {
+    /// `source` for a worker.
+    pub fn of(source: &Source) -> SourceWire {
+        match source {
+            Source::File(path) => SourceWire::File(path.as_os_str().as_bytes().to_vec()),
+            Source::Object(object) => SourceWire::object(object, Vec::new()),
+        }
+    }
+
+    /// An opened source for a worker, with the ranges of an object fetched so far.
+    pub fn of_opened(opened: &Opened) -> SourceWire {
+        match opened {
+            Opened::File(path) => SourceWire::File(path.as_os_str().as_bytes().to_vec()),
+            Opened::Object(cached) => SourceWire::object(
+                cached.object(),
+                cached
+                    .fetched(FETCHED_BYTES)
+                    .into_iter()
+                    .map(|(start, bytes)| Fetched {
+                        start,
+                        hex: hex(&bytes),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn object(object: &Object, fetched: Vec<Fetched>) -> SourceWire {
+        SourceWire::Object {
+            store: object.remote.url().to_string(),
+            settings: object.remote.settings().to_vec(),
+            rel_path: object.rel_path.clone(),
+            size_bytes: object.size_bytes,
+            fetched,
+        }
+    }
+
+    /// The name messages and fault injection use.
+    pub fn name(&self) -> String {
+        match self {
+            SourceWire::File(path) => String::from_utf8_lossy(path).into_owned(),
+            SourceWire::Object { rel_path, .. } => rel_path.clone(),
+        }
+    }
+
+    /// In the worker: the source to read (an object's store opened once).
+    pub fn into_source(self, stores: &mut Stores) -> Result<Source, StorageError> {
+        Ok(match self {
+            SourceWire::File(path) => Source::File(path_of(path)),
+            SourceWire::Object {
+                store,
+                settings,
+                rel_path,
+                size_bytes,
+                ..
+            } => Source::Object(Object {
+                remote: stores.open(&store, settings)?,
+                rel_path,
+                size_bytes,
+            }),
+        })
+    }
+
+    /// In the worker: the source opened, holding the ranges the caller had fetched.
+    pub fn into_opened(self, stores: &mut Stores) -> Result<Opened, StorageError> {
+        Ok(match self {
+            SourceWire::File(path) => Opened::File(path_of(path)),
+            SourceWire::Object {
+                store,
+                settings,
+                rel_path,
+                size_bytes,
+                fetched,
+            } => {
+                let object = Object {
+                    remote: stores.open(&store, settings)?,
+                    rel_path,
+                    size_bytes,
+                };
+                let fetched = fetched
+                    .into_iter()
+                    .filter_map(|f| Some((f.start, unhex(&f.hex)?)))
+                    .collect();
+                Opened::Object(CachedObject::with_fetched(object, fetched))
+            }
+        })
+    }
+}
+
+/// A dataset root as a worker is told it: a folder (bytes) or a store's URL (see
+/// [`SourceWire`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootWire {
+    Folder(Vec<u8>),
+    Store {
+        url: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        settings: Vec<(String, String)>,
+    },
+}
+
+impl RootWire {
+    /// `root` for a worker.
+    pub fn of(root: &Root) -> RootWire {
+        match root {
+            Root::Local(dir) => RootWire::Folder(dir.as_os_str().as_bytes().to_vec()),
+            Root::Remote(remote) => RootWire::Store {
+                url: remote.url().to_string(),
+                settings: remote.settings().to_vec(),
+            },
+        }
+    }
+
+    /// In the worker: the root (its store opened once).
+    pub fn into_root(self, stores: &mut Stores) -> Result<Root, StorageError> {
+        Ok(match self {
+            RootWire::Folder(dir) => Root::Local(path_of(dir)),
+            RootWire::Store { url, settings } => Root::Remote(stores.open(&url, settings)?),
+        })
+    }
+}
+
+fn path_of(bytes: Vec<u8>) -> PathBuf {
+    PathBuf::from(std::ffi::OsString::from_vec(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        text.push(DIGITS[usize::from(b >> 4)] as char);
+        text.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    text
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| match pair {
+            [hi, lo] => Some(digit(*hi)? << 4 | digit(*lo)?),
+            _ => None,
+        })
+        .collect()
+}
+
+/// In a worker: the object stores it opened, by URL and settings, and what it has told its
+/// parent of each.
+#[derive(Default)]
+pub struct Stores {
+    open: HashMap<(String, Vec<(String, String)>), Opening>,
+}
+
+struct Opening {
+    remote: Arc<Remote>,
+    told: RequestCounts,
+    failure_told: bool,
+}
+
+impl Stores {
+    fn open(
+        &mut self,
+        url: &str,
+        settings: Vec<(String, String)>,
+    ) -> Result<Arc<Remote>, StorageError> {
+        let key = (url.to_string(), settings);
+        if let Some(o) = self.open.get(&key) {
+            return Ok(o.remote.clone());
+        }
+        let pairs: Vec<(&str, &str)> = key.1.iter().map(|(k, v)| (&**k, &**v)).collect();
+        let remote = Arc::new(Remote::open_with(url, &pairs)?);
+        self.open.insert(
+            key,
+            Opening {
+                remote: remote.clone(),
+                told: RequestCounts::default(),
+                failure_told: false,
+            },
+        );
+        Ok(remote)
+    }
+
+    /// What reading the stores cost since the last report, and a failure that stops the
+    /// parent's run (once): to send with the answer.
+    pub fn report(&mut self) -> Vec<StorageReport> {
+        let mut reports = Vec::new();
+        for ((url, _), o) in &mut self.open {
+            let now = o.remote.counts();
+            let counts = now.since(&o.told);
+            o.told = now;
+            let failure = if o.failure_told {
+                None
+            } else {
+                o.remote.failure()
+            };
+            o.failure_told |= failure.is_some();
+            if counts.total() > 0 || counts.bytes_read > 0 || failure.is_some() {
+                reports.push(StorageReport {
+                    store: url.clone(),
+                    counts,
+                    failure,
+                });
+            }
+        }
+        reports
+    }
+}
+
+/// What a worker's reads of one store cost and met, for the parent's
+/// [`Remote::absorb`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StorageReport {
+    pub store: String,
+    pub counts: RequestCounts,
+    pub failure: Option<StorageError>,
+}
+
+/// A worker's answer: the request's own answer and what its reads of object stores cost.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Reply<A> {
+    pub answer: A,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storage: Vec<StorageReport>,
+}
+
+/// In the parent: take in a worker's storage reports for the store `remote` (those of another
+/// store are not this call's).
+pub fn absorb(remote: Option<&Remote>, reports: &[StorageReport]) {
+    let Some(remote) = remote else { return };
+    for report in reports.iter().filter(|r| r.store == remote.url()) {
+        remote.absorb(&report.counts, report.failure.clone());
+    }
+}

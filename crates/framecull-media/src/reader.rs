@@ -1,0 +1,713 @@
+//! Random access to the frames of a video (or a picture) at full resolution, for the loader:
+//! an open demuxer and decoder kept between requests, a seek to the keyframe before each
+//! request, and only the frames asked for converted and handed out.
+
+mod seek;
+
+use std::path::Path;
+use std::time::Instant;
+
+use ff::ffi;
+use ff::format::Pixel;
+use ff::software::scaling;
+use ffmpeg_next as ff;
+
+use crate::decode::{DecodeError, first_video_stream};
+use crate::ffmpeg_log;
+use crate::frames::{FrameIndex, Identity, SeekPoint, content_hash, is_damaged, stream_frame_step};
+use crate::picture::Matrix;
+use crate::source::{Opened, Source};
+use framecull_model::{Ratio, SeekReference};
+use seek::{Attempt, Check, Seen, Start, start_plan};
+
+/// A decoded picture, tightly packed: planar YUV 4:2:0 (Y, then U, then V, each
+/// `ceil(w/2) * ceil(h/2)`) or packed RGB.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Picture {
+    pub width: u32,
+    pub height: u32,
+    /// `true`: YUV 4:2:0 planes; `false`: RGB, 3 bytes per pixel.
+    pub yuv420: bool,
+    /// The YUV matrix the stream declares (BT.601, BT.709 or BT.2020). Unspecified streams:
+    /// BT.709 from 720 lines up, else BT.601.
+    pub matrix: Matrix,
+    /// Full-range samples (JPEG), else limited (16..235).
+    pub full_range: bool,
+    pub data: Vec<u8>,
+    /// Presentation timestamp in the stream's time base (best effort where the file's
+    /// packets carry none: see [`Identity::Ordinal`]).
+    pub pts: i64,
+    /// Index of the frame in display order: the `index`-th frame a decode from the start
+    /// shows.
+    pub index: usize,
+    /// With [`VideoReader::set_zero_copy`], 8-bit 4:2:0 pictures stay in the decoder's
+    /// buffers (a reference, not a copy) and `data` is empty.
+    pub decoded: Option<std::sync::Arc<DecodedPlanes>>,
+}
+
+/// A decoded 8-bit 4:2:0 picture left in the decoder's buffers: a reference to the frame,
+/// no copy (a 4K frame is 12 MB; a resize to training size reads a fraction of its rows).
+pub struct DecodedPlanes {
+    frame: ff::frame::Video,
+}
+
+impl DecodedPlanes {
+    /// A new reference to `frame`'s buffers.
+    fn reference(frame: &ff::frame::Video) -> Option<DecodedPlanes> {
+        let mut copy = ff::frame::Video::empty();
+        // SAFETY: both pointers are valid AVFrames; av_frame_ref adds references to the
+        // source's buffers (and copies its properties) into the empty destination.
+        let rc = unsafe { ffi::av_frame_ref(copy.as_mut_ptr(), frame.as_ptr()) };
+        (rc >= 0).then_some(DecodedPlanes { frame: copy })
+    }
+
+    /// Plane `i` (0 Y, 1 U, 2 V) and its row stride in bytes.
+    pub fn plane(&self, i: usize) -> (&[u8], usize) {
+        (self.frame.data(i), self.frame.stride(i))
+    }
+}
+
+impl std::fmt::Debug for DecodedPlanes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DecodedPlanes({}x{})",
+            self.frame.width(),
+            self.frame.height()
+        )
+    }
+}
+
+impl PartialEq for DecodedPlanes {
+    fn eq(&self, other: &Self) -> bool {
+        let (w, h) = (self.frame.width() as usize, self.frame.height() as usize);
+        if (w, h) != (other.frame.width() as usize, other.frame.height() as usize) {
+            return false;
+        }
+        (0..3).all(|i| {
+            let (cw, ch) = if i == 0 {
+                (w, h)
+            } else {
+                (w.div_ceil(2), h.div_ceil(2))
+            };
+            let ((a, sa), (b, sb)) = (self.plane(i), other.plane(i));
+            (0..ch).all(|r| a[r * sa..r * sa + cw] == b[r * sb..r * sb + cw])
+        })
+    }
+}
+
+/// Time spent per stage of a request, in seconds.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct ReadTimes {
+    /// Demuxing: reading packets from the file.
+    pub read_secs: f64,
+    /// Decoding packets to frames.
+    pub decode_secs: f64,
+    /// Copying or converting the wanted frames to packed pictures.
+    pub convert_secs: f64,
+    /// Frames decoded, including those decoded only to reach the wanted ones.
+    pub frames_decoded: u64,
+    pub seeks: u64,
+}
+
+impl ReadTimes {
+    pub fn add(&mut self, other: &ReadTimes) {
+        self.read_secs += other.read_secs;
+        self.decode_secs += other.decode_secs;
+        self.convert_secs += other.convert_secs;
+        self.frames_decoded += other.frames_decoded;
+        self.seeks += other.seeks;
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Open(#[from] DecodeError),
+    #[error("frames {0:?} could not be decoded")]
+    Missing(Vec<usize>),
+    #[error("frame {frame} decodes with errors")]
+    Corrupt { frame: usize },
+    #[error("the time budget ran out")]
+    TimedOut,
+    #[error("cannot convert {format} {width}x{height}: {message}")]
+    Convert {
+        format: String,
+        width: u32,
+        height: u32,
+        message: String,
+    },
+}
+
+/// An open video (or picture) file.
+pub struct VideoReader {
+    /// The file's path or the object's URL, for messages.
+    path: std::path::PathBuf,
+    opened: Opened,
+    input: ff::format::context::Input,
+    decoder: ff::decoder::Video,
+    /// Decoder threads.
+    threads: usize,
+    stream_index: usize,
+    time_base: Ratio,
+    frames: FrameIndex,
+    /// The last frame the decoder put out, when it is known and every frame up to it was
+    /// checked: the decoder can go on from there without a seek.
+    position: Option<usize>,
+    /// Frames put out since the file was (re)opened at its start; `None` after a seek.
+    ordinal: Option<usize>,
+    /// After a seek: the byte position of the keyframe packet sought; packets before it
+    /// (where a demuxer lands early) are skipped rather than decoded.
+    skip_before: Option<i64>,
+    /// Seek points (indices into `frames.seek_points`) that did not give clean frames.
+    refused: std::collections::BTreeSet<usize>,
+    /// Content hashes of the clean keyframes a decode from the start showed, by frame index
+    /// (the deep pass's frame table): a seek lands only on one of them, with that content.
+    reference: Option<std::collections::HashMap<usize, u64>>,
+    scaler: Option<(scaling::Context, Pixel, u32, u32, Pixel)>,
+    converted: Option<ff::frame::Video>,
+    /// Buffers of pictures the caller is done with, reused for the next ones (large frames
+    /// would otherwise cost fresh pages every time).
+    pub spare: Vec<Vec<u8>>,
+    /// Hand 8-bit 4:2:0 pictures out as references to the decoder's buffers.
+    zero_copy: bool,
+}
+
+/// How one attempt ended.
+enum Outcome {
+    /// Every wanted frame was handed out.
+    Done,
+    /// The frames reached cannot be trusted (no clean keyframe before the first wanted
+    /// frame, a damaged or missing frame): start earlier.
+    Doubt,
+}
+
+impl VideoReader {
+    /// Open the file at `path` and index its frames (one pass over the packets, no decoding).
+    pub fn open(path: &Path, threads: usize) -> Result<VideoReader, DecodeError> {
+        VideoReader::open_source(&Source::from(path), threads)
+    }
+
+    /// Open a file or an object and index its frames. An object is read through ranged
+    /// requests (FFmpeg over [`Opened::input`]); everything after the open is the same for
+    /// both.
+    pub fn open_source(source: &Source, threads: usize) -> Result<VideoReader, DecodeError> {
+        ffmpeg_log::init();
+        ffmpeg_log::clear_last_error();
+        // One cache of fetched ranges for every open of this source: reopening at the start
+        // (below, and after a failed seek) finds the header already fetched.
+        let opened = source.open_streaming();
+        let mut input = open_input(&opened)?;
+        let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
+        let stream_index = stream.index();
+        let tb = stream.time_base();
+        let time_base = Ratio::new(tb.numerator(), tb.denominator())
+            .ok_or_else(|| DecodeError::Setup("the stream has no time base".into()))?;
+        let step = stream_frame_step(&stream, time_base);
+        let decoder = open_decoder(&stream, threads)?;
+        let frames = FrameIndex::read(&mut input, stream_index, step);
+        // Open again rather than seek back: picture demuxers cannot seek.
+        let input = open_input(&opened)?;
+        Ok(VideoReader {
+            path: source.location(),
+            opened,
+            input,
+            decoder,
+            threads,
+            stream_index,
+            time_base,
+            frames,
+            position: None,
+            ordinal: Some(0),
+            skip_before: None,
+            refused: std::collections::BTreeSet::new(),
+            reference: None,
+            scaler: None,
+            converted: None,
+            spare: Vec::new(),
+            zero_copy: false,
+        })
+    }
+
+    pub fn time_base(&self) -> Ratio {
+        self.time_base
+    }
+
+    /// The file's frames: timestamps in display order, and how they are recognised.
+    pub fn frames(&self) -> &FrameIndex {
+        &self.frames
+    }
+
+    /// Timestamps of every frame, ascending. Frame `i` is shown from `pts[i]` until
+    /// `pts[i + 1]`.
+    pub fn frame_pts(&self) -> &[i64] {
+        &self.frames.pts
+    }
+
+    /// Check seeks against a decode from the start: the frame count and the clean keyframes'
+    /// content hashes the deep pass recorded. Refused (and `false`) when the frame counts
+    /// differ: the file is not the one the reference describes, or decodes differently here.
+    pub fn set_reference(&mut self, reference: &SeekReference) -> bool {
+        if reference.frames != self.frames.len() as u64 {
+            return false;
+        }
+        self.reference = Some(
+            reference
+                .keyframes
+                .iter()
+                .map(|&(i, h)| (i as usize, h))
+                .collect(),
+        );
+        true
+    }
+
+    /// Hand 8-bit 4:2:0 pictures out as references to the decoder's buffers
+    /// ([`Picture::decoded`]) instead of copies.
+    pub fn set_zero_copy(&mut self, on: bool) {
+        self.zero_copy = on;
+    }
+
+    pub fn has_reference(&self) -> bool {
+        self.reference.is_some()
+    }
+
+    /// Open the file again at its start, with a new decoder: a flushed one keeps state in
+    /// some codecs (WMV8's X8 intra pictures decode differently after other frames).
+    fn restart(&mut self) -> Result<(), DecodeError> {
+        self.position = None;
+        self.input = open_input(&self.opened)?;
+        let stream = self
+            .input
+            .stream(self.stream_index)
+            .ok_or(DecodeError::NoVideo)?;
+        self.decoder = open_decoder(&stream, self.threads)?;
+        self.ordinal = Some(0);
+        self.skip_before = None;
+        Ok(())
+    }
+
+    /// A decode from the start ran dry after `count` frames, each the next in order: the
+    /// file ends there, whatever its packets promised (a truncated file, VP8's hidden
+    /// alt-ref packets, a header's frame count). Frames from `count` on are forgotten, so
+    /// windows planned past the real end can be moved back ([`VideoReader::frames`] shrinks).
+    fn end_at(&mut self, count: usize) {
+        if count == 0 || count >= self.frames.len() {
+            return;
+        }
+        tracing::debug!(
+            "{}: {} frames decode, the packets promised {}",
+            self.path.display(),
+            count,
+            self.frames.len()
+        );
+        self.frames.pts.truncate(count);
+        self.frames.seek_points.retain(|s| s.frame < count);
+    }
+
+    /// Seek to the keyframe of seek point `point` and reset the decoder.
+    fn seek(&mut self, point: usize) -> bool {
+        self.decoder.flush();
+        self.position = None;
+        self.ordinal = None;
+        let SeekPoint { target, pos, .. } = self.frames.seek_points[point];
+        self.skip_before = (pos >= 0).then_some(pos);
+        // SAFETY: `input` owns an open AVFormatContext; av_seek_frame only moves its read
+        // position. The stream index is one of its streams.
+        let rc = unsafe {
+            ffi::av_seek_frame(
+                self.input.as_mut_ptr(),
+                self.stream_index as i32,
+                target,
+                ffi::AVSEEK_FLAG_BACKWARD,
+            )
+        };
+        rc >= 0
+    }
+
+    /// Decode frames `wanted` (indices in display order, ascending, repeats allowed) and hand
+    /// each to `on_frame` with its position in `wanted`, once.
+    ///
+    /// Every frame handed out is the frame a decode from the start shows at that index:
+    /// after a seek, frames count only from a keyframe that decodes cleanly at or before the
+    /// first wanted one, with every later frame present and undamaged; on any doubt the
+    /// reader starts again from an earlier seek point, and last from the start of the file.
+    /// A wanted frame that decodes with errors even from the start fails the request
+    /// ([`ReadError::Corrupt`]); one that never comes out fails it as [`ReadError::Missing`].
+    pub fn read(
+        &mut self,
+        wanted: &[usize],
+        deadline: Option<Instant>,
+        times: &mut ReadTimes,
+        on_frame: &mut dyn FnMut(usize, Picture),
+    ) -> Result<(), ReadError> {
+        self.read_recycling(wanted, deadline, times, &mut |i, picture| {
+            on_frame(i, picture);
+            None
+        })
+    }
+
+    /// [`read`](Self::read), where `on_frame` may hand the picture's buffer back when done
+    /// with it: the next picture is converted into it (one buffer in use rather than one per
+    /// frame; a 4K frame is 12 MB of fresh pages otherwise).
+    pub fn read_recycling(
+        &mut self,
+        wanted: &[usize],
+        deadline: Option<Instant>,
+        times: &mut ReadTimes,
+        on_frame: &mut dyn FnMut(usize, Picture) -> Option<Vec<u8>>,
+    ) -> Result<(), ReadError> {
+        let Some(&first) = wanted.first() else {
+            return Ok(());
+        };
+        let beyond: Vec<usize> = wanted
+            .iter()
+            .copied()
+            .filter(|&i| i >= self.frames.len())
+            .collect();
+        if !beyond.is_empty() {
+            return Err(ReadError::Missing(beyond));
+        }
+        // Wanted frames handed out so far: a retry does not hand them out again.
+        let mut handed = 0;
+        let plan = start_plan(
+            &self.frames,
+            self.position,
+            &self.refused,
+            self.reference.as_ref(),
+            first,
+        );
+        for start in plan {
+            let trusted = match start {
+                Start::Continue => true,
+                Start::Seek(point) => {
+                    times.seeks += 1;
+                    if !self.seek(point) {
+                        self.refused.insert(point);
+                        continue;
+                    }
+                    false
+                }
+                Start::Beginning => {
+                    times.seeks += 1;
+                    self.restart()?;
+                    true
+                }
+            };
+            let attempt = Attempt {
+                trusted,
+                from_start: start == Start::Beginning,
+            };
+            match self.decode_until(wanted, attempt, &mut handed, deadline, times, on_frame)? {
+                Outcome::Done => return Ok(()),
+                Outcome::Doubt => {
+                    self.position = None;
+                    if let Start::Seek(point) = start {
+                        self.refused.insert(point);
+                    }
+                }
+            }
+        }
+        // The last attempt decodes from the start, which never ends in doubt.
+        Err(ReadError::Missing(wanted[handed..].to_vec()))
+    }
+
+    fn decode_until(
+        &mut self,
+        wanted: &[usize],
+        mut attempt: Attempt,
+        handed: &mut usize,
+        deadline: Option<Instant>,
+        times: &mut ReadTimes,
+        on_frame: &mut dyn FnMut(usize, Picture) -> Option<Vec<u8>>,
+    ) -> Result<Outcome, ReadError> {
+        let mut frame = ff::frame::Video::empty();
+        let mut eof = false;
+        // Index in `wanted` of the next frame to reach.
+        let mut next = 0;
+        // From the start: how many frames came out, while they are frames 0, 1, 2, ... in
+        // order (the file's real frame count when the decoder then runs dry).
+        let mut prefix = attempt.from_start.then_some(0usize);
+        loop {
+            if deadline.is_some_and(|d| Instant::now() > d) {
+                self.position = None;
+                return Err(ReadError::TimedOut);
+            }
+            // Receive what the decoder has, then feed it.
+            loop {
+                let t = Instant::now();
+                let received = self.decoder.receive_frame(&mut frame);
+                times.decode_secs += t.elapsed().as_secs_f64();
+                match received {
+                    Ok(()) => {}
+                    Err(ff::Error::Eof) => {
+                        self.position = None;
+                        if let Some(count) = prefix {
+                            self.end_at(count);
+                        }
+                        return if attempt.from_start {
+                            Err(ReadError::Missing(wanted[next..].to_vec()))
+                        } else {
+                            Ok(Outcome::Doubt)
+                        };
+                    }
+                    Err(_) => break,
+                }
+                times.frames_decoded += 1;
+                let ordinal = self.ordinal;
+                self.ordinal = ordinal.map(|n| n + 1);
+                let index = match self.frames.identity {
+                    Identity::Pts => frame.pts().and_then(|p| self.frames.frame_of_pts(p)),
+                    Identity::Ordinal => ordinal,
+                };
+                prefix = prefix.filter(|&k| index == Some(k)).map(|k| k + 1);
+                let mut key = frame.is_key();
+                if key
+                    && !attempt.trusted
+                    && let (Some(reference), Some(i)) = (&self.reference, index)
+                {
+                    // A keyframe counts only where a decode from the start showed one, with
+                    // this very content.
+                    key = reference.get(&i) == Some(&content_hash(&frame));
+                }
+                let seen = Seen {
+                    index,
+                    key,
+                    damaged: is_damaged(&frame),
+                };
+                let index = match attempt.judge(seen, self.position, wanted[next]) {
+                    Check::Skip => continue,
+                    Check::Doubt => return Ok(Outcome::Doubt),
+                    Check::Missing => {
+                        self.position = None;
+                        return Err(ReadError::Missing(wanted[next..].to_vec()));
+                    }
+                    Check::Corrupt(index) => {
+                        self.position = None;
+                        return Err(ReadError::Corrupt { frame: index });
+                    }
+                    Check::Take(index) => index,
+                };
+                self.position = Some(index);
+                while next < wanted.len() && wanted[next] == index {
+                    if next >= *handed {
+                        let t = Instant::now();
+                        let picture = self.convert(&frame, index)?;
+                        times.convert_secs += t.elapsed().as_secs_f64();
+                        if let Some(buffer) = on_frame(next, picture) {
+                            self.spare.push(buffer);
+                        }
+                        *handed = next + 1;
+                    }
+                    next += 1;
+                }
+                if next == wanted.len() {
+                    return Ok(Outcome::Done);
+                }
+            }
+            if eof {
+                continue;
+            }
+            let t = Instant::now();
+            let mut packet = ff::Packet::empty();
+            let read = packet.read(&mut self.input);
+            times.read_secs += t.elapsed().as_secs_f64();
+            match read {
+                Ok(()) => {
+                    if packet.stream() != self.stream_index {
+                        continue;
+                    }
+                    if let Some(pos) = self.skip_before {
+                        let at = packet.position() as i64;
+                        if at >= 0 && at < pos {
+                            // Landed before the keyframe sought: not needed.
+                            continue;
+                        }
+                        self.skip_before = None;
+                    }
+                    let t = Instant::now();
+                    // A packet the decoder rejects is skipped; missing frames are reported.
+                    let _ = self.decoder.send_packet(&packet);
+                    times.decode_secs += t.elapsed().as_secs_f64();
+                }
+                Err(_) => {
+                    eof = true;
+                    let _ = self.decoder.send_eof();
+                }
+            }
+        }
+    }
+
+    /// Copy a decoded frame into a packed picture, converting formats other than 8-bit
+    /// YUV 4:2:0 (to 4:2:0, or to RGB for RGB, grey and palette pictures).
+    fn convert(&mut self, frame: &ff::frame::Video, index: usize) -> Result<Picture, ReadError> {
+        let pts = self.frames.pts[index];
+        let (w, h, format) = (frame.width(), frame.height(), frame.format());
+        let full_range = matches!(format, Pixel::YUVJ420P | Pixel::YUVJ422P | Pixel::YUVJ444P)
+            || frame.color_range() == ff::color::Range::JPEG;
+        let matrix = match frame.color_space() {
+            ff::color::Space::BT709 => Matrix::Bt709,
+            ff::color::Space::BT470BG | ff::color::Space::SMPTE170M | ff::color::Space::FCC => {
+                Matrix::Bt601
+            }
+            ff::color::Space::BT2020NCL | ff::color::Space::BT2020CL => Matrix::Bt2020,
+            _ if h >= 720 => Matrix::Bt709,
+            _ => Matrix::Bt601,
+        };
+        // 4:2:0 at 8 bits is copied (or, with zero copy, referenced); at 10 and 12 bits
+        // (HEVC, VP9, AV1) rounded to 8 bits here, plane by plane: faster than swscale, and
+        // exact (no dithering).
+        let dropped_bits = match format {
+            Pixel::YUV420P | Pixel::YUVJ420P => Some(0),
+            Pixel::YUV420P10LE => Some(2),
+            Pixel::YUV420P12LE => Some(4),
+            _ => None,
+        };
+        if let Some(shift) = dropped_bits {
+            let referenced = (shift == 0 && self.zero_copy)
+                .then(|| DecodedPlanes::reference(frame))
+                .flatten();
+            let mut data = self.spare.pop().unwrap_or_default();
+            data.clear();
+            if referenced.is_none() {
+                let (cw, ch) = (w.div_ceil(2) as usize, h.div_ceil(2) as usize);
+                data.reserve(w as usize * h as usize + 2 * cw * ch);
+                for (plane, width, rows) in [(0, w as usize, h as usize), (1, cw, ch), (2, cw, ch)]
+                {
+                    append_plane(frame, plane, width, rows, shift, &mut data);
+                }
+            }
+            return Ok(Picture {
+                width: w,
+                height: h,
+                yuv420: true,
+                matrix,
+                full_range,
+                data,
+                pts,
+                index,
+                decoded: referenced.map(std::sync::Arc::new),
+            });
+        }
+        let to_rgb = is_rgb_like(format);
+        let target = if to_rgb { Pixel::RGB24 } else { Pixel::YUV420P };
+        let rebuild = !matches!(&self.scaler, Some((_, f, sw, sh, t)) if *f == format && *sw == w && *sh == h && *t == target);
+        if rebuild {
+            let ctx = scaling::Context::get(format, w, h, target, w, h, scaling::Flags::BILINEAR)
+                .map_err(|e| ReadError::Convert {
+                format: format!("{format:?}"),
+                width: w,
+                height: h,
+                message: e.to_string(),
+            })?;
+            self.scaler = Some((ctx, format, w, h, target));
+            self.converted = None;
+        }
+        let Some((scaler, ..)) = self.scaler.as_mut() else {
+            unreachable!("the scaler was just built");
+        };
+        let out = self
+            .converted
+            .get_or_insert_with(|| ff::frame::Video::new(target, w, h));
+        scaler.run(frame, out).map_err(|e| ReadError::Convert {
+            format: format!("{format:?}"),
+            width: w,
+            height: h,
+            message: e.to_string(),
+        })?;
+        let mut data = self.spare.pop().unwrap_or_default();
+        data.clear();
+        if to_rgb {
+            append_plane(out, 0, 3 * w as usize, h as usize, 0, &mut data);
+        } else {
+            let (cw, ch) = (w.div_ceil(2) as usize, h.div_ceil(2) as usize);
+            for (plane, width, rows) in [(0, w as usize, h as usize), (1, cw, ch), (2, cw, ch)] {
+                append_plane(out, plane, width, rows, 0, &mut data);
+            }
+        }
+        // swscale writes limited-range YUV (its default) from any input.
+        Ok(Picture {
+            width: w,
+            height: h,
+            yuv420: !to_rgb,
+            matrix,
+            full_range: to_rgb,
+            data,
+            pts,
+            index,
+            decoded: None,
+        })
+    }
+}
+
+/// A decoder for `stream`, with frame threading over `threads` threads.
+fn open_decoder(
+    stream: &ff::format::stream::Stream<'_>,
+    threads: usize,
+) -> Result<ff::decoder::Video, DecodeError> {
+    let codec_name = stream.parameters().id().name().to_string();
+    let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
+        .map_err(|e| DecodeError::Setup(e.to_string()))?;
+    ctx.set_threading(ff::codec::threading::Config {
+        kind: ff::codec::threading::Type::Frame,
+        count: threads.max(1),
+        ..Default::default()
+    });
+    ctx.decoder().video().map_err(|e| match e {
+        ff::Error::DecoderNotFound => DecodeError::NoDecoder(codec_name),
+        other => DecodeError::Setup(other.to_string()),
+    })
+}
+
+/// Open a file for demuxing, with FFmpeg's own reason when it fails.
+fn open_input(opened: &Opened) -> Result<ff::format::context::Input, DecodeError> {
+    opened.input(|| false).map_err(|e| {
+        let detail = ffmpeg_log::take_last_error();
+        DecodeError::Open(match detail {
+            Some(d) => format!("{e} ({d})"),
+            None => e.to_string(),
+        })
+    })
+}
+
+fn is_rgb_like(format: Pixel) -> bool {
+    // SAFETY: av_pix_fmt_desc_get returns a pointer to a static descriptor or null.
+    let desc = unsafe { ffi::av_pix_fmt_desc_get(format.into()) };
+    if desc.is_null() {
+        return true;
+    }
+    // SAFETY: non-null descriptors are valid for the program's lifetime.
+    let (flags, components) = unsafe { ((*desc).flags, (*desc).nb_components) };
+    let rgb = flags & (ffi::AV_PIX_FMT_FLAG_RGB as u64) != 0;
+    let pal = flags & (ffi::AV_PIX_FMT_FLAG_PAL as u64) != 0;
+    rgb || pal || components < 3
+}
+
+/// Append `rows` rows of plane `plane`, `width` samples each: bytes as they are
+/// (`shift == 0`), or little-endian 16-bit samples rounded to 8 bits (`shift` bits dropped).
+fn append_plane(
+    frame: &ff::frame::Video,
+    plane: usize,
+    width: usize,
+    rows: usize,
+    shift: u32,
+    out: &mut Vec<u8>,
+) {
+    let stride = frame.stride(plane);
+    let data = frame.data(plane);
+    let sample_bytes = if shift == 0 { 1 } else { 2 };
+    for row in 0..rows {
+        let line = &data[row * stride..row * stride + sample_bytes * width];
+        if shift == 0 {
+            out.extend_from_slice(line);
+        } else {
+            let half = 1u16 << (shift - 1);
+            out.extend(line.chunks_exact(2).map(|s| {
+                let v = u16::from_le_bytes([s[0], s[1]]);
+                (v.saturating_add(half) >> shift).min(255) as u8
+            }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,279 @@
+//! A video's frames: the small decoded view analysis reads, the frame table of the deep
+//! pass and the seek references exported from it, and the timeline that makes clip
+//! boundaries frame-exact.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Clip, ClipOrigin, Decision, ItemId, Ratio};
+
+/// One decoded frame, scaled down to a small planar RGB copy; valid during a callback.
+#[derive(Debug)]
+pub struct FrameView<'a> {
+    /// 0-based index in presentation (output) order.
+    pub index: u64,
+    /// Best-effort presentation timestamp in the stream's time base.
+    pub pts: Option<i64>,
+    /// `pts` in seconds.
+    pub time_secs: Option<f64>,
+    /// Size of the decoded frame before scaling.
+    pub coded_width: u32,
+    pub coded_height: u32,
+    /// The decoder concealed errors in this frame.
+    pub corrupt: bool,
+    /// The decoder marked it a keyframe.
+    pub key: bool,
+    /// `framecull_media::frames::content_hash` of the decoded picture (before
+    /// scaling).
+    pub content_hash: u64,
+    /// The R, G and B planes, `width * height` bytes each.
+    pub planes: [&'a [u8]; 3],
+    /// Full-range BT.601 luma of the same pixels (`width * height` bytes), when the decoder
+    /// had it at hand; else derive it from `rgb`.
+    pub luma: Option<&'a [u8]>,
+    pub width: usize,
+    pub height: usize,
+}
+
+impl FrameView<'_> {
+    /// The picture as packed RGB24.
+    pub fn rgb24(&self) -> Vec<u8> {
+        let [r, g, b] = self.planes;
+        let mut rgb = Vec::with_capacity(self.width * self.height * 3);
+        for ((&r, &g), &b) in r.iter().zip(g).zip(b).take(self.width * self.height) {
+            rgb.extend_from_slice(&[r, g, b]);
+        }
+        rgb
+    }
+}
+
+/// A video's frames as one decode from the start shows them (the deep pass): the ground
+/// truth the loader checks its seeks against. Frame `i` is the `i`-th frame decoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameTable {
+    pub frames: Vec<FrameRecord>,
+}
+
+/// One frame of a [`FrameTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameRecord {
+    /// Best-effort presentation timestamp in the stream's time base.
+    pub pts: Option<i64>,
+    /// The decoder marked it a keyframe and it decoded without errors: a point a seek can
+    /// start from, if the frame decoded after the seek has this content.
+    pub clean_key: bool,
+    /// It decoded with errors.
+    pub damaged: bool,
+    /// `framecull_media::frames::content_hash` of the decoded picture.
+    pub hash: u64,
+}
+
+/// Where a seek into a video may start and what the frame there must look like: the clean
+/// keyframes of its [`FrameTable`], exported beside a manifest (`vNNNN.frames.jsonl`, one per
+/// file) for the loader to check its seeks against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeekReference {
+    pub path: String,
+    pub file_fingerprint: String,
+    /// Frames a decode from the start shows.
+    pub frames: u64,
+    /// `[index, content hash]` of each clean keyframe, ascending.
+    pub keyframes: Vec<(u64, u64)>,
+}
+
+impl FrameTable {
+    /// The clean keyframes, as a [`SeekReference`].
+    pub fn seek_reference(&self, path: &str, file_fingerprint: &str) -> SeekReference {
+        SeekReference {
+            path: path.to_string(),
+            file_fingerprint: file_fingerprint.to_string(),
+            frames: self.frames.len() as u64,
+            keyframes: self
+                .frames
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.clean_key)
+                .map(|(i, f)| (i as u64, f.hash))
+                .collect(),
+        }
+    }
+
+    /// Bytes per frame in [`to_bytes`](Self::to_bytes).
+    const RECORD_BYTES: usize = 17;
+
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// Compact little-endian records: pts (`i64::MIN` for none), hash, flags.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.frames.len() * Self::RECORD_BYTES);
+        for f in &self.frames {
+            out.extend_from_slice(&f.pts.unwrap_or(i64::MIN).to_le_bytes());
+            out.extend_from_slice(&f.hash.to_le_bytes());
+            out.push(u8::from(f.clean_key) | (u8::from(f.damaged) << 1));
+        }
+        out
+    }
+
+    /// The table of [`to_bytes`](Self::to_bytes); `None` for bytes of another length.
+    pub fn from_bytes(bytes: &[u8]) -> Option<FrameTable> {
+        if !bytes.len().is_multiple_of(Self::RECORD_BYTES) {
+            return None;
+        }
+        let word = |b: &[u8]| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(b);
+            w
+        };
+        let frames = bytes
+            .chunks_exact(Self::RECORD_BYTES)
+            .map(|r| {
+                let pts = i64::from_le_bytes(word(&r[0..8]));
+                FrameRecord {
+                    pts: (pts != i64::MIN).then_some(pts),
+                    hash: u64::from_le_bytes(word(&r[8..16])),
+                    clean_key: r[16] & 1 != 0,
+                    damaged: r[16] & 2 != 0,
+                }
+            })
+            .collect();
+        Some(FrameTable { frames })
+    }
+}
+
+/// Why a frame spec (`f120`, or seconds) names no frame of a [`FrameTimeline`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FrameSpecError {
+    #[error("{spec:?} is not a frame like f120")]
+    NotAFrame { spec: String },
+    /// A frame index past the end of the last frame.
+    #[error("frame {frame} is past the last frame ({frames})")]
+    PastTheEnd { frame: usize, frames: usize },
+    #[error("{spec:?} is neither seconds nor a frame like f120")]
+    NotAFrameOrSeconds { spec: String },
+    /// A start in seconds at or after the end of the last frame.
+    #[error("{secs} s is past the end of the video ({end_secs} s)")]
+    SecondsPastTheEnd { secs: f64, end_secs: f64 },
+}
+
+/// A video's frame timestamps, for frame-exact boundaries: frame `i` is shown from `pts[i]`
+/// until `pts[i + 1]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameTimeline {
+    pub pts: Vec<i64>,
+    pub time_base: Ratio,
+}
+
+impl FrameTimeline {
+    pub fn secs(&self, pts: i64) -> f64 {
+        pts as f64 * self.time_base.as_f64()
+    }
+
+    /// Timestamp where frame `i` starts; `i == len` is the end of the last frame.
+    pub fn pts_at(&self, i: usize) -> i64 {
+        match self.pts.get(i) {
+            Some(p) => *p,
+            None => {
+                let n = self.pts.len();
+                let last = self.pts[n - 1];
+                let step = if n > 1 { last - self.pts[n - 2] } else { 1 };
+                last + step.max(1)
+            }
+        }
+    }
+
+    /// Number of frames.
+    pub fn len(&self) -> usize {
+        self.pts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pts.is_empty()
+    }
+
+    /// The frame shown at `t` seconds (the last one starting at or before it; 0 before the
+    /// first).
+    pub fn frame_at_secs(&self, t: f64) -> usize {
+        let eps = 1e-9;
+        self.pts
+            .partition_point(|&p| self.secs(p) <= t + eps)
+            .saturating_sub(1)
+    }
+
+    /// The first frame starting at or after `t` seconds (`len` past the last): the exclusive
+    /// end of a span that ends at `t`.
+    pub fn end_frame_at_secs(&self, t: f64) -> usize {
+        let eps = 1e-9;
+        self.pts.partition_point(|&p| self.secs(p) < t - eps)
+    }
+
+    /// Frames `[start, end)` of the span from `a` to `b` seconds: from the frame shown at `a`
+    /// to the first frame at or after `b`.
+    pub fn frames_between_secs(&self, a: f64, b: f64) -> (usize, usize) {
+        (self.frame_at_secs(a), self.end_frame_at_secs(b))
+    }
+
+    /// Frame index for `f120` or seconds. A start is the frame shown at that time (an error
+    /// at or past the end of the last frame); an end is the first frame at or after it
+    /// (exclusive bound; the end of the video when past it).
+    pub fn index_at(&self, spec: &str, end: bool) -> Result<usize, FrameSpecError> {
+        if let Some(f) = spec.strip_prefix('f') {
+            let i: usize =
+                f.trim_start_matches(':')
+                    .parse()
+                    .map_err(|_| FrameSpecError::NotAFrame {
+                        spec: spec.to_string(),
+                    })?;
+            if i > self.pts.len() {
+                return Err(FrameSpecError::PastTheEnd {
+                    frame: i,
+                    frames: self.pts.len(),
+                });
+            }
+            return Ok(i);
+        }
+        let t: f64 = spec
+            .parse()
+            .map_err(|_| FrameSpecError::NotAFrameOrSeconds {
+                spec: spec.to_string(),
+            })?;
+        let end_secs = self.secs(self.pts_at(self.pts.len()));
+        if !end && !self.pts.is_empty() && t >= end_secs {
+            return Err(FrameSpecError::SecondsPastTheEnd { secs: t, end_secs });
+        }
+        Ok(if end {
+            self.end_frame_at_secs(t)
+        } else {
+            self.frame_at_secs(t)
+        })
+    }
+
+    pub fn clip(
+        &self,
+        item: ItemId,
+        s: usize,
+        e: usize,
+        label: Option<String>,
+        origin: ClipOrigin,
+    ) -> Clip {
+        let (sp, ep) = (self.pts_at(s), self.pts_at(e));
+        Clip {
+            id: 0,
+            item_id: item,
+            start_pts: sp,
+            end_pts: ep,
+            time_base: self.time_base,
+            start_secs: self.secs(sp),
+            end_secs: self.secs(ep),
+            start_frame: Some(s as i64),
+            end_frame: Some(e as i64),
+            label,
+            origin,
+            decision: Decision::Unreviewed,
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! Shared types used by every layer. Plain data, in one file per seam; everything is
+//! re-exported here, so `crate::X` names each type.
+//!
+//! - `item`: ids, [`MediaKind`], [`ItemStatus`], [`MediaInfo`], [`Probe`], [`Item`];
+//! - `metrics`: [`Metrics`], [`Curves`], [`Flag`] and its [`Severity`] and [`FlagSource`],
+//!   [`DupInfo`];
+//! - `review`: [`Decision`], [`Review`], [`Clip`] and [`ClipOrigin`], [`Edit`];
+//! - `frames`: [`FrameView`], [`FrameTable`], [`SeekReference`], [`FrameTimeline`];
+//! - `measure`: [`Measure`], the numbers the histograms, table, filters and statistics share;
+//! - `units`: [`Ratio`], [`human_bytes`], [`count`] (`1 file`, `2 files`);
+//! - `names`: [`path_text`] and [`path_bytes`], any file name as reversible text.
+
+/// The package version and the git revision it was built from (`framecull --version`, the
+/// Python package's `framecull.__version__`, a shard's `shard.json`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("FRAMECULL_GIT_REV"),
+    ")"
+);
+
+mod frames;
+mod item;
+mod measure;
+mod metrics;
+mod names;
+mod review;
+mod units;
+
+pub use frames::{
+    FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView, SeekReference,
+};
+pub use item::{
+    Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, Probe, orientation_turns,
+};
+pub use measure::{Measure, Measured};
+pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
+pub use names::{local_path, path_as_text, path_bytes, path_of_text, path_text, text_of_path};
+pub use review::{Clip, ClipOrigin, Decision, Edit, Review};
+pub use units::{
+    Ratio, count, human_bit_rate, human_bytes, human_duration, human_number, noun_for,
+};

@@ -1,0 +1,176 @@
+//! What analysis finds about a file: metrics, per-item curves, flags and duplicate groups.
+
+use serde::{Deserialize, Serialize};
+
+use super::{FrameTable, ItemId};
+
+/// A hard cut: the first frame of a new shot.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Cut {
+    pub frame: u64,
+    pub time_secs: f64,
+}
+
+/// What deep analysis measured about one file. Fields that do not apply to the file's kind
+/// are `None`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Frames decoded (videos) or 1 (images that decoded).
+    pub decoded_frames: u64,
+    /// Failed decoder calls plus frames decoded with concealed errors.
+    pub decode_errors: u64,
+    /// The first decode problem, in FFmpeg's words when it gave some.
+    pub first_error: Option<String>,
+    /// Error-level messages from the demuxer and decoder (damaged headers, side data or
+    /// metadata) that did not damage a frame.
+    pub decoder_messages: u64,
+    pub first_message: Option<String>,
+    /// Frames the container counts but marks as repeats (no data): declared minus decoded,
+    /// when the decoded frames still span the declared duration.
+    pub repeat_frames: u64,
+    /// The file could not be decoded at all (cannot open, damaged beyond decoding).
+    pub undecodable: Option<String>,
+    /// A readable format this FFmpeg build has no decoder for (HEIF/AVIF on FFmpeg 5.1).
+    pub no_decoder: Option<String>,
+    /// The per-file time budget ran out; metrics cover what was decoded until then.
+    pub timed_out: bool,
+    // Motion (videos).
+    pub motion_mean: Option<f64>,
+    pub motion_p95: Option<f64>,
+    pub static_share: Option<f64>,
+    // Picture (images; videos: mean over sampled frames).
+    pub brightness: Option<f64>,
+    pub brightness_p5: Option<f64>,
+    pub brightness_p95: Option<f64>,
+    pub sharpness: Option<f64>,
+    pub entropy: Option<f64>,
+    pub colorfulness: Option<f64>,
+    // Integrity (videos).
+    pub black_share: Option<f64>,
+    pub frozen_share: Option<f64>,
+    /// Time from the first to the end of the last decoded frame.
+    pub decoded_duration_secs: Option<f64>,
+    pub pts_backwards: u64,
+    pub pts_repeats: u64,
+    /// Frame intervals vary beyond timestamp rounding.
+    pub vfr: Option<bool>,
+    /// Coefficient of variation of the frame intervals.
+    pub interval_cv: Option<f64>,
+    pub resolution_changes: u64,
+    /// Decoded duration far below the declared one.
+    pub truncated: bool,
+    /// A structural problem of an image file (missing end marker, trailing chunk cut).
+    pub structure_error: Option<String>,
+    /// Perceptual hash of the (upright) picture; videos: of the first sampled frame.
+    pub phash: Option<u64>,
+    /// xxh3-128 of the whole file, for exact duplicates.
+    pub content_hash: Option<String>,
+}
+
+/// Per-item series kept beside the metrics.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Curves {
+    /// Motion per 0.5 s bucket.
+    pub motion: Vec<f32>,
+    pub cuts: Vec<Cut>,
+    /// Perceptual hashes of one frame per second (videos), for near-duplicate sequences.
+    pub frame_hashes: Vec<u64>,
+    /// Times (seconds from the first frame) of frames decoded with errors, at most
+    /// [`Curves::MAX_ERRORS`]: the timeline's error markers.
+    #[serde(default)]
+    pub error_secs: Vec<f64>,
+    /// Every frame of a video as the deep pass decoded it (stored apart from the curves:
+    /// `framecull_catalog::Catalog::frame_table`).
+    #[serde(skip)]
+    pub frames: FrameTable,
+}
+
+impl Curves {
+    pub const MAX_ERRORS: usize = 1000;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The file cannot be used as is.
+    Error,
+    /// The file is likely to hurt training.
+    Warning,
+    /// Worth knowing; usually harmless.
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "error" => Some(Severity::Error),
+            "warning" => Some(Severity::Warning),
+            "info" => Some(Severity::Info),
+            _ => None,
+        }
+    }
+}
+
+/// Where a flag comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlagSource {
+    Probe,
+    Decode,
+    Rule,
+    Statistics,
+    Duplicates,
+}
+
+impl FlagSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlagSource::Probe => "probe",
+            FlagSource::Decode => "decode",
+            FlagSource::Rule => "rule",
+            FlagSource::Statistics => "statistics",
+            FlagSource::Duplicates => "duplicates",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "probe" => Some(FlagSource::Probe),
+            "decode" => Some(FlagSource::Decode),
+            "rule" => Some(FlagSource::Rule),
+            "statistics" => Some(FlagSource::Statistics),
+            "duplicates" => Some(FlagSource::Duplicates),
+            _ => None,
+        }
+    }
+}
+
+/// A derived, recomputable finding about an item, with a reason a person understands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Flag {
+    pub code: String,
+    pub severity: Severity,
+    pub reason: String,
+    pub source: FlagSource,
+}
+
+/// Duplicate-group membership of an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DupInfo {
+    /// Smallest item id of the group (exact and near members).
+    pub group: ItemId,
+    /// `true`: byte-identical to another member.
+    pub exact: bool,
+    /// A member this item duplicates.
+    pub like: ItemId,
+    /// Smallest item id among the byte-identical members, when exact.
+    pub exact_group: Option<ItemId>,
+}

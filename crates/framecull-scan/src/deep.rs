@@ -1,0 +1,411 @@
+//! Deep analysis: one decode pass per file, in parallel, results stored in batches; then the
+//! derived data (duplicate groups, flags) is recomputed over the whole catalog.
+
+use std::io::Read;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::sync_channel;
+use std::time::{Duration, Instant};
+
+use xxhash_rust::xxh3::Xxh3;
+
+use super::ScanError;
+use super::worker::WorkerSlot;
+use framecull_analysis::cuts::CutOptions;
+use framecull_analysis::phash::{dihedral_hashes, phash};
+use framecull_analysis::still;
+use framecull_analysis::video::{FLAT_STD, VideoAnalyzer};
+use framecull_catalog::{AnalysisResult, AnalysisTodo, Catalog};
+use framecull_media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
+use framecull_media::{Opened, Source};
+use framecull_model::{Curves, FrameRecord, FrameTable, ItemStatus, MediaKind, Metrics};
+use framecull_storage::Root;
+
+/// Bump when an analysis changes what it stores: older results are recomputed (3: the
+/// box-averaged analysis copy moves every picture measure slightly).
+pub const ANALYSIS_VERSION: u32 = 4;
+
+#[derive(Debug, Clone)]
+pub struct AnalyzeOptions {
+    /// Files analysed at once (each decodes on one thread).
+    pub jobs: usize,
+    /// Longest time one file may take; what was decoded by then is kept and flagged.
+    pub file_budget: Duration,
+    pub cuts: CutOptions,
+    pub batch_size: usize,
+    /// Decode in worker processes (`framecull worker`), so that a decoder's crash, endless
+    /// loop or runaway allocation costs one file, not the run. Off: in this process.
+    pub isolate: bool,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        AnalyzeOptions {
+            jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            file_budget: Duration::from_secs(300),
+            cuts: CutOptions::default(),
+            batch_size: 64,
+            isolate: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum AnalyzeEvent {
+    Started { total: u64 },
+    Analysed { done: u64, total: u64, path: String },
+    Committed { stored: u64 },
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct AnalyzeSummary {
+    pub analysed: u64,
+    /// Files not decoded because their pictures are over the project's `[limits]`.
+    pub over_limit: u64,
+    pub up_to_date: u64,
+    pub cancelled: bool,
+    pub elapsed_secs: f64,
+}
+
+/// Analyse every item whose analysis is missing or stale.
+pub fn analyze(
+    catalog: &mut Catalog,
+    root: &Root,
+    options: &AnalyzeOptions,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(AnalyzeEvent),
+) -> Result<AnalyzeSummary, ScanError> {
+    let started = Instant::now();
+    framecull_media::init();
+    let mut todo = catalog.analysis_todo(ANALYSIS_VERSION)?;
+    // Pictures over the project's limits are not decoded (their flag says so); they stay to
+    // do, so raising the limit analyses them.
+    let limits = super::project_limits(catalog)?;
+    let workers = if options.isolate {
+        super::worker::spec(limits.memory_bytes())
+    } else {
+        None
+    };
+    let before = todo.len();
+    todo.retain(|t| match (t.width, t.height) {
+        (Some(w), Some(h)) => limits.over(t.kind, w, h).is_none(),
+        _ => true,
+    });
+    let over_limit = (before - todo.len()) as u64;
+    let total_items = catalog.count_items()?;
+    let total = todo.len() as u64;
+    on_event(AnalyzeEvent::Started { total });
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .thread_name(|i| format!("framecull-analyze-{i}"))
+        .build()
+        .map_err(|e| ScanError::Threads(e.to_string()))?;
+    let (tx, rx) = sync_channel::<(usize, AnalysisResult)>(64);
+    // Estimated decode work: pixels x frames (images count as one frame).
+    let mut order: Vec<(f64, usize)> = todo
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let pixels = f64::from(t.width.unwrap_or(1)) * f64::from(t.height.unwrap_or(1));
+            let frames = t.frame_estimate.unwrap_or(1.0).max(1.0);
+            (pixels * frames, i)
+        })
+        .collect();
+    order.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let order = &order;
+    let stored = std::thread::scope(|s| -> Result<u64, ScanError> {
+        let todo = &todo;
+        let producer = std::thread::Builder::new()
+            .name("framecull-analyze".into())
+            .spawn_scoped(s, move || {
+                // Longest jobs first, each worker taking the next one: rayon's splitting
+                // would hand each thread a contiguous half instead.
+                let next = AtomicUsize::new(0);
+                pool.scope(|scope| {
+                    for _ in 0..options.jobs.max(1) {
+                        let (tx, next) = (tx.clone(), &next);
+                        let mut analyst = WorkerSlot::new(workers.clone());
+                        scope.spawn(move |_| {
+                            loop {
+                                let i = next.fetch_add(1, Ordering::SeqCst);
+                                let Some(&(_, item_index)) = order.get(i) else {
+                                    break;
+                                };
+                                if cancel.load(Ordering::SeqCst) {
+                                    break;
+                                }
+                                let item = &todo[item_index];
+                                let result = analyse_guarded(&mut analyst, root, item, options);
+                                // A network or permission failure is not this file's: the
+                                // file is left to do and the analysis stops.
+                                if root.as_remote().is_some_and(|r| r.failure().is_some())
+                                    || tx.send((item_index, result)).is_err()
+                                {
+                                    break;
+                                }
+                            }
+                        });
+                    }
+                });
+                drop(tx);
+            })
+            .map_err(|e| ScanError::Threads(e.to_string()))?;
+        let stored = super::store_in_batches(
+            &rx,
+            options.batch_size,
+            Duration::from_millis(500),
+            cancel,
+            |batch: &[(usize, AnalysisResult)]| {
+                catalog.store_analyses(ANALYSIS_VERSION, batch.iter().map(|(_, r)| r))
+            },
+            |event| match event {
+                super::Batched::Received(done, (i, _)) => on_event(AnalyzeEvent::Analysed {
+                    done,
+                    total,
+                    path: todo[*i].path.clone(),
+                }),
+                super::Batched::Committed(stored) => on_event(AnalyzeEvent::Committed { stored }),
+            },
+        );
+        drop(rx);
+        if producer.join().is_err() {
+            tracing::error!("an analysis thread panicked outside the per-file guard");
+        }
+        Ok(stored?)
+    })?;
+    if let Some(e) = root.as_remote().and_then(|r| r.failure()) {
+        return Err(ScanError::Storage(e));
+    }
+    Ok(AnalyzeSummary {
+        analysed: stored,
+        over_limit,
+        up_to_date: total_items.saturating_sub(total + over_limit),
+        cancelled: cancel.load(Ordering::SeqCst),
+        elapsed_secs: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Analyse one file in this process; a panic becomes the file's reason.
+pub(crate) fn analyse_in_process(
+    root: &Root,
+    item: &AnalysisTodo,
+    options: &AnalyzeOptions,
+) -> (Metrics, Curves) {
+    catch_unwind(AssertUnwindSafe(|| analyse_file(root, item, options))).unwrap_or_else(|_| {
+        (
+            Metrics {
+                undecodable: Some(
+                    "internal error while analysing this file (a bug: please report it)".into(),
+                ),
+                ..Metrics::default()
+            },
+            Curves::default(),
+        )
+    })
+}
+
+fn analyse_guarded(
+    analyst: &mut WorkerSlot,
+    root: &Root,
+    item: &AnalysisTodo,
+    options: &AnalyzeOptions,
+) -> AnalysisResult {
+    let (metrics, curves) = analyst.analyse(root, item, options);
+    AnalysisResult {
+        id: item.id,
+        size_bytes: item.size_bytes,
+        mtime_ns: item.mtime_ns,
+        metrics,
+        curves,
+    }
+}
+
+/// Analyse one file: content hash, structure (images), then one decode pass.
+pub fn analyse_file(
+    root: &Root,
+    item: &AnalysisTodo,
+    options: &AnalyzeOptions,
+) -> (Metrics, Curves) {
+    let source = Source::in_root(root, &item.path, item.size_bytes).open_streaming();
+    let deadline = Instant::now() + options.file_budget;
+    let is_image = item.kind == MediaKind::Image;
+    // Images are small: read once for the hash and the structural check.
+    let (content_hash, structure_error) = if is_image {
+        match source.read_all() {
+            Ok(bytes) => (Some(hash_bytes(&bytes)), still::structure_error(&bytes)),
+            Err(e) => (None, Some(format!("cannot read: {e}"))),
+        }
+    } else {
+        (hash_reader(&source).ok(), None)
+    };
+    let base = Metrics {
+        content_hash,
+        structure_error,
+        ..Metrics::default()
+    };
+    // A file the probe could not read (its flag says why) is hashed, for exact duplicates,
+    // not decoded: there is nothing to measure, and FFmpeg is not deterministic on some such
+    // files (a corrupt AVIF sample table reads a different size on every run).
+    if item.status == ItemStatus::Error {
+        return (base, Curves::default());
+    }
+    match item.kind.as_str() {
+        "image" => analyse_image(&source, item, deadline, base),
+        "video" => analyse_video(&source, item, deadline, &options.cuts, base),
+        _ => (base, Curves::default()),
+    }
+}
+
+fn decode_failure(e: DecodeError, mut m: Metrics) -> (Metrics, Curves) {
+    if matches!(e, DecodeError::TimedOut) {
+        m.timed_out = true;
+        return (m, Curves::default());
+    }
+    m.undecodable = Some(e.to_string());
+    (m, Curves::default())
+}
+
+fn apply_report(m: &mut Metrics, report: &DecodeReport) {
+    m.decode_errors = report.decode_errors + u64::from(report.read_error.is_some());
+    m.first_error = report.first_error.clone().or_else(|| {
+        report
+            .read_error
+            .as_ref()
+            .map(|e| format!("reading stopped: {e}"))
+    });
+    m.timed_out = report.timed_out;
+    m.decoder_messages = report.error_messages;
+    m.first_message.clone_from(&report.first_message);
+}
+
+fn analyse_video(
+    source: &Opened,
+    item: &AnalysisTodo,
+    deadline: Instant,
+    cuts: &CutOptions,
+    base: Metrics,
+) -> (Metrics, Curves) {
+    let mut analyzer = VideoAnalyzer::new(item.fps, cuts.clone());
+    // Exact decoding (no `AV_CODEC_FLAG2_FAST`): the frame table is the reference the loader
+    // checks its own (exact) frames against; MPEG-2's fast mode changes pictures.
+    let options = DecodeOptions {
+        deadline: Some(deadline),
+        fast: false,
+        ..DecodeOptions::default()
+    };
+    let mut table = FrameTable::default();
+    let report = match decode_frames(source, &options, 0, &mut |f| {
+        analyzer.push(f);
+        table.frames.push(FrameRecord {
+            pts: f.pts,
+            clean_key: f.key && !f.corrupt,
+            damaged: f.corrupt,
+            hash: f.content_hash,
+        });
+        true
+    }) {
+        Ok(r) => r,
+        Err(e) => return decode_failure(e, base),
+    };
+    let (mut metrics, mut curves) =
+        analyzer.finish(report.declared_duration_secs, report.declared_frames);
+    curves.frames = table;
+    metrics.content_hash = base.content_hash;
+    apply_report(&mut metrics, &report);
+    if report.frames == 0 && metrics.undecodable.is_none() {
+        metrics.undecodable = Some(
+            report
+                .first_error
+                .clone()
+                .or(report.read_error.clone())
+                .map_or("no frame could be decoded".into(), |e| {
+                    format!("no frame could be decoded: {e}")
+                }),
+        );
+    }
+    (metrics, curves)
+}
+
+fn analyse_image(
+    source: &Opened,
+    item: &AnalysisTodo,
+    deadline: Instant,
+    base: Metrics,
+) -> (Metrics, Curves) {
+    // Let JPEG decode at 1/2, 1/4 or 1/8 size while staying above 256 px.
+    let short = item.width.unwrap_or(0).min(item.height.unwrap_or(0));
+    let lowres = (0..=3u8).rev().find(|&l| short >> l >= 256).unwrap_or(0);
+    let options = DecodeOptions {
+        deadline: Some(deadline),
+        ..DecodeOptions::default()
+    };
+    let mut picture: Option<([Vec<u8>; 3], usize, usize)> = None;
+    let report = match decode_frames(source, &options, lowres, &mut |f| {
+        picture = Some((f.planes.map(<[u8]>::to_vec), f.width, f.height));
+        false
+    }) {
+        Ok(r) => r,
+        Err(e) if matches!(item.codec.as_deref(), Some("heif" | "avif")) => {
+            let mut m = base;
+            let format = item.codec.as_deref().unwrap_or_default().to_uppercase();
+            m.no_decoder = Some(format!(
+                "{format} pictures cannot be decoded with this FFmpeg build ({e}); \
+                 metadata is known, picture measures are not"
+            ));
+            return (m, Curves::default());
+        }
+        Err(e) => return decode_failure(e, base),
+    };
+    let mut metrics = base;
+    apply_report(&mut metrics, &report);
+    let Some(([r, g, b], w, h)) = picture else {
+        metrics.undecodable = Some(
+            report
+                .first_error
+                .or(report.read_error)
+                .map_or("the image could not be decoded".into(), |e| {
+                    format!("the image could not be decoded: {e}")
+                }),
+        );
+        return (metrics, Curves::default());
+    };
+    let orientation = item.exif_orientation.filter(|o| (1..=8).contains(o));
+    let (q, upright) = still::analyse_picture([&r, &g, &b], w, h, orientation);
+    metrics.decoded_frames = 1;
+    metrics.brightness = Some(q.brightness);
+    metrics.brightness_p5 = Some(q.brightness_p5);
+    metrics.brightness_p95 = Some(q.brightness_p95);
+    metrics.sharpness = Some(q.sharpness);
+    metrics.entropy = Some(q.entropy);
+    metrics.colorfulness = Some(q.colorfulness);
+    metrics.phash = Some(phash(&upright));
+    // A flat picture has no content to match: leave it to exact duplicates.
+    let frame_hashes = if upright.std_dev() >= FLAT_STD {
+        dihedral_hashes(&upright).to_vec()
+    } else {
+        Vec::new()
+    };
+    let curves = Curves {
+        frame_hashes,
+        ..Curves::default()
+    };
+    (metrics, curves)
+}
+
+fn hash_bytes(bytes: &[u8]) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes))
+}
+
+fn hash_reader(source: &Opened) -> std::io::Result<String> {
+    let mut file = source.reader()?;
+    let mut hasher = Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(format!("{:032x}", hasher.digest128()))
+}

@@ -1,0 +1,442 @@
+//! FFmpeg work of scans and deep analysis in worker processes: each thread hands its files to
+//! a `framecull worker` child (`media::isolate`), so that a demuxer or decoder that crashes,
+//! loops or runs out of memory costs one file a row with the reason, not the whole run. A
+//! dead worker is replaced for the next file. Signatures and image headers are read by safe
+//! code in this process; only what FFmpeg reads goes to a worker. Objects in a bucket too: the
+//! worker opens the store from the environment it inherits and reports, with each answer, the
+//! requests it made and a failure that stops the run ([`framecull_media::isolate::Reply`]), which
+//! this process takes in as if it had met them.
+//!
+//! The protocol is JSON, one line per message: the worker greets with its protocol number,
+//! then answers each request line with one response line.
+
+use std::io::{BufRead, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::deep::AnalyzeOptions;
+use framecull_analysis::cuts::CutOptions;
+use framecull_catalog::AnalysisTodo;
+use framecull_media::Opened;
+use framecull_media::isolate::{
+    Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, greeting, worker_exe,
+};
+use framecull_model::{Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe};
+use framecull_storage::Root;
+
+/// Bump when a message changes: a worker of another protocol is not used.
+const PROTOCOL: u32 = 2;
+
+/// The name a worker greets with.
+const NAME: &str = "framecull_worker";
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Request {
+    Analyse {
+        root: RootWire,
+        item: AnalysisTodo,
+        budget_secs: f64,
+        cuts: CutOptions,
+    },
+    /// FFmpeg's probe of one file ([`framecull_media::probe_with_ffmpeg`]).
+    Probe {
+        source: SourceWire,
+        budget_secs: f64,
+    },
+    /// The first picture of `source` ([`framecull_media::decode::first_picture`]), its packed RGB
+    /// written to the file `out` (no pixels through the pipe).
+    FirstPicture {
+        source: SourceWire,
+        max_side: u32,
+        budget_secs: f64,
+        out: Vec<u8>,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // one per file, made and read at once
+enum Response {
+    Analysed {
+        metrics: Metrics,
+        curves: Curves,
+        /// `Curves::frames`, which curves' serde form leaves out (the catalog stores it apart).
+        frames: FrameTable,
+    },
+    Probed(Probe),
+    Picture {
+        width: usize,
+        height: usize,
+    },
+    Failed(String),
+}
+
+/// Where and how workers run: `None` analyses in this process.
+pub fn spec(memory_bytes: Option<u64>) -> Option<Spec> {
+    Some(Spec {
+        exe: worker_exe()?,
+        args: vec!["worker".into()],
+        memory_bytes,
+        memory_setting: "limits.max_memory_mib in framecull.toml",
+    })
+}
+
+/// Hard limit of one file in a worker: the analysis' own budget (it stops decoding then and
+/// keeps what it has), plus time to hash the file and answer.
+fn hard_limit(budget: Duration) -> Duration {
+    budget + budget.clamp(Duration::from_secs(2), Duration::from_secs(30))
+}
+
+/// Worker processes shared by threads that need one for part of their work only: a scan's
+/// probing threads, more than the cores when they wait on an object store (`--requests`),
+/// read signatures and headers themselves and take a worker for FFmpeg's probe alone. At most
+/// `max` workers run (each costs a process start, and CPU is what they need).
+pub struct WorkerPool {
+    spec: Option<Spec>,
+    max: usize,
+    /// Idle slots, and how many slots were made.
+    state: std::sync::Mutex<(Vec<WorkerSlot>, usize)>,
+    freed: std::sync::Condvar,
+}
+
+impl WorkerPool {
+    pub fn new(spec: Option<Spec>, max: usize) -> WorkerPool {
+        WorkerPool {
+            spec,
+            max: max.max(1),
+            state: std::sync::Mutex::new((Vec::new(), 0)),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Run `work` with a worker slot, waiting for one while `max` are busy.
+    pub fn with<R>(&self, work: impl FnOnce(&mut WorkerSlot) -> R) -> R {
+        let slot = {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if let Some(slot) = state.0.pop() {
+                    break slot;
+                }
+                if state.1 < self.max {
+                    state.1 += 1;
+                    break WorkerSlot::new(self.spec.clone());
+                }
+                state = self.freed.wait(state).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        // Given back however `work` ends (a panic included).
+        struct Lent<'a> {
+            pool: &'a WorkerPool,
+            slot: Option<WorkerSlot>,
+        }
+        impl Drop for Lent<'_> {
+            fn drop(&mut self) {
+                if let Some(slot) = self.slot.take() {
+                    let mut state = self.pool.state.lock().unwrap_or_else(|p| p.into_inner());
+                    state.0.push(slot);
+                    self.pool.freed.notify_one();
+                }
+            }
+        }
+        let mut lent = Lent {
+            pool: self,
+            slot: Some(slot),
+        };
+        match lent.slot.as_mut() {
+            Some(slot) => work(slot),
+            None => unreachable!("a lent slot is there until dropped"),
+        }
+    }
+}
+
+/// One thread's worker, started on first use and after each failure.
+pub struct WorkerSlot {
+    spec: Option<Spec>,
+    worker: Option<Worker>,
+}
+
+impl WorkerSlot {
+    pub fn new(spec: Option<Spec>) -> WorkerSlot {
+        WorkerSlot { spec, worker: None }
+    }
+
+    /// Analyse one file in the worker (in this process when there is none).
+    pub fn analyse(
+        &mut self,
+        root: &Root,
+        item: &AnalysisTodo,
+        options: &AnalyzeOptions,
+    ) -> (Metrics, Curves) {
+        if !self.ready() {
+            return super::deep::analyse_in_process(root, item, options);
+        }
+        let request = Request::Analyse {
+            root: RootWire::of(root),
+            item: item.clone(),
+            budget_secs: options.file_budget.as_secs_f64(),
+            cuts: options.cuts.clone(),
+        };
+        let answer = self.call(&request, hard_limit(options.file_budget), &item.path);
+        match absorbed(answer, root.as_remote().map(|r| &**r)) {
+            Ok(Response::Analysed {
+                metrics,
+                mut curves,
+                frames,
+            }) => {
+                curves.frames = frames;
+                (metrics, curves)
+            }
+            Ok(other) => failed_analysis(unexpected(&other)),
+            Err(reason) => failed_analysis(reason),
+        }
+    }
+
+    /// FFmpeg's probe of `opened`, stopping at `deadline`; in this process when there is no
+    /// worker.
+    pub fn probe(&mut self, opened: &Opened, deadline: Instant) -> Probe {
+        if !self.ready() {
+            return framecull_media::probe_with_ffmpeg(opened, deadline);
+        }
+        let source = SourceWire::of_opened(opened);
+        let budget = deadline.saturating_duration_since(Instant::now());
+        let name = source.name();
+        let request = Request::Probe {
+            source,
+            budget_secs: budget.as_secs_f64(),
+        };
+        let answer = self.call(&request, hard_limit(budget), &name);
+        match absorbed(answer, opened.store()) {
+            Ok(Response::Probed(probe)) => probe,
+            Ok(other) => Probe::failed(MediaKind::Video, ItemStatus::Error, unexpected(&other)),
+            Err(reason) => Probe::failed(MediaKind::Video, ItemStatus::Error, reason),
+        }
+    }
+
+    /// The first picture of `opened` fitted within `max_side`, as packed RGB (a thumbnail);
+    /// in this process when there is no worker.
+    pub fn first_picture(
+        &mut self,
+        opened: &Opened,
+        max_side: u32,
+        budget: Duration,
+    ) -> Result<(usize, usize, Vec<u8>), String> {
+        use framecull_media::decode::first_picture;
+        if !self.ready() {
+            return first_picture(opened, max_side, Instant::now() + budget);
+        }
+        let source = SourceWire::of_opened(opened);
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let out =
+            std::env::temp_dir().join(format!("framecull-picture-{}-{n}.rgb", std::process::id()));
+        let name = source.name();
+        let request = Request::FirstPicture {
+            source,
+            max_side,
+            budget_secs: budget.as_secs_f64(),
+            out: out.as_os_str().as_bytes().to_vec(),
+        };
+        let answer = self.call(&request, hard_limit(budget), &name);
+        let read = std::fs::read(&out);
+        let _ = std::fs::remove_file(&out);
+        match absorbed(answer, opened.store())? {
+            Response::Picture { width, height } => {
+                let rgb = read.map_err(|e| format!("cannot read the worker's picture: {e}"))?;
+                if rgb.len() != width * height * 3 {
+                    return Err("the worker's picture is incomplete".into());
+                }
+                Ok((width, height, rgb))
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// One request and its answer; a failure's reason, with the worker dropped (a new one
+    /// starts for the next file).
+    fn call(
+        &mut self,
+        request: &Request,
+        limit: Duration,
+        path: &str,
+    ) -> Result<Reply<Response>, String> {
+        let line = serde_json::to_string(request)
+            .map_err(|e| format!("cannot send the file to the worker: {e}"))?;
+        let Some(worker) = self.worker.as_mut() else {
+            return Err("no worker process".into());
+        };
+        let answer = worker.call(&line, limit).map_err(|failure| {
+            self.worker = None;
+            tracing::warn!("{path}: {failure}");
+            failure.to_string()
+        })?;
+        serde_json::from_str::<Reply<Response>>(&answer).map_err(|e| {
+            self.worker = None;
+            format!("the worker's answer is unreadable: {e}")
+        })
+    }
+
+    /// Whether a worker is running, starting one if needed. A worker that cannot start or
+    /// does not greet with this protocol turns isolation off for this slot, with a warning.
+    fn ready(&mut self) -> bool {
+        if self.worker.is_some() {
+            return true;
+        }
+        let Some(spec) = &self.spec else {
+            return false;
+        };
+        match Worker::start(spec, None, NAME, PROTOCOL) {
+            Ok(worker) => {
+                self.worker = Some(worker);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "no usable worker process ({}: {e}); FFmpeg runs in this process",
+                    spec.exe.display()
+                );
+                self.spec = None;
+                false
+            }
+        }
+    }
+}
+
+/// A worker's answer, its storage reports taken in by `remote` (the store the request read).
+fn absorbed(
+    reply: Result<Reply<Response>, String>,
+    remote: Option<&framecull_storage::Remote>,
+) -> Result<Response, String> {
+    let reply = reply?;
+    absorb(remote, &reply.storage);
+    Ok(reply.answer)
+}
+
+fn unexpected(response: &Response) -> String {
+    match response {
+        Response::Failed(reason) => reason.clone(),
+        _ => "the worker answered another request".into(),
+    }
+}
+
+fn failed_analysis(reason: String) -> (Metrics, Curves) {
+    (
+        Metrics {
+            undecodable: Some(reason),
+            ..Metrics::default()
+        },
+        Curves::default(),
+    )
+}
+
+/// The `framecull worker` process: greet, then answer requests from stdin until it closes.
+pub fn serve() -> std::io::Result<()> {
+    framecull_media::init();
+    let stdin = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", greeting(NAME, PROTOCOL))?;
+    stdout.flush()?;
+    tracing::debug!(
+        "worker {} serving (protocol {PROTOCOL})",
+        std::process::id()
+    );
+    let mut stores = Stores::default();
+    for line in stdin.lines() {
+        let response = match serde_json::from_str::<Request>(&line?) {
+            Ok(request) => answer(request, &mut stores),
+            Err(e) => Response::Failed(format!("unreadable request: {e}")),
+        };
+        let reply = Reply {
+            answer: response,
+            storage: stores.report(),
+        };
+        writeln!(stdout, "{}", serde_json::to_string(&reply)?)?;
+        stdout.flush()?;
+    }
+    Ok(())
+}
+
+fn answer(request: Request, stores: &mut Stores) -> Response {
+    #[cfg(feature = "fault-injection")]
+    framecull_media::isolate::inject_fault(&match &request {
+        Request::Probe { source, .. } | Request::FirstPicture { source, .. } => source.name(),
+        Request::Analyse { item, .. } => item.path.clone(),
+    });
+    let path = |bytes: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(bytes));
+    match request {
+        Request::Probe {
+            source,
+            budget_secs,
+        } => {
+            let source = match source.into_opened(stores) {
+                Ok(source) => source,
+                Err(e) => return Response::Failed(e.to_string()),
+            };
+            let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
+            let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                framecull_media::probe_with_ffmpeg(&source, deadline)
+            }))
+            .unwrap_or_else(|_| {
+                Probe::failed(
+                    MediaKind::Video,
+                    ItemStatus::Error,
+                    "internal error while probing this file (a bug: please report it)",
+                )
+            });
+            Response::Probed(probe)
+        }
+        Request::FirstPicture {
+            source,
+            max_side,
+            budget_secs,
+            out,
+        } => {
+            let source = match source.into_opened(stores) {
+                Ok(source) => source,
+                Err(e) => return Response::Failed(e.to_string()),
+            };
+            let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
+            let picture = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                framecull_media::decode::first_picture(&source, max_side, deadline)
+            }))
+            .unwrap_or_else(|_| Err("internal error while decoding this file".into()));
+            match picture {
+                Ok((width, height, rgb)) => match std::fs::write(path(out), rgb) {
+                    Ok(()) => Response::Picture { width, height },
+                    Err(e) => Response::Failed(format!("cannot write the picture: {e}")),
+                },
+                Err(e) => Response::Failed(e),
+            }
+        }
+        Request::Analyse {
+            root,
+            item,
+            budget_secs,
+            cuts,
+        } => {
+            let root = match root.into_root(stores) {
+                Ok(root) => root,
+                Err(e) => return Response::Failed(e.to_string()),
+            };
+            // Spelled out: `AnalyzeOptions::default()` asks the system for its CPU count
+            // (several file reads), once per file here.
+            let options = AnalyzeOptions {
+                jobs: 1,
+                file_budget: Duration::from_secs_f64(budget_secs),
+                cuts,
+                batch_size: 1,
+                isolate: false,
+            };
+            let (metrics, mut curves) = super::deep::analyse_in_process(&root, &item, &options);
+            let frames = std::mem::take(&mut curves.frames);
+            Response::Analysed {
+                metrics,
+                curves,
+                frames,
+            }
+        }
+    }
+}

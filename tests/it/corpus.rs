@@ -1,0 +1,343 @@
+//! Validation against the real-world corpus in `../shared/media` and its ffprobe / Pillow
+//! ground truth. Skips, with a message, when the corpus is absent.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+fn scan_corpus() -> Option<(std::path::PathBuf, tempfile::TempDir, std::process::Output)> {
+    let media = common::corpus_dir()?;
+    let proj = tempfile::tempdir().unwrap();
+    let out = common::run(&[
+        "scan",
+        media.to_str().unwrap(),
+        "--project",
+        proj.path().to_str().unwrap(),
+    ]);
+    Some((media, proj, out))
+}
+
+/// False for NaN (a missing value).
+fn within(a: f64, b: f64, tolerance: f64) -> bool {
+    (a - b).abs() <= tolerance
+}
+
+fn ground_truth(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn corpus_metadata_matches_ground_truth() {
+    let Some((media, proj, out)) = scan_corpus() else {
+        return;
+    };
+    // The corpus has broken files: finished with per-file problems.
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let rows: BTreeMap<String, Value> = common::list_jsonl(proj.path());
+    let mut failures = Vec::new();
+
+    for g in ground_truth(&media.join("ground_truth.jsonl")) {
+        let file = g["file"].as_str().unwrap();
+        let Some(o) = rows.get(file) else {
+            failures.push(format!("{file}: not catalogued"));
+            continue;
+        };
+        if g["has_video"] != true {
+            if o["status"] != "unsupported" || o["kind"] != "other" {
+                failures.push(format!(
+                    "{file}: no video stream but {} {}",
+                    o["kind"], o["status"]
+                ));
+            }
+            continue;
+        }
+        let mut bad = |what: &str, ours: &Value, theirs: &Value| {
+            failures.push(format!("{file}: {what} {ours} != {theirs}"));
+        };
+        if o["status"] != "ok" {
+            bad("status", &o["status"], &Value::from("ok"));
+            continue;
+        }
+        for key in ["codec", "width", "height"] {
+            if o[key] != g[key] {
+                bad(key, &o[key], &g[key]);
+            }
+        }
+        // ffprobe reports the counter-clockwise angle of the display matrix.
+        let rotation = g["rotation"]
+            .as_f64()
+            .map_or(0, |r| (-r).round() as i64)
+            .rem_euclid(360);
+        if o["rotation_deg"].as_i64() != Some(rotation) {
+            bad("rotation", &o["rotation_deg"], &Value::from(rotation));
+        }
+        let fps_truth = g["avg_fps"].as_f64().or(g["r_fps"].as_f64()).unwrap();
+        let fps = o["fps"].as_f64().unwrap_or(f64::NAN);
+        if !within(fps / fps_truth, 1.0, 0.001) {
+            bad("fps", &o["fps"], &Value::from(fps_truth));
+        }
+        if let Some(r) = g["r_fps"].as_f64() {
+            let base = o["fps_base"].as_f64().unwrap_or(f64::NAN);
+            if !within(base / r, 1.0, 0.001) {
+                bad("fps_base", &o["fps_base"], &g["r_fps"]);
+            }
+        }
+        match g["duration"].as_f64() {
+            None => {
+                if !o["duration_secs"].is_null() {
+                    bad("duration", &o["duration_secs"], &g["duration"]);
+                }
+            }
+            Some(d) => {
+                let tolerance = (1.0 / fps_truth).max(0.005 * d);
+                let ours = o["duration_secs"].as_f64().unwrap_or(f64::NAN);
+                if !within(ours, d, tolerance) {
+                    bad("duration", &o["duration_secs"], &g["duration"]);
+                }
+            }
+        }
+    }
+
+    for g in ground_truth(&media.join("image_ground_truth.jsonl")) {
+        let file = g["file"].as_str().unwrap();
+        let Some(o) = rows.get(file) else {
+            failures.push(format!("{file}: not catalogued"));
+            continue;
+        };
+        if g["pil_load"] != "ok" {
+            // Pillow cannot read it; we need a status and, when not ok, a reason.
+            if o["status"] != "ok" && o["error"].is_null() {
+                failures.push(format!("{file}: {} without a reason", o["status"]));
+            }
+            continue;
+        }
+        if o["kind"] != "image" || o["status"] != "ok" {
+            failures.push(format!(
+                "{file}: {} {} ({})",
+                o["kind"], o["status"], o["error"]
+            ));
+            continue;
+        }
+        for (ours, theirs) in [
+            ("width", "width"),
+            ("height", "height"),
+            ("exif_orientation", "exif_orientation"),
+            ("frame_count", "n_frames"),
+        ] {
+            if o[ours] != g[theirs] {
+                failures.push(format!("{file}: {ours} {} != {}", o[ours], g[theirs]));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_broken_file_is_a_row_with_a_status_and_reason() {
+    let Some((media, proj, out)) = scan_corpus() else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(1));
+    let rows = common::list_jsonl(proj.path());
+    let broken: Vec<_> = std::fs::read_dir(media.join("broken"))
+        .unwrap()
+        .map(|e| format!("broken/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    assert!(broken.len() >= 40);
+    for file in &broken {
+        let row = rows
+            .get(file)
+            .unwrap_or_else(|| panic!("{file} is not catalogued"));
+        let status = row["status"].as_str().unwrap();
+        assert!(
+            ["ok", "error", "unsupported"].contains(&status),
+            "{file}: {status}"
+        );
+        if status != "ok" {
+            let reason = row["error"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{file}: no reason"));
+            assert!(
+                reason.len() > 8,
+                "{file}: reason {reason:?} is not a sentence"
+            );
+        }
+    }
+    // The ones that cannot be read at all say so.
+    for file in [
+        "broken/derived_zero_length.mp4",
+        "broken/derived_zero_length.jpg",
+    ] {
+        assert_eq!(rows[file]["status"], "error", "{file}");
+    }
+    assert_eq!(rows["broken/derived_png_named_as.mp4"]["kind"], "image");
+}
+
+/// Deep-scan the corpus once for the analysis checks below.
+fn deep_rows() -> Option<(std::path::PathBuf, BTreeMap<String, Value>)> {
+    static ROWS: std::sync::OnceLock<Option<(std::path::PathBuf, BTreeMap<String, Value>)>> =
+        std::sync::OnceLock::new();
+    ROWS.get_or_init(|| {
+        let media = common::corpus_dir()?;
+        let proj = tempfile::tempdir().unwrap();
+        let out = common::run(&[
+            "scan",
+            media.to_str().unwrap(),
+            "--project",
+            proj.path().to_str().unwrap(),
+            "--deep",
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+        Some((media, common::list_jsonl(proj.path())))
+    })
+    .clone()
+}
+
+fn integrity_codes(row: &Value) -> Vec<String> {
+    row["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["source"] == "probe" || f["source"] == "decode")
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn cuts_match_pyscenedetect_goldens() {
+    let Some((media, rows)) = deep_rows() else {
+        return;
+    };
+    for (video, golden) in [
+        (
+            "video/psd_testvideo.mp4",
+            "scenecuts/testvideo.mp4.ContentDetector.default.json",
+        ),
+        (
+            "video/psd_counter.mp4",
+            "scenecuts/counter.mp4.ContentDetector.default.json",
+        ),
+    ] {
+        let golden: Value =
+            serde_json::from_str(&std::fs::read_to_string(media.join(golden)).unwrap()).unwrap();
+        let want: Vec<i64> = golden["cuts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_i64().unwrap())
+            .collect();
+        let fps = rows[video]["fps"].as_f64().unwrap();
+        let start = rows[video]["start_secs"].as_f64().unwrap_or(0.0);
+        let got: Vec<i64> = rows[video]["cuts_secs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| ((t.as_f64().unwrap() - start) * fps).round() as i64)
+            .collect();
+        assert_eq!(got.len(), want.len(), "{video}: {got:?} vs golden {want:?}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() <= 1, "{video}: {got:?} vs golden {want:?}");
+        }
+    }
+}
+
+#[test]
+fn every_damaged_file_gets_an_integrity_flag() {
+    let Some((media, rows)) = deep_rows() else {
+        return;
+    };
+    let mut missed = Vec::new();
+    for g in ground_truth(&media.join("broken_ground_truth.jsonl")) {
+        let file = g["file"].as_str().unwrap();
+        let ffmpeg_errors = g["ffmpeg_error_lines"].as_u64().unwrap_or(0) > 0
+            || g["ffmpeg_decode_rc"].as_i64().unwrap_or(0) != 0;
+        // Images Pillow cannot load (truncated or undecodable) must be flagged too.
+        let pillow_fails = g["pil_load"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("error"));
+        if (ffmpeg_errors || pillow_fails) && integrity_codes(&rows[file]).is_empty() {
+            missed.push(file.to_string());
+        }
+    }
+    assert!(missed.is_empty(), "no integrity flag on: {missed:?}");
+    // Truncated images are named as such.
+    let cut = integrity_codes(&rows["broken/derived_nikon-e950_cut60.jpg"]);
+    assert!(cut.contains(&"image_truncated".to_string()), "{cut:?}");
+}
+
+/// duplicates.tsv groups whose files are not the same picture: checked by eye, the two
+/// decord rotation-test clips show different shots (arrow keys; trackpad), so no
+/// content-based detector should group them. `zero-length` (two empty files) is not a group
+/// either: files with no content are each `unreadable`, not duplicates of one another.
+const NOT_DUPLICATES: &[&str] = &["rotation", "zero-length"];
+
+#[test]
+fn known_duplicate_groups_are_found_and_exact_groups_hold_identical_bytes() {
+    let Some((media, rows)) = deep_rows() else {
+        return;
+    };
+    let tsv = std::fs::read_to_string(media.join("duplicates.tsv")).unwrap();
+    let mut missed = Vec::new();
+    for line in tsv.lines().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if NOT_DUPLICATES.contains(&cols[0]) {
+            continue;
+        }
+        let groups: std::collections::HashSet<String> = cols[2]
+            .split_whitespace()
+            .map(|f| rows[f]["dup_group"].to_string())
+            .collect();
+        if groups.len() != 1 || groups.contains("null") {
+            missed.push(format!("{}: {groups:?}", cols[0]));
+        }
+    }
+    assert!(missed.is_empty(), "groups not found: {missed:?}");
+    for empty in [
+        "broken/derived_zero_length.jpg",
+        "broken/derived_zero_length.mp4",
+    ] {
+        assert!(
+            rows[empty]["dup_group"].is_null(),
+            "{empty}: {}",
+            rows[empty]
+        );
+    }
+
+    let mut exact: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for (path, row) in &rows {
+        if !row["dup_exact_group"].is_null() {
+            exact
+                .entry(row["dup_exact_group"].to_string())
+                .or_default()
+                .push(path);
+        }
+    }
+    // As many exact groups as the ground truth has byte-identical ones (relation
+    // "byte-identical ..."): none in ../shared/media, whose only pair of equal bytes is the
+    // two empty files, which are no group.
+    let byte_identical = tsv
+        .lines()
+        .skip(1)
+        .filter(|l| l.split('\t').nth(1).is_some_and(|r| r.starts_with("byte-identical")))
+        .count();
+    assert_eq!(exact.len(), byte_identical, "{exact:?}");
+    for members in exact.values() {
+        let first = std::fs::read(media.join(members[0])).unwrap();
+        for m in &members[1..] {
+            assert_eq!(std::fs::read(media.join(m)).unwrap(), first, "{members:?}");
+        }
+    }
+}

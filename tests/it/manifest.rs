@@ -1,0 +1,491 @@
+//! Manifest export end to end: round trip, versions and diff, splits, crash safety.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::path::Path;
+
+use framecull::analysis::flags::Config;
+use framecull::catalog::{Catalog, ItemUpdate};
+use framecull::manifest::{self, ExportOptions, Format, Include, SplitSpec};
+use framecull::model::{Clip, Decision, DupInfo, Edit, MediaInfo, MediaKind, Probe, Ratio};
+
+/// A catalog of `n` fake items (no files needed: export reads only the catalog). Every
+/// tenth item is a video; the rest are images. Ids and fingerprints follow `start..start+n`.
+/// A project of `n` generated items in a temporary folder, and its open catalog.
+fn project_with_items(n: usize) -> (tempfile::TempDir, Catalog) {
+    let proj = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::create_or_open(proj.path(), Path::new("/data")).unwrap();
+    add_items(&mut catalog, 0, n);
+    (proj, catalog)
+}
+
+fn add_items(catalog: &mut Catalog, start: usize, n: usize) {
+    let scan = catalog.begin_scan(Path::new("/data")).unwrap();
+    let batch: Vec<ItemUpdate> = (start..start + n)
+        .map(|i| {
+            let video = i % 10 == 0;
+            let info = MediaInfo {
+                container: Some(
+                    if video {
+                        "mov,mp4,m4a,3gp,3g2,mj2"
+                    } else {
+                        "jpeg"
+                    }
+                    .into(),
+                ),
+                codec: Some(if video { "h264" } else { "jpeg" }.into()),
+                width: Some(640),
+                height: Some(480),
+                fps: video.then_some(25.0),
+                time_base: video.then(|| Ratio::new(1, 12800).unwrap()),
+                start_secs: video.then_some(0.0),
+                duration_secs: video.then_some(4.0),
+                frame_count: video.then_some(100),
+                rotation_deg: video.then_some(0),
+                ..MediaInfo::default()
+            };
+            ItemUpdate {
+                path: format!(
+                    "d{:03}/{}{i:06}.{}",
+                    i % 97,
+                    if video { "v" } else { "i" },
+                    if video { "mp4" } else { "jpg" }
+                ),
+                size_bytes: 1000 + i as u64,
+                mtime_ns: 1,
+                fingerprint: Some(format!("{i:032x}")),
+                probe: Probe::ok(
+                    if video {
+                        MediaKind::Video
+                    } else {
+                        MediaKind::Image
+                    },
+                    info,
+                ),
+            }
+        })
+        .collect();
+    for chunk in batch.chunks(5000) {
+        catalog.upsert_items(scan, 2, chunk).unwrap();
+    }
+}
+
+fn options(name: &str) -> ExportOptions {
+    ExportOptions {
+        name: name.into(),
+        formats: vec![Format::Parquet, Format::Jsonl, Format::Csv],
+        split: Some(SplitSpec::parse("train=0.8,val=0.1,test=0.1").unwrap()),
+        split_seed: 11,
+        include: Include::Unreviewed,
+        filter: None,
+    }
+}
+
+#[test]
+fn round_trip_versions_and_exact_diff() {
+    let (proj, mut catalog) = project_with_items(50);
+    let items = catalog.items().unwrap();
+    let video = items.iter().find(|i| i.kind == MediaKind::Video).unwrap();
+    // Two clips on one video; tags and a label survive the trip.
+    for (s, e) in [(0i64, 12800i64), (25600, 38400)] {
+        catalog
+            .apply(vec![Edit::AddClip {
+                clip: Clip {
+                    id: 0,
+                    item_id: video.id,
+                    start_pts: s,
+                    end_pts: e,
+                    time_base: Ratio::new(1, 12800).unwrap(),
+                    start_secs: s as f64 / 12800.0,
+                    end_secs: e as f64 / 12800.0,
+                    start_frame: Some(s / 512),
+                    end_frame: Some(e / 512),
+                    label: Some("walking".into()),
+                    origin: framecull::model::ClipOrigin::Manual,
+                    decision: Decision::Unreviewed,
+                },
+            }])
+            .unwrap();
+    }
+    catalog
+        .set_tags(video.id, vec!["night".into(), "rain".into()])
+        .unwrap();
+
+    let v1 = manifest::export(&catalog, &options("train")).unwrap();
+    assert_eq!((v1.version, v1.parent), (1, None));
+    // 45 images + 4 full-length videos + 2 clips of the fifth.
+    assert_eq!(v1.counts.rows, 51);
+    let expected = manifest::select_rows(&catalog, &options("train"))
+        .unwrap()
+        .0;
+    let parquet = manifest::read_version(proj.path(), "train", 1).unwrap();
+    assert_eq!(parquet, expected, "every field survives Parquet");
+    let clip_rows: Vec<_> = parquet.iter().filter(|r| r.path == video.path).collect();
+    assert_eq!(clip_rows.len(), 2);
+    assert_eq!(clip_rows[0].tags, vec!["night", "rain"]);
+    assert_eq!(clip_rows[0].label.as_deref(), Some("walking"));
+    assert_eq!(
+        clip_rows[0].split, clip_rows[1].split,
+        "clips of one video share a split"
+    );
+    let dir = manifest::manifest_dir(proj.path(), "train");
+    let csv = std::fs::read_to_string(dir.join("v0001.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 52);
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .starts_with("clip_id,path,file_fingerprint,")
+    );
+
+    // Unchanged: same rows hash; then reject one image: the diff says exactly that.
+    let v2 = manifest::export(&catalog, &options("train")).unwrap();
+    assert_eq!((v2.version, v2.parent), (2, Some(1)));
+    assert_eq!(v2.rows_hash, v1.rows_hash);
+    let image = items.iter().find(|i| i.kind == MediaKind::Image).unwrap();
+    catalog
+        .set_decisions(&[image.id], Decision::Rejected)
+        .unwrap();
+    let v3 = manifest::export(&catalog, &options("train")).unwrap();
+    assert_eq!(v3.parent, Some(2));
+    assert_ne!(v3.rows_hash, v2.rows_hash);
+    let d = manifest::diff(
+        &manifest::read_version(proj.path(), "train", 2).unwrap(),
+        &manifest::read_version(proj.path(), "train", 3).unwrap(),
+    );
+    let removed_path = parquet
+        .iter()
+        .find(|r| r.clip_id == d.removed[0])
+        .unwrap()
+        .path
+        .clone();
+    assert_eq!(
+        (
+            d.added.len(),
+            d.removed.len(),
+            d.changed.len(),
+            d.split_moves.len()
+        ),
+        (0, 1, 0, 0)
+    );
+    assert_eq!(removed_path, image.path);
+    // The CLI shows the same.
+    let out = common::run(&[
+        "diff",
+        "--project",
+        proj.path().to_str().unwrap(),
+        "train",
+        "v2",
+        "v3",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let j: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    assert_eq!(j["removed"].as_array().unwrap().len(), 1);
+    assert!(j["added"].as_array().unwrap().is_empty());
+    // Each clip with its file and range, as the version that held it says.
+    let removed = &j["removed"][0];
+    let row = parquet.iter().find(|r| r.clip_id == d.removed[0]).unwrap();
+    assert_eq!(removed["clip_id"], row.clip_id.as_str());
+    assert_eq!(removed["path"], image.path.as_str());
+    assert_eq!(removed["start_secs"].as_f64(), Some(row.start_secs));
+    assert_eq!(removed["end_secs"].as_f64(), Some(row.end_secs));
+    assert_eq!(removed["start_frame"].as_i64(), row.start_frame);
+    assert_eq!(removed["end_frame"].as_i64(), row.end_frame);
+}
+
+#[test]
+fn splits_never_leak_or_drift_and_keep_their_shares() {
+    let (proj, mut catalog) = project_with_items(10_000);
+    // Near-duplicate groups of three consecutive items.
+    let items = catalog.items().unwrap();
+    let mut dups = std::collections::HashMap::new();
+    for chunk in items.chunks(3).take(300) {
+        for it in chunk {
+            dups.insert(
+                it.id,
+                DupInfo {
+                    group: chunk[0].id,
+                    exact: false,
+                    like: chunk[0].id,
+                    exact_group: None,
+                },
+            );
+        }
+    }
+    catalog
+        .replace_derived(&dups, &[], &Config::default())
+        .unwrap();
+    let opts = ExportOptions {
+        formats: vec![Format::Parquet],
+        ..options("big")
+    };
+    manifest::export(&catalog, &opts).unwrap();
+    let v1 = manifest::read_version(proj.path(), "big", 1).unwrap();
+    assert_eq!(v1.len(), 10_000);
+    for (name, share) in [("train", 0.8), ("val", 0.1), ("test", 0.1)] {
+        let n = v1
+            .iter()
+            .filter(|r| r.split.as_deref() == Some(name))
+            .count();
+        assert!((n as f64 / 10_000.0 - share).abs() <= 0.02, "{name}: {n}");
+    }
+    let mut by_group: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for r in &v1 {
+        let s = r.split.as_deref().unwrap();
+        assert_eq!(
+            *by_group.entry(&r.group_key).or_insert(s),
+            s,
+            "group {} spans splits",
+            r.group_key
+        );
+    }
+
+    // 10% more data: no existing clip moves.
+    add_items(&mut catalog, 10_000, 1_000);
+    catalog
+        .replace_derived(&dups, &[], &Config::default())
+        .unwrap();
+    manifest::export(&catalog, &opts).unwrap();
+    let v2 = manifest::read_version(proj.path(), "big", 2).unwrap();
+    assert_eq!(v2.len(), 11_000);
+    let d = manifest::diff(&v1, &v2);
+    assert_eq!(
+        (d.added.len(), d.removed.len(), d.split_moves.len()),
+        (1_000, 0, 0)
+    );
+}
+
+#[test]
+fn a_killed_export_leaves_no_partial_version() {
+    let (proj, catalog) = project_with_items(60_000);
+    drop(catalog);
+    let project = proj.path().to_str().unwrap();
+    let mut killed = 0;
+    for delay_ms in [50u64, 150, 300, 600, 1000] {
+        let mut child = common::bin()
+            .args([
+                "export",
+                "--project",
+                project,
+                "--name",
+                "k",
+                "--format",
+                "parquet,jsonl,csv",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        if child.try_wait().unwrap().is_none() {
+            killed += 1;
+        }
+        child.kill().ok(); // SIGKILL
+        child.wait().unwrap();
+        // Whatever is visible is whole: every listed version reads back completely.
+        for meta in manifest::versions(proj.path(), "k").unwrap() {
+            let rows = manifest::read_version(proj.path(), "k", meta.version).unwrap();
+            assert_eq!(rows.len() as u64, meta.counts.rows);
+            assert_eq!(manifest::rows_hash(&rows), meta.rows_hash);
+            let dir = manifest::manifest_dir(proj.path(), "k");
+            for file in meta.files.values() {
+                assert!(dir.join(file).is_file());
+            }
+        }
+    }
+    assert!(
+        killed > 0,
+        "every export finished before the kill; make the catalog larger"
+    );
+    let out = common::run(&["export", "--project", project, "--name", "k", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let meta: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    assert_eq!(meta["counts"]["rows"], 60_000);
+    // No temporary or orphaned files remain next to the versions.
+    let dir = manifest::manifest_dir(proj.path(), "k");
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.ends_with(".tmp"), "{name}");
+    }
+}
+
+/// A manifest records the settings its flags were derived with, not whatever
+/// `framecull.toml` says at export time (an edit not yet applied with `flags --recompute`).
+#[test]
+fn a_version_records_the_settings_that_made_its_flags() {
+    use framecull::scan::derive::recompute_for_project;
+    let (proj, mut catalog) = project_with_items(20);
+    let settings = proj.path().join("framecull.toml");
+    std::fs::write(&settings, "[rules]\nmin_width = 4096\n").unwrap();
+    let derived = recompute_for_project(&mut catalog).unwrap();
+    assert!(derived.flags > 0, "every item is narrower than 4096 px");
+    std::fs::write(&settings, "[rules]\nmin_width = 16\n").unwrap();
+    let meta = manifest::export(&catalog, &options("settings")).unwrap();
+    assert_eq!(meta.config.rules.min_width, Some(4096));
+    // Once applied, the next version records the new settings.
+    recompute_for_project(&mut catalog).unwrap();
+    let meta = manifest::export(&catalog, &options("settings")).unwrap();
+    assert_eq!(meta.config.rules.min_width, Some(16));
+}
+
+/// `--where`: only the files a filter matches go in, the rest are counted as left out, and the
+/// version records the filter's text.
+#[test]
+fn an_export_with_a_filter_holds_only_the_files_it_matches() {
+    use framecull::analysis::filter::Filter;
+    let (proj, mut catalog) = project_with_items(200);
+    let accepted = catalog
+        .items()
+        .unwrap()
+        .iter()
+        .filter(|i| i.path.starts_with("d00"))
+        .map(|i| i.id)
+        .collect::<Vec<_>>();
+    catalog
+        .set_decisions(&accepted, Decision::Accepted)
+        .unwrap();
+    let filter = Filter::parse("fps>=25 and decision:accepted").unwrap();
+    let opts = ExportOptions {
+        filter: Some(filter.clone()),
+        ..options("filtered")
+    };
+    let meta = manifest::export(&catalog, &opts).unwrap();
+    let rows = manifest::read_version(proj.path(), "filtered", 1).unwrap();
+    let items = catalog.items().unwrap();
+    let expected: Vec<&str> = items
+        .iter()
+        .filter(|i| i.path.starts_with("d00") && i.kind == MediaKind::Video)
+        .map(|i| i.path.as_str())
+        .collect();
+    assert!(!expected.is_empty());
+    let mut got: Vec<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+    got.sort();
+    assert_eq!(got, expected);
+    assert!(rows.iter().all(|r| r.kind == MediaKind::Video));
+    assert_eq!(
+        meta.counts.excluded["not matching the filter"],
+        (items.len() - expected.len()) as u64
+    );
+    assert_eq!(meta.filter.as_deref(), Some(filter.to_text().as_str()));
+    assert_eq!(
+        Filter::parse(meta.filter.as_deref().unwrap()).unwrap(),
+        filter
+    );
+}
+
+/// An export that runs into a file-size limit (RLIMIT_FSIZE, as a full disk would stop it)
+/// fails with one error naming the file, exit 2, not a signal; earlier versions stay whole
+/// and the catalog intact; the next export without the limit succeeds.
+#[test]
+fn an_export_over_the_file_size_limit_fails_cleanly_and_keeps_earlier_versions() {
+    let (proj, catalog) = project_with_items(20_000);
+    drop(catalog);
+    let project = proj.path().to_str().unwrap();
+    let export = |limit: Option<u64>| {
+        common::bin_with_file_size_limit(limit)
+            .args(["export", "--project", project, "--name", "f"])
+            .args(["--format", "parquet,jsonl"])
+            .output()
+            .expect("prlimit (util-linux)")
+    };
+    let out = export(None);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let dir = manifest::manifest_dir(proj.path(), "f");
+    let jsonl = std::fs::read(dir.join("v0001.jsonl")).unwrap();
+    let catalog_len = std::fs::metadata(proj.path().join("catalog.db"))
+        .unwrap()
+        .len();
+    // Room for the catalog (and SQLite's side files), not for another JSON lines file.
+    let limit = catalog_len.max(64 << 10) + 4096;
+    assert!((jsonl.len() as u64) > limit, "make the catalog larger");
+
+    let out = export(Some(limit));
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("v0002") && err.contains("File too large"),
+        "{err}"
+    );
+    // Nothing of the failed version holds the space.
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            !name.ends_with(".tmp") && !name.starts_with("v0002"),
+            "{name}"
+        );
+    }
+    let versions = manifest::versions(proj.path(), "f").unwrap();
+    assert_eq!(versions.len(), 1);
+    assert_eq!(std::fs::read(dir.join("v0001.jsonl")).unwrap(), jsonl);
+    let rows = manifest::read_version(proj.path(), "f", 1).unwrap();
+    assert_eq!(manifest::rows_hash(&rows), versions[0].rows_hash);
+    let check: String = rusqlite::Connection::open(proj.path().join("catalog.db"))
+        .unwrap()
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+
+    let out = export(None);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    assert_eq!(manifest::versions(proj.path(), "f").unwrap().len(), 2);
+}
+
+/// A version records a hash of each data file's bytes, and a damaged file is refused with an
+/// error that names it before any decoder reads it: a flipped byte, and a file that once
+/// made polars' Parquet decoder abort the process (found by fuzzing: an allocation sized by
+/// a corrupt field; tests/data/damaged-manifest.parquet).
+#[test]
+fn a_damaged_manifest_file_is_refused_before_it_is_decoded() {
+    let (proj, catalog) = project_with_items(50);
+    drop(catalog);
+    let project = proj.path().to_str().unwrap();
+    let out = common::run(&[
+        "export",
+        "--project",
+        project,
+        "--name",
+        "m",
+        "--format",
+        "parquet,jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let dir = proj.path().join("manifests/m");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("v0001.json")).unwrap()).unwrap();
+    assert_eq!(meta["file_hashes"].as_object().unwrap().len(), 2, "{meta}");
+    let (_, rows) = manifest::open_path(&dir).unwrap();
+    assert_eq!(rows.len(), 50);
+
+    let parquet = dir.join("v0001.parquet");
+    let good = std::fs::read(&parquet).unwrap();
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 0x10;
+    let fuzzed = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/damaged-manifest.parquet"),
+    )
+    .unwrap();
+    for damaged in [flipped, fuzzed[1..].to_vec()] {
+        std::fs::write(&parquet, &damaged).unwrap();
+        for opened in [
+            manifest::open_path(&dir).map(|_| ()),
+            manifest::open_path(&parquet).map(|_| ()),
+            manifest::read_version(proj.path(), "m", 1).map(|_| ()),
+        ] {
+            let err = opened.unwrap_err().to_string();
+            assert!(err.contains("v0001.parquet is damaged"), "{err}");
+        }
+        let config = framecull::loader::LoaderConfig::default();
+        let err = framecull::loader::Loader::open(&dir, None, config)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("is damaged"), "{err}");
+    }
+    // The JSON lines file of the same version is intact and still reads.
+    let (_, rows) = manifest::open_path(&dir.join("v0001.jsonl")).unwrap();
+    assert_eq!(rows.len(), 50);
+}
