@@ -24,7 +24,7 @@ from .errors import (
     ManifestError,
     StorageError,
 )
-from .loader import Batch, Loader
+from .loader import TRAIN_WHERE_SPLIT, Batch, Loader
 from .manifest import MANIFEST_SCHEMA, manifest_meta, read_manifest
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "StorageError",
     "GpuError",
     "Loader",
+    "TRAIN_WHERE_SPLIT",
     "MANIFEST_SCHEMA",
     "ManifestError",
     "manifest_meta",

@@ -23,6 +23,16 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
+class _TrainWhereSplit(str):
+    """The default ``split``: ``"train"`` where the manifest has splits, else every row."""
+
+    def __repr__(self) -> str:
+        return "'train' (every row where the manifest has no splits)"
+
+
+TRAIN_WHERE_SPLIT = _TrainWhereSplit("train")
+
+
 class Batch:
     """One batch of windows.
 
@@ -226,7 +236,7 @@ class Loader:
         self,
         manifest: str | os.PathLike,
         version: int | None = None,
-        split: str | None = "train",
+        split: str | None = TRAIN_WHERE_SPLIT,
         clip_len: int | None = 16,
         stride: int = 1,
         fps: float | None = None,
@@ -274,9 +284,12 @@ class Loader:
             window_budget_secs=window_budget_secs, checksum=checksum, isolate=isolate,
             worker_memory_mib=worker_memory_mib,
         )
-        self._open(manifest, version, root, settings, epoch=0)
+        settings["split"] = None if split is None else str(split)
+        self._open(manifest, version, root, settings, epoch=0,
+                   every_row_without_splits=split is TRAIN_WHERE_SPLIT)
 
-    def _open(self, manifest, version, root, settings: dict, epoch: int) -> None:
+    def _open(self, manifest, version, root, settings: dict, epoch: int,
+              every_row_without_splits: bool = False) -> None:
         self._native = _framecull.NativeLoader(
             os.fspath(manifest),
             json.dumps(settings),
@@ -291,6 +304,11 @@ class Loader:
         split = settings["split"]
         by_split = self._meta["counts"]["by_split"]
         if split is not None and split not in by_split:
+            if every_row_without_splits and not by_split:
+                # The default on a manifest exported without --split: every row. The settings
+                # (and a snapshot of them) say so.
+                self._open(manifest, version, root, {**settings, "split": None}, epoch)
+                return
             have = ", ".join(sorted(by_split)) or "none"
             raise ConfigError(
                 f"manifest {self._meta['name']} v{self._meta['version']} has no rows in split "

@@ -268,12 +268,29 @@ def test_a_missing_manifest_raises_a_manifest_error(tmp_path):
 
 
 def test_settings_are_checked(dataset):
-    with pytest.raises(framecull.ConfigError, match="split 'train'"):
-        framecull.Loader(dataset["all"])  # no splits in this manifest
+    with pytest.raises(framecull.ConfigError, match="split 'train'.*its splits: none"):
+        framecull.Loader(dataset["all"], split="train")  # no splits in this manifest
     with pytest.raises(framecull.ConfigError, match="mode"):
         framecull.Loader(dataset["all"], split=None, mode="sometimes")
     with pytest.raises(framecull.ConfigError, match="rank"):
         framecull.Loader(dataset["all"], split=None, rank=2, world_size=2)
+
+
+def test_the_default_split_is_train_where_there_are_splits_else_every_row(dataset):
+    common = dict(size=(32, 32), batch_size=2, device="cpu", clip_len=4)
+    # A manifest exported without --split: the defaults read every row.
+    default = framecull.Loader(dataset["all"], **common)
+    every_row = framecull.Loader(dataset["all"], split=None, **common)
+    assert default.snapshot()["settings"]["split"] is None
+    assert digest(default) == digest(every_row)
+    assert default.clip_count() == every_row.clip_count() > 0
+    # With splits: the default is "train", a part of the rows.
+    default = framecull.Loader(dataset["split"], **common)
+    train = framecull.Loader(dataset["split"], split="train", **common)
+    every_row = framecull.Loader(dataset["split"], split=None, **common)
+    assert default.snapshot()["settings"]["split"] == "train"
+    assert digest(default) == digest(train)
+    assert 0 < default.clip_count() < every_row.clip_count()
 
 
 def test_missing_and_corrupt_files_are_counted_or_raised(dataset, copy_of):
