@@ -331,7 +331,11 @@ fn known_duplicate_groups_are_found_and_exact_groups_hold_identical_bytes() {
     let byte_identical = tsv
         .lines()
         .skip(1)
-        .filter(|l| l.split('\t').nth(1).is_some_and(|r| r.starts_with("byte-identical")))
+        .filter(|l| {
+            l.split('\t')
+                .nth(1)
+                .is_some_and(|r| r.starts_with("byte-identical"))
+        })
         .count();
     assert_eq!(exact.len(), byte_identical, "{exact:?}");
     for members in exact.values() {
