@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use framecull::media::{self, Sniffed};
+use framecull_media::{self as media, Sniffed};
 
 /// A target: it panics when what must hold does not.
 pub type Target = fn(&[u8]);
@@ -44,7 +44,7 @@ pub fn image_header(data: &[u8]) {
 /// The truncation walkers (JPEG segments, PNG chunks and CRCs, GIF blocks, WebP and BMP
 /// sizes): a reason in words or `None`, never a panic.
 pub fn structure(data: &[u8]) {
-    if let Some(reason) = framecull::analysis::still::structure_error(data) {
+    if let Some(reason) = framecull_analysis::still::structure_error(data) {
         assert!(!reason.trim().is_empty());
     }
 }
@@ -59,11 +59,11 @@ pub fn manifest(data: &[u8]) {
         return;
     };
     if which % 2 == 0 {
-        let _ = serde_json::from_slice::<framecull::manifest::VersionMeta>(bytes);
+        let _ = serde_json::from_slice::<framecull_manifest::VersionMeta>(bytes);
     } else {
         let path = scratch("jsonl");
         std::fs::write(&path, bytes).unwrap();
-        let _ = framecull::manifest::read_jsonl(&path);
+        let _ = framecull_manifest::read_jsonl(&path);
     }
 }
 
@@ -72,11 +72,11 @@ pub fn config(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(config) = toml::from_str::<framecull::analysis::flags::Config>(text) else {
+    let Ok(config) = toml::from_str::<framecull_analysis::flags::Config>(text) else {
         return;
     };
     let written = toml::to_string(&config).unwrap();
-    let again: framecull::analysis::flags::Config = toml::from_str(&written).unwrap();
+    let again: framecull_analysis::flags::Config = toml::from_str(&written).unwrap();
     assert_eq!(config, again, "{written}");
 }
 
