@@ -1,6 +1,8 @@
 //! Review from the command line: decisions, tags, clips, undo and redo. Every command is
 //! one journaled operation (the same path the GUI takes), durable when the command returns.
 
+use std::path::{Path, PathBuf};
+
 use super::{Outcome, ProjectArg};
 use crate::analysis::proposals::{ProposalOptions, motion_ranges, shot_ranges};
 use crate::catalog::Catalog;
@@ -26,7 +28,7 @@ pub struct ReviewArgs {
 pub fn review(args: ReviewArgs) -> anyhow::Result<Outcome> {
     let mut catalog = args.project.open()?;
     let items = catalog.items()?;
-    let mut ids = resolve(&items, &args.paths)?;
+    let mut ids = resolve(&catalog, &items, &args.paths)?;
     if !args.flag.is_empty() {
         let flags = catalog.all_flags()?;
         ids.extend(
@@ -73,7 +75,7 @@ pub fn tag(args: TagArgs) -> anyhow::Result<Outcome> {
     let items = catalog.items()?;
     let reviews = catalog.all_reviews()?;
     let mut edits = Vec::new();
-    for id in resolve(&items, &args.paths)? {
+    for id in resolve(&catalog, &items, &args.paths)? {
         let before = reviews.get(&id).map(|r| r.tags.clone()).unwrap_or_default();
         let mut after: Vec<String> = before.iter().filter(|t| **t != args.tag).cloned().collect();
         if args.action == "add" {
@@ -107,7 +109,7 @@ pub struct NoteArgs {
 pub fn note(args: NoteArgs) -> anyhow::Result<Outcome> {
     let mut catalog = args.project.open()?;
     let items = catalog.items()?;
-    let id = resolve(&items, std::slice::from_ref(&args.path))?[0];
+    let id = resolve(&catalog, &items, std::slice::from_ref(&args.path))?[0];
     let op = catalog.set_note(id, args.text)?;
     eprintln!("note saved; operation {op}");
     Ok(Outcome::Clean)
@@ -180,7 +182,7 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
             end,
             label,
         } => {
-            let id = resolve(&items, &[path])?[0];
+            let id = resolve(&catalog, &items, &[path])?[0];
             let item = items
                 .iter()
                 .find(|i| i.id == id)
@@ -202,7 +204,7 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
             eprintln!("clip added: frames {s}..{e}; operation {op}");
         }
         ClipsAction::List { path, json } => {
-            let only = path.map(|p| resolve(&items, &[p])).transpose()?;
+            let only = path.map(|p| resolve(&catalog, &items, &[p])).transpose()?;
             let all = catalog.all_clips()?;
             let mut rows = Vec::new();
             for item in &items {
@@ -280,7 +282,7 @@ fn split_at_cuts(
     paths: &[String],
 ) -> anyhow::Result<()> {
     let only = (!paths.is_empty())
-        .then(|| resolve(items, paths))
+        .then(|| resolve(catalog, items, paths))
         .transpose()?;
     let cuts = catalog.all_cuts()?;
     let mut edits = Vec::new();
@@ -317,7 +319,7 @@ fn propose_clips(
     options: &ProposalOptions,
 ) -> anyhow::Result<()> {
     let only = (!paths.is_empty())
-        .then(|| resolve(items, paths))
+        .then(|| resolve(catalog, items, paths))
         .transpose()?;
     let mut edits = Vec::new();
     for item in items.iter().filter(|i| i.kind == MediaKind::Video) {
@@ -358,23 +360,76 @@ fn read_frames(root: &Root, item: &Item) -> anyhow::Result<FrameTimeline> {
     Ok(FrameTimeline { pts, time_base })
 }
 
-/// Item ids of paths as `list` shows them.
-fn resolve(items: &[Item], paths: &[String]) -> anyhow::Result<Vec<ItemId>> {
+/// Item ids of path arguments, read the way git reads them: relative to the current folder
+/// when it is inside the dataset (`cd street && framecull review accept cam01.mp4`), absolute
+/// inside the dataset, or relative to the dataset root as `list` shows them. An absolute path
+/// outside the dataset is an error that says so.
+fn resolve(catalog: &Catalog, items: &[Item], paths: &[String]) -> anyhow::Result<Vec<ItemId>> {
+    // A local dataset's root as the file system names it (a bucket's has no current folder).
+    let root = catalog
+        .dataset_root()?
+        .filter(|r| !crate::storage::Root::is_url(r))
+        .map(|r| r.canonicalize().unwrap_or(r));
+    let here = std::env::current_dir().and_then(|d| d.canonicalize()).ok();
+    let inside = |path: &Path| -> Option<String> {
+        let rel = normalized(path)
+            .strip_prefix(root.as_deref()?)
+            .ok()?
+            .to_path_buf();
+        Some(crate::model::text_of_path(&rel).into_owned())
+    };
+    let find = |rel: &str| items.iter().find(|i| i.path == rel).map(|i| i.id);
     paths
         .iter()
         .map(|p| {
-            let p = p.trim_start_matches("./");
-            items
-                .iter()
-                .find(|i| i.path == p)
-                .map(|i| i.id)
+            let given = Path::new(p);
+            if given.is_absolute() {
+                let rel = inside(&real(given)).ok_or_else(|| {
+                    let root = root
+                        .as_deref()
+                        .map_or("-".into(), |r| r.display().to_string());
+                    anyhow::anyhow!("{p}: outside the dataset ({root})")
+                })?;
+                return find(&rel).ok_or_else(|| anyhow::anyhow!("{p}: not in the catalog"));
+            }
+            let from_here = here.as_ref().and_then(|h| inside(&h.join(given)));
+            from_here
+                .as_deref()
+                .and_then(find)
+                .or_else(|| find(p.trim_start_matches("./")))
                 .ok_or_else(|| {
                     anyhow::anyhow!(
-                        "{p}: not in the catalog (paths are relative to the dataset root)"
+                        "{p}: not in the catalog (paths are relative to the current folder or \
+                         to the dataset root)"
                     )
                 })
         })
         .collect()
+}
+
+/// `path` with `.` and `..` taken out by their names (the file need not exist any more).
+fn normalized(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// An absolute path with its folder's links resolved (as the dataset root is), the file's own
+/// name kept: a file that is gone still names its row.
+fn real(path: &Path) -> PathBuf {
+    let path = normalized(path);
+    match (path.parent().map(Path::canonicalize), path.file_name()) {
+        (Some(Ok(dir)), Some(name)) => dir.join(name),
+        _ => path,
+    }
 }
 
 #[derive(clap::Args, Debug)]

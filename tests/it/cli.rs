@@ -484,3 +484,72 @@ fn empty_files_are_not_grouped_as_duplicates() {
     assert!(copy["dup_group"].is_i64());
     assert!(codes("more/h264 copy.mp4").contains(&"duplicate_exact".to_string()));
 }
+
+/// Path arguments as git reads them: relative to the current folder inside the dataset,
+/// absolute inside it, or relative to the dataset root as before; an absolute path outside the
+/// dataset is an error that says so.
+#[test]
+fn path_arguments_resolve_from_the_current_folder_or_absolute() {
+    let data = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    assert_eq!(scan(data.path(), proj.path()).status.code(), Some(1));
+    let project = proj.path().to_str().unwrap();
+    let in_folder = |dir: &Path, args: &[&str]| {
+        common::bin()
+            .args(args)
+            .args(["--project", project])
+            .current_dir(dir)
+            .output()
+            .unwrap()
+    };
+    let clips = data.path().join("clips");
+    let accepted = [
+        in_folder(&clips, &["review", "accept", "h264.mp4", "./vp9.webm"]),
+        in_folder(&clips, &["review", "accept", "../images/a.png"]),
+        in_folder(proj.path(), &["review", "accept", "clips/mpeg4.avi"]),
+        in_folder(&clips, &["review", "accept", "clips/rotated.mp4"]),
+    ];
+    for out in &accepted {
+        assert!(out.status.success(), "{}", stderr(out));
+    }
+    let absolute = data.path().join("images/b.jpg");
+    let out = in_folder(
+        proj.path(),
+        &["tag", "add", "checked", absolute.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows = list_jsonl(proj.path());
+    let decided: Vec<&str> = rows
+        .iter()
+        .filter(|(_, r)| r["decision"] == "accepted")
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            "clips/h264.mp4",
+            "clips/mpeg4.avi",
+            "clips/rotated.mp4",
+            "clips/vp9.webm",
+            "images/a.png"
+        ]
+    );
+    assert_eq!(rows["images/b.jpg"]["tags"], serde_json::json!(["checked"]));
+
+    let outside = proj.path().join("elsewhere.mp4");
+    let out = in_folder(&clips, &["review", "reject", outside.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("outside the dataset"),
+        "{}",
+        stderr(&out)
+    );
+    let out = in_folder(&clips, &["review", "reject", "nothing.mp4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("nothing.mp4: not in the catalog"),
+        "{}",
+        stderr(&out)
+    );
+}
