@@ -378,7 +378,10 @@ fn resolve(catalog: &Catalog, items: &[Item], paths: &[String]) -> anyhow::Resul
             .to_path_buf();
         Some(crate::model::text_of_path(&rel).into_owned())
     };
-    let find = |rel: &str| items.iter().find(|i| i.path == rel).map(|i| i.id);
+    // One look-up per argument, not a pass over every item (`review accept` of many paths).
+    let by_path: std::collections::HashMap<&str, ItemId> =
+        items.iter().map(|i| (i.path.as_str(), i.id)).collect();
+    let find = |rel: &str| by_path.get(rel).copied();
     paths
         .iter()
         .map(|p| {

@@ -493,6 +493,13 @@ fn path_arguments_resolve_from_the_current_folder_or_absolute() {
     let data = tempfile::tempdir().unwrap();
     let proj = tempfile::tempdir().unwrap();
     common::mixed_dataset(data.path());
+    // A name with a space, a comma, an accent and a hash, reached from its folder.
+    let odd = "night shot, é #1.mp4";
+    std::fs::copy(
+        data.path().join("clips/h264.mp4"),
+        data.path().join("clips").join(odd),
+    )
+    .unwrap();
     assert_eq!(scan(data.path(), proj.path()).status.code(), Some(1));
     let project = proj.path().to_str().unwrap();
     let in_folder = |dir: &Path, args: &[&str]| {
@@ -536,6 +543,10 @@ fn path_arguments_resolve_from_the_current_folder_or_absolute() {
         ]
     );
     assert_eq!(rows["images/b.jpg"]["tags"], serde_json::json!(["checked"]));
+    let out = in_folder(&clips, &["review", "reject", odd]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows = list_jsonl(proj.path());
+    assert_eq!(rows[&format!("clips/{odd}")]["decision"], "rejected");
 
     let outside = proj.path().join("elsewhere.mp4");
     let out = in_folder(&clips, &["review", "reject", outside.to_str().unwrap()]);
