@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::{Outcome, ProjectArg};
 use crate::analysis::filter::Filter;
-use crate::catalog::listing::{Analysis, OTHER_STATUS, Row};
+use crate::catalog::listing::{Analysis, Row};
 use crate::catalog::{ItemFields, by_item};
 pub use crate::model::human_bytes;
 use crate::model::{Item, ItemStatus, MediaKind, Metrics, OtherFile};
@@ -36,8 +36,9 @@ pub struct Args {
     /// and path:cam1".
     #[arg(long = "where", value_name = "FILTER")]
     filter: Option<String>,
-    /// Also the files that are not media (kind other, status not_media, with the reason),
-    /// which the scan counts but does not probe.
+    /// Also the entries that are not media (kind other, status not_media or, for broken
+    /// links, FIFOs and devices, not_a_file, with the reason), which the scan counts but does
+    /// not probe.
     #[arg(long)]
     all: bool,
 }
@@ -233,7 +234,7 @@ fn write_table(
             out,
             "{:<6} {:<11} {:>11} {:<10} {:>8} {:>11} {:>10}  {}  ({})",
             "other",
-            OTHER_STATUS,
+            f.status.as_str(),
             human_bytes(f.size_bytes),
             "-",
             "-",

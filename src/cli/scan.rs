@@ -250,11 +250,27 @@ fn report(
         summary.elapsed_secs,
         project.display()
     );
-    if c.other > 0 {
-        let files = if c.other == 1 { "file is" } else { "files are" };
+    let not_media = c.other - summary.not_files;
+    if not_media > 0 {
+        let files = if not_media == 1 {
+            "file is"
+        } else {
+            "files are"
+        };
         eprintln!(
-            "{} other {files} not media (not scanned): framecull list --all --project {}",
-            c.other,
+            "{not_media} other {files} not media (not scanned): framecull list --all --project {}",
+            project.display()
+        );
+    }
+    if summary.not_files > 0 {
+        let entries = if summary.not_files == 1 {
+            "entry is not a regular file"
+        } else {
+            "entries are not regular files"
+        };
+        eprintln!(
+            "{} {entries} (broken links, FIFOs, devices; not opened): framecull list --all --project {}",
+            summary.not_files,
             project.display()
         );
     }

@@ -10,7 +10,7 @@ use crate::analysis::histogram::{
     HISTOGRAMS, Histogram, ResolutionGrid, histogram, resolution_grid,
 };
 use crate::catalog::items_frame;
-use crate::model::{count, noun_for};
+use crate::model::{OtherStatus, count, noun_for};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -46,6 +46,9 @@ pub struct Stats {
     /// Regular files under the root that are not media (not probed; `list --all`).
     pub other_files: u64,
     pub other_size_bytes: u64,
+    /// Entries under the root that are not regular files: broken symbolic links, FIFOs,
+    /// devices, sockets (never opened; `list --all`).
+    pub not_files: u64,
     pub by_kind: Vec<Group>,
     pub by_status: Vec<Group>,
     pub by_codec: Vec<Group>,
@@ -62,9 +65,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let catalog = args.project.open()?;
     let items = catalog.items()?;
     let mut stats = compute(&items_frame(&items, &catalog.all_metrics()?)?)?;
-    let others = catalog.other_files()?;
+    let (not_files, others): (Vec<_>, Vec<_>) = catalog
+        .other_files()?
+        .into_iter()
+        .partition(|f| f.status == OtherStatus::NotAFile);
     stats.other_files = others.len() as u64;
     stats.other_size_bytes = others.iter().map(|f| f.size_bytes).sum();
+    stats.not_files = not_files.len() as u64;
     let text = if args.json {
         serde_json::to_string_pretty(&stats)?
     } else {
@@ -102,6 +109,7 @@ pub fn compute(df: &DataFrame) -> PolarsResult<Stats> {
         size_bytes: size,
         other_files: 0,
         other_size_bytes: 0,
+        not_files: 0,
         by_kind: groups(df, "kind")?,
         by_status: groups(df, "status")?,
         by_codec: groups(df, "codec")?,
@@ -187,6 +195,18 @@ pub fn render(stats: &Stats) -> String {
             "and {} other {files} not media, {} (framecull list --all)",
             stats.other_files,
             human_bytes(stats.other_size_bytes)
+        );
+    }
+    if stats.not_files > 0 {
+        let entries = if stats.not_files == 1 {
+            "entry that is not a regular file"
+        } else {
+            "entries that are not regular files"
+        };
+        let _ = writeln!(
+            s,
+            "and {} {entries}: broken links, FIFOs, devices (framecull list --all)",
+            stats.not_files
         );
     }
     for (title, groups) in [

@@ -361,3 +361,172 @@ fn a_read_only_dataset_works_and_an_unwritable_project_is_one_clear_error() {
     mode(&project, 0o755);
     mode(&data, 0o755);
 }
+
+/// Runs `cmd` to its end, or kills it after `secs` and fails: a scan that opened a FIFO no
+/// one writes to would block there for ever.
+fn output_within(cmd: &mut std::process::Command, secs: u64) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("{cmd:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Every entry the walk meets is accounted for: broken symbolic links, a FIFO and links to
+/// devices are listed with their reason and counted, never opened; a file replaced by a
+/// link that leads nowhere (a dataset that moved) is missing, and the link is listed.
+#[test]
+fn broken_links_fifos_and_devices_are_listed_with_their_reason_and_never_opened() {
+    use std::os::unix::fs::symlink;
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path();
+    common::image(d, "keep.jpg", ImageKind::Jpeg, 32, 24, None);
+    common::image(d, "moved.jpg", ImageKind::Jpeg, 40, 24, None);
+    std::fs::create_dir(d.join("sub")).unwrap();
+    symlink("/nonexistent/clip.mp4", d.join("dangling.mp4")).unwrap();
+    symlink("../nowhere", d.join("sub/gone")).unwrap();
+    // Its target appears later, under a hidden name the walk itself skips.
+    symlink(".later.jpg", d.join("soon.jpg")).unwrap();
+    symlink("/dev/zero", d.join("zero.mp4")).unwrap();
+    symlink("/dev/urandom", d.join("noise.jpg")).unwrap();
+    let fifo = d.join("pipe.mp4");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let project = d.join(".framecull");
+    let project_arg = project.to_str().unwrap();
+
+    let scan = |deep: bool| {
+        let mut cmd = common::bin();
+        cmd.arg("scan").arg(d);
+        if deep {
+            cmd.arg("--deep");
+        }
+        let out = output_within(&mut cmd, 120);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        common::stderr(&out)
+    };
+    let listed = || {
+        let out = common::run(&[
+            "list",
+            "--project",
+            project_arg,
+            "--all",
+            "--format",
+            "jsonl",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        common::stdout(&out)
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let text = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+                (text("path"), text("kind"), text("status"), text("error"))
+            })
+            .collect::<Vec<_>>()
+    };
+    let row = |path: &str, status: &str, error: &str| {
+        let kind = if status.starts_with("not_") {
+            "other"
+        } else {
+            "image"
+        };
+        (
+            path.to_string(),
+            kind.to_string(),
+            status.to_string(),
+            error.to_string(),
+        )
+    };
+
+    let said = scan(true);
+    assert!(
+        said.contains("6 entries are not regular files"),
+        "the summary counts them: {said}"
+    );
+    let mut rows = listed();
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            row(
+                "dangling.mp4",
+                "not_a_file",
+                "broken symbolic link -> /nonexistent/clip.mp4"
+            ),
+            row("keep.jpg", "ok", ""),
+            row("moved.jpg", "ok", ""),
+            row(
+                "noise.jpg",
+                "not_a_file",
+                "not a regular file: character device, linked to /dev/urandom"
+            ),
+            row("pipe.mp4", "not_a_file", "not a regular file: FIFO"),
+            row(
+                "soon.jpg",
+                "not_a_file",
+                "broken symbolic link -> .later.jpg"
+            ),
+            row(
+                "sub/gone",
+                "not_a_file",
+                "broken symbolic link -> ../nowhere"
+            ),
+            row(
+                "zero.mp4",
+                "not_a_file",
+                "not a regular file: character device, linked to /dev/zero"
+            ),
+        ]
+    );
+    let out = common::run(&["stats", "--project", project_arg, "--json"]);
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["files"], 2);
+    assert_eq!(stats["not_files"], 6);
+    assert_eq!(stats["other_files"], 0);
+    let out = common::run(&["stats", "--project", project_arg]);
+    assert!(
+        common::stdout(&out).contains("and 6 entries that are not regular files"),
+        "{}",
+        common::stdout(&out)
+    );
+
+    // The dataset moved: a file became a link that leads nowhere. It is missing, the link
+    // is listed; a link whose target appears is media again.
+    std::fs::remove_file(d.join("moved.jpg")).unwrap();
+    symlink("/mnt/old-disk/moved.jpg", d.join("moved.jpg")).unwrap();
+    common::image(d, ".later.jpg", ImageKind::Jpeg, 48, 24, None);
+    scan(false);
+    let mut rows = listed();
+    rows.sort();
+    let statuses: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|(p, _, s, _)| (p.as_str(), s.as_str()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("dangling.mp4", "not_a_file"),
+            ("keep.jpg", "ok"),
+            ("moved.jpg", "missing"),
+            ("moved.jpg", "not_a_file"),
+            ("noise.jpg", "not_a_file"),
+            ("pipe.mp4", "not_a_file"),
+            ("soon.jpg", "ok"),
+            ("sub/gone", "not_a_file"),
+            ("zero.mp4", "not_a_file"),
+        ]
+    );
+}

@@ -22,7 +22,9 @@ pub use frame::items_frame;
 pub use merge::{MergedShard, SHARD_ID_BLOCK, ShardSource};
 pub use project::{CONFIG_FILE, ConfigError, PROJECT_DIR_NAME, Project};
 
-use framecull_model::{Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, Probe, Ratio};
+use framecull_model::{
+    Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, OtherStatus, Probe, Ratio,
+};
 
 const DB_FILE: &str = "catalog.db";
 
@@ -140,7 +142,7 @@ pub struct ScanCounts {
     pub unchanged: u64,
     pub missing: u64,
     pub problems: u64,
-    /// Regular files that are not media.
+    /// Entries that are not media: regular files and entries that are not regular files.
     pub other: u64,
 }
 
@@ -356,26 +358,33 @@ impl Catalog {
         tx.execute("DELETE FROM other_files", [])?;
         {
             let mut stmt = tx.prepare_cached(
-                "INSERT INTO other_files(path, size_bytes, reason) VALUES (?1, ?2, ?3)",
+                "INSERT INTO other_files(path, size_bytes, reason, status) VALUES (?1, ?2, ?3, ?4)",
             )?;
             for f in files {
-                stmt.execute(params![f.path, f.size_bytes as i64, f.reason])?;
+                stmt.execute(params![
+                    f.path,
+                    f.size_bytes as i64,
+                    f.reason,
+                    f.status.as_str()
+                ])?;
             }
         }
         tx.commit()?;
         Ok(())
     }
 
-    /// The files of the last finished walk that are not media, by path.
+    /// The entries of the last finished walk that are not media, by path.
     pub fn other_files(&self) -> Result<Vec<OtherFile>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT path, size_bytes, reason FROM other_files ORDER BY path")?;
+            .prepare("SELECT path, size_bytes, reason, status FROM other_files ORDER BY path")?;
         let rows = stmt.query_map([], |r| {
             Ok(OtherFile {
                 path: r.get(0)?,
                 size_bytes: r.get::<_, i64>(1)?.max(0) as u64,
                 reason: r.get(2)?,
+                status: OtherStatus::parse(&r.get::<_, String>(3)?)
+                    .unwrap_or(OtherStatus::NotMedia),
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)

@@ -9,9 +9,6 @@ use serde::Serialize;
 use super::{Catalog, Result};
 use framecull_model::{Cut, DupInfo, Flag, Item, ItemId, Metrics, OtherFile, Review};
 
-/// The `status` of a file that is not media (`framecull list --all`).
-pub const OTHER_STATUS: &str = "not_media";
-
 /// The documented fields of `list --format jsonl|csv` (docs/CLI.md), in order.
 #[derive(Serialize, Default)]
 pub struct Row<'a> {
@@ -87,12 +84,13 @@ impl Analysis {
 }
 
 impl<'a> Row<'a> {
-    /// A file that is not media: kind `other`, status `not_media`, the reason as its error.
+    /// An entry that is not media: kind `other`, status `not_media` (a regular file) or
+    /// `not_a_file` (a broken link, a FIFO, a device), the reason as its error.
     pub fn other(file: &'a OtherFile) -> Self {
         Row {
             path: &file.path,
             kind: "other",
-            status: OTHER_STATUS,
+            status: file.status.as_str(),
             error: Some(&file.reason),
             size_bytes: file.size_bytes,
             decision: "unreviewed",

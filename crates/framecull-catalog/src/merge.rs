@@ -291,8 +291,8 @@ impl Catalog {
         )?;
         tx.execute("DELETE FROM main.other_files WHERE shard_index = ?1", [i])?;
         tx.execute(
-            "INSERT OR REPLACE INTO main.other_files(path, size_bytes, reason, shard_index)
-             SELECT path, size_bytes, reason, ?1 FROM shard.other_files",
+            "INSERT OR REPLACE INTO main.other_files(path, size_bytes, reason, status, shard_index)
+             SELECT path, size_bytes, reason, status, ?1 FROM shard.other_files",
             [i],
         )?;
         tx.execute(

@@ -196,4 +196,9 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE other_files ADD COLUMN shard_index INTEGER;
     CREATE INDEX items_shard ON items(shard_index);
     "#,
+    // 8: entries of the walk that are not regular files (broken links, FIFOs, devices) are
+    // listed with the files that are not media, told apart by their status.
+    r#"
+    ALTER TABLE other_files ADD COLUMN status TEXT NOT NULL DEFAULT 'not_media';  -- not_media | not_a_file
+    "#,
 ];

@@ -139,16 +139,45 @@ impl Probe {
     }
 }
 
-/// A regular file under the dataset root that is not media (a README, labels, a blob FFmpeg
-/// does not recognise): not probed, not analysed, but counted and listed so that no file is
-/// left out without a line that says why.
+/// An entry under the dataset root that is not taken for media: a regular file that is not
+/// media (a README, labels, a blob FFmpeg does not recognise), or an entry that is not a
+/// regular file at all (a broken symbolic link, a FIFO, a device, a socket). Not probed (a
+/// FIFO or a device is never opened), not analysed, but counted and listed so that no entry
+/// is left out without a line that says why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OtherFile {
     /// Relative to the dataset root, `/`-separated.
     pub path: String,
     pub size_bytes: u64,
+    pub status: OtherStatus,
     /// Why it is not taken for media.
     pub reason: String,
+}
+
+/// What an [`OtherFile`] is: its `status` in listings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OtherStatus {
+    /// A regular file whose name and content are not an image or video format.
+    NotMedia,
+    /// Not a regular file: a broken symbolic link, a FIFO, a device or a socket.
+    NotAFile,
+}
+
+impl OtherStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OtherStatus::NotMedia => "not_media",
+            OtherStatus::NotAFile => "not_a_file",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "not_media" => Some(OtherStatus::NotMedia),
+            "not_a_file" => Some(OtherStatus::NotAFile),
+            _ => None,
+        }
+    }
 }
 
 /// One catalogued file, as stored.

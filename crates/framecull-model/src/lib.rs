@@ -31,7 +31,8 @@ pub use frames::{
     FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView, SeekReference,
 };
 pub use item::{
-    Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, Probe, orientation_turns,
+    Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, OtherStatus, Probe,
+    orientation_turns,
 };
 pub use measure::{Measure, Measured};
 pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};

@@ -26,7 +26,7 @@ use shard::ShardSpec;
 
 use framecull_catalog::{Catalog, CatalogError, ConfigError, ItemUpdate, ScanCounts};
 use framecull_media::{self as media, Source};
-use framecull_model::{ItemStatus, MediaKind, Probe};
+use framecull_model::{ItemStatus, MediaKind, OtherStatus, Probe};
 use framecull_storage::{Root, StorageError};
 
 /// Bump when probing reads files differently: the next scan re-probes every file.
@@ -92,6 +92,9 @@ pub struct ScanSummary {
     pub cancelled: bool,
     /// Files in the catalog whose status is a problem (error or unsupported) after the scan.
     pub problem_files: u64,
+    /// Of `counts.other`, the entries that are not regular files (broken links, FIFOs,
+    /// devices).
+    pub not_files: u64,
     pub warnings: Vec<String>,
     pub elapsed_secs: f64,
 }
@@ -242,10 +245,16 @@ pub fn scan(
     warnings.extend(missing_decoders(
         &catalog.reasons_with_status(ItemStatus::Unsupported)?,
     ));
+    let not_files = walked
+        .others
+        .iter()
+        .filter(|f| f.status == OtherStatus::NotAFile)
+        .count() as u64;
     Ok(ScanSummary {
         counts,
         cancelled,
         problem_files,
+        not_files,
         warnings,
         elapsed_secs: started.elapsed().as_secs_f64(),
     })

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use framecull_media::{self as media, ExtensionClass, Sniffed, Source};
-use framecull_model::OtherFile;
+use framecull_model::{OtherFile, OtherStatus};
 use framecull_storage::{Object, Remote, StorageError};
 
 /// A file found by the walk.
@@ -25,7 +25,8 @@ pub struct FoundFile {
 #[derive(Debug, Default)]
 pub struct WalkResult {
     pub files: Vec<FoundFile>,
-    /// Regular files that are not media, with the reason.
+    /// Regular files that are not media, and entries that are not regular files (broken
+    /// links, FIFOs, devices, sockets), with the reason.
     pub others: Vec<OtherFile>,
     /// Relative folders that could not be listed: files under them are not marked missing.
     pub unreadable_dirs: Vec<String>,
@@ -37,7 +38,9 @@ pub struct WalkResult {
 /// entries and `skip` (the project folder). Files with a media extension are taken;
 /// files with an unknown extension (or none) are taken when their first bytes are media (by
 /// the signature table or FFmpeg's format probe). Every other regular file is returned in
-/// `others` with the reason.
+/// `others` with the reason, and so is every entry that is not a regular file (a broken
+/// symbolic link, a FIFO, a device, a socket): those are only looked at (`lstat`, `stat`),
+/// never opened, since a FIFO no one writes to blocks and `/dev/zero` reads without end.
 pub fn walk(root: &Path, skip: &[PathBuf]) -> WalkResult {
     walk_where(root, skip, &|_| true)
 }
@@ -66,7 +69,16 @@ pub fn walk_where(root: &Path, skip: &[PathBuf], keep: &dyn Fn(&str) -> bool) ->
             Ok(e) => e,
             Err(e) => {
                 let rel = e.path().map(|p| relative(root, p)).unwrap_or_default();
-                if e.loop_ancestor().is_some() {
+                if let Some(reason) = e.path().and_then(broken_link) {
+                    if keep(&rel) {
+                        result.others.push(OtherFile {
+                            path: rel,
+                            size_bytes: 0,
+                            status: OtherStatus::NotAFile,
+                            reason,
+                        });
+                    }
+                } else if e.loop_ancestor().is_some() {
                     result
                         .warnings
                         .push(format!("symbolic link loop skipped: {rel}"));
@@ -79,12 +91,21 @@ pub fn walk_where(root: &Path, skip: &[PathBuf], keep: &dyn Fn(&str) -> bool) ->
                 continue;
             }
         };
-        if !entry.file_type().is_file() {
+        if entry.file_type().is_dir() {
             continue;
         }
         let path = entry.path();
         let rel_path = relative(root, path);
         if !keep(&rel_path) {
+            continue;
+        }
+        if !entry.file_type().is_file() {
+            result.others.push(OtherFile {
+                path: rel_path,
+                size_bytes: 0,
+                status: OtherStatus::NotAFile,
+                reason: not_a_file(&entry),
+            });
             continue;
         }
         let source = Source::File(path.to_path_buf());
@@ -100,6 +121,7 @@ pub fn walk_where(root: &Path, skip: &[PathBuf], keep: &dyn Fn(&str) -> bool) ->
             result.others.push(OtherFile {
                 path: rel_path,
                 size_bytes: meta.len(),
+                status: OtherStatus::NotMedia,
                 reason,
             });
             continue;
@@ -147,6 +169,7 @@ pub fn list_where(
             result.others.push(OtherFile {
                 path: listed.rel_path,
                 size_bytes: listed.size_bytes,
+                status: OtherStatus::NotMedia,
                 reason,
             });
             continue;
@@ -164,6 +187,48 @@ pub fn list_where(
         });
     }
     Ok(result)
+}
+
+/// The reason of a symbolic link whose target does not exist (`broken symbolic link ->
+/// TARGET`); `None` when `path` is not one.
+fn broken_link(path: &Path) -> Option<String> {
+    let link = std::fs::symlink_metadata(path).ok()?;
+    if !link.file_type().is_symlink() || std::fs::metadata(path).is_ok() {
+        return None;
+    }
+    let target = std::fs::read_link(path).ok()?;
+    Some(format!(
+        "broken symbolic link -> {}",
+        framecull_model::path_text(target.as_os_str().as_encoded_bytes())
+    ))
+}
+
+/// Why an entry that is neither a folder nor a regular file is not taken (`not a regular
+/// file: FIFO`), with the link that led to it.
+fn not_a_file(entry: &walkdir::DirEntry) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    let t = entry.file_type();
+    let what = if t.is_fifo() {
+        "FIFO"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else if t.is_socket() {
+        "socket"
+    } else {
+        "unknown type"
+    };
+    match std::fs::read_link(entry.path())
+        .ok()
+        .filter(|_| entry.path_is_symlink())
+    {
+        Some(target) => format!(
+            "not a regular file: {what}, linked to {}",
+            framecull_model::path_text(target.as_os_str().as_encoded_bytes())
+        ),
+        None => format!("not a regular file: {what}"),
+    }
 }
 
 /// Why a file is not media, by its extension, else (an extension the table does not know)
