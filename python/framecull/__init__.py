@@ -22,6 +22,7 @@ from .errors import (
     FileError,
     GpuError,
     ManifestError,
+    Preempted,
     StorageError,
 )
 from .loader import TRAIN_WHERE_SPLIT, Batch, Loader
@@ -42,6 +43,7 @@ __all__ = [
     "TRAIN_WHERE_SPLIT",
     "MANIFEST_SCHEMA",
     "ManifestError",
+    "Preempted",
     "manifest_meta",
     "read_manifest",
 ]

@@ -25,6 +25,8 @@ ITEMS_SCHEMA = pa.schema(
         ("codec", pa.string()),
         ("profile", pa.string()),
         ("pix_fmt", pa.string()),
+        ("stream_index", pa.int64()),
+        ("color_space", pa.string()),
         ("width", pa.int64()),
         ("height", pa.int64()),
         ("rotation_deg", pa.int64()),

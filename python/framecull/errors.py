@@ -43,5 +43,27 @@ class CatalogError(Error):
     """No project where one was expected, or its catalog cannot be read."""
 
 
+class Preempted(SystemExit):
+    """Iteration stopped because the process was asked to end: SIGTERM or SIGHUP, as Slurm
+    (a time limit, a preemption), Kubernetes (an eviction) and Ray send before they kill.
+    Raised at a batch boundary, after the workers are stopped. ``snapshot`` is the loader's
+    :meth:`framecull.Loader.snapshot` at that point: :meth:`framecull.Loader.from_snapshot`
+    resumes the epoch with the first batch not yet handed out. ``signal`` is the signal's
+    number. Left uncaught it ends the interpreter with exit status 3, which the launchers
+    read as "transient, retry"; catch it to save a checkpoint first."""
+
+    def __init__(self, snapshot: dict, signal: int) -> None:
+        super().__init__(3)
+        self.snapshot = snapshot
+        self.signal = signal
+
+    def __str__(self) -> str:
+        import signal as signals
+
+        name = signals.Signals(self.signal).name
+        return (f"{name}: iteration stopped after batch {self.snapshot.get('position', 0)} of "
+                f"epoch {self.snapshot.get('epoch')}; Loader.from_snapshot(e.snapshot) resumes")
+
+
 __all__ = ["Error", "ManifestError", "FileError", "ConfigError", "GpuError", "StorageError",
-           "CacheError", "CatalogError"]
+           "CacheError", "CatalogError", "Preempted"]

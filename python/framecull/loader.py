@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from . import _framecull
-from .errors import ConfigError
+from .errors import ConfigError, Preempted
 
 _DTYPES = {"float32": "f32", "float16": "f16", "uint8": "u8"}
 _LAYOUTS = ("bcthw", "bthwc")
@@ -31,6 +33,62 @@ class _TrainWhereSplit(str):
 
 
 TRAIN_WHERE_SPLIT = _TrainWhereSplit("train")
+
+
+class _Preempting(BaseException):
+    """Raised by the signal handler inside the wait for a batch, to end that wait."""
+
+
+class _Signals:
+    """SIGTERM and SIGHUP during iteration: a clean stop at a batch boundary.
+
+    While any loader iterates in the main thread, the two signals set ``received`` instead of
+    killing the process, where no one else handles them (a handler the program set is left
+    alone). A signal that arrives while iteration waits for a batch ends the wait; one that
+    arrives while the training step runs is acted on when the step asks for the next batch.
+    The previous handlers come back when the last iteration ends.
+    """
+
+    STOPPING = (signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.waiting = False
+        self.users = 0
+        self.previous: dict[int, Any] = {}
+
+    def handle(self, signum: int, _frame: Any) -> None:
+        if self.received is None:
+            self.received = signum
+        if self.waiting:
+            raise _Preempting()
+
+    def enter(self) -> bool:
+        """Take the signals for an iteration; False where that cannot be done here."""
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if self.users == 0:
+            self.previous = {}
+            for signum in self.STOPPING:
+                if signal.getsignal(signum) is signal.SIG_DFL:
+                    self.previous[signum] = signal.signal(signum, self.handle)
+        self.users += 1
+        return True
+
+    def leave(self) -> None:
+        self.users -= 1
+        if self.users == 0:
+            for signum, handler in self.previous.items():
+                signal.signal(signum, handler)
+            self.previous = {}
+
+    def take(self) -> int | None:
+        """The signal received, if any, now acted on."""
+        received, self.received = self.received, None
+        return received
+
+
+_SIGNALS = _Signals()
 
 
 class Batch:
@@ -230,6 +288,11 @@ class Loader:
 
     Iterate to read an epoch; call :meth:`set_epoch` before each one (as with PyTorch's
     ``DistributedSampler``). One thread at a time may use a loader.
+
+    SIGTERM or SIGHUP during iteration (a scheduler's stop: Slurm, Kubernetes, Ray) ends it at
+    the next batch boundary with :class:`framecull.Preempted`, which carries a
+    :meth:`snapshot` that resumes the epoch where it stopped and, left uncaught, exits with
+    status 3. Ctrl-C raises ``KeyboardInterrupt`` as usual.
     """
 
     def __init__(
@@ -301,6 +364,10 @@ class Loader:
         self._epoch = epoch
         # Which of each epoch's batches this loader reads: (index, count); see framecull.torch.
         self._share = (0, 1)
+        # Batches of the epoch handed out by the iteration running or preempted (0 once an
+        # iteration ends otherwise), and where the next iteration starts.
+        self._position = 0
+        self._resume_at = 0
         split = settings["split"]
         by_split = self._meta["counts"]["by_split"]
         if split is not None and split not in by_split:
@@ -347,12 +414,15 @@ class Loader:
                 f"{loader._meta['rows_hash']}, recorded {recorded['rows_hash']}"
             )
         loader._share = tuple(snapshot.get("share", (0, 1)))  # type: ignore[assignment]
+        loader._resume_at = loader._position = int(snapshot.get("position", 0))
         return loader
 
     def snapshot(self) -> dict:
         """Everything that determines the batches, JSON-ready, to keep beside a checkpoint:
         the manifest (path, name, version, rows hash), every sampling, augmentation and
-        output setting, the seed, the epoch, rank and world size, and framecull's version."""
+        output setting, the seed, the epoch, rank and world size, framecull's version, and
+        ``position``: the batches of the epoch handed out by the iteration running or preempted
+        (0 when none is), from which :meth:`from_snapshot` resumes."""
         meta = self._meta
         return {
             "framecull_version": _framecull.__version__,
@@ -364,6 +434,7 @@ class Loader:
             },
             "root": self._native.root,
             "epoch": self._epoch,
+            "position": self._position,
             "seed": self._settings["seed"],
             "rank": self._settings["batching"]["rank"],
             "world_size": self._settings["batching"]["world_size"],
@@ -373,15 +444,18 @@ class Loader:
 
     def __reduce__(self):
         # Pickled (multiprocessing's spawn, DataLoader workers) as its snapshot: the new
-        # process opens its own native loader.
-        return (Loader.from_snapshot, (self.snapshot(),))
+        # process opens its own native loader, and reads its epochs from their start.
+        return (Loader.from_snapshot, ({**self.snapshot(), "position": 0},))
 
     @property
     def epoch(self) -> int:
         return self._epoch
 
     def set_epoch(self, epoch: int) -> None:
-        """The epoch the next iteration reads (it seeds the shuffle and the random draws)."""
+        """The epoch the next iteration reads (it seeds the shuffle and the random draws). A
+        loader resumed from a snapshot keeps its position when given the snapshot's epoch."""
+        if int(epoch) != self._epoch:
+            self._resume_at = 0
         self._epoch = int(epoch)
 
     @property
@@ -399,25 +473,54 @@ class Loader:
         return self._native.clip_count()
 
     def __len__(self) -> int:
-        """Batches of the current epoch for this rank."""
+        """Batches of the current epoch for this rank (a resumed epoch included)."""
         return self._native.batches(self._epoch, *self._share)
 
     def __iter__(self) -> Iterator[Batch]:
         native = self._native
-        native.start(self._epoch, *self._share)
+        skip, self._resume_at = self._resume_at, 0
+        self._position = skip
+        native.start(self._epoch, *self._share, skip)
         self._runs = getattr(self, "_runs", 0) + 1
         run = self._runs
+        signals = _SIGNALS.enter()
         try:
             while True:
-                got = native.next_batch()
+                if signals and _SIGNALS.received is not None:
+                    self._preempted()
+                try:
+                    try:
+                        _SIGNALS.waiting = signals
+                        got = native.next_batch()
+                    finally:
+                        _SIGNALS.waiting = False
+                except _Preempting:
+                    self._preempted()
                 if got is None:
-                    return
+                    break
+                self._position += 1
                 yield Batch(got)
+            if signals and _SIGNALS.received is not None:
+                # The signal came during the last batch: the epoch is read, but the process
+                # was still asked to end.
+                self._preempted()
+        except Preempted:
+            # The same loader, iterated again, resumes too.
+            self._resume_at = self._position
+            raise
         finally:
+            if self._resume_at == 0:
+                self._position = 0
+            if signals:
+                _SIGNALS.leave()
             # Left early (break, an exception, Ctrl-C): stop the workers, unless a newer
             # iteration has started since.
             if self._runs == run:
                 native.stop()
+
+    def _preempted(self) -> None:
+        self._native.stop()
+        raise Preempted(self.snapshot(), _SIGNALS.take() or signal.SIGTERM)
 
     def close(self) -> None:
         """Stop a running epoch now (iteration also stops when the iterator is dropped)."""

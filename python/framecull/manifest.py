@@ -28,6 +28,8 @@ MANIFEST_SCHEMA = pa.schema(
         ("width", pa.int64()),
         ("height", pa.int64()),
         ("rotation_deg", pa.int64()),
+        ("stream_index", pa.int64()),
+        ("color_matrix", pa.string()),
         ("label", pa.string()),
         ("tags", pa.list_(pa.string())),
         ("split", pa.string()),

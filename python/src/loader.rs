@@ -226,15 +226,23 @@ impl NativeLoader {
         Ok(self.idle(py)?.device().to_string())
     }
 
-    /// Start reading the share `index` of `count` of `epoch`'s batches (a running epoch
-    /// stops first).
-    fn start(&mut self, py: Python<'_>, epoch: u64, index: usize, count: usize) -> PyResult<()> {
+    /// Start reading the share `index` of `count` of `epoch`'s batches, from the share's
+    /// batch `skip` on (a running epoch stops first).
+    #[pyo3(signature = (epoch, index, count, skip = 0))]
+    fn start(
+        &mut self,
+        py: Python<'_>,
+        epoch: u64,
+        index: usize,
+        count: usize,
+        skip: usize,
+    ) -> PyResult<()> {
         self.idle(py)?;
         let State::Idle(loader) = std::mem::replace(self.state(), State::Closed) else {
             return Ok(());
         };
         let stream = loader
-            .stream(epoch, Share { index, count })
+            .stream(epoch, Share { index, count }, skip)
             .map_err(|e| loader_error(py, e))?;
         *self.state() = State::Reading(stream);
         Ok(())

@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, framecull_bin
+import signal
+import time
+
+from conftest import REPO, ffmpeg, framecull_bin
 
 K8S = REPO / "packaging" / "k8s"
 # framecull's exit codes (docs/CLI.md, docs/SCALE.md).
@@ -47,10 +50,13 @@ def script(job: dict) -> str:
 
 
 def framecull_call(text: str, subcommand: str) -> list[str]:
-    """The words of the `framecull SUBCOMMAND ...` line of a script."""
+    """The words of the `framecull SUBCOMMAND ...` line of a script (run in the background,
+    `&`, so the shell can pass signals on)."""
     lines = [line for line in text.splitlines() if line.strip().startswith(f"framecull {subcommand} ")]
     assert len(lines) == 1, f"one `framecull {subcommand}` line in:\n{text}"
-    return shlex.split(lines[0])
+    words = shlex.split(lines[0])
+    assert words[-1] == "&", f"framecull runs in the background of its shell: {lines[0]}"
+    return words[:-1]
 
 
 def long_flags(words: list[str]) -> set[str]:
@@ -181,3 +187,80 @@ def test_shell_maps_exit_codes_for_kubernetes(jobs, name, tmp_path):
     for code, expected in [(0, 0), (1, 0), (FATAL, FATAL), (TRANSIENT, TRANSIENT), (137, 137)]:
         done = subprocess.run(["/bin/sh", "-c", script(jobs[name])], env={**env, "FAKE_CODE": str(code)})
         assert done.returncode == expected, f"{name}: framecull exit {code} gave {done.returncode}"
+
+
+@pytest.fixture(scope="module")
+def slow_videos(tmp_path_factory) -> Path:
+    """Videos whose deep scan takes some seconds: long enough to be stopped midway."""
+    root = tmp_path_factory.mktemp("slow")
+    for i in range(6):
+        ffmpeg("-f", "lavfi", "-i", f"testsrc2=size=320x240:rate=25:duration=40,hue=h={i * 50}",
+               "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", str(root / f"v{i}.mp4"))
+    return root
+
+
+def stop_shell(shell: subprocess.Popen, project: Path) -> tuple[float, str]:
+    """SIGTERM to the launcher's shell (as the kubelet and Slurm send it) once framecull has
+    committed some work; how long until the shell exited, and its output."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and shell.poll() is None:
+        if (project / "catalog.db").exists():
+            break
+        time.sleep(0.05)
+    time.sleep(1.0)
+    assert shell.poll() is None, "the scan ended before it could be stopped"
+    sent = time.monotonic()
+    shell.send_signal(signal.SIGTERM)
+    out, _ = shell.communicate(timeout=60)
+    return time.monotonic() - sent, out
+
+
+def test_sigterm_to_the_pod_stops_framecull_with_exit_3_and_the_retry_resumes(jobs, slow_videos, tmp_path):
+    """The scan Job's shell, run as the pod's PID 1 would be, with the real framecull: the
+    kubelet's SIGTERM reaches framecull through it, the pod ends with 3 (Count, then a retry)
+    well inside terminationGracePeriodSeconds, and the retried pod finishes the shard."""
+    job = jobs["framecull-scan"]
+    grace = job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    # All of the folder in one shard, in a folder of the test's.
+    text = script(job).replace("/work/", f"{tmp_path}/").replace("--shards 8", "--shards 1")
+    assert "--shards 1" in text
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "framecull").symlink_to(framecull_bin())
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "JOB_COMPLETION_INDEX": "0",
+           "FRAMECULL_ROOT": str(slow_videos)}
+    shell = subprocess.Popen(["/bin/sh", "-c", text], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    took, out = stop_shell(shell, tmp_path / "shard-0")
+    assert shell.returncode == TRANSIENT, out
+    assert "SIGTERM: stopping" in out, out
+    assert took < grace / 3, f"stopped {took:.1f} s after SIGTERM (grace {grace} s)"
+    print(f"pod shell: exit 3 {took:.2f} s after SIGTERM")
+    again = subprocess.run(["/bin/sh", "-c", text], env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "up to date" in again.stdout + again.stderr, again.stdout + again.stderr
+    listed = subprocess.run([framecull_bin(), "list", "--project", str(tmp_path / "shard-0"), "--format", "jsonl"],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(listed) == 6
+
+
+def test_sigterm_to_the_slurm_task_stops_framecull_and_requeues(slow_videos, tmp_path):
+    """scan-array.sbatch as slurmstepd runs it, signalled as `--signal=B:TERM@120` does (the
+    batch shell only): bash passes SIGTERM on at once, framecull exits 3, and the task asks
+    to be requeued (a stand-in scontrol records the call and ends the task as Slurm would)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/scontrol.args\nkill -KILL $PPID\n')
+    (bin_dir / "scontrol").chmod(0o755)
+    sbatch = REPO / "packaging" / "slurm" / "scan-array.sbatch"
+    assert "#SBATCH --signal=B:TERM@" in sbatch.read_text()
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FRAMECULL_BIN": framecull_bin(),
+           "FRAMECULL_ROOT": str(slow_videos), "FRAMECULL_WORK": str(tmp_path), "FRAMECULL_SHARDS": "1",
+           "FRAMECULL_DEEP": "1", "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_JOB_ID": "77",
+           "SLURM_CPUS_PER_TASK": "2", "SLURM_RESTART_COUNT": "0"}
+    shell = subprocess.Popen(["bash", str(sbatch)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    took, out = stop_shell(shell, tmp_path / "shard-0")
+    assert "SIGTERM: stopping" in out and "requeueing shard 0" in out, out
+    assert (tmp_path / "scontrol.args").read_text().split() == ["requeue", "77_0"]
+    assert took < 10, f"requeued {took:.1f} s after SIGTERM"

@@ -362,6 +362,91 @@ except KeyboardInterrupt:
     assert stopped - sent < 2.0, f"stopped {stopped - sent:.2f} s after Ctrl-C"
 
 
+def test_sigterm_stops_at_a_batch_boundary_exits_3_and_the_snapshot_resumes(dataset, tmp_path):
+    """What Slurm, Kubernetes and Ray do at a time limit or an eviction: SIGTERM first. The
+    loop ends with framecull.Preempted (exit 3 when uncaught), and a loader made from its
+    snapshot hands out the rest of the epoch: together, every batch once, as one run would."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    args = dict(split=None, size=(96, 128), batch_size=1, mode="all", clip_len=4, workers=1,
+                device="cpu", seed=7, shuffle=True)
+
+    def record(loader, out):
+        for batch in loader:
+            a = np.asarray(batch.frames)
+            out.append((batch.index, batch.clip_ids[0], tuple(int(f) for f in batch.frame_indices[0]),
+                        hashlib.sha256(a.tobytes()).hexdigest()))
+        return out
+
+    reference = record(framecull.Loader(dataset["all"], **args), [])
+    assert len(reference) > 8
+    log, snap = tmp_path / "batches.jsonl", tmp_path / "snapshot.json"
+    code = f"""
+import hashlib, json, sys, time
+import numpy as np
+import framecull
+loader = framecull.Loader({str(dataset["all"])!r}, **{args!r})
+log = open({str(log)!r}, "a")
+try:
+    for batch in loader:
+        a = np.asarray(batch.frames)
+        log.write(json.dumps([batch.index, batch.clip_ids[0], [int(f) for f in batch.frame_indices[0]],
+                              hashlib.sha256(a.tobytes()).hexdigest()]) + "\\n")
+        log.flush()
+        time.sleep(0.2)  # the training step
+except framecull.Preempted as e:
+    open({str(snap)!r}, "w").write(json.dumps(e.snapshot))
+    print("preempted", time.monotonic(), e, flush=True)
+    raise
+print("finished", flush=True)
+"""
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while (not log.exists() or len(log.read_text().splitlines()) < 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sent = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    out, _ = child.communicate(timeout=30)
+    assert child.returncode == 3, out
+    assert out.startswith("preempted") and "SIGTERM" in out, out
+    assert float(out.split()[1]) - sent < 2.0, out
+    first = [tuple(json.loads(line)) for line in log.read_text().splitlines()]
+    first = [(i, c, tuple(f), h) for i, c, f, h in first]
+    snapshot = json.loads(snap.read_text())
+    assert 3 <= snapshot["position"] == len(first) < len(reference), snapshot["position"]
+
+    resumed = framecull.Loader.from_snapshot(snapshot)
+    resumed.set_epoch(snapshot["epoch"])  # as a training loop does: the position holds
+    rest = record(resumed, [])
+    assert first + rest == reference
+    # The next epoch starts from its beginning.
+    resumed.set_epoch(snapshot["epoch"] + 1)
+    assert sum(1 for _ in resumed) == len(reference)
+
+
+def test_a_program_s_own_sigterm_handler_is_left_alone(dataset):
+    import signal
+
+    seen = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        loader = framecull.Loader(dataset["all"], **SMALL)
+        for i, _ in enumerate(loader):
+            if i == 0:
+                os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    # And where none is set, iteration takes the signals only while it runs.
+    for _ in framecull.Loader(dataset["all"], **SMALL):
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
 def test_the_gpu_path_matches_the_cpu_path(dataset):
     # lavapipe in CI (FRAMECULL_REQUIRE_GPU=1): a software Vulkan adapter is enough here.
     args = dict(split=None, size=(48, 64), batch_size=2, mode="all", clip_len=4, workers=2, seed=5, crop="random", hflip=0.5)

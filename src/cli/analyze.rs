@@ -33,15 +33,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         scan: None,
         analyse: Some(analyse),
     };
-    let cancel = super::cancel_on_ctrl_c();
-    let summary = super::progress::ingest(&mut dataset, &options, &cancel)?;
+    let stop = super::stop::Stop::on_signals();
+    let summary = super::progress::ingest(&mut dataset, &options, stop.flag())?;
     if args.json {
         super::write_stdout(&serde_json::to_string_pretty(&summary.analysis)?)?;
     } else {
         report(summary.analysis.as_ref());
     }
     if summary.cancelled {
-        anyhow::bail!("analysis cancelled; run the same command again to resume");
+        return Err(stop.error(
+            "analysis cancelled; run the same command again to resume",
+            false,
+        ));
     }
     match &summary.derived {
         Some(derived) => super::flags::report_derived(&dataset.catalog, derived),

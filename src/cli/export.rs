@@ -52,7 +52,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         super::write_stdout(&serde_json::to_string_pretty(&counts)?)?;
         return Ok(Outcome::Clean);
     }
-    let meta = manifest::export(&catalog, &options)?;
+    let stop = super::stop::Stop::on_signals();
+    let meta = match manifest::export_until(&catalog, &options, stop.flag()) {
+        Err(manifest::ManifestError::Stopped) => {
+            return Err(stop.error(
+                "export stopped before the version was written; run the same command again",
+                false,
+            ));
+        }
+        other => other?,
+    };
     if args.json {
         super::write_stdout(&serde_json::to_string_pretty(&meta)?)?;
     } else {

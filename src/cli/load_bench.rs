@@ -236,8 +236,17 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     };
     // Consume each batch as a training loop would: bring it to host memory (a read-back for
     // GPU batches, timed on its own) and hash it, then let it go.
+    let stop = super::stop::Stop::on_signals();
     let mut epoch = loader.epoch(args.epoch);
-    for _ in 0..wanted {
+    for done in 0..wanted {
+        if stop.requested() {
+            // Dropping the epoch ends its decode threads and worker processes.
+            drop(epoch);
+            return Err(stop.error(
+                &format!("load-bench stopped after {done} of {wanted} batches"),
+                false,
+            ));
+        }
         let Some(batch) = epoch.next() else { break };
         let batch = batch?;
         shape.get_or_insert(batch.shape);

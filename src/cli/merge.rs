@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use super::Outcome;
 use crate::catalog::Project;
 use crate::model::count;
-use crate::scan::merge::{MergeEvent, MergeSummary, merge};
+use crate::scan::merge::{MergeError, MergeEvent, MergeSummary, merge_until};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -22,18 +22,28 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let project = Project::at(&args.project);
-    let (catalog, summary) = merge(&project, &args.shards, &mut |event| match event {
-        MergeEvent::Shard {
-            done,
-            total,
-            spec,
-            up_to_date,
-        } => eprintln!(
-            "[{done}/{total}] shard {spec} {}",
-            if up_to_date { "up to date" } else { "merged" }
-        ),
-        MergeEvent::Deriving => eprintln!("deriving duplicate groups, statistics and flags"),
-    })?;
+    let stop = super::stop::Stop::on_signals();
+    let merged = merge_until(
+        &project,
+        &args.shards,
+        stop.flag(),
+        &mut |event| match event {
+            MergeEvent::Shard {
+                done,
+                total,
+                spec,
+                up_to_date,
+            } => eprintln!(
+                "[{done}/{total}] shard {spec} {}",
+                if up_to_date { "up to date" } else { "merged" }
+            ),
+            MergeEvent::Deriving => eprintln!("deriving duplicate groups, statistics and flags"),
+        },
+    );
+    let (catalog, summary) = match merged {
+        Err(e @ MergeError::Stopped { .. }) => return Err(stop.error(&e.to_string(), true)),
+        other => other?,
+    };
     if args.json {
         super::write_stdout(&serde_json::to_string_pretty(&summary)?)?;
     } else {

@@ -14,6 +14,7 @@ mod progress;
 mod review;
 mod scan;
 mod stats;
+mod stop;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -179,6 +180,17 @@ pub fn main() -> ExitCode {
             }
         };
     };
+    if matches!(
+        command,
+        Command::Scan(_)
+            | Command::Analyze(_)
+            | Command::Merge(_)
+            | Command::Export(_)
+            | Command::LoadBench(_)
+    ) {
+        // Before the command opens anything: a scheduler's SIGTERM may come at any moment.
+        stop::Stop::on_signals();
+    }
     let result = match command {
         Command::Scan(args) => scan::run(args),
         Command::Merge(args) => merge::run(args),
@@ -192,12 +204,18 @@ pub fn main() -> ExitCode {
         Command::Undo(args) => review::undo(args, false),
         Command::Redo(args) => review::undo(args, true),
         Command::EditBurst(args) => review::edit_burst(args),
-        Command::Worker => crate::scan::worker::serve()
-            .map(|()| Outcome::Clean)
-            .map_err(Into::into),
-        Command::LoaderWorker => crate::loader::isolate::serve()
-            .map(|()| Outcome::Clean)
-            .map_err(Into::into),
+        Command::Worker => {
+            stop::leave_to_the_parent();
+            crate::scan::worker::serve()
+                .map(|()| Outcome::Clean)
+                .map_err(Into::into)
+        }
+        Command::LoaderWorker => {
+            stop::leave_to_the_parent();
+            crate::loader::isolate::serve()
+                .map(|()| Outcome::Clean)
+                .map_err(Into::into)
+        }
         Command::Export(args) => export::run(args),
         Command::Manifests(args) => manifests::list(args),
         Command::Diff(args) => manifests::diff(args),
@@ -261,21 +279,6 @@ fn open_window(_dir: Option<PathBuf>) -> anyhow::Result<()> {
     anyhow::bail!(
         "this framecull was built without the window (feature `gui`); see `framecull --help`"
     )
-}
-
-/// A flag set by the first Ctrl-C (work stops after the files in flight); a second Ctrl-C
-/// exits at once, and SQLite's journal keeps the catalog consistent.
-pub(crate) fn cancel_on_ctrl_c() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let cancel = std::sync::Arc::new(AtomicBool::new(false));
-    let flag = std::sync::Arc::clone(&cancel);
-    let _ = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-        eprintln!("\ncancelling: finishing files in flight (Ctrl-C again to quit now)");
-    });
-    cancel
 }
 
 /// Peak resident memory of this process (bytes), from /proc where available.

@@ -8,7 +8,9 @@ use crate::analysis::proposals::{ProposalOptions, motion_ranges, shot_ranges};
 use crate::catalog::Catalog;
 use crate::media::Source;
 use crate::media::decode::frame_timestamps;
-use crate::model::{ClipOrigin, Decision, Edit, FrameTimeline, Item, ItemId, MediaKind, count};
+use crate::model::{
+    ClipOrigin, Decision, Edit, FrameTimeline, Item, ItemId, MediaKind, StreamChoice, count,
+};
 use crate::storage::Root;
 
 #[derive(clap::Args, Debug)]
@@ -30,6 +32,15 @@ pub fn review(args: ReviewArgs) -> anyhow::Result<Outcome> {
     let items = catalog.items()?;
     let mut ids = resolve(&catalog, &items, &args.paths)?;
     if !args.flag.is_empty() {
+        if let Some(unknown) = args
+            .flag
+            .iter()
+            .find(|c| crate::analysis::rules::describe(c).is_none())
+        {
+            anyhow::bail!(
+                "{unknown}: not a flag this version of framecull sets (see framecull flags)"
+            );
+        }
         let flags = catalog.all_flags()?;
         ids.extend(
             items
@@ -44,7 +55,19 @@ pub fn review(args: ReviewArgs) -> anyhow::Result<Outcome> {
     }
     ids.sort_unstable();
     ids.dedup();
-    anyhow::ensure!(!ids.is_empty(), "no file matches");
+    anyhow::ensure!(
+        !ids.is_empty() || !args.flag.is_empty(),
+        "no file named (give paths or --flag)"
+    );
+    if ids.is_empty() {
+        // Nothing flagged is nothing to do, not a failure: a pipeline that rejects what is
+        // flagged goes on when nothing is.
+        eprintln!(
+            "note: no file has the flag {}; nothing changed",
+            args.flag.join(" or ")
+        );
+        return Ok(Outcome::Clean);
+    }
     let decision = match args.action.as_str() {
         "accept" => Decision::Accepted,
         "reject" => Decision::Rejected,
@@ -286,13 +309,20 @@ fn split_at_cuts(
         .transpose()?;
     let cuts = catalog.all_cuts()?;
     let mut edits = Vec::new();
+    let (mut videos, mut analysed, mut with_cuts) = (0u64, 0u64, 0u64);
     for item in items.iter().filter(|i| i.kind == MediaKind::Video) {
         if only.as_ref().is_some_and(|o| !o.contains(&item.id)) {
             continue;
         }
-        let Some(item_cuts) = cuts.get(&item.id).filter(|c| !c.is_empty()) else {
+        videos += 1;
+        let Some(item_cuts) = cuts.get(&item.id) else {
             continue;
         };
+        analysed += 1;
+        if item_cuts.is_empty() {
+            continue;
+        }
+        with_cuts += 1;
         let frames = read_frames(root, item)?;
         let shots = shot_ranges(item_cuts.iter().map(|c| c.frame as usize), frames.len());
         for (s, e) in shots {
@@ -301,13 +331,22 @@ fn split_at_cuts(
             });
         }
     }
+    require_analysed(videos, analysed)?;
     let n = edits.len();
-    anyhow::ensure!(
-        n > 0,
-        "no analysed video with cuts (run framecull analyze first)"
-    );
+    if n == 0 {
+        // Analysed videos without a cut are nothing to split, not a failure.
+        eprintln!(
+            "note: no cut in {}; no clip added",
+            count(analysed, "analysed video")
+        );
+        return Ok(());
+    }
     let op = catalog.apply(edits)?;
-    eprintln!("{} added at cuts; operation {op}", count(n as u64, "clip"));
+    eprintln!(
+        "{} added at cuts in {}; operation {op}",
+        count(n as u64, "clip"),
+        count(with_cuts, "video")
+    );
     Ok(())
 }
 
@@ -322,13 +361,16 @@ fn propose_clips(
         .then(|| resolve(catalog, items, paths))
         .transpose()?;
     let mut edits = Vec::new();
+    let (mut videos, mut analysed) = (0u64, 0u64);
     for item in items.iter().filter(|i| i.kind == MediaKind::Video) {
         if only.as_ref().is_some_and(|o| !o.contains(&item.id)) {
             continue;
         }
+        videos += 1;
         let Some(curves) = catalog.curves(item.id)?.filter(|c| !c.motion.is_empty()) else {
             continue;
         };
+        analysed += 1;
         let frames = read_frames(root, item)?;
         for (s, e) in motion_ranges(&frames, &curves.motion, options) {
             edits.push(Edit::AddClip {
@@ -336,16 +378,31 @@ fn propose_clips(
             });
         }
     }
+    require_analysed(videos, analysed)?;
     let n = edits.len();
-    anyhow::ensure!(
-        n > 0,
-        "no motion above {} in the analysed videos",
-        options.threshold
-    );
+    if n == 0 {
+        eprintln!(
+            "note: no motion above {1} in {0}; no clip proposed",
+            count(analysed, "analysed video"),
+            options.threshold
+        );
+        return Ok(());
+    }
     let op = catalog.apply(edits)?;
     eprintln!(
         "{} proposed from motion; operation {op}",
         count(n as u64, "clip")
+    );
+    Ok(())
+}
+
+/// Of `videos` looked at, `analysed` have the deep pass's results: none of some is an error
+/// that says what to run; analysed videos with nothing to add are not.
+fn require_analysed(videos: u64, analysed: u64) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        analysed > 0 || videos == 0,
+        "no video is analysed ({} looked at; run framecull analyze first)",
+        count(videos, "video")
     );
     Ok(())
 }
@@ -355,7 +412,8 @@ fn read_frames(root: &Root, item: &Item) -> anyhow::Result<FrameTimeline> {
     let source = Source::in_root(root, &item.path, item.size_bytes);
     let location = source.location();
     let (pts, time_base) =
-        frame_timestamps(&source).map_err(|e| anyhow::anyhow!("{}: {e}", location.display()))?;
+        frame_timestamps(&source, StreamChoice::recorded(item.info.stream_index))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", location.display()))?;
     anyhow::ensure!(!pts.is_empty(), "{}: no frames", location.display());
     Ok(FrameTimeline { pts, time_base })
 }

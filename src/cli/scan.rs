@@ -11,7 +11,6 @@ use crate::scan::pipeline::{Dataset, IngestOptions, IngestSummary};
 use crate::scan::shard::{MarkerCounts, ShardMarker, ShardSpec};
 use crate::scan::{ScanOptions, ScanSummary};
 use crate::storage::RequestCounts;
-use crate::transient::Transient;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -99,8 +98,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }),
         scan: Some(scan),
     };
-    let cancel = super::cancel_on_ctrl_c();
-    let summary = super::progress::ingest(&mut dataset, &options, &cancel)?;
+    let stop = super::stop::Stop::on_signals();
+    let summary = super::progress::ingest(&mut dataset, &options, stop.flag())?;
     let requests = dataset.root.as_remote().map(|r| r.counts());
     report(
         &summary,
@@ -120,10 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             )
         );
         // A scheduler retries an interrupted shard, which resumes it.
-        if shard.is_some() {
-            return Err(Transient::new(message).into());
-        }
-        anyhow::bail!(message);
+        return Err(stop.error(&message, shard.is_some()));
     }
     let flagged = match &summary.derived {
         Some(derived) => super::flags::report_derived(&dataset.catalog, derived)?,

@@ -16,7 +16,7 @@ use crate::media::Source;
 use crate::media::convert::{self, Scratch};
 use crate::media::picture::Frame;
 use crate::media::reader::Picture;
-use crate::model::{Clip, Curves, Decision, FrameTimeline, ItemId};
+use crate::model::{Clip, Curves, Decision, FrameTimeline, ItemId, ReadAs};
 
 /// Frames are shown at most this size (after rotation).
 pub const MAX_DISPLAY: (u32, u32) = (960, 540);
@@ -58,30 +58,25 @@ pub struct Player {
     rx: Receiver<Msg>,
 }
 
+/// The video a player plays: its file, how it is read (the stream the scan chose, the
+/// project's matrix guess), its catalog entry and its rotation.
+#[derive(Clone)]
+pub struct Video {
+    pub source: Source,
+    pub read: ReadAs,
+    pub item: ItemId,
+    pub quarter_turns: u8,
+}
+
 impl Player {
-    pub fn open(
-        ctx: &egui::Context,
-        project: &Path,
-        source: Source,
-        item: ItemId,
-        quarter_turns: u8,
-    ) -> Player {
+    pub fn open(ctx: &egui::Context, project: &Path, video: Video) -> Player {
         let (tx, requests) = channel();
         let (reply, rx) = channel();
-        let (ctx2, project, file) = (ctx.clone(), project.to_path_buf(), source.clone());
+        let (ctx2, project) = (ctx.clone(), project.to_path_buf());
+        let (item, source) = (video.item, video.source.clone());
         let spawned = std::thread::Builder::new()
             .name("framecull-player".into())
-            .spawn(move || {
-                decode_thread(
-                    &file,
-                    &project,
-                    item,
-                    quarter_turns,
-                    &requests,
-                    &reply,
-                    &ctx2,
-                )
-            });
+            .spawn(move || decode_thread(&video, &project, &requests, &reply, &ctx2));
         if let Err(e) = spawned {
             tracing::error!("cannot start the player thread: {e}");
         }
@@ -438,10 +433,8 @@ pub fn clip_frames(clip: &Clip, timeline: &FrameTimeline) -> (usize, usize) {
 }
 
 fn decode_thread(
-    source: &Source,
+    video: &Video,
     project: &Path,
-    item: ItemId,
-    quarter_turns: u8,
     requests: &Receiver<usize>,
     reply: &Sender<Msg>,
     ctx: &egui::Context,
@@ -453,7 +446,13 @@ fn decode_thread(
     };
     // Two decoder threads: playback of large frames on few cores. In a worker process: a
     // decoder that crashes or hangs on a broken file costs an error message, not the window.
-    let mut pictures = match Pictures::open(source, 2) {
+    let &Video {
+        ref source,
+        read,
+        item,
+        quarter_turns,
+    } = video;
+    let mut pictures = match Pictures::open_as(source, 2, read) {
         Ok(p) => p,
         Err(e) => {
             send(Msg::Error(format!("cannot play: {e}")));

@@ -3,7 +3,7 @@
 
 use super::app::App;
 use super::edits::EditRequest;
-use super::player::{Player, clip_frames};
+use super::player::{Player, Video, clip_frames};
 use crate::analysis::proposals::{ProposalOptions, motion_ranges, shot_ranges};
 use crate::model::{ClipOrigin, Decision, Edit, ItemStatus, MediaKind};
 
@@ -27,13 +27,16 @@ impl App {
             Some(r) => {
                 // Videos carry rotations only (no mirror).
                 let (quarter_turns, _) = crate::model::orientation_turns(r.orientation);
-                self.player = Some(Player::open(
-                    &self.ctx,
-                    &view.project,
-                    view.source(r),
-                    r.id,
+                let video = Video {
+                    source: view.source(r),
+                    read: crate::model::ReadAs {
+                        stream: crate::model::StreamChoice::recorded(r.stream_index),
+                        color_matrix_guess: view.config.video.color_matrix_guess,
+                    },
+                    item: r.id,
                     quarter_turns,
-                ));
+                };
+                self.player = Some(Player::open(&self.ctx, &view.project, video));
             }
             None => self.player = None,
         }

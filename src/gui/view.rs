@@ -33,6 +33,8 @@ pub struct ViewRow {
     /// EXIF-style orientation (1-8) that makes the picture upright: from EXIF for images,
     /// from the rotation metadata for videos.
     pub orientation: u16,
+    /// The video stream the scan chose (the player reads the same one).
+    pub stream_index: Option<u32>,
     pub kind: MediaKind,
     pub status: ItemStatus,
     pub error: Option<String>,
@@ -407,6 +409,7 @@ fn view_row(item: Item, measured: Option<&Measured>, flags: Option<&Vec<Flag>>) 
             (_, Some(o @ 1..=8)) => o,
             _ => 1,
         },
+        stream_index: i.stream_index,
         kind: item.kind,
         status: item.status,
         error: item.error,
@@ -552,6 +555,7 @@ mod tests {
             key: path.into(),
             size_bytes: 0,
             orientation: 1,
+            stream_index: None,
             kind: MediaKind::Video,
             status: ItemStatus::Ok,
             error: None,

@@ -154,7 +154,28 @@ fn clips_exports_and_diffs() {
         let (f, scan) = Fixture::scanned();
         assert!(scan.starts_with("exit code: 1\n"), "{scan}");
         insta::assert_snapshot!("clips_list_none", f.run(&["clips", "list"]));
+        // Analysed videos without a cut: nothing to split is a note, not an error.
+        insta::assert_snapshot!(
+            "clips_split_at_cuts_none",
+            f.run(&["clips", "split-at-cuts", "clips/box.avi", "clips/still.mp4"])
+        );
         insta::assert_snapshot!("clips_split_at_cuts", f.run(&["clips", "split-at-cuts"]));
+        // Nothing flagged is nothing to do; a flag code that does not exist is an error.
+        insta::assert_snapshot!(
+            "review_flag_none",
+            f.run(&[
+                "review",
+                "reject",
+                "--flag",
+                "no_decoder",
+                "--flag",
+                "metadata_errors"
+            ])
+        );
+        insta::assert_snapshot!(
+            "review_flag_unknown",
+            f.run(&["review", "reject", "--flag", "decode_error"])
+        );
         insta::assert_snapshot!(
             "clips_add",
             f.run(&[

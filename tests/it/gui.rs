@@ -286,7 +286,9 @@ fn player_marks_a_clip_with_i_and_o_undo_redo_decisions_and_bulk_reject() {
     let out = common::run(&["scan", data.path().to_str().unwrap(), "--deep"]);
     assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
     let project = data.path().join(".framecull");
-    let (pts, _) = framecull::media::decode::frame_timestamps(&path.as_path().into()).unwrap();
+    let (pts, _) =
+        framecull::media::decode::frame_timestamps(&path.as_path().into(), Default::default())
+            .unwrap();
 
     let mut h = harness(data.path());
     wait(&mut h, "the project to load", App::is_idle);
@@ -428,20 +430,20 @@ fn drive(
 
 #[test]
 fn player_shows_the_stored_boundary_frame_on_the_corpus_variable_frame_rate_file() {
-    use framecull::gui::player::{Converter, Player, clip_frames};
+    use framecull::gui::player::{Converter, Player, Video, clip_frames};
     use framecull::media::reader::{ReadTimes, VideoReader};
     let Some(media) = common::corpus_dir() else {
         return;
     };
     let path = media.join("video/dvr_traffic_camera_vfr.mp4");
     let ctx = eframe::egui::Context::default();
-    let mut player = Player::open(
-        &ctx,
-        Path::new("/nonexistent"),
-        framecull::media::Source::File(path.clone()),
-        1,
-        0,
-    );
+    let video = Video {
+        source: framecull::media::Source::File(path.clone()),
+        read: Default::default(),
+        item: 1,
+        quarter_turns: 0,
+    };
+    let mut player = Player::open(&ctx, Path::new("/nonexistent"), video);
     drive(&ctx, &mut player, |p| p.is_settled());
     let timeline = player.timeline.clone().unwrap();
     let n = timeline.len();

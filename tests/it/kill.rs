@@ -1,5 +1,6 @@
 //! A scan killed with SIGKILL part-way loses nothing: the rerun completes the catalog with
-//! every file exactly once.
+//! every file exactly once. A scan stopped with SIGTERM or SIGHUP (Slurm, Kubernetes, Ray)
+//! stops cleanly, exits 3, and the rerun ends as an uninterrupted scan.
 
 #![allow(clippy::unwrap_used)]
 
@@ -56,4 +57,109 @@ fn sigkill_during_scan_then_rerun_holds_every_file_once() {
         (total, distinct, ok),
         (FILES as i64, FILES as i64, FILES as i64)
     );
+}
+
+/// Sends `signal` (`TERM`, `HUP`...) to `pid` with kill(1).
+pub fn send(signal: &str, pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// SIGTERM in the middle of `scan --deep`, and SIGHUP in the middle of `analyze`: each stops
+/// after the files in flight, ends its workers and exits 3 (transient: retry) within 10 s,
+/// and the reruns end with the same rows as a scan that was never interrupted.
+#[test]
+fn sigterm_or_sighup_mid_scan_exits_3_and_the_rerun_resumes() {
+    use framecull::media::synth::VideoSpec;
+    use std::time::{Duration, Instant};
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    for i in 0..12 {
+        common::video(
+            data.path(),
+            &format!("cam{i:02}.mp4"),
+            &VideoSpec::new("libx264", 320, 240, 25, 100 + 10 * i),
+        );
+    }
+    let (reference, stopped) = (work.path().join("reference"), work.path().join("stopped"));
+    let scan = |project: &std::path::Path, deep: bool| {
+        let mut c = common::bin();
+        c.arg("scan").arg(data.path()).arg("--project").arg(project);
+        c.args(["--jobs", "1"]);
+        if deep {
+            c.arg("--deep");
+        }
+        c
+    };
+    let out = scan(&reference, true).output().unwrap();
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+
+    let analysed = |project: &std::path::Path| -> i64 {
+        rusqlite::Connection::open_with_flags(
+            project.join("catalog.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .and_then(|c| c.query_row("SELECT COUNT(*) FROM metrics", [], |r| r.get(0)))
+        .unwrap_or(0)
+    };
+    // Stops `cmd` with `signal` once a file is analysed; what it said on stderr.
+    let stop = |cmd: &mut std::process::Command, signal: &str| -> String {
+        let before = analysed(&stopped);
+        let child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while analysed(&stopped) <= before && start.elapsed() < Duration::from_secs(120) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sent = Instant::now();
+        send(signal, child.id());
+        let out = child.wait_with_output().unwrap();
+        let took = sent.elapsed();
+        let said = common::stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "SIG{signal}: {said}");
+        assert!(
+            took < Duration::from_secs(10),
+            "stopped {took:?} after SIG{signal}"
+        );
+        assert!(said.contains(&format!("SIG{signal}")), "{said}");
+        said
+    };
+    stop(&mut scan(&stopped, true), "TERM");
+    let after_term = analysed(&stopped);
+    assert!(
+        after_term < 12,
+        "the scan finished before SIGTERM; make the videos longer"
+    );
+    let mut analyze = common::bin();
+    analyze
+        .arg("analyze")
+        .arg("--project")
+        .arg(&stopped)
+        .args(["--jobs", "1"]);
+    stop(&mut analyze, "HUP");
+    let after_hup = analysed(&stopped);
+    assert!(
+        after_hup > after_term && after_hup < 12,
+        "{after_term} then {after_hup}"
+    );
+
+    let out = scan(&stopped, true).output().unwrap();
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    let said = common::stderr(&out);
+    assert!(
+        said.contains(&format!("{} up to date", after_hup)),
+        "the rerun analyses only the rest: {said}"
+    );
+    let rows = |p: &std::path::Path| {
+        let mut rows = common::list_jsonl(p);
+        common::groups_by_first_path(&mut rows);
+        rows
+    };
+    assert_eq!(rows(&reference), rows(&stopped));
 }

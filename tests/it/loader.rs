@@ -273,7 +273,9 @@ fn counter_value(pixels: &[f32], width: usize) -> u32 {
 fn fps_sampling_picks_frames_by_timestamp_on_a_variable_frame_rate_video() {
     let d = dataset();
     let path = d.root.join("clips/counter_vfr.mp4");
-    let (pts, tb) = framecull::media::decode::frame_timestamps(&path.as_path().into()).unwrap();
+    let (pts, tb) =
+        framecull::media::decode::frame_timestamps(&path.as_path().into(), Default::default())
+            .unwrap();
     assert_eq!(pts.len(), 90);
     let mut cfg = config();
     cfg.split = None;

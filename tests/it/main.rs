@@ -21,6 +21,7 @@ mod loader_gpu;
 mod manifest;
 mod names;
 mod probe;
+mod reading;
 mod review;
 mod scan;
 mod shard;

@@ -258,6 +258,24 @@ fn splits_never_leak_or_drift_and_keep_their_shares() {
     );
 }
 
+/// `framecull export` of every format, running (stderr piped, stdout ignored).
+fn start_export(project: &str, name: &str) -> std::process::Child {
+    common::bin()
+        .args(["export", "--project", project, "--name", name])
+        .args(["--format", "parquet,jsonl,csv"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn no_temporary_files(dir: &std::path::Path) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.ends_with(".tmp"), "{name} left behind");
+    }
+}
+
 #[test]
 fn a_killed_export_leaves_no_partial_version() {
     let (proj, catalog) = project_with_items(60_000);
@@ -265,20 +283,7 @@ fn a_killed_export_leaves_no_partial_version() {
     let project = proj.path().to_str().unwrap();
     let mut killed = 0;
     for delay_ms in [50u64, 150, 300, 600, 1000] {
-        let mut child = common::bin()
-            .args([
-                "export",
-                "--project",
-                project,
-                "--name",
-                "k",
-                "--format",
-                "parquet,jsonl,csv",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = start_export(project, "k");
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         if child.try_wait().unwrap().is_none() {
             killed += 1;
@@ -305,11 +310,57 @@ fn a_killed_export_leaves_no_partial_version() {
     let meta: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
     assert_eq!(meta["counts"]["rows"], 60_000);
     // No temporary or orphaned files remain next to the versions.
-    let dir = manifest::manifest_dir(proj.path(), "k");
-    for e in std::fs::read_dir(dir).unwrap() {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        assert!(!name.ends_with(".tmp"), "{name}");
+    no_temporary_files(&manifest::manifest_dir(proj.path(), "k"));
+}
+
+/// SIGTERM during an export (a pod evicted, a Slurm time limit) stops it cleanly: exit 3, no
+/// version published, no temporary file left; the rerun writes the next version whole.
+#[test]
+fn sigterm_during_export_exits_3_and_publishes_nothing() {
+    let (proj, catalog) = project_with_items(60_000);
+    drop(catalog);
+    let project = proj.path().to_str().unwrap();
+    let dir = manifest::manifest_dir(proj.path(), "t");
+    let mut stopped = 0;
+    let mut finished = 0;
+    for delay_ms in [150u64, 250, 400, 600, 900, 1300] {
+        let before = manifest::versions(proj.path(), "t").unwrap().len();
+        let mut child = start_export(project, "t");
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let sent = std::time::Instant::now();
+        if child.try_wait().unwrap().is_none() {
+            crate::kill::send("TERM", child.id());
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(sent.elapsed() < std::time::Duration::from_secs(10));
+        let after = manifest::versions(proj.path(), "t").unwrap().len();
+        match out.status.code() {
+            Some(3) => {
+                stopped += 1;
+                assert_eq!(after, before, "a stopped export published a version");
+                assert!(
+                    common::stderr(&out).contains("SIGTERM"),
+                    "{}",
+                    common::stderr(&out)
+                );
+            }
+            Some(0) => {
+                finished += 1;
+                assert_eq!(after, before + 1);
+            }
+            other => panic!("export ended with {other:?}: {}", common::stderr(&out)),
+        }
+        no_temporary_files(&dir);
     }
+    assert!(
+        stopped > 0,
+        "every export finished before SIGTERM ({finished}); make the catalog larger"
+    );
+    let out = common::run(&["export", "--project", project, "--name", "t", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let meta: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    assert_eq!(meta["counts"]["rows"], 60_000);
+    assert_eq!(meta["version"], finished + 1);
 }
 
 /// A manifest records the settings its flags were derived with, not whatever

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use framecull_model::{
-    DupInfo, Flag, FlagSource, Item, ItemStatus, MediaKind, Metrics, Severity, count,
+    DupInfo, Flag, FlagSource, Item, ItemStatus, MediaKind, Metrics, ReadAs, Severity, count,
 };
 
 /// The project's `framecull.toml`. Every field has a default; absent limits are not checked.
@@ -17,6 +17,8 @@ pub struct Config {
     pub statistics: Statistics,
     pub duplicates: Duplicates,
     pub limits: Limits,
+    /// How videos are read: which stream, and the matrix of one that declares none.
+    pub video: ReadAs,
 }
 
 /// The largest pictures framecull decodes. Larger ones are not decoded (by deep analysis) and

@@ -23,6 +23,8 @@ pub struct AnalysisTodo {
     pub width: Option<u32>,
     pub height: Option<u32>,
     pub exif_orientation: Option<u16>,
+    /// The video stream to decode (the probe's choice; `None`: probed before it was recorded).
+    pub stream_index: Option<u32>,
     pub size_bytes: u64,
     pub mtime_ns: i64,
     /// Frames to decode, from the header or duration x fps (for scheduling).
@@ -35,6 +37,8 @@ pub struct AnalysisResult {
     pub id: ItemId,
     pub size_bytes: u64,
     pub mtime_ns: i64,
+    /// The stream analysed ([`AnalysisTodo::stream_index`]).
+    pub stream_index: Option<u32>,
     pub metrics: Metrics,
     pub curves: Curves,
 }
@@ -60,17 +64,20 @@ fn blob_u64(b: &[u8]) -> Vec<u64> {
 }
 
 impl Catalog {
-    /// Items (not missing) with no analysis, an analysis of an older version, or one made
-    /// before the file last changed.
+    /// Items (not missing) with no analysis, an analysis of an older version, one made
+    /// before the file last changed, or one of another stream than the probe now reads (an
+    /// analysis recorded before streams were, counted as of stream 0, is kept for files whose
+    /// video is stream 0).
     pub fn analysis_todo(&self, version: u32) -> Result<Vec<AnalysisTodo>> {
         let mut stmt = self.conn.prepare(
             "SELECT i.id, i.path, i.kind, i.status, i.fps, i.width, i.height, i.exif_orientation,
                     i.size_bytes, i.mtime_ns, i.codec,
-                    COALESCE(i.frame_count, i.duration_secs * i.fps)
+                    COALESCE(i.frame_count, i.duration_secs * i.fps), i.stream_index
              FROM items i LEFT JOIN metrics m ON m.item_id = i.id
              WHERE i.status != 'missing'
                AND (m.item_id IS NULL OR m.analysis_version < ?1
-                    OR m.item_size != i.size_bytes OR m.item_mtime_ns != i.mtime_ns)
+                    OR m.item_size != i.size_bytes OR m.item_mtime_ns != i.mtime_ns
+                    OR COALESCE(m.item_stream, 0) != COALESCE(i.stream_index, 0))
              ORDER BY i.path",
         )?;
         let rows = stmt.query_map([version], |r| {
@@ -87,6 +94,7 @@ impl Catalog {
                 mtime_ns: r.get(9)?,
                 codec: r.get(10)?,
                 frame_estimate: r.get(11)?,
+                stream_index: r.get(12)?,
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
@@ -114,10 +122,11 @@ impl Catalog {
                     first_message, repeat_frames, undecodable, timed_out, no_decoder, motion_mean, motion_p95, static_share, brightness, brightness_p5,
                     brightness_p95, sharpness, entropy, colorfulness, black_share, frozen_share,
                     decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
-                    resolution_changes, truncated, structure_error, phash, content_hash)
+                    resolution_changes, truncated, structure_error, phash, content_hash,
+                    item_stream)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,
-                    ?32, ?33, ?34, ?35)",
+                    ?32, ?33, ?34, ?35, ?36)",
             )?;
             let mut c_stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO curves(item_id, motion, cuts, frame_hashes, errors, frames)
@@ -161,6 +170,7 @@ impl Catalog {
                     m.structure_error,
                     m.phash.map(|h| h as i64),
                     m.content_hash,
+                    r.stream_index,
                 ])?;
                 let cuts = serde_json::to_string(&r.curves.cuts).unwrap_or_else(|_| "[]".into());
                 c_stmt.execute(params![

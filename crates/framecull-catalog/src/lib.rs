@@ -293,6 +293,20 @@ impl Catalog {
         Ok(())
     }
 
+    /// The video stream choice (`[video] stream`) the last finished scan probed with: a
+    /// scan with another reads every file again.
+    pub fn probed_stream_choice(&self) -> Result<framecull_model::StreamChoice> {
+        Ok(self
+            .meta("video_stream")?
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default())
+    }
+
+    pub fn set_probed_stream_choice(&self, choice: framecull_model::StreamChoice) -> Result<()> {
+        let text = serde_json::to_string(&choice).unwrap_or_default();
+        self.set_meta("video_stream", &text)
+    }
+
     /// The shard (`I/N`) this project holds, when it is a shard of a dataset.
     pub fn shard(&self) -> Result<Option<String>> {
         self.meta("shard")
@@ -405,9 +419,10 @@ impl Catalog {
                 "INSERT INTO items(path, kind, status, error, size_bytes, mtime_ns, fingerprint,
                     container, codec, profile, pix_fmt, width, height, rotation_deg, sar, fps,
                     fps_base, time_base, start_secs, duration_secs, frame_count, bit_rate,
-                    has_audio, exif_orientation, probed_at, scan_id, probe_version)
+                    has_audio, exif_orientation, probed_at, scan_id, probe_version, stream_index,
+                    color_space)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)
+                    ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)
                  ON CONFLICT(path) DO UPDATE SET kind = excluded.kind, status = excluded.status,
                     error = excluded.error, size_bytes = excluded.size_bytes,
                     mtime_ns = excluded.mtime_ns, fingerprint = excluded.fingerprint,
@@ -420,7 +435,8 @@ impl Catalog {
                     frame_count = excluded.frame_count, bit_rate = excluded.bit_rate,
                     has_audio = excluded.has_audio, exif_orientation = excluded.exif_orientation,
                     probed_at = excluded.probed_at, scan_id = excluded.scan_id,
-                    probe_version = excluded.probe_version",
+                    probe_version = excluded.probe_version,
+                    stream_index = excluded.stream_index, color_space = excluded.color_space",
             )?;
             for u in batch {
                 let i = &u.probe.info;
@@ -452,6 +468,8 @@ impl Catalog {
                     now,
                     scan_id,
                     probe_version,
+                    i.stream_index,
+                    i.color_space,
                 ])?;
             }
         }
@@ -546,13 +564,13 @@ impl Catalog {
                 "id, path, kind, status, error, size_bytes, mtime_ns, fingerprint, container,
                 codec, profile, pix_fmt, width, height, rotation_deg, sar, fps, fps_base,
                 time_base, start_secs, duration_secs, frame_count, bit_rate, has_audio,
-                exif_orientation"
+                exif_orientation, stream_index, color_space"
             }
             ItemFields::Brief => {
                 "id, path, kind, status, error, size_bytes, 0, fingerprint, NULL,
                 codec, NULL, NULL, width, height, rotation_deg, NULL, fps, NULL,
                 NULL, NULL, duration_secs, NULL, bit_rate, NULL,
-                exif_orientation"
+                exif_orientation, stream_index, NULL"
             }
         };
         let mut stmt = self.conn.prepare(&format!(
@@ -589,6 +607,8 @@ impl Catalog {
                     bit_rate: r.get(22)?,
                     has_audio: r.get(23)?,
                     exif_orientation: r.get(24)?,
+                    stream_index: r.get(25)?,
+                    color_space: r.get(26)?,
                 },
             })
         })?;

@@ -188,7 +188,12 @@ impl Project {
              # [rules] limits are off until set, e.g. min_width = 640, min_duration_secs = 0.5.\n\
              # [limits]: pictures larger than these (pixels) are not decoded but flagged\n\
              # too_large; raising them takes `framecull analyze`. max_memory_mib caps each\n\
-             # FFmpeg worker process (0: no cap).\n\n{body}"
+             # FFmpeg worker process (0: no cap).\n\
+             # [video] stream: which video stream of a file is read, \"best\" (FFmpeg's\n\
+             # choice, as ffmpeg, torchcodec and decord make it), \"first\" or a stream index;\n\
+             # the next scan reads every video again. color_matrix_guess: the YUV matrix of\n\
+             # a video that declares none, \"ffmpeg\" (BT.601, as swscale, PyAV and decord) or\n\
+             # \"by_size\" (BT.709 from 720 lines up); manifests record it per clip.\n\n{body}"
         );
         std::fs::create_dir_all(&self.dir)?;
         std::fs::write(path, text)

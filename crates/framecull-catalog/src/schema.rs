@@ -201,4 +201,12 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE other_files ADD COLUMN status TEXT NOT NULL DEFAULT 'not_media';  -- not_media | not_a_file
     "#,
+    // 9: the video stream read (its index among the file's streams), the one analysed, and
+    // the colour matrix the stream declares (FFmpeg's name; NULL: none declared, or probed
+    // before this).
+    r#"
+    ALTER TABLE items ADD COLUMN stream_index INTEGER;
+    ALTER TABLE items ADD COLUMN color_space TEXT;
+    ALTER TABLE metrics ADD COLUMN item_stream INTEGER;  -- the stream analysed (NULL: before 9)
+    "#,
 ];

@@ -29,10 +29,10 @@ use framecull_media::isolate::{
 };
 use framecull_media::reader::{ReadTimes, VideoReader};
 use framecull_media::source::Source;
-use framecull_model::{Ratio, SeekReference};
+use framecull_model::{Ratio, ReadAs, SeekReference, StreamChoice};
 
 /// Bump when a message changes: a worker of another protocol is not used.
-const PROTOCOL: u32 = 2;
+const PROTOCOL: u32 = 3;
 
 /// The name a worker greets with.
 const NAME: &str = "framecull_loader_worker";
@@ -54,7 +54,11 @@ enum Request {
         out_len: usize,
     },
     /// Open `source` for [`Pictures`] (in place of the one open before).
-    Open { source: SourceWire, threads: usize },
+    Open {
+        source: SourceWire,
+        threads: usize,
+        read: ReadAs,
+    },
     /// Frame `index` of the open file, as [`framecull_media::convert::fit_rgb`] makes it, into
     /// the shared memory.
     Picture {
@@ -142,6 +146,8 @@ struct ClipWire {
     frames: Option<(usize, usize)>,
     time_base: Option<Ratio>,
     reference: Option<SeekReference>,
+    stream: StreamChoice,
+    matrix: Option<Matrix>,
 }
 
 impl ClipWire {
@@ -161,6 +167,8 @@ impl ClipWire {
             frames: clip.frames,
             time_base: clip.time_base,
             reference: clip.reference.as_deref().cloned(),
+            stream: clip.stream,
+            matrix: clip.matrix,
         }
     }
 
@@ -181,6 +189,8 @@ impl ClipWire {
             frames: self.frames,
             time_base: self.time_base,
             reference: self.reference.map(Arc::new),
+            stream: self.stream,
+            matrix: self.matrix,
         })
     }
 }
@@ -581,15 +591,23 @@ pub fn serve() -> std::io::Result<()> {
                 }
             }
             (Ok(Request::Window { .. }), None) => Response::Failed("a window before set-up".into()),
-            (Ok(Request::Open { source, threads }), _) => {
+            (
+                Ok(Request::Open {
+                    source,
+                    threads,
+                    read,
+                }),
+                _,
+            ) => {
                 #[cfg(feature = "fault-injection")]
                 framecull_media::isolate::inject_fault(&source.name());
                 picture_reader = None;
                 match source
                     .into_source(&mut stores)
                     .map_err(|e| e.to_string())
-                    .and_then(|s| VideoReader::open_source(&s, threads).map_err(|e| e.to_string()))
-                {
+                    .and_then(|s| {
+                        VideoReader::open_as(&s, threads, read).map_err(|e| e.to_string())
+                    }) {
                     Ok(reader) => {
                         let opened = Response::Opened {
                             pts: reader.frame_pts().to_vec(),
@@ -675,6 +693,7 @@ fn read_picture(
 pub struct Pictures {
     source: Source,
     threads: usize,
+    read: ReadAs,
     timeline: framecull_model::FrameTimeline,
     remote: Option<PictureWorker>,
     here: Option<VideoReader>,
@@ -690,13 +709,19 @@ struct PictureWorker {
 
 impl PictureWorker {
     /// Start a worker and open `source` in it: the video's frame timestamps and time base.
-    fn open(&mut self, source: &Source, threads: usize) -> Result<(Vec<i64>, Ratio), Opening> {
+    fn open(
+        &mut self,
+        source: &Source,
+        threads: usize,
+        read: ReadAs,
+    ) -> Result<(Vec<i64>, Ratio), Opening> {
         self.worker = None;
         let wire = SourceWire::of(source);
         let mut worker = start_worker(&self.spec, &self.memory).map_err(Opening::NoWorker)?;
         let request = serde_json::to_string(&Request::Open {
             source: wire,
             threads,
+            read,
         })
         .map_err(|e| Opening::Failed(e.to_string()))?;
         let answer = worker
@@ -737,12 +762,18 @@ impl Pictures {
     /// Open `source` (`threads` decoder threads): in a worker process when a `framecull`
     /// binary is there to run.
     pub fn open(source: &Source, threads: usize) -> Result<Pictures, String> {
-        Pictures::open_where(source, threads, true)
+        Pictures::open_as(source, threads, ReadAs::default())
+    }
+
+    /// [`Pictures::open`], reading as `read` says: the stream the catalog recorded, and the
+    /// project's matrix guess.
+    pub fn open_as(source: &Source, threads: usize, read: ReadAs) -> Result<Pictures, String> {
+        Pictures::open_where(source, threads, read, true)
     }
 
     /// [`Pictures::open`], decoding in this process.
     pub fn open_here(source: &Source, threads: usize) -> Result<Pictures, String> {
-        Pictures::open_where(source, threads, false)
+        Pictures::open_where(source, threads, ReadAs::default(), false)
     }
 
     /// Whether the pictures come from a worker process.
@@ -750,7 +781,12 @@ impl Pictures {
         self.remote.is_some()
     }
 
-    fn open_where(source: &Source, threads: usize, isolate: bool) -> Result<Pictures, String> {
+    fn open_where(
+        source: &Source,
+        threads: usize,
+        read: ReadAs,
+        isolate: bool,
+    ) -> Result<Pictures, String> {
         let spec = if isolate {
             worker_exe().map(|exe| worker_spec(exe, worker_memory_mib()))
         } else {
@@ -759,6 +795,7 @@ impl Pictures {
         let mut pictures = Pictures {
             source: source.clone(),
             threads,
+            read,
             timeline: framecull_model::FrameTimeline {
                 pts: Vec::new(),
                 time_base: Ratio { num: 1, den: 1 },
@@ -775,7 +812,7 @@ impl Pictures {
                 worker: None,
                 memory,
             };
-            match remote.open(source, threads) {
+            match remote.open(source, threads, read) {
                 Ok((pts, time_base)) => {
                     pictures.timeline = framecull_model::FrameTimeline { pts, time_base };
                     pictures.remote = Some(remote);
@@ -787,7 +824,7 @@ impl Pictures {
                 }
             }
         }
-        let reader = VideoReader::open_source(source, threads).map_err(|e| e.to_string())?;
+        let reader = VideoReader::open_as(source, threads, read).map_err(|e| e.to_string())?;
         pictures.timeline = framecull_model::FrameTimeline {
             pts: reader.frame_pts().to_vec(),
             time_base: reader.time_base(),
@@ -825,7 +862,7 @@ impl Pictures {
             return Err("nothing is open".into());
         };
         if remote.worker.is_none() {
-            match remote.open(&self.source, self.threads) {
+            match remote.open(&self.source, self.threads, self.read) {
                 Ok(_) => {}
                 Err(Opening::Failed(e) | Opening::NoWorker(e)) => return Err(e),
             }

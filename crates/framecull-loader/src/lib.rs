@@ -34,7 +34,7 @@ pub use stream::{Delivered, EpochStream, Next, Share};
 
 use framecull_manifest::{self as manifest, ManifestRow};
 use framecull_media::source::Source;
-use framecull_model::{MediaKind, Ratio, SeekReference};
+use framecull_model::{Matrix, MediaKind, Ratio, SeekReference, StreamChoice};
 use framecull_storage::{Root, StorageError};
 
 /// How each window is cropped before resizing. Drawn once per window.
@@ -202,6 +202,10 @@ pub(crate) struct ClipSource {
     pub time_base: Option<Ratio>,
     /// What a decode from the start showed, to check seeks against.
     pub reference: Option<Arc<SeekReference>>,
+    /// The video stream to read: the one the manifest row names, else FFmpeg's best.
+    pub stream: StreamChoice,
+    /// The matrix the manifest row says its frames are converted with.
+    pub matrix: Option<Matrix>,
 }
 
 /// Stage timings and counts, summed over workers (seconds of work, not wall time, except

@@ -15,7 +15,7 @@ use framecull_manifest::ManifestRow;
 use framecull_media::decode::DecodeError;
 use framecull_media::reader::{Picture, ReadError, ReadTimes, VideoReader};
 use framecull_media::source::Source;
-use framecull_model::{MediaKind, Ratio};
+use framecull_model::{Matrix, MediaKind, Ratio, ReadAs, StreamChoice};
 use framecull_storage::{Root, StorageError};
 
 /// A row's check: the file to read, or why its clips are skipped.
@@ -174,6 +174,8 @@ pub(crate) fn clip_source(
             },
             time_base: row.time_base.as_deref().and_then(Ratio::parse),
             reference: None,
+            stream: StreamChoice::recorded(row.stream_index.and_then(|i| u32::try_from(i).ok())),
+            matrix: row.color_matrix.as_deref().and_then(Matrix::parse),
         },
         ClipExtent {
             frames,
@@ -385,7 +387,12 @@ impl Readers {
             let entry = self.open.remove(i);
             self.open.push(entry);
         } else {
-            let mut reader = VideoReader::open_source(&clip.source, self.threads)?;
+            let read = ReadAs {
+                stream: clip.stream,
+                ..ReadAs::default()
+            };
+            let mut reader = VideoReader::open_as(&clip.source, self.threads, read)?;
+            reader.set_matrix(clip.matrix);
             reader.set_zero_copy(true);
             if self.open.len() >= self.capacity {
                 self.open.remove(0);
@@ -747,6 +754,8 @@ mod tests {
             frames: None,
             time_base: None,
             reference: None,
+            stream: StreamChoice::Best,
+            matrix: None,
         }
     }
 

@@ -46,11 +46,18 @@ pub enum Next {
 }
 
 impl Loader {
-    /// Read `share` of `epoch` on a thread of its own that owns the loader. GPU batches are
-    /// read back to host memory there.
-    pub fn stream(mut self, epoch: u64, share: Share) -> Result<EpochStream, LoaderError> {
+    /// Read `share` of `epoch` on a thread of its own that owns the loader, leaving out the
+    /// share's first `skip` batches (an epoch resumed where a preempted run stopped). GPU
+    /// batches are read back to host memory there.
+    pub fn stream(
+        mut self,
+        epoch: u64,
+        share: Share,
+        skip: usize,
+    ) -> Result<EpochStream, LoaderError> {
         // Planned once: the count here, the batches on the thread.
-        let planned = self.plan_share(epoch, share);
+        let mut planned = self.plan_share(epoch, share);
+        planned.drain(..skip.min(planned.len()));
         let batches = planned.len();
         // One batch waits in the channel while the consumer holds the previous one.
         let (tx, rx) = sync_channel(1);

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use xxhash_rust::xxh3::Xxh3;
 
@@ -52,6 +53,23 @@ impl Drop for Staged {
 /// Export a new version. Files go to temporary names, are synced, then renamed; the
 /// metadata file is renamed last, so a crash leaves a whole version or none.
 pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta, ManifestError> {
+    export_until(catalog, options, &AtomicBool::new(false))
+}
+
+/// [`export`], given up with [`ManifestError::Stopped`] once `stop` is set (a signal): it is
+/// looked at between the steps (selection, each file), and nothing is published after it.
+pub fn export_until(
+    catalog: &Catalog,
+    options: &ExportOptions,
+    stop: &AtomicBool,
+) -> Result<VersionMeta, ManifestError> {
+    let check = || {
+        if stop.load(Ordering::SeqCst) {
+            Err(ManifestError::Stopped)
+        } else {
+            Ok(())
+        }
+    };
     if !valid_name(&options.name) {
         return Err(ManifestError::Invalid(format!(
             "manifest name {:?}: use letters, digits, '-', '_' and '.'",
@@ -70,9 +88,12 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
     let version = parent.map_or(1, |p| p + 1);
     let catalog_fingerprint = catalog.state_fingerprint()?;
     // The settings that produced the stored flags (defaults, and no flags, before the first
-    // derivation), not whatever framecull.toml says now.
-    let config = catalog.flags_config()?.unwrap_or_default();
+    // derivation), not whatever framecull.toml says now; but how the rows' videos are read,
+    // as the rows say it (`[video]` now).
+    let mut config = catalog.flags_config()?.unwrap_or_default();
+    config.video = crate::select::reading(catalog)?;
     let (rows, counts) = select_rows(catalog, options)?;
+    check()?;
     let stem = format!("v{version:04}");
     let mut files = BTreeMap::new();
     let mut file_hashes = BTreeMap::new();
@@ -91,8 +112,9 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
             Format::Jsonl => io::write_jsonl(out, &rows),
             Format::Csv => io::write_csv(out, &rows),
         })?;
+        staged.0.push((tmp.clone(), path));
+        check()?;
         file_hashes.insert(format.extension().to_string(), io::file_hash(&tmp)?);
-        staged.0.push((tmp, path));
         files.insert(format.extension().to_string(), file);
     }
     let references = seek_references(catalog, &rows)?;
@@ -143,6 +165,7 @@ pub fn export(catalog: &Catalog, options: &ExportOptions) -> Result<VersionMeta,
     })?;
     // The metadata last: a version is visible once it is.
     staged.0.push((meta_tmp, meta_path));
+    check()?;
     for (tmp, path) in &staged.0 {
         io::publish(tmp, path)?;
     }

@@ -97,6 +97,8 @@ pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
             i64_col("width", &|r| r.width),
             i64_col("height", &|r| r.height),
             i64_col("rotation_deg", &|r| r.rotation_deg),
+            i64_col("stream_index", &|r| r.stream_index),
+            str_col("color_matrix", &|r| r.color_matrix.as_deref()),
             str_col("label", &|r| r.label.as_deref()),
             list_col("tags", &|r| &r.tags),
             str_col("split", &|r| r.split.as_deref()),
@@ -165,6 +167,18 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
         f("sharpness")?,
     );
     let (tags, flags) = (l("tags")?, l("flags")?);
+    // Columns added after schema 1's first versions: absent in those, null in every row.
+    let absent = |name: &str| df.column(name).is_err();
+    let stream = if absent("stream_index") {
+        Int64Chunked::full_null("stream_index".into(), df.height())
+    } else {
+        i("stream_index")?
+    };
+    let matrix = if absent("color_matrix") {
+        StringChunked::full_null("color_matrix".into(), df.height())
+    } else {
+        s("color_matrix")?
+    };
     let owned = |v: Option<&str>| v.map(str::to_string);
     Ok((0..df.height())
         .map(|k| ManifestRow {
@@ -187,6 +201,8 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
             width: w.get(k),
             height: h.get(k),
             rotation_deg: rot.get(k),
+            stream_index: stream.get(k),
+            color_matrix: owned(matrix.get(k)),
             label: owned(label.get(k)),
             tags: tags[k].clone(),
             split: owned(split.get(k)),

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use export::{export, rows_hash};
+pub use export::{export, export_until, rows_hash};
 use framecull_analysis::filter::Filter;
 use framecull_analysis::flags::Config;
 use framecull_catalog::CatalogError;
@@ -53,6 +53,9 @@ pub enum ManifestError {
     Polars(#[from] polars::prelude::PolarsError),
     #[error("{0}")]
     Invalid(String),
+    /// Given up on request (a signal) before the version was published: none was.
+    #[error("export stopped before the version was written; nothing was published")]
+    Stopped,
 }
 
 impl ManifestError {
@@ -83,6 +86,11 @@ pub struct ManifestRow {
     pub width: Option<i64>,
     pub height: Option<i64>,
     pub rotation_deg: Option<i64>,
+    /// The container's index of the video stream the clip is read from (videos).
+    pub stream_index: Option<i64>,
+    /// The YUV-to-RGB matrix its frames are converted with: `bt601`, `bt709` or `bt2020`
+    /// (videos; the declared one, else `[video] color_matrix_guess`'s).
+    pub color_matrix: Option<String>,
     pub label: Option<String>,
     pub tags: Vec<String>,
     pub split: Option<String>,
@@ -111,6 +119,8 @@ impl ManifestRow {
         "width",
         "height",
         "rotation_deg",
+        "stream_index",
+        "color_matrix",
         "label",
         "tags",
         "split",

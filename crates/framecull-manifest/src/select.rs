@@ -9,10 +9,10 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::{Counts, ExportOptions, Include, ManifestError, ManifestRow};
 use framecull_analysis::filter::Filter;
-use framecull_catalog::Catalog;
+use framecull_catalog::{Catalog, Project};
 use framecull_model::{
-    Clip, Decision, DupInfo, Flag, Item, ItemId, ItemStatus, MediaInfo, MediaKind, Metrics, Review,
-    Severity,
+    Clip, Decision, DupInfo, Flag, Item, ItemId, ItemStatus, Matrix, MatrixGuess, MediaInfo,
+    MediaKind, Metrics, ReadAs, Review, Severity,
 };
 
 /// Build the rows an export would write (sorted by clip id) and the counts.
@@ -21,6 +21,7 @@ pub fn select_rows(
     options: &ExportOptions,
 ) -> Result<(Vec<ManifestRow>, Counts), ManifestError> {
     let tables = Tables::read(catalog)?;
+    let guess = reading(catalog)?.color_matrix_guess;
     let fingerprints: HashMap<ItemId, &str> = tables
         .items
         .iter()
@@ -52,7 +53,7 @@ pub fn select_rows(
         }
         let group_key = group_key(item, tables.dups.get(&item.id), &fingerprints);
         let metrics = tables.metrics.get(&item.id);
-        let base = base_row(item, &review, metrics, item_flags, group_key);
+        let base = base_row(item, &review, metrics, item_flags, group_key, guess);
         if item.kind == MediaKind::Image {
             rows.push(image_row(base));
         } else {
@@ -135,6 +136,15 @@ fn exclusion(item: &Item, decision: Decision, flags: &[Flag], include: Include) 
     }
 }
 
+/// How the project reads its videos now (`[video]` of `framecull.toml`): the rows' colour
+/// matrices follow its guess. (The streams are those the last scan read.)
+pub(crate) fn reading(catalog: &Catalog) -> Result<ReadAs, ManifestError> {
+    Project::at(catalog.project_dir())
+        .config()
+        .map(|c| c.video)
+        .map_err(|e| ManifestError::Invalid(e.to_string()))
+}
+
 /// The key that keeps related clips in one split: the fingerprint of the file's duplicate
 /// group (its smallest item id's), else the file's own.
 fn group_key(item: &Item, dup: Option<&DupInfo>, fingerprints: &HashMap<ItemId, &str>) -> String {
@@ -155,6 +165,7 @@ fn base_row(
     m: Option<&Metrics>,
     item_flags: &[Flag],
     group_key: String,
+    guess: MatrixGuess,
 ) -> ManifestRow {
     let info = &item.info;
     ManifestRow {
@@ -177,6 +188,15 @@ fn base_row(
             .rotation_deg
             .map(i64::from)
             .filter(|_| item.kind == MediaKind::Video),
+        stream_index: info
+            .stream_index
+            .map(i64::from)
+            .filter(|_| item.kind == MediaKind::Video),
+        color_matrix: (item.kind == MediaKind::Video).then(|| {
+            Matrix::of_stream(info.color_space.as_deref(), info.height.unwrap_or(0), guess)
+                .as_str()
+                .to_string()
+        }),
         label: None,
         tags: review.tags.clone(),
         split: None,
@@ -234,12 +254,24 @@ fn whole_video_row(base: ManifestRow, info: &MediaInfo, m: Option<&Metrics>) -> 
         .map(|m| m.decoded_frames as i64)
         .filter(|f| *f > 0)
         .or(info.frame_count);
-    let duration = m
-        .and_then(|m| m.decoded_duration_secs)
+    let decoded = m.and_then(|m| m.decoded_duration_secs);
+    let duration = decoded
         .or(info.duration_secs)
         .or_else(|| Some(frames? as f64 / info.fps.filter(|f| *f > 0.0)?))
         .unwrap_or(0.0);
-    let frames = frames.or_else(|| info.fps.map(|f| (f * duration).round() as i64));
+    // A declared duration may end where the last frame starts, or a rounding before it
+    // (Matroska muxers that write the last timestamp, in milliseconds: 9.966 s for 300
+    // frames at 30 fps whose last starts at 9.967 s): the whole video reaches half a frame
+    // further, so its last frame is in it (no frame starts after a file's end), and a count
+    // made from it is of the frames that start before that end: one too many where the
+    // duration ends with the last frame, which the loader finds and leaves out, rather than
+    // one too few, which it would never read.
+    let fps = info.fps.filter(|f| *f > 0.0);
+    let duration = match (decoded, fps) {
+        (None, Some(fps)) => duration + 0.5 / fps,
+        _ => duration,
+    };
+    let frames = frames.or_else(|| fps.map(|f| (f * duration - 1e-6).ceil().max(1.0) as i64));
     let (start_pts, end_pts) = match info.time_base {
         Some(tb) => {
             let per_sec = f64::from(tb.den) / f64::from(tb.num);

@@ -15,7 +15,7 @@ use ffmpeg_next as ff;
 use crate::downscale::YuvBox;
 use crate::ffmpeg_log;
 use crate::source::{Opened, Source};
-use framecull_model::{FrameView, Ratio};
+use framecull_model::{FrameView, Ratio, StreamChoice};
 
 #[derive(Debug, Clone)]
 pub struct DecodeOptions {
@@ -30,6 +30,8 @@ pub struct DecodeOptions {
     pub fast: bool,
     /// Stop (and report `timed_out`) after this instant.
     pub deadline: Option<Instant>,
+    /// The video stream decoded (the catalog's record of the probe's choice).
+    pub stream: StreamChoice,
 }
 
 impl Default for DecodeOptions {
@@ -40,6 +42,7 @@ impl Default for DecodeOptions {
             threads: 1,
             fast: true,
             deadline: None,
+            stream: StreamChoice::Best,
         }
     }
 }
@@ -97,7 +100,7 @@ pub enum DecodeError {
     Setup(String),
 }
 
-/// Decode every frame of the first video stream of `path`, calling `on_frame` with a small
+/// Decode every frame of the video stream `options.stream` of `source`, calling `on_frame` with a small
 /// RGB copy of each. `on_frame` returns `false` to stop early. `lowres` (0-3) asks decoders
 /// that support it (JPEG) to decode at 1/2^lowres size directly.
 pub fn decode_frames(
@@ -121,7 +124,7 @@ pub fn decode_frames(
                 None => e.to_string(),
             })
         })?;
-    let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
+    let stream = video_stream(&input, options.stream).ok_or(DecodeError::NoVideo)?;
     let index = stream.index();
     let tb = stream.time_base();
     let mut report = DecodeReport {
@@ -372,27 +375,44 @@ fn fit(w: u32, h: u32, max_w: u32, max_h: u32) -> (u32, u32) {
     (even(f64::from(w) * scale), even(f64::from(h) * scale))
 }
 
-/// The first video stream that is not an attached picture (cover art).
-pub(crate) fn first_video_stream(
+/// The video stream `choice` names ([`StreamChoice`]): FFmpeg's best by default.
+pub(crate) fn video_stream(
     input: &ff::format::context::Input,
+    choice: StreamChoice,
 ) -> Option<ff::format::stream::Stream<'_>> {
-    input.streams().find(|s| {
-        s.parameters().medium() == Medium::Video
-            && !s.disposition().contains(Disposition::ATTACHED_PIC)
-    })
+    let is_video = |s: &ff::format::stream::Stream| s.parameters().medium() == Medium::Video;
+    let is_cover =
+        |s: &ff::format::stream::Stream| s.disposition().contains(Disposition::ATTACHED_PIC);
+    let first = || input.streams().find(|s| is_video(s) && !is_cover(s));
+    match choice {
+        StreamChoice::Index(i) => input
+            .stream(i as usize)
+            .filter(|s| is_video(s))
+            .or_else(|| video_stream(input, StreamChoice::Best)),
+        StreamChoice::First => first().or_else(|| input.streams().find(|s| is_video(s))),
+        // av_find_best_stream ranks cover art by the same rules; a file with a video besides
+        // it is read from the video.
+        StreamChoice::Best => match input.streams().best(ff::media::Type::Video) {
+            Some(best) if is_cover(&best) => first().or(Some(best)),
+            best => best,
+        },
+    }
 }
 
-/// Timestamps of every frame of the first video stream of a file or an object in display
+/// Timestamps of every frame of a file's or an object's video stream (`stream`) in display
 /// order, read from the packets (no decoding), with the stream's time base: the same frames, and the same
 /// indices, as the loader's reader ([`FrameIndex`](crate::frames::FrameIndex)).
 /// Frame `i` is shown from `pts[i]` until `pts[i + 1]`.
-pub fn frame_timestamps(source: &Source) -> Result<(Vec<i64>, Ratio), DecodeError> {
+pub fn frame_timestamps(
+    source: &Source,
+    stream: StreamChoice,
+) -> Result<(Vec<i64>, Ratio), DecodeError> {
     ffmpeg_log::init();
     let mut input = source
         .open()
         .input(|| false)
         .map_err(|e| DecodeError::Open(e.to_string()))?;
-    let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
+    let stream = video_stream(&input, stream).ok_or(DecodeError::NoVideo)?;
     let index = stream.index();
     let tb = stream.time_base();
     let time_base = Ratio::new(tb.numerator(), tb.denominator())

@@ -17,9 +17,10 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use memmap2::MmapMut;
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,8 @@ use framecull_storage::{CachedObject, Object, Remote, RequestCounts, Root, Stora
 
 /// Lines of the child's stderr kept to explain its end.
 const STDERR_TAIL: usize = 20;
+/// How often [`Worker::call_until`] looks at its stop flag.
+pub const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// Why a request got no answer. The child is gone after any of these.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,6 +49,9 @@ pub enum Failure {
     Exited { code: i32, stderr: String },
     #[error("cannot talk to the worker process: {0}")]
     Io(String),
+    /// The caller asked to stop ([`Worker::call_until`]); the work was abandoned.
+    #[error("stopped before the worker answered")]
+    Stopped,
 }
 
 fn tail_suffix(stderr: &str) -> String {
@@ -233,27 +239,64 @@ impl Worker {
     /// Send one request line and wait up to `timeout` for the answer line. On a failure the
     /// child has ended (or is killed here) and this worker must not be used again.
     pub fn call(&mut self, request: &str, timeout: Duration) -> Result<String, Failure> {
+        self.send(request)?;
+        self.receive(timeout)
+    }
+
+    /// [`Worker::call`], abandoning the request when `stop` is set: the child is killed at
+    /// once (within [`STOP_POLL`]) and the answer is [`Failure::Stopped`]. A long command
+    /// stopped by a signal does not wait for the file in flight.
+    pub fn call_until(
+        &mut self,
+        request: &str,
+        timeout: Duration,
+        stop: &AtomicBool,
+    ) -> Result<String, Failure> {
+        self.send(request)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                self.kill();
+                return Err(Failure::Stopped);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.kill();
+                return Err(Failure::TimedOut { after: timeout });
+            }
+            if let Some(line) = self.next_line(left.min(STOP_POLL))? {
+                return Ok(line);
+            }
+        }
+    }
+
+    fn send(&mut self, request: &str) -> Result<(), Failure> {
         debug_assert!(!request.contains('\n'));
         let sent = self
             .stdin
             .write_all(request.as_bytes())
             .and_then(|()| self.stdin.write_all(b"\n"))
             .and_then(|()| self.stdin.flush());
-        if sent.is_err() {
-            return Err(self.ended());
-        }
-        self.receive(timeout)
+        sent.map_err(|_| self.ended())
     }
 
     /// Wait up to `timeout` for the next line the child writes (its greeting, say).
     pub fn receive(&mut self, timeout: Duration) -> Result<String, Failure> {
-        match self.lines.recv_timeout(timeout) {
-            Ok(Ok(line)) => Ok(line),
-            Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => Err(self.ended()),
-            Err(RecvTimeoutError::Timeout) => {
+        match self.next_line(timeout)? {
+            Some(line) => Ok(line),
+            None => {
                 self.kill();
                 Err(Failure::TimedOut { after: timeout })
             }
+        }
+    }
+
+    /// The next line, or `None` when none came within `timeout` (the child runs on).
+    fn next_line(&mut self, timeout: Duration) -> Result<Option<String>, Failure> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(Ok(line)) => Ok(Some(line)),
+            Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => Err(self.ended()),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
         }
     }
 

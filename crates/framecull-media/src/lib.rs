@@ -31,7 +31,7 @@ pub use sniff::{
 pub use source::{Opened, Source};
 pub use video_probe::MISSING_DECODER;
 
-use framecull_model::{ItemStatus, MediaKind, Probe};
+use framecull_model::{ItemStatus, MediaKind, Probe, StreamChoice};
 
 /// The FFmpeg libraries' version, as FFmpeg reports it (e.g. `5.1.6-0+deb12u1`).
 pub fn ffmpeg_version() -> String {
@@ -142,14 +142,14 @@ pub fn probe_file(path: &Path, budget: Duration) -> Probe {
 /// image headers, and whatever more FFmpeg reads of a video's headers.
 pub fn probe(source: &Opened, budget: Duration) -> Probe {
     probe_with(source, budget, &mut |deadline| {
-        probe_with_ffmpeg(source, deadline)
+        probe_with_ffmpeg(source, deadline, StreamChoice::Best)
     })
 }
 
 /// FFmpeg's probe of a file's container and streams (videos, and what our signatures and
-/// header readers do not know), stopping at `deadline`.
-pub fn probe_with_ffmpeg(source: &Opened, deadline: Instant) -> Probe {
-    video_probe::probe_video(source, deadline)
+/// header readers do not know), stopping at `deadline`, of the video stream `stream` chooses.
+pub fn probe_with_ffmpeg(source: &Opened, deadline: Instant, stream: StreamChoice) -> Probe {
+    video_probe::probe_video(source, deadline, stream)
 }
 
 /// [`probe`] with FFmpeg's part done by `ffmpeg` (given the deadline), e.g. in a worker

@@ -120,26 +120,7 @@ pub enum FrameFormat {
     Rgb,
 }
 
-/// YUV -> RGB matrix (ignored for RGB frames).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Matrix {
-    Bt601,
-    Bt709,
-    /// BT.2020 non-constant luminance (HDR10, HLG and most 10-bit UHD video). FFmpeg converts
-    /// constant-luminance BT.2020 with the same matrix, and so does the loader.
-    Bt2020,
-}
-
-impl Matrix {
-    /// (Kr, Kb).
-    pub fn coefficients(self) -> (f32, f32) {
-        match self {
-            Matrix::Bt601 => (0.299, 0.114),
-            Matrix::Bt709 => (0.2126, 0.0722),
-            Matrix::Bt2020 => (0.2627, 0.0593),
-        }
-    }
-}
+pub use framecull_model::Matrix;
 
 /// Sample range (ignored for RGB frames).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -12,11 +12,12 @@ use ff::format::Pixel;
 use ff::software::scaling;
 use ffmpeg_next as ff;
 
-use crate::decode::{DecodeError, first_video_stream};
+use crate::decode::{DecodeError, video_stream};
 use crate::ffmpeg_log;
 use crate::frames::{FrameIndex, Identity, SeekPoint, content_hash, is_damaged, stream_frame_step};
 use crate::picture::Matrix;
 use crate::source::{Opened, Source};
+use framecull_model::{MatrixGuess, ReadAs};
 use framecull_model::{Ratio, SeekReference};
 use seek::{Attempt, Check, Seen, Start, start_plan};
 
@@ -28,8 +29,8 @@ pub struct Picture {
     pub height: u32,
     /// `true`: YUV 4:2:0 planes; `false`: RGB, 3 bytes per pixel.
     pub yuv420: bool,
-    /// The YUV matrix the stream declares (BT.601, BT.709 or BT.2020). Unspecified streams:
-    /// BT.709 from 720 lines up, else BT.601.
+    /// The YUV matrix the stream declares (BT.601, BT.709 or BT.2020); for one that declares
+    /// none, the reader's guess ([`VideoReader::open_as`]: BT.601 unless set).
     pub matrix: Matrix,
     /// Full-range samples (JPEG), else limited (16..235).
     pub full_range: bool,
@@ -171,6 +172,10 @@ pub struct VideoReader {
     pub spare: Vec<Vec<u8>>,
     /// Hand 8-bit 4:2:0 pictures out as references to the decoder's buffers.
     zero_copy: bool,
+    /// The matrix of pictures that declare none.
+    matrix_guess: MatrixGuess,
+    /// The matrix of every picture, whatever it declares ([`VideoReader::set_matrix`]).
+    matrix: Option<Matrix>,
 }
 
 /// How one attempt ended.
@@ -192,13 +197,23 @@ impl VideoReader {
     /// requests (FFmpeg over [`Opened::input`]); everything after the open is the same for
     /// both.
     pub fn open_source(source: &Source, threads: usize) -> Result<VideoReader, DecodeError> {
+        VideoReader::open_as(source, threads, ReadAs::default())
+    }
+
+    /// [`VideoReader::open_source`], reading the stream `read.stream` and converting pictures
+    /// that declare no matrix by `read.color_matrix_guess`.
+    pub fn open_as(
+        source: &Source,
+        threads: usize,
+        read: ReadAs,
+    ) -> Result<VideoReader, DecodeError> {
         ffmpeg_log::init();
         ffmpeg_log::clear_last_error();
         // One cache of fetched ranges for every open of this source: reopening at the start
         // (below, and after a failed seek) finds the header already fetched.
         let opened = source.open_streaming();
         let mut input = open_input(&opened)?;
-        let stream = first_video_stream(&input).ok_or(DecodeError::NoVideo)?;
+        let stream = video_stream(&input, read.stream).ok_or(DecodeError::NoVideo)?;
         let stream_index = stream.index();
         let tb = stream.time_base();
         let time_base = Ratio::new(tb.numerator(), tb.denominator())
@@ -226,7 +241,15 @@ impl VideoReader {
             converted: None,
             spare: Vec::new(),
             zero_copy: false,
+            matrix_guess: read.color_matrix_guess,
+            matrix: None,
         })
+    }
+
+    /// Convert every picture with `matrix` (the one a manifest recorded its clip read with),
+    /// or, with `None`, with the one it declares, else the guess.
+    pub fn set_matrix(&mut self, matrix: Option<Matrix>) {
+        self.matrix = matrix;
     }
 
     pub fn time_base(&self) -> Ratio {
@@ -544,15 +567,9 @@ impl VideoReader {
         let (w, h, format) = (frame.width(), frame.height(), frame.format());
         let full_range = matches!(format, Pixel::YUVJ420P | Pixel::YUVJ422P | Pixel::YUVJ444P)
             || frame.color_range() == ff::color::Range::JPEG;
-        let matrix = match frame.color_space() {
-            ff::color::Space::BT709 => Matrix::Bt709,
-            ff::color::Space::BT470BG | ff::color::Space::SMPTE170M | ff::color::Space::FCC => {
-                Matrix::Bt601
-            }
-            ff::color::Space::BT2020NCL | ff::color::Space::BT2020CL => Matrix::Bt2020,
-            _ if h >= 720 => Matrix::Bt709,
-            _ => Matrix::Bt601,
-        };
+        let matrix = self
+            .matrix
+            .unwrap_or_else(|| Matrix::of_stream(frame.color_space().name(), h, self.matrix_guess));
         // 4:2:0 at 8 bits is copied (or, with zero copy, referenced); at 10 and 12 bits
         // (HEVC, VP9, AV1) rounded to 8 bits here, plane by plane: faster than swscale, and
         // exact (no dithering).

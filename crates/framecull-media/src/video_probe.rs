@@ -10,11 +10,12 @@ use ffmpeg_next as ff;
 
 use crate::ffmpeg_log;
 use crate::source::Opened;
-use framecull_model::{ItemStatus, MediaInfo, MediaKind, Probe, Ratio};
+use framecull_model::{ItemStatus, MediaInfo, MediaKind, Probe, Ratio, StreamChoice};
 
-/// Probe a file with libavformat. `deadline` bounds the time spent in FFmpeg's I/O and
-/// stream analysis, so a pathological file cannot hang the caller.
-pub fn probe_video(source: &Opened, deadline: Instant) -> Probe {
+/// Probe a file with libavformat: the video stream `stream` chooses, whose index the probe
+/// records. `deadline` bounds the time spent in FFmpeg's I/O and stream analysis, so a
+/// pathological file cannot hang the caller.
+pub fn probe_video(source: &Opened, deadline: Instant, stream: StreamChoice) -> Probe {
     ffmpeg_log::init();
     ffmpeg_log::clear_last_error();
     let mut input = match open_for_probe(source, deadline) {
@@ -41,7 +42,7 @@ pub fn probe_video(source: &Opened, deadline: Instant) -> Probe {
             return Probe::failed(MediaKind::Video, status, reason);
         }
     };
-    let mut probe = describe(&input);
+    let mut probe = describe(&input, stream);
     count_frames_without_duration(&mut input, &mut probe, deadline);
     probe
 }
@@ -150,7 +151,8 @@ fn count_frames_without_duration(
     {
         return;
     }
-    let Some((index, tb, step)) = crate::decode::first_video_stream(input).and_then(|s| {
+    let chosen = StreamChoice::Index(info.stream_index.unwrap_or_default());
+    let Some((index, tb, step)) = crate::decode::video_stream(input, chosen).and_then(|s| {
         let tb = s.time_base();
         let time_base = Ratio::new(tb.numerator(), tb.denominator())?;
         Some((
@@ -173,16 +175,14 @@ fn count_frames_without_duration(
     }
 }
 
-fn describe(input: &ff::format::context::Input) -> Probe {
+fn describe(input: &ff::format::context::Input, choice: StreamChoice) -> Probe {
     let container = input.format().name().to_string();
     let has_audio = input
         .streams()
         .any(|s| s.parameters().medium() == Medium::Audio);
     let is_attached =
         |s: &ff::format::stream::Stream| s.disposition().contains(Disposition::ATTACHED_PIC);
-    let Some(stream) = input
-        .streams()
-        .find(|s| s.parameters().medium() == Medium::Video && !is_attached(s))
+    let Some(stream) = crate::decode::video_stream(input, choice).filter(|s| !is_attached(s))
     else {
         let cover = input
             .streams()
@@ -257,6 +257,11 @@ fn describe(input: &ff::format::context::Input) -> Probe {
         bit_rate,
         has_audio: Some(has_audio),
         exif_orientation: None,
+        stream_index: u32::try_from(stream.index()).ok(),
+        color_space: Some(par.color_space)
+            .filter(|c| *c != ffi::AVColorSpace::AVCOL_SPC_UNSPECIFIED)
+            .and_then(|c| ff::color::Space::from(c).name())
+            .map(str::to_string),
     };
     // Single-picture demuxers (`png_pipe`, `image2`, ...) mean an image FFmpeg can read.
     let kind = if container.ends_with("_pipe") || container == "image2" {

@@ -107,6 +107,13 @@ pub struct MediaInfo {
     pub has_audio: Option<bool>,
     /// Raw EXIF orientation tag (1..=8; other values are reported as found).
     pub exif_orientation: Option<u16>,
+    /// The index, among the file's streams, of the video stream read: the one FFmpeg picks
+    /// (`av_find_best_stream`, as `ffmpeg`, torchcodec and decord do) unless `framecull.toml`
+    /// says otherwise. The analysis, the player and the loader read that stream.
+    pub stream_index: Option<u32>,
+    /// The colour matrix the stream declares, by FFmpeg's name (`bt709`, `smpte170m`,
+    /// `bt2020nc`, ...); `None` when it declares none.
+    pub color_space: Option<String>,
 }
 
 /// What probing one file produced.

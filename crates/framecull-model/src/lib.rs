@@ -1,6 +1,8 @@
 //! Shared types used by every layer. Plain data, in one file per seam; everything is
 //! re-exported here, so `crate::X` names each type.
 //!
+//! - `reading`: how a video is read: [`StreamChoice`], the stream, and [`Matrix`] and
+//!   [`MatrixGuess`], the YUV matrix;
 //! - `item`: ids, [`MediaKind`], [`ItemStatus`], [`MediaInfo`], [`Probe`], [`Item`];
 //! - `metrics`: [`Metrics`], [`Curves`], [`Flag`] and its [`Severity`] and [`FlagSource`],
 //!   [`DupInfo`];
@@ -24,6 +26,7 @@ mod item;
 mod measure;
 mod metrics;
 mod names;
+mod reading;
 mod review;
 mod units;
 
@@ -37,6 +40,7 @@ pub use item::{
 pub use measure::{Measure, Measured};
 pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
 pub use names::{local_path, path_as_text, path_bytes, path_of_text, path_text, text_of_path};
+pub use reading::{Matrix, MatrixGuess, ReadAs, StreamChoice};
 pub use review::{Clip, ClipOrigin, Decision, Edit, Review};
 pub use units::{
     Ratio, count, human_bit_rate, human_bytes, human_duration, human_number, noun_for,

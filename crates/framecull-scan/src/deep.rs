@@ -18,7 +18,9 @@ use framecull_analysis::video::{FLAT_STD, VideoAnalyzer};
 use framecull_catalog::{AnalysisResult, AnalysisTodo, Catalog};
 use framecull_media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
 use framecull_media::{Opened, Source};
-use framecull_model::{Curves, FrameRecord, FrameTable, ItemStatus, MediaKind, Metrics};
+use framecull_model::{
+    Curves, FrameRecord, FrameTable, ItemStatus, MediaKind, Metrics, StreamChoice,
+};
 use framecull_storage::Root;
 
 /// Bump when an analysis changes what it stores: older results are recomputed (3: the
@@ -80,7 +82,7 @@ pub fn analyze(
     let mut todo = catalog.analysis_todo(ANALYSIS_VERSION)?;
     // Pictures over the project's limits are not decoded (their flag says so); they stay to
     // do, so raising the limit analyses them.
-    let limits = super::project_limits(catalog)?;
+    let limits = super::project_config(catalog)?.limits;
     let workers = if options.isolate {
         super::worker::spec(limits.memory_bytes())
     } else {
@@ -135,7 +137,11 @@ pub fn analyze(
                                     break;
                                 }
                                 let item = &todo[item_index];
-                                let result = analyse_guarded(&mut analyst, root, item, options);
+                                let Some(result) =
+                                    analyse_guarded(&mut analyst, root, item, options, cancel)
+                                else {
+                                    break;
+                                };
                                 // A network or permission failure is not this file's: the
                                 // file is left to do and the analysis stops.
                                 if root.as_remote().is_some_and(|r| r.failure().is_some())
@@ -209,15 +215,17 @@ fn analyse_guarded(
     root: &Root,
     item: &AnalysisTodo,
     options: &AnalyzeOptions,
-) -> AnalysisResult {
-    let (metrics, curves) = analyst.analyse(root, item, options);
-    AnalysisResult {
+    stop: &AtomicBool,
+) -> Option<AnalysisResult> {
+    let (metrics, curves) = analyst.analyse(root, item, options, stop)?;
+    Some(AnalysisResult {
         id: item.id,
         size_bytes: item.size_bytes,
         mtime_ns: item.mtime_ns,
+        stream_index: item.stream_index,
         metrics,
         curves,
-    }
+    })
 }
 
 /// Analyse one file: content hash, structure (images), then one decode pass.
@@ -291,6 +299,7 @@ fn analyse_video(
     let options = DecodeOptions {
         deadline: Some(deadline),
         fast: false,
+        stream: StreamChoice::recorded(item.stream_index),
         ..DecodeOptions::default()
     };
     let mut table = FrameTable::default();

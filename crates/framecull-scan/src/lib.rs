@@ -26,11 +26,12 @@ use shard::ShardSpec;
 
 use framecull_catalog::{Catalog, CatalogError, ConfigError, ItemUpdate, ScanCounts};
 use framecull_media::{self as media, Source};
-use framecull_model::{ItemStatus, MediaKind, OtherStatus, Probe};
+use framecull_model::{ItemStatus, MediaKind, OtherStatus, Probe, StreamChoice};
 use framecull_storage::{Root, StorageError};
 
-/// Bump when probing reads files differently: the next scan re-probes every file.
-pub const PROBE_VERSION: u32 = 2;
+/// Bump when probing reads files differently: the next scan re-probes every file. 3: the
+/// video stream is the one FFmpeg picks, recorded with the colour matrix it declares.
+pub const PROBE_VERSION: u32 = 3;
 
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
@@ -177,6 +178,10 @@ pub fn scan(
         Root::Remote(remote) => list_where(remote, &in_shard)?,
     };
     let known = catalog.known_files()?;
+    let config = project_config(catalog)?;
+    // Another `[video] stream` choice: every file is probed again (a video's stream may be
+    // another one now, and its analysis with it).
+    let restream = catalog.probed_stream_choice()? != config.video.stream;
 
     let mut counts = ScanCounts {
         seen: walked.files.len() as u64,
@@ -189,7 +194,8 @@ pub fn scan(
         .filter(|f| match known.get(&f.rel_path) {
             Some(k) => {
                 // Metadata read by an older probe is read again.
-                k.probe_version != PROBE_VERSION
+                restream
+                    || k.probe_version != PROBE_VERSION
                     || k.status == ItemStatus::Missing
                     || k.size_bytes != f.size_bytes
                     || match &f.fingerprint {
@@ -209,7 +215,9 @@ pub fn scan(
         unchanged: counts.unchanged,
     });
 
-    let probed = probe_and_store(catalog, scan_id, &to_probe, options, cancel, on_event)?;
+    let probed = probe_and_store(
+        catalog, scan_id, &to_probe, options, &config, cancel, on_event,
+    )?;
     if let Some(e) = root.as_remote().and_then(|r| r.failure()) {
         return Err(ScanError::Storage(e));
     }
@@ -237,6 +245,9 @@ pub fn scan(
         catalog.mark_missing(&gone)?;
         counts.missing = gone.len() as u64;
         catalog.replace_other_files(&walked.others)?;
+        if restream {
+            catalog.set_probed_stream_choice(config.video.stream)?;
+        }
     }
     let problem_files = catalog.count_problems()?;
     counts.problems = problem_files;
@@ -289,14 +300,12 @@ pub fn missing_decoders(unsupported: &[(String, String)]) -> Vec<String> {
         .collect()
 }
 
-/// The project's `[limits]` (the defaults when it has no framecull.toml; an error naming the
+/// The project's settings (the defaults when it has no framecull.toml; an error naming the
 /// file and line when it does not parse).
-pub(crate) fn project_limits(
+pub(crate) fn project_config(
     catalog: &Catalog,
-) -> Result<framecull_analysis::flags::Limits, ConfigError> {
-    Ok(framecull_catalog::Project::at(catalog.project_dir())
-        .config()?
-        .limits)
+) -> Result<framecull_analysis::flags::Config, ConfigError> {
+    framecull_catalog::Project::at(catalog.project_dir()).config()
 }
 
 /// Probe files on a rayon pool and store them from this thread in batched transactions.
@@ -306,6 +315,7 @@ fn probe_and_store(
     scan_id: i64,
     files: &[&FoundFile],
     options: &ScanOptions,
+    config: &framecull_analysis::flags::Config,
     cancel: &AtomicBool,
     on_event: &mut dyn FnMut(ScanEvent),
 ) -> Result<u64, ScanError> {
@@ -330,9 +340,8 @@ fn probe_and_store(
     let budget = options.file_budget;
     let flush_every = Duration::from_millis(250);
     // Worker processes for FFmpeg's probes, taken by whichever thread probes next.
-    let limits = project_limits(catalog)?;
     let spec = if options.isolate {
-        worker::spec(limits.memory_bytes())
+        worker::spec(config.limits.memory_bytes())
     } else {
         None
     };
@@ -351,7 +360,7 @@ fn probe_and_store(
                         if cancel.load(Ordering::SeqCst) || storage_failed.load(Ordering::SeqCst) {
                             return;
                         }
-                        let update = probe_one(f, budget, workers);
+                        let update = probe_one(f, budget, config.video.stream, workers);
                         if f.source.storage_failure().is_some() {
                             storage_failed.store(true, Ordering::SeqCst);
                             return;
@@ -440,7 +449,12 @@ pub(crate) fn store_in_batches<T, E>(
 }
 
 /// Probe one file; a panic inside FFmpeg glue or a header parser becomes an error row.
-fn probe_one(f: &FoundFile, budget: Duration, workers: &worker::WorkerPool) -> ItemUpdate {
+fn probe_one(
+    f: &FoundFile,
+    budget: Duration,
+    stream: StreamChoice,
+    workers: &worker::WorkerPool,
+) -> ItemUpdate {
     let opened = f.source.open();
     let probe = catch_unwind(AssertUnwindSafe(|| {
         media::probe_with(&opened, budget, &mut |deadline| {
@@ -448,7 +462,7 @@ fn probe_one(f: &FoundFile, budget: Duration, workers: &worker::WorkerPool) -> I
             let asked = Instant::now();
             workers.with(|slot| {
                 let left = deadline.saturating_duration_since(asked);
-                slot.probe(&opened, Instant::now() + left)
+                slot.probe(&opened, Instant::now() + left, stream)
             })
         })
     }))

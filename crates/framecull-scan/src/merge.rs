@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use xxhash_rust::xxh3::Xxh3;
@@ -37,6 +38,12 @@ pub enum MergeError {
     BadShard { dir: PathBuf, reason: String },
     #[error("shards do not belong together: {0}")]
     Inconsistent(String),
+    /// Given up on request (a signal) between two shards: the shards merged so far are
+    /// recorded, and the rerun merges the rest.
+    #[error(
+        "merge stopped after {merged} of {total} shards; run the same command again to merge the rest"
+    )]
+    Stopped { merged: u64, total: u64 },
 }
 
 /// Progress of a merge.
@@ -202,6 +209,19 @@ pub fn merge(
     shard_dirs: &[PathBuf],
     on_event: &mut dyn FnMut(MergeEvent),
 ) -> Result<(Catalog, MergeSummary), MergeError> {
+    merge_until(out, shard_dirs, &AtomicBool::new(false), on_event)
+}
+
+/// [`merge`], given up with [`MergeError::Stopped`] between two shards once `stop` is set (a
+/// signal). Each shard's copy is one transaction, so what is merged is whole; the secondary
+/// indexes a bulk merge set aside are made again by the rerun, not now (on a large catalog
+/// that takes longer than a scheduler's grace period).
+pub fn merge_until(
+    out: &Project,
+    shard_dirs: &[PathBuf],
+    stop: &AtomicBool,
+    on_event: &mut dyn FnMut(MergeEvent),
+) -> Result<(Catalog, MergeSummary), MergeError> {
     let started = Instant::now();
     if shard_dirs.is_empty() {
         return Err(MergeError::NoShards);
@@ -234,6 +254,12 @@ pub fn merge(
         catalog.begin_bulk_merges()?;
     }
     for (n, s) in shards.iter().enumerate() {
+        if stop.load(Ordering::SeqCst) {
+            return Err(MergeError::Stopped {
+                merged: n as u64,
+                total,
+            });
+        }
         let up_to_date = merged_before.get(&s.marker.index) == Some(&s.stamp);
         if up_to_date {
             summary.up_to_date += 1;

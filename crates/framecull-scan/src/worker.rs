@@ -13,6 +13,7 @@
 use std::io::{BufRead, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -22,13 +23,13 @@ use framecull_analysis::cuts::CutOptions;
 use framecull_catalog::AnalysisTodo;
 use framecull_media::Opened;
 use framecull_media::isolate::{
-    Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, greeting, worker_exe,
+    Failure, Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, greeting, worker_exe,
 };
-use framecull_model::{Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe};
+use framecull_model::{Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe, StreamChoice};
 use framecull_storage::Root;
 
 /// Bump when a message changes: a worker of another protocol is not used.
-const PROTOCOL: u32 = 2;
+const PROTOCOL: u32 = 3;
 
 /// The name a worker greets with.
 const NAME: &str = "framecull_worker";
@@ -46,6 +47,7 @@ enum Request {
     Probe {
         source: SourceWire,
         budget_secs: f64,
+        stream: StreamChoice,
     },
     /// The first picture of `source` ([`framecull_media::decode::first_picture`]), its packed RGB
     /// written to the file `out` (no pixels through the pipe).
@@ -164,15 +166,17 @@ impl WorkerSlot {
         WorkerSlot { spec, worker: None }
     }
 
-    /// Analyse one file in the worker (in this process when there is none).
+    /// Analyse one file in the worker (in this process when there is none). `None`: `stop`
+    /// was set meanwhile, and the worker was ended without an answer (the file stays to do).
     pub fn analyse(
         &mut self,
         root: &Root,
         item: &AnalysisTodo,
         options: &AnalyzeOptions,
-    ) -> (Metrics, Curves) {
+        stop: &AtomicBool,
+    ) -> Option<(Metrics, Curves)> {
         if !self.ready() {
-            return super::deep::analyse_in_process(root, item, options);
+            return Some(super::deep::analyse_in_process(root, item, options));
         }
         let request = Request::Analyse {
             root: RootWire::of(root),
@@ -180,8 +184,17 @@ impl WorkerSlot {
             budget_secs: options.file_budget.as_secs_f64(),
             cuts: options.cuts.clone(),
         };
-        let answer = self.call(&request, hard_limit(options.file_budget), &item.path);
-        match absorbed(answer, root.as_remote().map(|r| &**r)) {
+        let answer = self.call(
+            &request,
+            hard_limit(options.file_budget),
+            &item.path,
+            Some(stop),
+        );
+        if answer.is_err() && stop.load(Ordering::SeqCst) {
+            // Abandoned for the stop (or failed as it came): left to do, not recorded.
+            return None;
+        }
+        Some(match absorbed(answer, root.as_remote().map(|r| &**r)) {
             Ok(Response::Analysed {
                 metrics,
                 mut curves,
@@ -192,14 +205,14 @@ impl WorkerSlot {
             }
             Ok(other) => failed_analysis(unexpected(&other)),
             Err(reason) => failed_analysis(reason),
-        }
+        })
     }
 
     /// FFmpeg's probe of `opened`, stopping at `deadline`; in this process when there is no
     /// worker.
-    pub fn probe(&mut self, opened: &Opened, deadline: Instant) -> Probe {
+    pub fn probe(&mut self, opened: &Opened, deadline: Instant, stream: StreamChoice) -> Probe {
         if !self.ready() {
-            return framecull_media::probe_with_ffmpeg(opened, deadline);
+            return framecull_media::probe_with_ffmpeg(opened, deadline, stream);
         }
         let source = SourceWire::of_opened(opened);
         let budget = deadline.saturating_duration_since(Instant::now());
@@ -207,8 +220,9 @@ impl WorkerSlot {
         let request = Request::Probe {
             source,
             budget_secs: budget.as_secs_f64(),
+            stream,
         };
-        let answer = self.call(&request, hard_limit(budget), &name);
+        let answer = self.call(&request, hard_limit(budget), &name, None);
         match absorbed(answer, opened.store()) {
             Ok(Response::Probed(probe)) => probe,
             Ok(other) => Probe::failed(MediaKind::Video, ItemStatus::Error, unexpected(&other)),
@@ -240,7 +254,7 @@ impl WorkerSlot {
             budget_secs: budget.as_secs_f64(),
             out: out.as_os_str().as_bytes().to_vec(),
         };
-        let answer = self.call(&request, hard_limit(budget), &name);
+        let answer = self.call(&request, hard_limit(budget), &name, None);
         let read = std::fs::read(&out);
         let _ = std::fs::remove_file(&out);
         match absorbed(answer, opened.store())? {
@@ -257,20 +271,28 @@ impl WorkerSlot {
 
     /// One request and its answer; a failure's reason, with the worker dropped (a new one
     /// starts for the next file).
+    /// `stop`: abandon the request when it is set (the worker is ended).
     fn call(
         &mut self,
         request: &Request,
         limit: Duration,
         path: &str,
+        stop: Option<&AtomicBool>,
     ) -> Result<Reply<Response>, String> {
         let line = serde_json::to_string(request)
             .map_err(|e| format!("cannot send the file to the worker: {e}"))?;
         let Some(worker) = self.worker.as_mut() else {
             return Err("no worker process".into());
         };
-        let answer = worker.call(&line, limit).map_err(|failure| {
+        let answer = match stop {
+            Some(stop) => worker.call_until(&line, limit, stop),
+            None => worker.call(&line, limit),
+        };
+        let answer = answer.map_err(|failure| {
             self.worker = None;
-            tracing::warn!("{path}: {failure}");
+            if !matches!(failure, Failure::Stopped) {
+                tracing::warn!("{path}: {failure}");
+            }
             failure.to_string()
         })?;
         serde_json::from_str::<Reply<Response>>(&answer).map_err(|e| {
@@ -370,6 +392,7 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
         Request::Probe {
             source,
             budget_secs,
+            stream,
         } => {
             let source = match source.into_opened(stores) {
                 Ok(source) => source,
@@ -377,7 +400,7 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
             };
             let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
             let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                framecull_media::probe_with_ffmpeg(&source, deadline)
+                framecull_media::probe_with_ffmpeg(&source, deadline, stream)
             }))
             .unwrap_or_else(|_| {
                 Probe::failed(

@@ -172,6 +172,7 @@ fn generate_shard(
                 id: ids[&u.path],
                 size_bytes: u.size_bytes,
                 mtime_ns: u.mtime_ns,
+                stream_index: u.probe.info.stream_index,
                 metrics,
                 curves,
             }

@@ -1,0 +1,285 @@
+//! How videos are read, end to end (scan, list, export, loader): from the video stream FFmpeg
+//! picks among several, or the one `[video] stream` names; and with the colour matrix FFmpeg
+//! uses for a stream that declares none, or the size-based guess when it is set.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use common::ffmpeg;
+use framecull::loader::preprocess::{OutputSpec, decode_elements};
+use framecull::loader::{
+    Batching, Crop, DType, DeviceChoice, Filter, Layout, Loader, LoaderConfig, Mode, Sampling,
+    Timing,
+};
+
+/// Scan (`--deep` when asked), accept the one file `name` (its test pattern may be flagged)
+/// and export it as manifest `x` (JSON lines): its rows.
+fn scan_and_export(data: &Path, project: &Path, name: &str, deep: bool) -> Vec<serde_json::Value> {
+    let p = project.to_str().unwrap();
+    let mut args = vec!["scan", data.to_str().unwrap(), "--project", p];
+    if deep {
+        args.push("--deep");
+    }
+    let out = common::run(&args);
+    assert_eq!(out.status.code(), Some(0), "scan: {}", common::stderr(&out));
+    let out = common::run(&["review", "accept", "--project", p, name]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "accept: {}",
+        common::stderr(&out)
+    );
+    let out = common::run(&["export", "--name", "x", "--project", p, "--format", "jsonl"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "export: {}",
+        common::stderr(&out)
+    );
+    let version = std::fs::read_dir(project.join("manifests/x"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.ends_with(".jsonl") && !name.contains(".frames.")
+        })
+        .max()
+        .unwrap();
+    std::fs::read_to_string(version)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The loader's first frames of the manifest's one clip at the video's own size, as RGB
+/// bytes: (frame index in the file, pixels).
+fn loaded_frames(project: &Path, width: u32, height: u32) -> Vec<(u64, Vec<u8>)> {
+    let config = LoaderConfig {
+        sampling: Sampling {
+            clip_len: Some(3),
+            timing: Timing::Stride(1),
+            mode: Mode::Uniform,
+            ..Sampling::default()
+        },
+        batching: Batching {
+            batch_size: 1,
+            ..Batching::default()
+        },
+        output: OutputSpec {
+            width,
+            height,
+            layout: Layout::Bthwc,
+            dtype: DType::U8,
+            filter: Filter::Bilinear,
+            mean: [0.0; 3],
+            std: [1.0; 3],
+        },
+        crop: Crop::Full,
+        hflip: 0.0,
+        device: DeviceChoice::Cpu,
+        workers: 1,
+        ..LoaderConfig::default()
+    };
+    let mut loader = Loader::open(&project.join("manifests/x"), None, config).unwrap();
+    let batch = loader.epoch(0).next().unwrap().unwrap();
+    let bytes: Vec<u8> = decode_elements(&loader.to_host(&batch).unwrap(), DType::U8)
+        .into_iter()
+        .map(|v| v as u8)
+        .collect();
+    let size = (width * height * 3) as usize;
+    batch.windows[0]
+        .frames
+        .iter()
+        .zip(bytes.chunks_exact(size))
+        .map(|(&k, px)| (k, px.to_vec()))
+        .collect()
+}
+
+/// Frame `index` of stream `stream` as FFmpeg converts it to RGB (`vf` before the
+/// conversion).
+fn ffmpeg_rgb(path: &Path, stream: u32, index: u64, vf: &str) -> Vec<u8> {
+    // Beside the dataset's folder, not in it (the next scan would find it).
+    let raw = path
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join(format!("{stream}.{index}.rgb"));
+    let select = format!("select=eq(n\\,{index}){vf}");
+    ffmpeg(&[
+        "-i",
+        path.to_str().unwrap(),
+        "-map",
+        &format!("0:{stream}"),
+        "-vf",
+        &select,
+        "-frames:v",
+        "1",
+        "-sws_flags",
+        "bilinear+full_chroma_int+accurate_rnd",
+        "-pix_fmt",
+        "rgb24",
+        "-f",
+        "rawvideo",
+        raw.to_str().unwrap(),
+    ]);
+    std::fs::read(raw).unwrap()
+}
+
+fn mean_abs(a: &[u8], b: &[u8]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(x.abs_diff(*y)))
+        .sum::<f64>()
+        / a.len() as f64
+}
+
+fn write_config(project: &Path, text: &str) {
+    std::fs::write(project.join("framecull.toml"), text).unwrap();
+}
+
+/// Two video streams: a 320x180 stream 0 and a 480x270 stream 1 that is the default one, so
+/// that FFmpeg's choice (`av_find_best_stream`, and the `ffmpeg` tool's) is stream 1.
+fn two_streams(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("two streams.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=size=320x180:rate=25:duration=1",
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=480x270:rate=25:duration=1",
+        "-map",
+        "0",
+        "-map",
+        "1",
+        "-c:v",
+        "libx264",
+        "-disposition:v:0",
+        "0",
+        "-disposition:v:1",
+        "default",
+        path.to_str().unwrap(),
+    ]);
+    path
+}
+
+#[test]
+fn the_stream_ffmpeg_picks_is_catalogued_analysed_and_loaded_and_the_setting_overrides_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let path = two_streams(&data);
+    let project = tmp.path().join("project");
+    let rows = scan_and_export(&data, &project, "two streams.mp4", true);
+    let listed = common::list_jsonl(&project);
+    let item = &listed["two streams.mp4"];
+    assert_eq!(
+        (&item["stream_index"], &item["width"], &item["height"]),
+        (&1.into(), &480.into(), &270.into()),
+        "{item}"
+    );
+    assert_eq!(item["decoded_frames"], 25, "{item}");
+    assert_eq!(
+        (&rows[0]["stream_index"], &rows[0]["width"]),
+        (&1.into(), &480.into())
+    );
+    // The loader reads the same stream: its frames are FFmpeg's frames of stream 1.
+    for (k, ours) in loaded_frames(&project, 480, 270) {
+        let theirs = ffmpeg_rgb(&path, 1, k, "");
+        let off = mean_abs(&ours, &theirs);
+        assert!(off < 3.0, "frame {k}: {off:.2} levels from stream 1's");
+    }
+
+    // The setting reads stream 0 instead: the next scan probes and analyses it again.
+    let brightness = item["brightness"].as_f64().unwrap();
+    write_config(&project, "[video]\nstream = 0\n");
+    let rows = scan_and_export(&data, &project, "two streams.mp4", true);
+    let listed = common::list_jsonl(&project);
+    let item = &listed["two streams.mp4"];
+    assert_eq!(
+        (&item["stream_index"], &item["width"], &item["height"]),
+        (&0.into(), &320.into(), &180.into()),
+        "{item}"
+    );
+    let again = item["brightness"].as_f64().unwrap();
+    assert!(
+        (again - brightness).abs() > 1.0,
+        "brightness {again} after the switch, {brightness} before: not analysed again"
+    );
+    assert_eq!(
+        (&rows[0]["stream_index"], &rows[0]["width"]),
+        (&0.into(), &320.into())
+    );
+    for (k, ours) in loaded_frames(&project, 320, 180) {
+        // This pattern is mostly sharp coloured edges, where chroma interpolation differs by
+        // a few levels; another picture is tens of levels off.
+        let theirs = ffmpeg_rgb(&path, 0, k, "");
+        let off = mean_abs(&ours, &theirs);
+        assert!(off < 6.0, "frame {k}: {off:.2} levels from stream 0's");
+    }
+}
+
+/// An HD H.264 video that declares no colour matrix, with smooth colours (chroma that
+/// interpolation cannot move): the loader's frames are FFmpeg's own RGB conversion (BT.601,
+/// as swscale, PyAV, torchcodec and decord convert) within one level per channel; with
+/// `color_matrix_guess = "by_size"`, FFmpeg's conversion as BT.709. Each manifest row names
+/// the matrix.
+#[test]
+fn an_untagged_hd_video_converts_as_ffmpeg_does_or_by_size_when_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let path = data.join("untagged_720p.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "gradients=size=1280x720:rate=25:duration=0.4:speed=0.02:seed=7",
+        "-c:v",
+        "libx264",
+        "-pix_fmt",
+        "yuv420p",
+        "-crf",
+        "12",
+        path.to_str().unwrap(),
+    ]);
+    let project = tmp.path().join("project");
+    let rows = scan_and_export(&data, &project, "untagged_720p.mp4", false);
+    assert_eq!(
+        common::list_jsonl(&project)["untagged_720p.mp4"]["color_space"],
+        serde_json::Value::Null
+    );
+    assert_eq!(rows[0]["color_matrix"], "bt601", "{}", rows[0]);
+    let as_601 = loaded_frames(&project, 1280, 720);
+    let mut gap = 0.0f64;
+    for (k, ours) in &as_601 {
+        let theirs = ffmpeg_rgb(&path, 0, *k, "");
+        let off = mean_abs(ours, &theirs);
+        assert!(off < 1.0, "frame {k}: {off:.3} levels from FFmpeg's");
+        let as_709 = ffmpeg_rgb(&path, 0, *k, ",scale=in_color_matrix=bt709");
+        gap = gap.max(mean_abs(&theirs, &as_709));
+    }
+    assert!(
+        gap > 2.0,
+        "the two matrices differ by {gap:.2} levels only: the test cannot tell them apart"
+    );
+
+    write_config(&project, "[video]\ncolor_matrix_guess = \"by_size\"\n");
+    let rows = scan_and_export(&data, &project, "untagged_720p.mp4", false);
+    assert_eq!(rows[0]["color_matrix"], "bt709", "{}", rows[0]);
+    for (k, ours) in loaded_frames(&project, 1280, 720) {
+        let theirs = ffmpeg_rgb(&path, 0, k, ",scale=in_color_matrix=bt709");
+        let off = mean_abs(&ours, &theirs);
+        assert!(
+            off < 1.0,
+            "frame {k}: {off:.3} levels from FFmpeg's BT.709 conversion"
+        );
+    }
+}
