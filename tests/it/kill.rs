@@ -69,7 +69,7 @@ pub fn send(signal: &str, pid: u32) {
 }
 
 /// SIGTERM in the middle of `scan --deep`, and SIGHUP in the middle of `analyze`: each stops
-/// after the files in flight, ends its workers and exits 3 (transient: retry) within 10 s,
+/// after the files in flight, ends its workers (none is left) and exits 3 (transient: retry) within 10 s,
 /// and the reruns end with the same rows as a scan that was never interrupted.
 #[test]
 fn sigterm_or_sighup_mid_scan_exits_3_and_the_rerun_resumes() {
@@ -117,10 +117,22 @@ fn sigterm_or_sighup_mid_scan_exits_3_and_the_rerun_resumes() {
         while analysed(&stopped) <= before && start.elapsed() < Duration::from_secs(120) {
             std::thread::sleep(Duration::from_millis(5));
         }
+        let workers = children(child.id());
+        assert!(!workers.is_empty(), "no worker process was analysing");
         let sent = Instant::now();
         send(signal, child.id());
         let out = child.wait_with_output().unwrap();
         let took = sent.elapsed();
+        // The workers end with their parent, not a moment later.
+        let gone = Instant::now();
+        while workers.iter().any(|pid| alive(*pid)) && gone.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let left: Vec<u32> = workers.into_iter().filter(|pid| alive(*pid)).collect();
+        assert!(
+            left.is_empty(),
+            "SIG{signal}: worker processes left: {left:?}"
+        );
         let said = common::stderr(&out);
         assert_eq!(out.status.code(), Some(3), "SIG{signal}: {said}");
         assert!(
@@ -162,4 +174,29 @@ fn sigterm_or_sighup_mid_scan_exits_3_and_the_rerun_resumes() {
         rows
     };
     assert_eq!(rows(&reference), rows(&stopped));
+}
+
+/// The processes whose parent is `pid` (from /proc).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
+                // `pid (comm) state ppid ...`: the fields after the last ')'.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(pid)
+            })
+        })
+        .collect()
+}
+
+/// Whether process `pid` runs (a zombie, ended but not yet reaped, does not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
 }

@@ -142,8 +142,10 @@ fn write_config(project: &Path, text: &str) {
     std::fs::write(project.join("framecull.toml"), text).unwrap();
 }
 
-/// Two video streams: a 320x180 stream 0 and a 480x270 stream 1 that is the default one, so
-/// that FFmpeg's choice (`av_find_best_stream`, and the `ffmpeg` tool's) is stream 1.
+/// Two video streams and cover art: a 320x180 stream 0, a 480x270 stream 1 that is the
+/// default one, so that FFmpeg's choice (`av_find_best_stream`, and the `ffmpeg` tool's) is
+/// stream 1, and a 1920x1080 PNG attached picture, stream 2, the largest, which is never
+/// read as the video.
 fn two_streams(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("two streams.mp4");
@@ -156,16 +158,28 @@ fn two_streams(dir: &Path) -> PathBuf {
         "lavfi",
         "-i",
         "testsrc2=size=480x270:rate=25:duration=1",
+        "-f",
+        "lavfi",
+        "-i",
+        "color=red:size=1920x1080,format=rgb24",
+        "-frames:v:2",
+        "1",
         "-map",
         "0",
         "-map",
         "1",
+        "-map",
+        "2",
         "-c:v",
         "libx264",
+        "-c:v:2",
+        "png",
         "-disposition:v:0",
         "0",
         "-disposition:v:1",
         "default",
+        "-disposition:v:2",
+        "attached_pic",
         path.to_str().unwrap(),
     ]);
     path
@@ -197,6 +211,12 @@ fn the_stream_ffmpeg_picks_is_catalogued_analysed_and_loaded_and_the_setting_ove
         assert!(off < 3.0, "frame {k}: {off:.2} levels from stream 1's");
     }
 
+    // Cover art named by index is not read either: FFmpeg's best stream is.
+    write_config(&project, "[video]\nstream = 2\n");
+    scan_and_export(&data, &project, "two streams.mp4", false);
+    let listed = common::list_jsonl(&project);
+    assert_eq!(listed["two streams.mp4"]["stream_index"], 1);
+
     // The setting reads stream 0 instead: the next scan probes and analyses it again.
     let brightness = item["brightness"].as_f64().unwrap();
     write_config(&project, "[video]\nstream = 0\n");
@@ -226,22 +246,30 @@ fn the_stream_ffmpeg_picks_is_catalogued_analysed_and_loaded_and_the_setting_ove
     }
 }
 
-/// An HD H.264 video that declares no colour matrix, with smooth colours (chroma that
-/// interpolation cannot move): the loader's frames are FFmpeg's own RGB conversion (BT.601,
-/// as swscale, PyAV, torchcodec and decord convert) within one level per channel; with
-/// `color_matrix_guess = "by_size"`, FFmpeg's conversion as BT.709. Each manifest row names
-/// the matrix.
+/// HD H.264 videos (720p and 1080p) that declare no colour matrix, with smooth colours
+/// (chroma that interpolation cannot move): the loader's frames are FFmpeg's own RGB
+/// conversion (BT.601, as swscale, PyAV, torchcodec and decord convert) within one level per
+/// channel; with `color_matrix_guess = "by_size"`, FFmpeg's conversion as BT.709. Each
+/// manifest row names the matrix.
 #[test]
 fn an_untagged_hd_video_converts_as_ffmpeg_does_or_by_size_when_set() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
+    for (w, h) in [(1280, 720), (1920, 1080)] {
+        untagged_hd_converts_as_ffmpeg_does(&tmp.path().join(format!("{h}p")), w, h);
+    }
+}
+
+/// The property above for one size; its folders go in `work`.
+fn untagged_hd_converts_as_ffmpeg_does(work: &Path, width: u32, height: u32) {
+    let data = work.join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let path = data.join("untagged_720p.mp4");
+    let name = format!("untagged_{height}p.mp4");
+    let path = data.join(&name);
     ffmpeg(&[
         "-f",
         "lavfi",
         "-i",
-        "gradients=size=1280x720:rate=25:duration=0.4:speed=0.02:seed=7",
+        &format!("gradients=size={width}x{height}:rate=25:duration=0.4:speed=0.02:seed=7"),
         "-c:v",
         "libx264",
         "-pix_fmt",
@@ -250,36 +278,39 @@ fn an_untagged_hd_video_converts_as_ffmpeg_does_or_by_size_when_set() {
         "12",
         path.to_str().unwrap(),
     ]);
-    let project = tmp.path().join("project");
-    let rows = scan_and_export(&data, &project, "untagged_720p.mp4", false);
+    let project = work.join("project");
+    let rows = scan_and_export(&data, &project, &name, false);
     assert_eq!(
-        common::list_jsonl(&project)["untagged_720p.mp4"]["color_space"],
+        common::list_jsonl(&project)[name.as_str()]["color_space"],
         serde_json::Value::Null
     );
     assert_eq!(rows[0]["color_matrix"], "bt601", "{}", rows[0]);
-    let as_601 = loaded_frames(&project, 1280, 720);
+    let as_601 = loaded_frames(&project, width, height);
     let mut gap = 0.0f64;
     for (k, ours) in &as_601 {
         let theirs = ffmpeg_rgb(&path, 0, *k, "");
         let off = mean_abs(ours, &theirs);
-        assert!(off < 1.0, "frame {k}: {off:.3} levels from FFmpeg's");
+        assert!(
+            off < 1.0,
+            "{name}, frame {k}: {off:.3} levels from FFmpeg's"
+        );
         let as_709 = ffmpeg_rgb(&path, 0, *k, ",scale=in_color_matrix=bt709");
         gap = gap.max(mean_abs(&theirs, &as_709));
     }
     assert!(
         gap > 2.0,
-        "the two matrices differ by {gap:.2} levels only: the test cannot tell them apart"
+        "{name}: the two matrices differ by {gap:.2} levels only: the test cannot tell them apart"
     );
 
     write_config(&project, "[video]\ncolor_matrix_guess = \"by_size\"\n");
-    let rows = scan_and_export(&data, &project, "untagged_720p.mp4", false);
+    let rows = scan_and_export(&data, &project, &name, false);
     assert_eq!(rows[0]["color_matrix"], "bt709", "{}", rows[0]);
-    for (k, ours) in loaded_frames(&project, 1280, 720) {
+    for (k, ours) in loaded_frames(&project, width, height) {
         let theirs = ffmpeg_rgb(&path, 0, k, ",scale=in_color_matrix=bt709");
         let off = mean_abs(&ours, &theirs);
         assert!(
             off < 1.0,
-            "frame {k}: {off:.3} levels from FFmpeg's BT.709 conversion"
+            "{name}, frame {k}: {off:.3} levels from FFmpeg's BT.709 conversion"
         );
     }
 }

@@ -387,7 +387,7 @@ pub(crate) fn video_stream(
     match choice {
         StreamChoice::Index(i) => input
             .stream(i as usize)
-            .filter(|s| is_video(s))
+            .filter(|s| is_video(s) && !is_cover(s))
             .or_else(|| video_stream(input, StreamChoice::Best)),
         StreamChoice::First => first().or_else(|| input.streams().find(|s| is_video(s))),
         // av_find_best_stream ranks cover art by the same rules; a file with a video besides

@@ -24,7 +24,8 @@ pub enum StreamChoice {
     Best,
     /// The first video stream that is not cover art.
     First,
-    /// The stream with this index, where it is a video stream (else [`StreamChoice::Best`]).
+    /// The stream with this index, where it is a video stream and not cover art (else
+    /// [`StreamChoice::Best`]).
     Index(u32),
 }
 
