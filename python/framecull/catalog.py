@@ -47,6 +47,7 @@ ITEMS_SCHEMA = pa.schema(
         ("cuts_secs", pa.list_(pa.float64())),
         ("decode_errors", pa.int64()),
         ("decoded_frames", pa.int64()),
+        ("analysis_level", pa.string()),
         ("brightness", pa.float64()),
         ("sharpness", pa.float64()),
         ("phash", pa.string()),

@@ -30,6 +30,7 @@ MANIFEST_SCHEMA = pa.schema(
         ("rotation_deg", pa.int64()),
         ("stream_index", pa.int64()),
         ("color_matrix", pa.string()),
+        ("analysis_level", pa.string()),
         ("label", pa.string()),
         ("tags", pa.list_(pa.string())),
         ("split", pa.string()),

@@ -1,9 +1,10 @@
-//! `framecull analyze`: deep analysis of a scanned project (also `scan --deep`).
+//! `framecull analyze`: deep analysis (or `--triage`) of a scanned project (also `scan --deep`,
+//! `scan --triage`).
 
 use std::time::Duration;
 
 use super::{Outcome, ProjectArg};
-use crate::model::count;
+use crate::model::{AnalysisLevel, count};
 use crate::scan::deep::{AnalyzeOptions, AnalyzeSummary};
 use crate::scan::pipeline::{Dataset, IngestOptions};
 
@@ -17,6 +18,13 @@ pub struct Args {
     /// Seconds one file may take before its analysis stops (what was decoded is kept).
     #[arg(long, default_value_t = 300.0, value_name = "SECS")]
     file_timeout: f64,
+    /// Triage the videos (read their index and packets, decode nothing) instead of decoding
+    /// every frame; videos already analysed deeply stay so. Pictures get their full analysis.
+    #[arg(long, conflicts_with = "deep")]
+    triage: bool,
+    /// Decode every frame (the default): also deepens videos that were triaged.
+    #[arg(long)]
+    deep: bool,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -29,6 +37,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         analyse.jobs = j.max(1);
     }
     analyse.file_budget = Duration::from_secs_f64(args.file_timeout.max(0.1));
+    if args.triage {
+        analyse.level = AnalysisLevel::Triage;
+    }
     let options = IngestOptions {
         scan: None,
         analyse: Some(analyse),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{Outcome, ProjectArg};
 use crate::catalog::Project;
-use crate::model::count;
+use crate::model::{AnalysisLevel, count};
 use crate::scan::deep::AnalyzeOptions;
 use crate::scan::pipeline::{Dataset, IngestOptions, IngestSummary};
 use crate::scan::shard::{MarkerCounts, ShardMarker, ShardSpec};
@@ -32,6 +32,12 @@ pub struct Args {
     /// duplicates, flags), as `framecull analyze` does.
     #[arg(long)]
     deep: bool,
+    /// Also triage every video (read its index and packets, decode nothing: truncation,
+    /// frame counts, timestamps, damaged packets), a fraction of the deep pass's cost; files
+    /// already analysed deeply stay so. Pictures get their full analysis. (Not yet with
+    /// --shard or --shards: a shard records whether it was analysed deeply, not a triage.)
+    #[arg(long, conflicts_with_all = ["deep", "shard", "shards"])]
+    triage: bool,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -92,8 +98,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     scan.file_budget = Duration::from_secs_f64(args.file_timeout.max(0.1));
     scan.requests_in_flight = args.requests.max(1);
     let options = IngestOptions {
-        analyse: args.deep.then(|| AnalyzeOptions {
+        analyse: (args.deep || args.triage).then(|| AnalyzeOptions {
             jobs: scan.jobs,
+            level: if args.triage {
+                AnalysisLevel::Triage
+            } else {
+                AnalysisLevel::Deep
+            },
             ..AnalyzeOptions::default()
         }),
         scan: Some(scan),
@@ -125,7 +136,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Some(derived) => super::flags::report_derived(&dataset.catalog, derived)?,
         None => Outcome::Clean,
     };
-    // Without --deep, flags only follow the files; their errors were counted when found.
+    // Without --deep or --triage, flags only follow the files; their errors were counted when
+    // found.
     let flagged = if summary.analysis.is_some() {
         flagged
     } else {

@@ -1,5 +1,6 @@
-//! `framecull stats`: counts and sizes by kind, status, codec and container; distribution
-//! summaries of resolution, fps and duration. Computed with polars on the catalog view.
+//! `framecull stats`: counts and sizes by kind, status, analysis level, codec and container;
+//! distribution summaries of resolution, fps and duration. Computed with polars on the catalog
+//! view.
 
 use polars::prelude::*;
 use serde::Serialize;
@@ -51,6 +52,8 @@ pub struct Stats {
     pub not_files: u64,
     pub by_kind: Vec<Group>,
     pub by_status: Vec<Group>,
+    /// By analysis level: `none`, `triage`, `deep`.
+    pub by_analysis_level: Vec<Group>,
     pub by_codec: Vec<Group>,
     pub by_container: Vec<Group>,
     /// Over files with status ok: key is the measure (width, height, megapixels, fps,
@@ -112,6 +115,7 @@ pub fn compute(df: &DataFrame) -> PolarsResult<Stats> {
         not_files: 0,
         by_kind: groups(df, "kind")?,
         by_status: groups(df, "status")?,
+        by_analysis_level: groups(df, "analysis_level")?,
         by_codec: groups(df, "codec")?,
         by_container: groups(df, "container")?,
         distributions,
@@ -212,6 +216,7 @@ pub fn render(stats: &Stats) -> String {
     for (title, groups) in [
         ("kind", &stats.by_kind),
         ("status", &stats.by_status),
+        ("analysis level", &stats.by_analysis_level),
         ("codec", &stats.by_codec),
         ("container", &stats.by_container),
     ] {

@@ -17,7 +17,7 @@ use crate::analysis::rules::{self, Setting};
 use crate::catalog::{Catalog, ItemFields, Project, by_item, sort_by_path};
 use crate::media::Source;
 use crate::model::{
-    Decision, Flag, Item, ItemId, ItemStatus, Measure, Measured, MediaKind, Severity,
+    AnalysisLevel, Decision, Flag, Item, ItemId, ItemStatus, Measure, Measured, MediaKind, Severity,
 };
 use crate::scan::curate::{DupGroup, dup_groups};
 use crate::storage::Root;
@@ -41,6 +41,8 @@ pub struct ViewRow {
     pub codec: String,
     /// Bits per second, as the container or stream declares it.
     pub bit_rate: Option<i64>,
+    /// How far the file is analysed.
+    pub level: AnalysisLevel,
     pub measures: RowMeasures,
     /// (code, severity, reason)
     pub flags: Vec<(String, Severity, String)>,
@@ -183,6 +185,10 @@ impl Rows for ViewRows<'_> {
             .get(&self.rows[row].id)
             .copied()
             .unwrap_or_default()
+    }
+
+    fn level(&self, row: usize) -> AnalysisLevel {
+        self.rows[row].level
     }
 }
 
@@ -415,6 +421,7 @@ fn view_row(item: Item, measured: Option<&Measured>, flags: Option<&Vec<Flag>>) 
         error: item.error,
         codec: i.codec.unwrap_or_default(),
         bit_rate: i.bit_rate,
+        level: measured.map_or(AnalysisLevel::None, |m| m.level),
         measures,
         flags: flags
             .into_iter()
@@ -458,6 +465,7 @@ pub enum SortKey {
     Path,
     Kind,
     Status,
+    Level,
     Codec,
     Resolution,
     Review,
@@ -466,10 +474,11 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    const TEXT: [(SortKey, &'static str); 7] = [
+    const TEXT: [(SortKey, &'static str); 8] = [
         (SortKey::Path, "path"),
         (SortKey::Kind, "kind"),
         (SortKey::Status, "status"),
+        (SortKey::Level, "analysis"),
         (SortKey::Codec, "codec"),
         (SortKey::Resolution, "resolution"),
         (SortKey::Review, "review"),
@@ -524,6 +533,8 @@ pub fn sort_rows(view: &View, rows: &mut [usize], key: SortKey, ascending: bool)
         match key {
             SortKey::Kind => r.kind.as_str().to_string(),
             SortKey::Status => r.status.as_str().to_string(),
+            // Shallow first: none, triage, deep.
+            SortKey::Level => format!("{}", r.level as u8),
             SortKey::Codec => r.codec.clone(),
             SortKey::Resolution => r.resolution(),
             SortKey::Review => view
@@ -561,6 +572,7 @@ mod tests {
             error: None,
             codec: "h264".into(),
             bit_rate: None,
+            level: AnalysisLevel::Deep,
             measures: [(Measure::DurationSecs, duration)].into_iter().collect(),
             flags: flag
                 .map(|f| vec![(f.to_string(), Severity::Warning, "why".to_string())])

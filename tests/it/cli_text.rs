@@ -77,8 +77,17 @@ fn write_dataset(data: &Path) {
 }
 
 impl Fixture {
-    /// Write the dataset and scan it; returns the scan's own output too.
+    /// Write the dataset and scan it (`--deep`); returns the scan's own output too.
     fn scanned() -> (Fixture, String) {
+        Fixture::scanned_with("--deep")
+    }
+
+    /// Write the dataset and triage it (`scan --triage`); returns the scan's own output too.
+    fn triaged() -> (Fixture, String) {
+        Fixture::scanned_with("--triage")
+    }
+
+    fn scanned_with(level: &str) -> (Fixture, String) {
         let tmp = tempfile::tempdir().unwrap();
         let data = tmp.path().join("data");
         let project = tmp.path().join("project");
@@ -89,7 +98,7 @@ impl Fixture {
             project,
         };
         // One job: items are stored, and get their ids, in path order.
-        let scan = fixture.run(&["scan", fixture.data.to_str().unwrap(), "--deep", "-j", "1"]);
+        let scan = fixture.run(&["scan", fixture.data.to_str().unwrap(), level, "-j", "1"]);
         (fixture, scan)
     }
 
@@ -131,6 +140,20 @@ fn timing_filters() -> insta::Settings {
     settings.add_filter(r"with problems; \d+\.\d+ s", "with problems; [SECS] s");
     settings.add_filter(r"up to date; \d+\.\d+ s", "up to date; [SECS] s");
     settings
+}
+
+/// A triage of the same dataset: what it flags from the packets, and the levels it leaves.
+#[test]
+fn triage_flags_and_levels() {
+    timing_filters().bind(|| {
+        let (f, scan) = Fixture::triaged();
+        insta::assert_snapshot!("triage_scan", scan);
+        insta::assert_snapshot!("triage_flags", f.run(&["flags"]));
+        insta::assert_snapshot!(
+            "triage_list_triaged",
+            f.run(&["list", "--where", "level:triage"])
+        );
+    });
 }
 
 #[test]

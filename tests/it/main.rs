@@ -26,3 +26,4 @@ mod review;
 mod scan;
 mod shard;
 mod storage;
+mod triage;

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use framecull_model::{Decision, Flag, Item, ItemId, Measure, Measured, Metrics, Review};
+use framecull_model::{
+    AnalysisLevel, Decision, Flag, Item, ItemId, Measure, Measured, Metrics, Review,
+};
 
 /// Each measure as a column over a list of files (NaN where a file has none): ranges are
 /// checked column by column, which keeps brushing fluid on large catalogs.
@@ -38,11 +40,14 @@ pub trait Rows {
     fn path(&self, row: usize) -> &str;
     fn has_flag(&self, row: usize, code: &str) -> bool;
     fn decision(&self, row: usize) -> Decision;
+    fn level(&self, row: usize) -> AnalysisLevel;
 }
 
 /// Files as the catalog holds them.
 pub struct CatalogRows<'a> {
     pub items: &'a [Item],
+    /// Each item's metrics, at its index.
+    pub metrics: &'a [Option<&'a Metrics>],
     pub flags: &'a HashMap<ItemId, Vec<Flag>>,
     pub reviews: &'a HashMap<ItemId, Review>,
 }
@@ -68,6 +73,10 @@ impl Rows for CatalogRows<'_> {
             .map(|r| r.decision)
             .unwrap_or_default()
     }
+
+    fn level(&self, row: usize) -> AnalysisLevel {
+        self.metrics[row].map_or(AnalysisLevel::None, |m| m.level)
+    }
 }
 
 /// Rows must match all parts; an empty filter keeps everything.
@@ -78,6 +87,8 @@ pub struct Filter {
     pub ranges: Vec<(Measure, f64, f64)>,
     pub flag: Option<String>,
     pub decision: Option<Decision>,
+    /// How far the file is analysed.
+    pub level: Option<AnalysisLevel>,
     /// Case-insensitive text the path must contain.
     pub search: String,
 }
@@ -85,7 +96,7 @@ pub struct Filter {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FilterError {
     #[error(
-        "{term:?}: not a filter term (measure comparisons like motion_mean>2 or 1<=fps<=30, flag:CODE, decision:accepted|rejected|unreviewed, path:TEXT)"
+        "{term:?}: not a filter term (measure comparisons like motion_mean>2 or 1<=fps<=30, flag:CODE, decision:accepted|rejected|unreviewed, level:none|triage|deep, path:TEXT)"
     )]
     Term { term: String },
     #[error("{name:?} is not a measure; measures: {known}")]
@@ -94,6 +105,8 @@ pub enum FilterError {
     Number { text: String },
     #[error("{text:?} is not a decision (accepted, rejected or unreviewed)")]
     Decision { text: String },
+    #[error("{text:?} is not an analysis level (none, triage or deep)")]
+    Level { text: String },
 }
 
 impl Filter {
@@ -101,6 +114,7 @@ impl Filter {
         self.ranges.is_empty()
             && self.flag.is_none()
             && self.decision.is_none()
+            && self.level.is_none()
             && self.search.is_empty()
     }
 
@@ -135,6 +149,7 @@ impl Filter {
             .filter(|&(i, k)| {
                 *k && self.flag.as_ref().is_none_or(|code| rows.has_flag(i, code))
                     && self.decision.is_none_or(|d| rows.decision(i) == d)
+                    && self.level.is_none_or(|l| rows.level(i) == l)
                     && (search.is_empty() || rows.path(i).to_lowercase().contains(&search))
             })
             .map(|(i, _)| i)
@@ -155,6 +170,7 @@ impl Filter {
         }
         let rows = CatalogRows {
             items,
+            metrics,
             flags,
             reviews,
         };
@@ -180,6 +196,14 @@ impl Filter {
                         Some(Decision::parse(value).ok_or_else(|| FilterError::Decision {
                             text: value.to_string(),
                         })?)
+                }
+                "level" => {
+                    self.level =
+                        Some(
+                            AnalysisLevel::parse(value).ok_or_else(|| FilterError::Level {
+                                text: value.to_string(),
+                            })?,
+                        )
                 }
                 "path" => self.search = unquote(value),
                 _ => {
@@ -241,6 +265,9 @@ impl Filter {
         }
         if let Some(d) = self.decision {
             terms.push(format!("decision:{}", d.as_str()));
+        }
+        if let Some(l) = self.level {
+            terms.push(format!("level:{}", l.as_str()));
         }
         if !self.search.is_empty() {
             terms.push(format!("path:{}", quote(&self.search)));
@@ -403,6 +430,14 @@ mod tests {
         fn decision(&self, row: usize) -> Decision {
             self.0[row].2
         }
+        /// Files under `a/` are triaged, the others analysed deeply.
+        fn level(&self, row: usize) -> AnalysisLevel {
+            if self.0[row].0.starts_with("a/") {
+                AnalysisLevel::Triage
+            } else {
+                AnalysisLevel::Deep
+            }
+        }
     }
 
     #[test]
@@ -441,6 +476,7 @@ mod tests {
         assert!(e("motion>2").contains("motion_mean"), "{}", e("motion>2"));
         assert!(e("fps>fast").contains("not a number"));
         assert!(e("decision:maybe").contains("accepted"));
+        assert!(e("level:shallow").contains("none, triage or deep"));
         assert!(e("colour:red").contains("not a filter term"));
         assert!(e("fps").contains("not a filter term"));
         assert!(e("1<fps>3").contains("not a filter term"));
@@ -465,6 +501,17 @@ mod tests {
         let f = Filter::parse("sharpness>0").unwrap();
         assert!(f.select(&rows, &columns).is_empty());
         assert_eq!(Filter::default().select(&rows, &columns), vec![0, 1, 2, 3]);
+        let f = Filter::parse("level:triage").unwrap();
+        assert_eq!(f.select(&rows, &columns), vec![0, 1]);
+        let f = Filter::parse("level:deep and flag:frozen").unwrap();
+        assert_eq!(f.select(&rows, &columns), vec![3]);
+        assert_eq!(Filter::parse(&f.to_text()).unwrap(), f);
+        assert!(
+            Filter::parse("level:none")
+                .unwrap()
+                .select(&rows, &columns)
+                .is_empty()
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use framecull_model::{
-    DupInfo, Flag, FlagSource, Item, ItemStatus, MediaKind, Metrics, ReadAs, Severity, count,
+    AnalysisLevel, DupInfo, Flag, FlagSource, Item, ItemStatus, MediaKind, Metrics, ReadAs,
+    Severity, count,
 };
 
 /// The project's `framecull.toml`. Every field has a default; absent limits are not checked.
@@ -221,7 +222,16 @@ pub fn item_flags(item: &Item, metrics: Option<&Metrics>, config: &Config) -> Ve
 }
 
 fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) {
-    let d = FlagSource::Decode;
+    let d = match m.level {
+        AnalysisLevel::Triage => FlagSource::Triage,
+        AnalysisLevel::None | AnalysisLevel::Deep => FlagSource::Decode,
+    };
+    // The triage read packets, the deep pass decoded frames: the reasons say which.
+    let (decode, frames, error) = if m.level == AnalysisLevel::Triage {
+        ("are in the packets", "packet", "packet error")
+    } else {
+        ("decode", "frame", "decode error")
+    };
     if let Some(why) = &m.undecodable {
         // A probe error already says the file is unreadable.
         if item.status == ItemStatus::Ok {
@@ -254,8 +264,8 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
         } else {
             format!(
                 "{} in {}",
-                count(m.decode_errors, "decode error"),
-                count(m.decoded_frames, "frame")
+                count(m.decode_errors, error),
+                count(m.decoded_frames, frames)
             )
         };
         out.push(flag("decode_errors", severity, d, format!("{what}{first}")));
@@ -297,7 +307,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             Severity::Error,
             d,
             format!(
-                "only {} of the declared {} decode: the file is truncated",
+                "only {} of the declared {} {decode}: the file is truncated",
                 secs(decoded),
                 secs(declared)
             ),
@@ -309,7 +319,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             Severity::Info,
             d,
             format!(
-                "{} of the {} the header declares carry no data (repeats of the previous frame); {} decode",
+                "{} of the {} the header declares carry no data (repeats of the previous frame); {} {decode}",
                 m.repeat_frames,
                 count(item.info.frame_count.unwrap_or(0).max(0) as u64, "frame"),
                 m.decoded_frames
@@ -324,8 +334,8 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
                 Severity::Warning,
                 d,
                 format!(
-                    "{} decode; the header declares {declared}",
-                    count(decoded.max(0) as u64, "frame")
+                    "{} {decode}; the header declares {declared}",
+                    count(decoded.max(0) as u64, frames)
                 ),
             ));
         }
@@ -392,7 +402,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             d,
             format!(
                 "analysis stopped at the per-file time budget after {}",
-                count(m.decoded_frames, "frame")
+                count(m.decoded_frames, frames)
             ),
         ));
     }

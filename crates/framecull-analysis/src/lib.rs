@@ -14,4 +14,5 @@ pub mod proposals;
 pub mod quality;
 pub mod rules;
 pub mod still;
+pub mod triage;
 pub mod video;

@@ -21,6 +21,69 @@ pub const FLAT_STD: f64 = 5.0;
 /// Frame-interval coefficient of variation above which a stream is variable-rate.
 const VFR_CV: f64 = 0.1;
 
+/// What a stream's frame times say of its length and rate: one rule for the deep pass (the
+/// decoded frames) and the triage (the packets).
+pub(crate) struct Timing {
+    /// From the first frame to the end of the last.
+    pub decoded_duration: Option<f64>,
+    /// Coefficient of variation of the frame intervals.
+    pub interval_cv: Option<f64>,
+    /// Far shorter than the declared duration.
+    pub truncated: bool,
+    /// Frames the header counts without data (AVI "drop" frames): the frames there are still
+    /// span the declared duration.
+    pub repeat_frames: u64,
+}
+
+impl Timing {
+    /// `span`: the first and last frame times; `intervals`: between successive frames.
+    pub fn of(
+        span: Option<(f64, f64)>,
+        frames: u64,
+        intervals: &[f64],
+        fps_hint: f64,
+        declared_duration_secs: Option<f64>,
+        declared_frames: Option<i64>,
+    ) -> Timing {
+        let median_interval = percentile(intervals, 50.0).unwrap_or(1.0 / fps_hint);
+        let decoded_duration = span
+            .map(|(first, last)| last - first + median_interval)
+            .filter(|_| frames > 0);
+        let interval_cv = (intervals.len() >= 4).then(|| {
+            let mean = intervals.iter().sum::<f64>() / intervals.len() as f64;
+            let var =
+                intervals.iter().map(|i| (i - mean).powi(2)).sum::<f64>() / intervals.len() as f64;
+            if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
+        });
+        let truncated = match (declared_duration_secs, decoded_duration) {
+            (Some(declared), Some(decoded)) => {
+                decoded < 0.8 * declared && declared - decoded >= 3.0 * median_interval
+            }
+            (Some(declared), None) => declared > 0.0,
+            _ => false,
+        };
+        let repeat_frames = match (declared_frames, decoded_duration, declared_duration_secs) {
+            (Some(declared), Some(decoded), Some(span))
+                if declared as u64 > frames && decoded >= 0.95 * span =>
+            {
+                declared as u64 - frames
+            }
+            _ => 0,
+        };
+        Timing {
+            decoded_duration,
+            interval_cv,
+            truncated,
+            repeat_frames,
+        }
+    }
+
+    /// Whether intervals that vary this much make a variable-rate stream.
+    pub fn vfr(&self) -> Option<bool> {
+        self.interval_cv.map(|cv| cv > VFR_CV)
+    }
+}
+
 pub struct VideoAnalyzer {
     fps_hint: f64,
     motion: MotionMeter,
@@ -141,38 +204,19 @@ impl VideoAnalyzer {
     ) -> (Metrics, Curves) {
         let start = self.first_time.unwrap_or(0.0);
         let motion = self.motion.summary(start);
-        let median_interval = percentile(&self.intervals, 50.0).unwrap_or(1.0 / self.fps_hint);
-        let decoded_duration = self
-            .last_time
-            .map(|last| last - start + median_interval)
-            .filter(|_| self.frames > 0);
-        let interval_cv = (self.intervals.len() >= 4).then(|| {
-            let mean = self.intervals.iter().sum::<f64>() / self.intervals.len() as f64;
-            let var = self
-                .intervals
-                .iter()
-                .map(|i| (i - mean).powi(2))
-                .sum::<f64>()
-                / self.intervals.len() as f64;
-            if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
-        });
-        let truncated = match (declared_duration_secs, decoded_duration) {
-            (Some(declared), Some(decoded)) => {
-                decoded < 0.8 * declared && declared - decoded >= 3.0 * median_interval
-            }
-            (Some(declared), None) => declared > 0.0,
-            _ => false,
-        };
-        // Frames the header counts without data (AVI "drop" frames): the decoded frames still
-        // span the declared duration.
-        let repeat_frames = match (declared_frames, decoded_duration, declared_duration_secs) {
-            (Some(declared), Some(decoded), Some(span))
-                if declared as u64 > self.frames && decoded >= 0.95 * span =>
-            {
-                declared as u64 - self.frames
-            }
-            _ => 0,
-        };
+        let Timing {
+            decoded_duration,
+            interval_cv,
+            truncated,
+            repeat_frames,
+        } = Timing::of(
+            self.first_time.zip(self.last_time),
+            self.frames,
+            &self.intervals,
+            self.fps_hint,
+            declared_duration_secs,
+            declared_frames,
+        );
         let n = self.frames.max(1) as f64;
         let mean_of = |f: &dyn Fn(&quality::Quality) -> f64| {
             (!self.samples.is_empty())

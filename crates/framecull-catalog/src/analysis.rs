@@ -1,4 +1,4 @@
-//! Storage of deep-analysis results: metrics, curves, duplicate groups and flags.
+//! Storage of analysis results (triage and deep): metrics, curves, duplicate groups and flags.
 
 use std::collections::HashMap;
 
@@ -7,8 +7,8 @@ use rusqlite::{OptionalExtension, params};
 use super::{Catalog, CatalogError, Result, unix_now};
 use framecull_analysis::flags::Config;
 use framecull_model::{
-    Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, ItemStatus, Measured, MediaKind,
-    Metrics, Severity,
+    AnalysisLevel, Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, ItemStatus,
+    Measured, MediaKind, Metrics, Severity,
 };
 
 /// An item whose analysis is missing or stale.
@@ -64,23 +64,28 @@ fn blob_u64(b: &[u8]) -> Vec<u64> {
 }
 
 impl Catalog {
-    /// Items (not missing) with no analysis, an analysis of an older version, one made
+    /// Items (not missing) to analyse at `level`: those with no analysis, an analysis made
     /// before the file last changed, or one of another stream than the probe now reads (an
     /// analysis recorded before streams were, counted as of stream 0, is kept for files whose
-    /// video is stream 0).
-    pub fn analysis_todo(&self, version: u32) -> Result<Vec<AnalysisTodo>> {
+    /// video is stream 0); an analysis of an older version, except, for a triage, a video's
+    /// deep one (a file is never made shallower); and, for the deep pass, every triaged video.
+    /// A picture's triage is its deep analysis.
+    pub fn analysis_todo(&self, version: u32, level: AnalysisLevel) -> Result<Vec<AnalysisTodo>> {
         let mut stmt = self.conn.prepare(
             "SELECT i.id, i.path, i.kind, i.status, i.fps, i.width, i.height, i.exif_orientation,
                     i.size_bytes, i.mtime_ns, i.codec,
                     COALESCE(i.frame_count, i.duration_secs * i.fps), i.stream_index
              FROM items i LEFT JOIN metrics m ON m.item_id = i.id
              WHERE i.status != 'missing'
-               AND (m.item_id IS NULL OR m.analysis_version < ?1
+               AND (m.item_id IS NULL
                     OR m.item_size != i.size_bytes OR m.item_mtime_ns != i.mtime_ns
-                    OR COALESCE(m.item_stream, 0) != COALESCE(i.stream_index, 0))
+                    OR COALESCE(m.item_stream, 0) != COALESCE(i.stream_index, 0)
+                    OR (m.analysis_version < ?1
+                        AND (?2 = 'deep' OR i.kind != 'video' OR m.analysis_level = 'triage'))
+                    OR (?2 = 'deep' AND m.analysis_level = 'triage'))
              ORDER BY i.path",
         )?;
-        let rows = stmt.query_map([version], |r| {
+        let rows = stmt.query_map(params![version, level.as_str()], |r| {
             Ok(AnalysisTodo {
                 id: r.get(0)?,
                 path: r.get(1)?,
@@ -123,11 +128,13 @@ impl Catalog {
                     brightness_p95, sharpness, entropy, colorfulness, black_share, frozen_share,
                     decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
                     resolution_changes, truncated, structure_error, phash, content_hash,
-                    item_stream)
+                    item_stream, analysis_level)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,
-                    ?32, ?33, ?34, ?35, ?36)",
+                    ?32, ?33, ?34, ?35, ?36, ?37)",
             )?;
+            // A triage has no curves: those of an earlier analysis of the file go.
+            let mut no_curves = tx.prepare_cached("DELETE FROM curves WHERE item_id = ?1")?;
             let mut c_stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO curves(item_id, motion, cuts, frame_hashes, errors, frames)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -171,7 +178,12 @@ impl Catalog {
                     m.phash.map(|h| h as i64),
                     m.content_hash,
                     r.stream_index,
+                    m.level.as_str(),
                 ])?;
+                if m.level == AnalysisLevel::Triage {
+                    no_curves.execute([r.id])?;
+                    continue;
+                }
                 let cuts = serde_json::to_string(&r.curves.cuts).unwrap_or_else(|_| "[]".into());
                 c_stmt.execute(params![
                     r.id,
@@ -197,7 +209,8 @@ impl Catalog {
     /// fraction of the time and memory of [`Catalog::metrics_by_id`].
     pub fn measured_by_id(&self) -> Result<Vec<(ItemId, Measured)>> {
         let mut stmt = self.conn.prepare(
-            "SELECT item_id, motion_mean, brightness, sharpness FROM metrics ORDER BY item_id",
+            "SELECT item_id, motion_mean, brightness, sharpness, analysis_level
+             FROM metrics ORDER BY item_id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((
@@ -206,6 +219,8 @@ impl Catalog {
                     motion_mean: r.get(1)?,
                     brightness: r.get(2)?,
                     sharpness: r.get(3)?,
+                    level: AnalysisLevel::parse(&r.get::<_, String>(4)?)
+                        .unwrap_or(AnalysisLevel::Deep),
                 },
             ))
         })?;
@@ -222,7 +237,8 @@ impl Catalog {
                 motion_mean, motion_p95, static_share, brightness, brightness_p5, brightness_p95,
                 sharpness, entropy, colorfulness, black_share, frozen_share,
                 decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
-                resolution_changes, truncated, structure_error, phash, content_hash
+                resolution_changes, truncated, structure_error, phash, content_hash,
+                analysis_level
              FROM metrics ORDER BY item_id",
         )?;
         let rows = stmt.query_map([], |r| {
@@ -259,6 +275,8 @@ impl Catalog {
                     structure_error: r.get(28)?,
                     phash: r.get::<_, Option<i64>>(29)?.map(|h| h as u64),
                     content_hash: r.get(30)?,
+                    level: AnalysisLevel::parse(&r.get::<_, String>(31)?)
+                        .unwrap_or(AnalysisLevel::Deep),
                 },
             ))
         })?;

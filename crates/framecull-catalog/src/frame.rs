@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use framecull_model::{Item, ItemId, Measure, Measured, Metrics};
+use framecull_model::{AnalysisLevel, Item, ItemId, Measure, Measured, Metrics};
 
 /// One row per item with the columns analytics work on: metadata, and the deep-analysis
 /// metrics where `metrics` has them.
@@ -19,6 +19,14 @@ pub fn items_frame(items: &[Item], metrics: &HashMap<ItemId, Metrics>) -> Polars
         col_str("path", &|i| Some(i.path.as_str())),
         col_str("kind", &|i| Some(i.kind.as_str())),
         col_str("status", &|i| Some(i.status.as_str())),
+        col_str("analysis_level", &|i| {
+            Some(
+                metrics
+                    .get(&i.id)
+                    .map_or(AnalysisLevel::None, |m| m.level)
+                    .as_str(),
+            )
+        }),
         col_str("codec", &|i| i.info.codec.as_deref()),
         col_str("container", &|i| i.info.container.as_deref()),
         Column::new(

@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::{Catalog, Result};
-use framecull_model::{Cut, DupInfo, Flag, Item, ItemId, Metrics, OtherFile, Review};
+use framecull_model::{
+    AnalysisLevel, Cut, DupInfo, Flag, Item, ItemId, Metrics, OtherFile, Review,
+};
 
 /// The documented fields of `list --format jsonl|csv` (docs/CLI.md), in order.
 #[derive(Serialize, Default)]
@@ -42,6 +44,8 @@ pub struct Row<'a> {
     pub cuts_secs: Vec<f64>,
     pub decode_errors: Option<u64>,
     pub decoded_frames: Option<u64>,
+    /// `none`, `triage` or `deep` (files that are not media: none given).
+    pub analysis_level: Option<&'static str>,
     pub brightness: Option<f64>,
     pub sharpness: Option<f64>,
     pub phash: Option<String>,
@@ -105,6 +109,7 @@ impl<'a> Row<'a> {
         let i = &item.info;
         let dup = a.dups.get(&item.id);
         let review = a.reviews.get(&item.id);
+        let deep = m.filter(|m| m.level == AnalysisLevel::Deep);
         Row {
             path: &item.path,
             kind: item.kind.as_str(),
@@ -138,8 +143,10 @@ impl<'a> Row<'a> {
                 .get(&item.id)
                 .map(|c| c.iter().map(|c| c.time_secs).collect())
                 .unwrap_or_default(),
-            decode_errors: m.map(|m| m.decode_errors),
-            decoded_frames: m.map(|m| m.decoded_frames),
+            // A triage decodes nothing: its packet counts are in its flags' reasons.
+            decode_errors: deep.map(|m| m.decode_errors),
+            decoded_frames: deep.map(|m| m.decoded_frames),
+            analysis_level: Some(m.map_or(AnalysisLevel::None, |m| m.level).as_str()),
             brightness: m.and_then(|m| m.brightness),
             sharpness: m.and_then(|m| m.sharpness),
             phash: m.and_then(|m| m.phash).map(|h| format!("{h:016x}")),

@@ -99,6 +99,7 @@ pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
             i64_col("rotation_deg", &|r| r.rotation_deg),
             i64_col("stream_index", &|r| r.stream_index),
             str_col("color_matrix", &|r| r.color_matrix.as_deref()),
+            str_col("analysis_level", &|r| r.analysis_level.as_deref()),
             str_col("label", &|r| r.label.as_deref()),
             list_col("tags", &|r| &r.tags),
             str_col("split", &|r| r.split.as_deref()),
@@ -179,6 +180,11 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
     } else {
         s("color_matrix")?
     };
+    let level = if absent("analysis_level") {
+        StringChunked::full_null("analysis_level".into(), df.height())
+    } else {
+        s("analysis_level")?
+    };
     let owned = |v: Option<&str>| v.map(str::to_string);
     Ok((0..df.height())
         .map(|k| ManifestRow {
@@ -203,6 +209,7 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
             rotation_deg: rot.get(k),
             stream_index: stream.get(k),
             color_matrix: owned(matrix.get(k)),
+            analysis_level: owned(level.get(k)),
             label: owned(label.get(k)),
             tags: tags[k].clone(),
             split: owned(split.get(k)),

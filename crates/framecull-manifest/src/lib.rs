@@ -91,6 +91,9 @@ pub struct ManifestRow {
     /// The YUV-to-RGB matrix its frames are converted with: `bt601`, `bt709` or `bt2020`
     /// (videos; the declared one, else `[video] color_matrix_guess`'s).
     pub color_matrix: Option<String>,
+    /// How far the file was analysed when the version was exported: `none`, `triage` or
+    /// `deep` (its measures and flags come from that level).
+    pub analysis_level: Option<String>,
     pub label: Option<String>,
     pub tags: Vec<String>,
     pub split: Option<String>,
@@ -121,6 +124,7 @@ impl ManifestRow {
         "rotation_deg",
         "stream_index",
         "color_matrix",
+        "analysis_level",
         "label",
         "tags",
         "split",

@@ -11,8 +11,8 @@ use super::{Counts, ExportOptions, Include, ManifestError, ManifestRow};
 use framecull_analysis::filter::Filter;
 use framecull_catalog::{Catalog, Project};
 use framecull_model::{
-    Clip, Decision, DupInfo, Flag, Item, ItemId, ItemStatus, Matrix, MatrixGuess, MediaInfo,
-    MediaKind, Metrics, ReadAs, Review, Severity,
+    AnalysisLevel, Clip, Decision, DupInfo, Flag, Item, ItemId, ItemStatus, Matrix, MatrixGuess,
+    MediaInfo, MediaKind, Metrics, ReadAs, Review, Severity,
 };
 
 /// Build the rows an export would write (sorted by clip id) and the counts.
@@ -197,6 +197,11 @@ fn base_row(
                 .as_str()
                 .to_string()
         }),
+        analysis_level: Some(
+            m.map_or(AnalysisLevel::None, |m| m.level)
+                .as_str()
+                .to_string(),
+        ),
         label: None,
         tags: review.tags.clone(),
         split: None,
@@ -249,6 +254,8 @@ fn chosen_clips<'a>(
 /// (a live recording) lasts as long as its frames (counted from its packets at scan time)
 /// at its frame rate.
 fn whole_video_row(base: ManifestRow, info: &MediaInfo, m: Option<&Metrics>) -> ManifestRow {
+    // A triage counted packets, not frames: the length comes from the headers then.
+    let m = m.filter(|m| m.level == AnalysisLevel::Deep);
     let start = info.start_secs.unwrap_or(0.0);
     let frames = m
         .map(|m| m.decoded_frames as i64)

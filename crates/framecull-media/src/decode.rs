@@ -133,13 +133,7 @@ pub fn decode_frames(
         codec: Some(stream.parameters().id().name().to_string()),
         ..DecodeReport::default()
     };
-    report.declared_duration_secs = if stream.duration() > 0 {
-        Some(stream.duration() as f64 * f64::from(tb))
-    } else {
-        // SAFETY: reading a plain field of the format context owned by `input`.
-        let d = unsafe { (*input.as_ptr()).duration };
-        (d > 0).then(|| d as f64 / f64::from(ffi::AV_TIME_BASE))
-    };
+    report.declared_duration_secs = declared_duration_secs(&input, &stream);
     let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
         .map_err(|e| DecodeError::Setup(e.to_string()))?;
     ctx.set_threading(ff::codec::threading::Config {
@@ -373,6 +367,20 @@ fn fit(w: u32, h: u32, max_w: u32, max_h: u32) -> (u32, u32) {
         .min(1.0);
     let even = |v: f64| ((v.round() as u32) & !1).max(2);
     (even(f64::from(w) * scale), even(f64::from(h) * scale))
+}
+
+/// The duration a video stream declares: its own, else the container's.
+pub(crate) fn declared_duration_secs(
+    input: &ff::format::context::Input,
+    stream: &ff::format::stream::Stream<'_>,
+) -> Option<f64> {
+    if stream.duration() > 0 {
+        Some(stream.duration() as f64 * f64::from(stream.time_base()))
+    } else {
+        // SAFETY: reading a plain field of the format context owned by `input`.
+        let d = unsafe { (*input.as_ptr()).duration };
+        (d > 0).then(|| d as f64 / f64::from(ffi::AV_TIME_BASE))
+    }
 }
 
 /// The video stream `choice` names ([`StreamChoice`]): FFmpeg's best by default.

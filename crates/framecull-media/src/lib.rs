@@ -10,6 +10,7 @@ pub mod fingerprint;
 pub mod frames;
 mod image_probe;
 pub mod isolate;
+pub mod packets;
 pub mod picture;
 pub mod reader;
 pub mod sniff;

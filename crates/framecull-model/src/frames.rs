@@ -53,6 +53,34 @@ pub struct FrameTable {
     pub frames: Vec<FrameRecord>,
 }
 
+/// One packet of a video stream as the demuxer hands it out, in file (decode) order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacketRecord {
+    pub pts: Option<i64>,
+    pub dts: Option<i64>,
+    /// In the stream's time base; 0 when unknown.
+    pub duration: i64,
+    pub size: u32,
+    pub key: bool,
+    /// The demuxer marks it corrupt (`AV_PKT_FLAG_CORRUPT`).
+    pub corrupt: bool,
+}
+
+/// Every packet of a file's video stream, read without decoding: what a triage measures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PacketScan {
+    pub time_base: Option<Ratio>,
+    /// One frame's duration in the time base (from the frame rate; 1 when unknown).
+    pub frame_step: i64,
+    pub declared_frames: Option<i64>,
+    pub declared_duration_secs: Option<f64>,
+    pub packets: Vec<PacketRecord>,
+    /// Why reading stopped before the end, in FFmpeg's words.
+    pub read_error: Option<String>,
+    /// The time budget ran out first.
+    pub timed_out: bool,
+}
+
 /// One frame of a [`FrameTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameRecord {

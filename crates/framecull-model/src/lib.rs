@@ -31,14 +31,15 @@ mod review;
 mod units;
 
 pub use frames::{
-    FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView, SeekReference,
+    FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView, PacketRecord, PacketScan,
+    SeekReference,
 };
 pub use item::{
     Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, OtherStatus, Probe,
     orientation_turns,
 };
 pub use measure::{Measure, Measured};
-pub use metrics::{Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
+pub use metrics::{AnalysisLevel, Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
 pub use names::{local_path, path_as_text, path_bytes, path_of_text, path_text, text_of_path};
 pub use reading::{Matrix, MatrixGuess, ReadAs, StreamChoice};
 pub use review::{Clip, ClipOrigin, Decision, Edit, Review};

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Item, Metrics, human_bytes, human_duration, human_number};
+use super::{AnalysisLevel, Item, Metrics, human_bytes, human_duration, human_number};
 
 /// What [`Measure`]s read of a file's deep analysis: three numbers, where [`Metrics`] holds
 /// thirty (a million of those are ~450 MB, and the window's view needs only these).
@@ -12,6 +12,8 @@ pub struct Measured {
     pub motion_mean: Option<f64>,
     pub brightness: Option<f64>,
     pub sharpness: Option<f64>,
+    /// The analysis these come from.
+    pub level: AnalysisLevel,
 }
 
 impl From<&Metrics> for Measured {
@@ -20,6 +22,7 @@ impl From<&Metrics> for Measured {
             motion_mean: m.motion_mean,
             brightness: m.brightness,
             sharpness: m.sharpness,
+            level: m.level,
         }
     }
 }

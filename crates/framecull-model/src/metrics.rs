@@ -11,13 +11,57 @@ pub struct Cut {
     pub time_secs: f64,
 }
 
-/// What deep analysis measured about one file. Fields that do not apply to the file's kind
-/// are `None`.
+/// How far a file has been analysed. A file is never made shallower: a triage leaves a deep
+/// analysis in place.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum AnalysisLevel {
+    /// Not analysed: what the probe read of the headers only.
+    None,
+    /// The container's index and every packet read, nothing decoded (videos): the integrity
+    /// checks that need no pictures. A picture's triage is its deep analysis.
+    Triage,
+    /// Every frame decoded and measured. The level of a [`Metrics`] unless it says otherwise.
+    #[default]
+    Deep,
+}
+
+impl AnalysisLevel {
+    pub const ALL: [AnalysisLevel; 3] = [
+        AnalysisLevel::None,
+        AnalysisLevel::Triage,
+        AnalysisLevel::Deep,
+    ];
+
+    /// Its name in the catalog, listings, manifests and filters: `none`, `triage`, `deep`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnalysisLevel::None => "none",
+            AnalysisLevel::Triage => "triage",
+            AnalysisLevel::Deep => "deep",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<AnalysisLevel> {
+        AnalysisLevel::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+}
+
+/// What analysis measured about one file: every frame decoded (deep), or, for a video's
+/// triage, its packets read. Fields that do not apply to the file's kind, or that the level
+/// does not measure, are `None`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
-    /// Frames decoded (videos) or 1 (images that decoded).
+    /// How these were measured.
+    #[serde(default)]
+    pub level: AnalysisLevel,
+    /// Frames decoded (videos) or 1 (images that decoded); at the triage level, the video
+    /// stream's packets read (one per frame in the containers that carry frames).
     pub decoded_frames: u64,
-    /// Failed decoder calls plus frames decoded with concealed errors.
+    /// Failed decoder calls plus frames decoded with concealed errors; at the triage level,
+    /// packets the demuxer marks corrupt, plus one when reading stopped on an error.
     pub decode_errors: u64,
     /// The first decode problem, in FFmpeg's words when it gave some.
     pub first_error: Option<String>,
@@ -48,7 +92,7 @@ pub struct Metrics {
     // Integrity (videos).
     pub black_share: Option<f64>,
     pub frozen_share: Option<f64>,
-    /// Time from the first to the end of the last decoded frame.
+    /// Time from the first to the end of the last decoded frame (triage: of the packets).
     pub decoded_duration_secs: Option<f64>,
     pub pts_backwards: u64,
     pub pts_repeats: u64,
@@ -125,6 +169,8 @@ impl Severity {
 pub enum FlagSource {
     Probe,
     Decode,
+    /// A video's packets, read without decoding ([`AnalysisLevel::Triage`]).
+    Triage,
     Rule,
     Statistics,
     Duplicates,
@@ -135,6 +181,7 @@ impl FlagSource {
         match self {
             FlagSource::Probe => "probe",
             FlagSource::Decode => "decode",
+            FlagSource::Triage => "triage",
             FlagSource::Rule => "rule",
             FlagSource::Statistics => "statistics",
             FlagSource::Duplicates => "duplicates",
@@ -145,6 +192,7 @@ impl FlagSource {
         match s {
             "probe" => Some(FlagSource::Probe),
             "decode" => Some(FlagSource::Decode),
+            "triage" => Some(FlagSource::Triage),
             "rule" => Some(FlagSource::Rule),
             "statistics" => Some(FlagSource::Statistics),
             "duplicates" => Some(FlagSource::Duplicates),

@@ -17,14 +17,16 @@ use framecull_analysis::still;
 use framecull_analysis::video::{FLAT_STD, VideoAnalyzer};
 use framecull_catalog::{AnalysisResult, AnalysisTodo, Catalog};
 use framecull_media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
+use framecull_media::packets::scan_packets;
 use framecull_media::{Opened, Source};
 use framecull_model::{
-    Curves, FrameRecord, FrameTable, ItemStatus, MediaKind, Metrics, StreamChoice,
+    AnalysisLevel, Curves, FrameRecord, FrameTable, ItemStatus, MediaKind, Metrics, StreamChoice,
 };
 use framecull_storage::Root;
 
-/// Bump when an analysis changes what it stores: older results are recomputed (3: the
-/// box-averaged analysis copy moves every picture measure slightly).
+/// Bump when an analysis, deep or triage, changes what it stores: older results are
+/// recomputed (3: the box-averaged analysis copy moves every picture measure slightly). A
+/// video's deep analysis of an older version is recomputed by the deep pass only.
 pub const ANALYSIS_VERSION: u32 = 4;
 
 #[derive(Debug, Clone)]
@@ -38,6 +40,9 @@ pub struct AnalyzeOptions {
     /// Decode in worker processes (`framecull worker`), so that a decoder's crash, endless
     /// loop or runaway allocation costs one file, not the run. Off: in this process.
     pub isolate: bool,
+    /// [`AnalysisLevel::Deep`]: decode every frame. [`AnalysisLevel::Triage`]: read a video's
+    /// packets only (a picture's triage is its deep analysis), leaving deep analyses in place.
+    pub level: AnalysisLevel,
 }
 
 impl Default for AnalyzeOptions {
@@ -48,6 +53,7 @@ impl Default for AnalyzeOptions {
             cuts: CutOptions::default(),
             batch_size: 64,
             isolate: true,
+            level: AnalysisLevel::Deep,
         }
     }
 }
@@ -79,7 +85,7 @@ pub fn analyze(
 ) -> Result<AnalyzeSummary, ScanError> {
     let started = Instant::now();
     framecull_media::init();
-    let mut todo = catalog.analysis_todo(ANALYSIS_VERSION)?;
+    let mut todo = catalog.analysis_todo(ANALYSIS_VERSION, options.level)?;
     // Pictures over the project's limits are not decoded (their flag says so); they stay to
     // do, so raising the limit analyses them.
     let limits = super::project_config(catalog)?.limits;
@@ -243,6 +249,10 @@ pub fn analyse_file(
             Ok(bytes) => (Some(hash_bytes(&bytes)), still::structure_error(&bytes)),
             Err(e) => (None, Some(format!("cannot read: {e}"))),
         }
+    } else if options.level == AnalysisLevel::Triage {
+        // A triage reads each byte once, for the packets: no content hash (the deep pass
+        // hashes).
+        (None, None)
     } else {
         (hash_reader(&source).ok(), None)
     };
@@ -259,9 +269,35 @@ pub fn analyse_file(
     }
     match item.kind.as_str() {
         "image" => analyse_image(&source, item, deadline, base),
+        "video" if options.level == AnalysisLevel::Triage => {
+            triage_video(&source, item, deadline, base)
+        }
         "video" => analyse_video(&source, item, deadline, &options.cuts, base),
         _ => (base, Curves::default()),
     }
+}
+
+/// A video's triage: every packet read, nothing decoded ([`framecull_analysis::triage`]).
+fn triage_video(
+    source: &Opened,
+    item: &AnalysisTodo,
+    deadline: Instant,
+    base: Metrics,
+) -> (Metrics, Curves) {
+    let stream = StreamChoice::recorded(item.stream_index);
+    let metrics = match scan_packets(source, stream, deadline) {
+        Ok(scan) => framecull_analysis::triage::measure(&scan, item.fps),
+        Err(e) => {
+            let (m, _) = decode_failure(e, base.clone());
+            m
+        }
+    };
+    let metrics = Metrics {
+        level: AnalysisLevel::Triage,
+        content_hash: base.content_hash,
+        ..metrics
+    };
+    (metrics, Curves::default())
 }
 
 fn decode_failure(e: DecodeError, mut m: Metrics) -> (Metrics, Curves) {

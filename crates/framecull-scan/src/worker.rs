@@ -25,11 +25,13 @@ use framecull_media::Opened;
 use framecull_media::isolate::{
     Failure, Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, greeting, worker_exe,
 };
-use framecull_model::{Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe, StreamChoice};
+use framecull_model::{
+    AnalysisLevel, Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe, StreamChoice,
+};
 use framecull_storage::Root;
 
 /// Bump when a message changes: a worker of another protocol is not used.
-const PROTOCOL: u32 = 3;
+const PROTOCOL: u32 = 4;
 
 /// The name a worker greets with.
 const NAME: &str = "framecull_worker";
@@ -42,6 +44,7 @@ enum Request {
         item: AnalysisTodo,
         budget_secs: f64,
         cuts: CutOptions,
+        level: AnalysisLevel,
     },
     /// FFmpeg's probe of one file ([`framecull_media::probe_with_ffmpeg`]).
     Probe {
@@ -183,6 +186,7 @@ impl WorkerSlot {
             item: item.clone(),
             budget_secs: options.file_budget.as_secs_f64(),
             cuts: options.cuts.clone(),
+            level: options.level,
         };
         let answer = self.call(
             &request,
@@ -439,6 +443,7 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
             item,
             budget_secs,
             cuts,
+            level,
         } => {
             let root = match root.into_root(stores) {
                 Ok(root) => root,
@@ -452,6 +457,7 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
                 cuts,
                 batch_size: 1,
                 isolate: false,
+                level,
             };
             let (metrics, mut curves) = super::deep::analyse_in_process(&root, &item, &options);
             let frames = std::mem::take(&mut curves.frames);

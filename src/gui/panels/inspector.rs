@@ -7,7 +7,7 @@ use crate::gui::command::Command;
 use crate::gui::player::{Player, TimelineAction, clip_frames, timeline_ui};
 use crate::gui::theme;
 use crate::gui::view::{View, ViewRow};
-use crate::model::{Clip, Decision};
+use crate::model::{AnalysisLevel, Clip, Decision};
 
 /// Editable state of the inspector that lives in the app between frames.
 pub(super) struct Fields<'a> {
@@ -37,6 +37,7 @@ pub(super) fn inspector_ui(
         row.codec,
         row.resolution()
     ));
+    ui.label(format!("analysis: {}", level_text(row.level)));
     if let Some(e) = &row.error {
         ui.colored_label(theme::ERROR, e);
     }
@@ -175,5 +176,14 @@ pub(super) fn player_ui(
                 commands.push(Command::RemoveClip(clip.clone()));
             }
         });
+    }
+}
+
+/// What the inspector says of a file's analysis level.
+fn level_text(level: AnalysisLevel) -> &'static str {
+    match level {
+        AnalysisLevel::None => "none (headers only)",
+        AnalysisLevel::Triage => "triage (packets read, nothing decoded)",
+        AnalysisLevel::Deep => "deep (every frame decoded)",
     }
 }

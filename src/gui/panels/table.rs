@@ -15,6 +15,7 @@ pub(super) const TABLE_COLUMNS: &[(SortKey, &str)] = &[
     (SortKey::Path, "path"),
     (SortKey::Kind, "kind"),
     (SortKey::Status, "status"),
+    (SortKey::Level, "analysis"),
     (SortKey::Codec, "codec"),
     (SortKey::Resolution, "resolution"),
     (SortKey::Measure(Measure::DurationSecs), "duration"),
@@ -95,6 +96,9 @@ pub(super) fn table_ui(
                         theme::ERROR
                     };
                     ui.colored_label(color, r.status.as_str());
+                });
+                row.col(|ui| {
+                    ui.label(r.level.as_str());
                 });
                 row.col(|ui| {
                     ui.label(&r.codec);

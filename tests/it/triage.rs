@@ -1,0 +1,253 @@
+//! The triage level: a video's index and packets read, nothing decoded. Its rows say so, it
+//! flags what the deep pass flags wherever the packets show it, and a later triage never makes
+//! a deep analysis shallower.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use common::ffmpeg;
+use framecull::media::synth::{ImageKind, VideoSpec};
+
+/// The integrity flags both levels can raise from what they read.
+const SHARED: [&str; 6] = [
+    "unreadable",
+    "undecodable",
+    "truncated",
+    "frame_count_mismatch",
+    "timestamps",
+    "repeat_frames",
+];
+
+/// Generated damage beside clean files: an MP4 with its index in front cut at 60% (the
+/// index promises frames the file no longer holds), an MKV whose packet 50 repeats the
+/// previous packet's presentation time, noise named `.mp4`, an empty `.mkv`, and clean H.264, VP9 and
+/// MPEG-TS files and a picture.
+fn damaged(data: &Path) {
+    let mut whole = VideoSpec::new("libx264", 160, 96, 25, 100);
+    whole.faststart = true;
+    let whole = common::video(data, "whole.mp4", &whole);
+    let bytes = std::fs::read(&whole).unwrap();
+    std::fs::write(data.join("truncated.mp4"), &bytes[..bytes.len() * 3 / 5]).unwrap();
+    // B-frames, so that the muxer keeps a presentation time repeated out of order (it would
+    // move a repeated decode time).
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=160x96:rate=25",
+        "-frames:v",
+        "100",
+        "-c:v",
+        "libx264",
+        "-bf",
+        "2",
+        "-bsf:v",
+        "setts=pts=if(eq(N\\,50)\\,PREV_INPTS\\,PTS)",
+        data.join("timestamps.mkv").to_str().unwrap(),
+    ]);
+    common::video(
+        data,
+        "vp9.webm",
+        &VideoSpec::new("libvpx-vp9", 128, 72, 25, 50),
+    );
+    ffmpeg(&[
+        "-i",
+        whole.to_str().unwrap(),
+        "-c",
+        "copy",
+        data.join("whole.ts").to_str().unwrap(),
+    ]);
+    std::fs::write(data.join("noise.mp4"), [0x5au8; 4096]).unwrap();
+    std::fs::write(data.join("empty.mkv"), b"").unwrap();
+    common::image(data, "still.png", ImageKind::Png, 64, 48, None);
+}
+
+fn scan(data: &Path, project: &Path, level: &str) -> std::process::Output {
+    let out = common::run(&[
+        "scan",
+        data.to_str().unwrap(),
+        "--project",
+        project.to_str().unwrap(),
+        level,
+    ]);
+    assert!(
+        out.status.code().unwrap() <= 1,
+        "scan {level}: {}",
+        common::stderr(&out)
+    );
+    out
+}
+
+fn shared_flags(rows: &BTreeMap<String, serde_json::Value>) -> BTreeMap<String, BTreeSet<String>> {
+    rows.iter()
+        .map(|(path, row)| {
+            let codes = common::flag_codes(row)
+                .into_iter()
+                .filter(|c| SHARED.contains(&c.as_str()))
+                .collect();
+            (path.clone(), codes)
+        })
+        .collect()
+}
+
+/// A triage and a deep pass of the same files agree on every integrity flag both can raise,
+/// and the damage generated is found by both.
+#[test]
+fn triage_and_deep_rows_agree_on_the_integrity_flags_they_share() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    damaged(&data);
+    let (triaged, deep) = (tmp.path().join("triaged"), tmp.path().join("deep"));
+    scan(&data, &triaged, "--triage");
+    scan(&data, &deep, "--deep");
+    let (t, d) = (common::list_jsonl(&triaged), common::list_jsonl(&deep));
+    assert_eq!(shared_flags(&t), shared_flags(&d));
+    let flagged = |rows: &BTreeMap<String, serde_json::Value>, path: &str, code: &str| {
+        common::flag_codes(&rows[path]).contains(&code.to_string())
+    };
+    for rows in [&t, &d] {
+        assert!(flagged(rows, "truncated.mp4", "truncated"));
+        assert!(flagged(rows, "timestamps.mkv", "timestamps"));
+        assert!(flagged(rows, "noise.mp4", "unreadable"));
+        for clean in ["whole.mp4", "whole.ts", "vp9.webm", "still.png"] {
+            assert_eq!(shared_flags(rows)[clean], BTreeSet::new(), "{clean}");
+        }
+    }
+    // The triage's flags say what they read.
+    let truncated = t["truncated.mp4"]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "truncated")
+        .unwrap();
+    assert_eq!(truncated["source"], "triage");
+    assert!(
+        truncated["reason"]
+            .as_str()
+            .unwrap()
+            .contains("of the declared 4.00 s are in the packets"),
+        "{truncated}"
+    );
+}
+
+/// Every row names its level: videos `triage` after a triage, pictures `deep` (their triage
+/// is their analysis), other files none; the deep pass deepens the triaged videos, and a
+/// triage after it leaves them deep.
+#[test]
+fn each_row_names_its_level_and_a_triage_never_makes_a_file_shallower() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    common::video(&data, "a.mp4", &VideoSpec::new("libx264", 128, 72, 25, 50));
+    common::video(
+        &data,
+        "b.webm",
+        &VideoSpec::new("libvpx-vp9", 128, 72, 25, 30),
+    );
+    common::image(&data, "c.jpg", ImageKind::Jpeg, 64, 48, None);
+    let project = tmp.path().join("project");
+    let p = project.to_str().unwrap();
+    let levels = || -> BTreeMap<String, String> {
+        common::list_jsonl(&project)
+            .into_iter()
+            .map(|(path, row)| (path, row["analysis_level"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let out = common::run(&["scan", data.to_str().unwrap(), "--project", p]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    assert!(levels().values().all(|l| l == "none"), "{:?}", levels());
+
+    let out = common::run(&["analyze", "--triage", "--project", p]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let want = |v: &str| {
+        BTreeMap::from([
+            ("a.mp4".to_string(), v.to_string()),
+            ("b.webm".to_string(), v.to_string()),
+            ("c.jpg".to_string(), "deep".to_string()),
+        ])
+    };
+    assert_eq!(levels(), want("triage"));
+    let rows = common::list_jsonl(&project);
+    assert_eq!(rows["a.mp4"]["decoded_frames"], serde_json::Value::Null);
+    // The filter, the statistics and the manifest carry the level.
+    let triaged = common::list_jsonl_where(&project, Some("level:triage"));
+    assert_eq!(
+        triaged.keys().collect::<Vec<_>>(),
+        ["a.mp4", "b.webm"],
+        "level:triage"
+    );
+    let out = common::run(&["stats", "--json", "--project", p]);
+    let stats: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    let by_level: BTreeMap<String, u64> = stats["by_analysis_level"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["key"].as_str().unwrap().to_string(),
+                g["files"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_level,
+        BTreeMap::from([("deep".to_string(), 1), ("triage".to_string(), 2)])
+    );
+    let out = common::run(&[
+        "export",
+        "--name",
+        "t",
+        "--format",
+        "jsonl",
+        "--include",
+        "unreviewed",
+        "--project",
+        p,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let manifest = std::fs::read_to_string(project.join("manifests/t/v0001.jsonl")).unwrap();
+    let levels_in_manifest: BTreeSet<(String, String)> = manifest
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let level = v["analysis_level"].as_str().unwrap().to_string();
+            (v["path"].as_str().unwrap().to_string(), level)
+        })
+        .collect();
+    assert_eq!(
+        levels_in_manifest,
+        BTreeSet::from([
+            ("a.mp4".to_string(), "triage".to_string()),
+            ("b.webm".to_string(), "triage".to_string()),
+            ("c.jpg".to_string(), "deep".to_string()),
+        ])
+    );
+    // Nothing decoded, nothing to split at: a triage is not the analysis the clips need.
+    let out = common::run(&["clips", "split-at-cuts", "--project", p]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+
+    let out = common::run(&["analyze", "--triage", "--project", p]);
+    assert!(
+        common::stderr(&out).contains("0 files analysed, 3 up to date"),
+        "{}",
+        common::stderr(&out)
+    );
+    let out = common::run(&["analyze", "--project", p]);
+    assert!(
+        common::stderr(&out).contains("2 files analysed, 1 up to date"),
+        "{}",
+        common::stderr(&out)
+    );
+    assert_eq!(levels(), want("deep"));
+    assert_eq!(common::list_jsonl(&project)["a.mp4"]["decoded_frames"], 50);
+    let out = common::run(&["analyze", "--triage", "--project", p]);
+    assert!(
+        common::stderr(&out).contains("0 files analysed, 3 up to date"),
+        "{}",
+        common::stderr(&out)
+    );
+    assert_eq!(levels(), want("deep"));
+}
