@@ -4,6 +4,9 @@
 use std::time::Duration;
 
 use super::{Outcome, ProjectArg};
+use crate::analysis::filter::Filter;
+use crate::catalog::listing::Analysis;
+use crate::catalog::{ItemFields, by_item};
 use crate::model::{AnalysisLevel, count};
 use crate::scan::deep::{AnalyzeOptions, AnalyzeSummary};
 use crate::scan::pipeline::{Dataset, IngestOptions};
@@ -18,13 +21,18 @@ pub struct Args {
     /// Seconds one file may take before its analysis stops (what was decoded is kept).
     #[arg(long, default_value_t = 300.0, value_name = "SECS")]
     file_timeout: f64,
-    /// Triage the videos (read their index and packets, decode nothing) instead of decoding
-    /// every frame; videos already analysed deeply stay so. Pictures get their full analysis.
+    /// Triage the videos (read their index and packets, decode a few GOPs) instead of
+    /// decoding every frame; videos already analysed deeply stay so. Pictures get their full
+    /// analysis.
     #[arg(long, conflicts_with = "deep")]
     triage: bool,
     /// Decode every frame (the default): also deepens videos that were triaged.
     #[arg(long)]
     deep: bool,
+    /// Only the files matching a filter (as `list --where`), e.g. deepen what a triage
+    /// doubts: `--where 'level:triage and flag:suspect'`.
+    #[arg(long = "where", value_name = "FILTER")]
+    filter: Option<String>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -39,6 +47,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     analyse.file_budget = Duration::from_secs_f64(args.file_timeout.max(0.1));
     if args.triage {
         analyse.level = AnalysisLevel::Triage;
+    }
+    if let Some(text) = &args.filter {
+        let filter = Filter::parse(text)?;
+        let (items, analysis) = dataset.catalog.items_and(ItemFields::All, Analysis::load)?;
+        let metrics = by_item(&items, &analysis.metrics);
+        let chosen = filter.select_items(&items, &metrics, &analysis.flags, &analysis.reviews);
+        analyse.only = Some(chosen.into_iter().map(|i| items[i].id).collect());
     }
     let options = IngestOptions {
         scan: None,
@@ -66,6 +81,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 /// One line on stderr: what the analysis did.
 pub fn report(summary: Option<&AnalyzeSummary>) {
     if let Some(s) = summary {
+        let left_out = if s.not_chosen > 0 {
+            format!(", {} left out by the filter", s.not_chosen)
+        } else {
+            String::new()
+        };
         let over = if s.over_limit > 0 {
             format!(
                 ", {} over the picture size limits (not decoded; flag too_large)",
@@ -75,7 +95,7 @@ pub fn report(summary: Option<&AnalyzeSummary>) {
             String::new()
         };
         eprintln!(
-            "{} analysed, {} up to date{over}; {:.2} s",
+            "{} analysed, {} up to date{left_out}{over}; {:.2} s",
             count(s.analysed, "file"),
             s.up_to_date,
             s.elapsed_secs

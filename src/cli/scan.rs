@@ -32,10 +32,11 @@ pub struct Args {
     /// duplicates, flags), as `framecull analyze` does.
     #[arg(long)]
     deep: bool,
-    /// Also triage every video (read its index and packets, decode nothing: truncation,
-    /// frame counts, timestamps, damaged packets), a fraction of the deep pass's cost; files
-    /// already analysed deeply stay so. Pictures get their full analysis. (Not yet with
-    /// --shard or --shards: a shard records whether it was analysed deeply, not a triage.)
+    /// Also triage every video (read its index and packets, decode a few GOPs: truncation,
+    /// frame counts, timestamps, damaged packets, doubts to deepen), a fraction of the deep
+    /// pass's cost; files already analysed deeply stay so. Pictures get their full analysis.
+    /// (Not yet with --shard or --shards: a shard records whether it was analysed deeply,
+    /// not a triage.)
     #[arg(long, conflicts_with_all = ["deep", "shard", "shards"])]
     triage: bool,
     /// Print the summary as JSON on stdout.

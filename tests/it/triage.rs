@@ -251,3 +251,154 @@ fn each_row_names_its_level_and_a_triage_never_makes_a_file_shallower() {
     );
     assert_eq!(levels(), want("deep"));
 }
+
+/// Packets of a file as ffprobe lists them: (byte position, size, keyframe).
+fn packets(path: &Path) -> Vec<(usize, usize, bool)> {
+    let out = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-show_entries"])
+        .args(["packet=pos,size,flags", "-of", "json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["packets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let number = |k: &str| p[k].as_str().unwrap().parse::<usize>().unwrap();
+            let key = p["flags"].as_str().unwrap().starts_with('K');
+            (number("pos"), number("size"), key)
+        })
+        .collect()
+}
+
+/// `base` with `edit` applied to its bytes, written as `name` in `dir`.
+fn damaged_copy(base: &Path, dir: &Path, name: &str, edit: impl FnOnce(&mut Vec<u8>)) {
+    let mut bytes = std::fs::read(base).unwrap();
+    edit(&mut bytes);
+    std::fs::write(dir.join(name), bytes).unwrap();
+}
+
+/// Flip 20 bits in the last three quarters of packet `(pos, size)` (xorshift, the same every
+/// run).
+fn flip_bits(bytes: &mut [u8], (pos, size): (usize, usize)) {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..20 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let at = pos + size / 4 + (state as usize) % (size - size / 4);
+        bytes[at] ^= 1 << (state >> 60 & 7);
+    }
+}
+
+/// Damage inside packets: bit flips in the first GOP's and in the last GOP's keyframe are
+/// found by decoding those GOPs (decode_errors, as the deep pass says); a zeroed range in a
+/// middle packet, and a GOP cut out of an MPEG-TS file (a corrupt mark and a hole in the
+/// timestamps), are doubts (`suspect`), and `analyze --where 'level:triage and
+/// flag:suspect'` deepens those files alone.
+#[test]
+fn damage_in_the_gops_decoded_is_found_and_doubts_are_deepened_by_filter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, work) = (tmp.path().join("data"), tmp.path().join("work"));
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let base = work.join("base.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=320x240:rate=25",
+        "-frames:v",
+        "250",
+        "-c:v",
+        "libx264",
+        "-g",
+        "25",
+        "-bf",
+        "2",
+        "-pix_fmt",
+        "yuv420p",
+        base.to_str().unwrap(),
+    ]);
+    let ts = work.join("base.ts");
+    ffmpeg(&[
+        "-i",
+        base.to_str().unwrap(),
+        "-c",
+        "copy",
+        ts.to_str().unwrap(),
+    ]);
+    let mp4 = packets(&base);
+    let keys: Vec<usize> = (0..mp4.len()).filter(|&i| mp4[i].2).collect();
+    assert_eq!(keys.len(), 10);
+    let at = |i: usize| (mp4[i].0, mp4[i].1);
+    std::fs::copy(&base, data.join("clean.mp4")).unwrap();
+    damaged_copy(&base, &data, "first_gop.mp4", |b| flip_bits(b, at(keys[0])));
+    damaged_copy(&base, &data, "last_gop.mp4", |b| flip_bits(b, at(keys[9])));
+    damaged_copy(&base, &data, "zeroed.mp4", |b| {
+        let (pos, size) = at(keys[5] + 6);
+        b[pos + size / 3..pos + size / 3 + 200].fill(0);
+    });
+    let in_ts = packets(&ts);
+    let ts_keys: Vec<usize> = (0..in_ts.len()).filter(|&i| in_ts[i].2).collect();
+    damaged_copy(&ts, &data, "dropped_gop.ts", |b| {
+        b.drain(in_ts[ts_keys[5]].0..in_ts[ts_keys[6]].0);
+    });
+
+    let (triaged, deep) = (tmp.path().join("triaged"), tmp.path().join("deep"));
+    scan(&data, &triaged, "--triage");
+    scan(&data, &deep, "--deep");
+    let (t, d) = (common::list_jsonl(&triaged), common::list_jsonl(&deep));
+    assert_eq!(shared_flags(&t), shared_flags(&d));
+    let codes = |rows: &BTreeMap<String, serde_json::Value>, path: &str| -> BTreeSet<String> {
+        common::flag_codes(&rows[path])
+            .into_iter()
+            .filter(|c| c != "duplicate_near" && c != "vfr")
+            .collect()
+    };
+    let set = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    for path in ["first_gop.mp4", "last_gop.mp4"] {
+        assert_eq!(codes(&d, path), set(&["decode_errors"]), "deep: {path}");
+        assert_eq!(codes(&t, path), set(&["decode_errors"]), "triage: {path}");
+    }
+    assert_eq!(codes(&t, "clean.mp4"), set(&[]));
+    assert_eq!(codes(&t, "zeroed.mp4"), set(&["suspect"]));
+    assert_eq!(codes(&t, "dropped_gop.ts"), set(&["suspect"]));
+    let reason = |path: &str| t[path]["flags"].to_string();
+    assert!(
+        reason("zeroed.mp4").contains("runs of zero bytes"),
+        "{}",
+        reason("zeroed.mp4")
+    );
+    assert!(
+        reason("dropped_gop.ts").contains("the timestamps jump 1 time"),
+        "{}",
+        reason("dropped_gop.ts")
+    );
+
+    let p = triaged.to_str().unwrap();
+    let out = common::run(&[
+        "analyze",
+        "--project",
+        p,
+        "--where",
+        "level:triage and flag:suspect",
+    ]);
+    assert!(
+        common::stderr(&out).contains("2 files analysed, 0 up to date, 3 left out by the filter"),
+        "{}",
+        common::stderr(&out)
+    );
+    let levels: BTreeMap<String, String> = common::list_jsonl(&triaged)
+        .into_iter()
+        .map(|(path, row)| (path, row["analysis_level"].as_str().unwrap().to_string()))
+        .collect();
+    let deep_now: Vec<&String> = levels
+        .iter()
+        .filter(|(_, l)| *l == "deep")
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(deep_now, ["dropped_gop.ts", "zeroed.mp4"]);
+}

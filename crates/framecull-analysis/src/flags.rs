@@ -227,10 +227,10 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
         AnalysisLevel::None | AnalysisLevel::Deep => FlagSource::Decode,
     };
     // The triage read packets, the deep pass decoded frames: the reasons say which.
-    let (decode, frames, error) = if m.level == AnalysisLevel::Triage {
-        ("are in the packets", "packet", "packet error")
+    let (decode, frames) = if m.level == AnalysisLevel::Triage {
+        ("are in the packets", "packet")
     } else {
-        ("decode", "frame", "decode error")
+        ("decode", "frame")
     };
     if let Some(why) = &m.undecodable {
         // A probe error already says the file is unreadable.
@@ -264,7 +264,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
         } else {
             format!(
                 "{} in {}",
-                count(m.decode_errors, error),
+                count(m.decode_errors, "decode error"),
                 count(m.decoded_frames, frames)
             )
         };
@@ -393,6 +393,14 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
                 "{:.0}% of frames repeat the previous frame exactly (frozen picture)",
                 share * 100.0
             ),
+        ));
+    }
+    if let Some(why) = &m.suspect {
+        out.push(flag(
+            "suspect",
+            Severity::Warning,
+            d,
+            format!("{why}: deepen to know (framecull analyze --where 'flag:suspect')"),
         ));
     }
     if m.timed_out {

@@ -197,6 +197,10 @@ pub fn describe(code: &str) -> Option<String> {
         "decoder_messages" => "FFmpeg reported errors while reading, but every frame decoded",
         "metadata_errors" => "Damaged metadata (EXIF, APP segments); the picture is intact",
         "truncated" => "Fewer seconds decode than the header declares: the file is cut short",
+        "suspect" => {
+            "The triage saw what may be damage without proof (runs of zero bytes in packets, \
+             jumps in the timestamps); the deep pass decides"
+        }
         "repeat_frames" => "Frames the header declares carry no data (repeats of the previous)",
         "frame_count_mismatch" => "The decoded frame count differs from the declared by over 1%",
         "timestamps" => "Timestamps go backwards or repeat: frame order by time is unreliable",

@@ -1,8 +1,10 @@
 //! A video's triage: its integrity measured from its packets alone ([`PacketScan`]), as
 //! [`Metrics`] of the triage level, so that the flags read the same fields with the same
 //! rules as after the deep pass: `truncated`, `frame_count_mismatch`, `repeat_frames`,
-//! `timestamps`, `vfr`, `decode_errors` (packets the demuxer marks corrupt, a read error),
-//! `undecodable` (no packet at all) and `timed_out`.
+//! `timestamps`, `vfr`, `decode_errors` (errors in the GOPs decoded, and a read error before
+//! the end, as the deep pass counts it), `undecodable` (no packet at all) and `timed_out`; and
+//! `suspect`, what may be damage without proof (packets the demuxer marks corrupt or holding
+//! runs of zero bytes, whose GOPs decoded clean; holes in the timestamps).
 
 use super::video::Timing;
 use framecull_model::{AnalysisLevel, Metrics, PacketScan};
@@ -52,20 +54,18 @@ pub fn measure(scan: &PacketScan, fps_hint: Option<f64>) -> Metrics {
         scan.declared_duration_secs,
         scan.declared_frames,
     );
-    let corrupt = packets.iter().filter(|p| p.corrupt).count() as u64;
-    let first_corrupt = packets.iter().position(|p| p.corrupt);
-    let first_error = match (first_corrupt, &scan.read_error) {
-        (Some(i), _) => Some(format!(
-            "packet {} of {n} marked corrupt by the demuxer",
-            i + 1
-        )),
+    let sample = &scan.sample;
+    let first_error = match (&sample.first_error, &scan.read_error) {
+        (Some(e), _) => Some(format!("in the GOPs decoded, {e}")),
         (None, Some(e)) => Some(format!("reading stopped after {n} packets: {e}")),
         (None, None) => None,
     };
+    let vfr = if from_order { None } else { timing.vfr() };
+    let suspect = suspicion(scan, &seconds, &intervals);
     Metrics {
         level: AnalysisLevel::Triage,
         decoded_frames: n,
-        decode_errors: corrupt + u64::from(scan.read_error.is_some()),
+        decode_errors: sample.errors + u64::from(scan.read_error.is_some()),
         first_error,
         undecodable: (n == 0 && !scan.timed_out).then(|| match &scan.read_error {
             Some(e) => format!("no packet of the video stream could be read: {e}"),
@@ -75,12 +75,74 @@ pub fn measure(scan: &PacketScan, fps_hint: Option<f64>) -> Metrics {
         decoded_duration_secs: timing.decoded_duration,
         pts_backwards,
         pts_repeats,
-        vfr: if from_order { None } else { timing.vfr() },
+        vfr,
+        suspect,
         interval_cv: if from_order { None } else { timing.interval_cv },
         truncated: timing.truncated && !scan.timed_out,
         repeat_frames: timing.repeat_frames,
         ..Metrics::default()
     }
+}
+
+/// A jump in the timestamps this many times the median frame interval (and at least a
+/// quarter of a second) may be frames lost: a dropped GOP, a cut splice.
+const GAP_INTERVALS: f64 = 5.0;
+
+/// Intervals within this share of the median make a stream regular: one whose holes stand
+/// out.
+const REGULAR: f64 = 0.1;
+
+/// What the packets show that may be damage the GOPs decoded did not prove: packets the
+/// demuxer marks corrupt, or holding runs of zero bytes (a zeroed range), when the decoded
+/// GOPs had no error; holes in the timestamps of a stream whose frames are otherwise evenly
+/// spaced.
+fn suspicion(scan: &PacketScan, seconds: &[f64], intervals: &[f64]) -> Option<String> {
+    let mut seen = Vec::new();
+    let unproven = scan.sample.errors == 0;
+    let corrupt = scan.packets.iter().filter(|p| p.corrupt).count() as u64;
+    if let Some(first) = scan
+        .packets
+        .iter()
+        .position(|p| p.corrupt)
+        .filter(|_| unproven)
+    {
+        seen.push(format!(
+            "{} marked corrupt by the demuxer (first: packet {})",
+            framecull_model::count(corrupt, "packet"),
+            first + 1
+        ));
+    }
+    if let Some(first) = scan.first_zero_run.filter(|_| unproven) {
+        seen.push(format!(
+            "{} with long runs of zero bytes (first: packet {}), a zeroed or unwritten range",
+            framecull_model::count(scan.zero_runs, "packet"),
+            first + 1
+        ));
+    }
+    if intervals.len() >= 4 {
+        let mut sorted = intervals.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        let near = |i: &f64| (i - median).abs() <= REGULAR * median;
+        let regular = intervals.iter().filter(|i| near(i)).count() as f64
+            >= (1.0 - REGULAR) * intervals.len() as f64;
+        let gap = (GAP_INTERVALS * median).max(0.25);
+        let jumps: Vec<usize> = (0..intervals.len())
+            .filter(|&i| regular && intervals[i] > gap)
+            .collect();
+        if let Some(&widest) = jumps
+            .iter()
+            .max_by(|&&a, &&b| intervals[a].total_cmp(&intervals[b]))
+        {
+            seen.push(format!(
+                "the timestamps jump {} (widest: {:.2} s at {:.2} s), frames may be missing",
+                framecull_model::count(jumps.len() as u64, "time"),
+                intervals[widest],
+                seconds[widest] - seconds[0]
+            ));
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join("; "))
 }
 
 #[cfg(test)]
@@ -124,6 +186,21 @@ mod tests {
     }
 
     #[test]
+    fn a_hole_in_evenly_spaced_timestamps_is_a_doubt() {
+        let mut s = scan(100, 4.0);
+        // GOP-sized hole: frames 48 to 59 gone.
+        s.packets
+            .retain(|p| !(48 * 512..60 * 512).contains(&p.pts.unwrap()));
+        let m = measure(&s, Some(25.0));
+        let why = m.suspect.unwrap();
+        assert!(
+            why.contains("the timestamps jump 1 time (widest: 0.52 s at 1.88 s)"),
+            "{why}"
+        );
+        assert_eq!(measure(&scan(100, 4.0), Some(25.0)).suspect, None);
+    }
+
+    #[test]
     fn a_whole_stream_is_clean_and_a_cut_one_is_truncated() {
         let m = measure(&scan(100, 4.0), Some(25.0));
         assert_eq!(m.level, AnalysisLevel::Triage);
@@ -148,11 +225,28 @@ mod tests {
         let m = measure(&s, Some(25.0));
         assert_eq!(m.pts_backwards, 1);
         assert_eq!(m.pts_repeats, 1);
-        assert_eq!(m.decode_errors, 2);
-        assert_eq!(
-            m.first_error.as_deref(),
-            Some("packet 71 of 100 marked corrupt by the demuxer")
+        // A read error counts as the deep pass counts it; a corrupt mark is a doubt.
+        assert_eq!(m.decode_errors, 1);
+        assert!(
+            m.first_error
+                .as_deref()
+                .unwrap()
+                .starts_with("reading stopped after 100 packets"),
+            "{m:?}"
         );
+        assert!(
+            m.suspect
+                .as_deref()
+                .unwrap()
+                .contains("1 packet marked corrupt by the demuxer (first: packet 71)"),
+            "{m:?}"
+        );
+        // Errors in the GOPs decoded are the proof: no doubt left about the corrupt mark.
+        s.sample.errors = 3;
+        s.sample.first_error = Some("a frame decodes with errors".into());
+        let m = measure(&s, Some(25.0));
+        assert_eq!(m.decode_errors, 4);
+        assert_eq!(m.suspect, None);
         let empty = measure(&PacketScan::default(), None);
         assert!(empty.undecodable.is_some());
     }

@@ -128,10 +128,10 @@ impl Catalog {
                     brightness_p95, sharpness, entropy, colorfulness, black_share, frozen_share,
                     decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
                     resolution_changes, truncated, structure_error, phash, content_hash,
-                    item_stream, analysis_level)
+                    item_stream, analysis_level, suspect)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,
-                    ?32, ?33, ?34, ?35, ?36, ?37)",
+                    ?32, ?33, ?34, ?35, ?36, ?37, ?38)",
             )?;
             // A triage has no curves: those of an earlier analysis of the file go.
             let mut no_curves = tx.prepare_cached("DELETE FROM curves WHERE item_id = ?1")?;
@@ -179,6 +179,7 @@ impl Catalog {
                     m.content_hash,
                     r.stream_index,
                     m.level.as_str(),
+                    m.suspect,
                 ])?;
                 if m.level == AnalysisLevel::Triage {
                     no_curves.execute([r.id])?;
@@ -238,7 +239,7 @@ impl Catalog {
                 sharpness, entropy, colorfulness, black_share, frozen_share,
                 decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
                 resolution_changes, truncated, structure_error, phash, content_hash,
-                analysis_level
+                analysis_level, suspect
              FROM metrics ORDER BY item_id",
         )?;
         let rows = stmt.query_map([], |r| {
@@ -277,6 +278,7 @@ impl Catalog {
                     content_hash: r.get(30)?,
                     level: AnalysisLevel::parse(&r.get::<_, String>(31)?)
                         .unwrap_or(AnalysisLevel::Deep),
+                    suspect: r.get(32)?,
                 },
             ))
         })?;

@@ -143,7 +143,7 @@ impl<'a> Row<'a> {
                 .get(&item.id)
                 .map(|c| c.iter().map(|c| c.time_secs).collect())
                 .unwrap_or_default(),
-            // A triage decodes nothing: its packet counts are in its flags' reasons.
+            // A triage decodes a few GOPs only: its counts are in its flags' reasons.
             decode_errors: deep.map(|m| m.decode_errors),
             decoded_frames: deep.map(|m| m.decoded_frames),
             analysis_level: Some(m.map_or(AnalysisLevel::None, |m| m.level).as_str()),

@@ -209,9 +209,10 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE items ADD COLUMN color_space TEXT;
     ALTER TABLE metrics ADD COLUMN item_stream INTEGER;  -- the stream analysed (NULL: before 9)
     "#,
-    // 10: the level of each analysis: a triage (a video's packets read, nothing decoded) or
+    // 10: the level of each analysis: a triage (a video's packets read, a few GOPs decoded) or
     // the deep pass (every frame decoded). Rows before it are deep.
     r#"
     ALTER TABLE metrics ADD COLUMN analysis_level TEXT NOT NULL DEFAULT 'deep';  -- triage | deep
+    ALTER TABLE metrics ADD COLUMN suspect TEXT;  -- a triage's doubt without proof
     "#,
 ];

@@ -79,6 +79,23 @@ pub struct PacketScan {
     pub read_error: Option<String>,
     /// The time budget ran out first.
     pub timed_out: bool,
+    /// Packets whose data holds a long run of zero bytes (a zeroed or unwritten range), and
+    /// the first of them (its index).
+    pub zero_runs: u64,
+    pub first_zero_run: Option<u64>,
+    /// What decoding a few GOPs found: the first and the last, those with a packet anomaly
+    /// and a spread sample.
+    pub sample: SampledDecode,
+}
+
+/// The GOPs a triage decoded, and the errors in them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampledDecode {
+    pub gops: u32,
+    pub frames: u64,
+    /// Failed decoder calls plus frames decoded with concealed errors.
+    pub errors: u64,
+    pub first_error: Option<String>,
 }
 
 /// One frame of a [`FrameTable`].

@@ -20,8 +20,8 @@ pub struct Cut {
 pub enum AnalysisLevel {
     /// Not analysed: what the probe read of the headers only.
     None,
-    /// The container's index and every packet read, nothing decoded (videos): the integrity
-    /// checks that need no pictures. A picture's triage is its deep analysis.
+    /// The container's index and every packet read, and the GOPs where damage shows or hides
+    /// decoded (videos): the integrity checks that need no more. A picture's triage is its deep analysis.
     Triage,
     /// Every frame decoded and measured. The level of a [`Metrics`] unless it says otherwise.
     #[default]
@@ -103,6 +103,11 @@ pub struct Metrics {
     pub resolution_changes: u64,
     /// Decoded duration far below the declared one.
     pub truncated: bool,
+    /// What a triage saw that may be damage, without proof (a run of zero bytes in a packet
+    /// whose GOP was not decoded or decoded clean, a jump in the timestamps): the deep pass
+    /// decides.
+    #[serde(default)]
+    pub suspect: Option<String>,
     /// A structural problem of an image file (missing end marker, trailing chunk cut).
     pub structure_error: Option<String>,
     /// Perceptual hash of the (upright) picture; videos: of the first sampled frame.

@@ -20,7 +20,8 @@ use framecull_media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_f
 use framecull_media::packets::scan_packets;
 use framecull_media::{Opened, Source};
 use framecull_model::{
-    AnalysisLevel, Curves, FrameRecord, FrameTable, ItemStatus, MediaKind, Metrics, StreamChoice,
+    AnalysisLevel, Curves, FrameRecord, FrameTable, ItemId, ItemStatus, MediaKind, Metrics,
+    StreamChoice,
 };
 use framecull_storage::Root;
 
@@ -28,6 +29,11 @@ use framecull_storage::Root;
 /// recomputed (3: the box-averaged analysis copy moves every picture measure slightly). A
 /// video's deep analysis of an older version is recomputed by the deep pass only.
 pub const ANALYSIS_VERSION: u32 = 4;
+
+/// The share of a video's packets a triage decodes as a spread sample, beyond the first and
+/// last GOP and the GOPs with a packet anomaly: the first GOP already holds it on most
+/// files, so this only adds GOPs to long files of short GOPs.
+const TRIAGE_SAMPLE_SHARE: f64 = 0.02;
 
 #[derive(Debug, Clone)]
 pub struct AnalyzeOptions {
@@ -43,6 +49,8 @@ pub struct AnalyzeOptions {
     /// [`AnalysisLevel::Deep`]: decode every frame. [`AnalysisLevel::Triage`]: read a video's
     /// packets only (a picture's triage is its deep analysis), leaving deep analyses in place.
     pub level: AnalysisLevel,
+    /// Only these items (a filter's choice, `analyze --where`); `None`: every item.
+    pub only: Option<std::collections::HashSet<ItemId>>,
 }
 
 impl Default for AnalyzeOptions {
@@ -54,6 +62,7 @@ impl Default for AnalyzeOptions {
             batch_size: 64,
             isolate: true,
             level: AnalysisLevel::Deep,
+            only: None,
         }
     }
 }
@@ -70,6 +79,8 @@ pub struct AnalyzeSummary {
     pub analysed: u64,
     /// Files not decoded because their pictures are over the project's `[limits]`.
     pub over_limit: u64,
+    /// Files to analyse that the filter (`analyze --where`) left out.
+    pub not_chosen: u64,
     pub up_to_date: u64,
     pub cancelled: bool,
     pub elapsed_secs: f64,
@@ -86,6 +97,11 @@ pub fn analyze(
     let started = Instant::now();
     framecull_media::init();
     let mut todo = catalog.analysis_todo(ANALYSIS_VERSION, options.level)?;
+    let before = todo.len();
+    if let Some(only) = &options.only {
+        todo.retain(|t| only.contains(&t.id));
+    }
+    let not_chosen = (before - todo.len()) as u64;
     // Pictures over the project's limits are not decoded (their flag says so); they stay to
     // do, so raising the limit analyses them.
     let limits = super::project_config(catalog)?.limits;
@@ -191,7 +207,8 @@ pub fn analyze(
     Ok(AnalyzeSummary {
         analysed: stored,
         over_limit,
-        up_to_date: total_items.saturating_sub(total + over_limit),
+        not_chosen,
+        up_to_date: total_items.saturating_sub(total + over_limit + not_chosen),
         cancelled: cancel.load(Ordering::SeqCst),
         elapsed_secs: started.elapsed().as_secs_f64(),
     })
@@ -277,7 +294,7 @@ pub fn analyse_file(
     }
 }
 
-/// A video's triage: every packet read, nothing decoded ([`framecull_analysis::triage`]).
+/// A video's triage: every packet read, a few GOPs decoded ([`framecull_analysis::triage`]).
 fn triage_video(
     source: &Opened,
     item: &AnalysisTodo,
@@ -285,7 +302,7 @@ fn triage_video(
     base: Metrics,
 ) -> (Metrics, Curves) {
     let stream = StreamChoice::recorded(item.stream_index);
-    let metrics = match scan_packets(source, stream, deadline) {
+    let metrics = match scan_packets(source, stream, deadline, TRIAGE_SAMPLE_SHARE) {
         Ok(scan) => framecull_analysis::triage::measure(&scan, item.fps),
         Err(e) => {
             let (m, _) = decode_failure(e, base.clone());

@@ -458,6 +458,7 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
                 batch_size: 1,
                 isolate: false,
                 level,
+                only: None,
             };
             let (metrics, mut curves) = super::deep::analyse_in_process(&root, &item, &options);
             let frames = std::mem::take(&mut curves.frames);

@@ -14,6 +14,7 @@ mod merge;
 mod player;
 mod scan;
 mod storage;
+mod triage;
 mod util;
 
 use std::process::ExitCode;
@@ -64,6 +65,10 @@ enum Which {
     /// Object storage against a local moto server: requests and bytes per probed object,
     /// `scan s3://` against download-then-probe, the loader from a bucket against local files.
     Storage(storage::Args),
+    /// A video's triage against its deep analysis, file by file, on generated long-GOP clips
+    /// (H.264 and HEVC, 720p to 4K), beside `ffmpeg -skip_frame nokey` and `ffprobe
+    /// -count_packets` on the same files.
+    Triage(triage::Args),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
         Which::Player(args) => player::run(args),
         Which::Probe(args) => scan::run_probe(args),
         Which::Storage(args) => storage::run(args),
+        Which::Triage(args) => triage::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
