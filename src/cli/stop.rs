@@ -1,13 +1,15 @@
 //! Stopping a long command on a signal: Ctrl-C (SIGINT) at a terminal, and SIGTERM or SIGHUP,
 //! which Slurm (a time limit, a preemption), Kubernetes (an eviction, a deleted pod) and Ray
 //! send before they kill. Each sets one flag; the command stops taking new work, commits what
-//! is done, ends its workers and returns. A second Ctrl-C exits at once (SQLite's journal
-//! keeps the catalog consistent). A stop by SIGTERM or SIGHUP is a [`Transient`] error (exit
+//! is done, ends its workers and returns. A second Ctrl-C exits at once, and so does a second
+//! SIGTERM or SIGHUP a second or more after the first (sooner, it is the same stop delivered
+//! twice); SQLite's journal keeps the catalog consistent. A stop by SIGTERM or SIGHUP is a [`Transient`] error (exit
 //! 3): a scheduler retries the task instead of reading a signal death as a crash, and the
 //! rerun resumes.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
@@ -17,8 +19,9 @@ use crate::transient::Transient;
 #[derive(Clone)]
 pub struct Stop {
     flag: Arc<AtomicBool>,
-    /// The first signal received (0: none).
+    /// The first signal received (0: none), and when.
     signal: Arc<AtomicI32>,
+    first: Arc<OnceLock<Instant>>,
 }
 
 impl Stop {
@@ -30,6 +33,7 @@ impl Stop {
             let stop = Stop {
                 flag: Arc::new(AtomicBool::new(false)),
                 signal: Arc::new(AtomicI32::new(0)),
+                first: Arc::new(OnceLock::new()),
             };
             match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
                 Ok(mut signals) => {
@@ -52,14 +56,16 @@ impl Stop {
 
     fn received(&self, signal: i32) {
         if self.flag.swap(true, Ordering::SeqCst) {
-            // Ctrl-C a second time: quit now, as the default action would. A repeated SIGTERM
-            // or SIGHUP is not a person insisting: Slurm signals every process of a job and
-            // its launcher script passes the signal on too, so one stop arrives twice.
-            if signal == SIGINT {
+            let since = self
+                .first
+                .get()
+                .map_or(Duration::MAX, |first| first.elapsed());
+            if quits_at_once(signal, since) {
                 std::process::exit(128 + signal);
             }
             return;
         }
+        let _ = self.first.set(Instant::now());
         self.signal.store(signal, Ordering::SeqCst);
         let quit = if signal == SIGINT {
             " (Ctrl-C again to quit now)"
@@ -105,6 +111,18 @@ impl Stop {
     }
 }
 
+/// How long after the first stop signal a second SIGTERM or SIGHUP is someone insisting,
+/// rather than the same stop delivered twice: Slurm signals every process of a job step and
+/// its launcher script passes the signal on too, within milliseconds of each other.
+const SAME_STOP: Duration = Duration::from_secs(1);
+
+/// Whether a second `signal`, `since` the first, ends the process at once (SQLite's journal
+/// keeps the catalog consistent): a second Ctrl-C always, as the default action would; a
+/// second SIGTERM or SIGHUP unless it is the first one delivered twice.
+fn quits_at_once(signal: i32, since: Duration) -> bool {
+    signal == SIGINT || since >= SAME_STOP
+}
+
 fn name(signal: i32) -> &'static str {
     match signal {
         SIGINT => "SIGINT",
@@ -126,5 +144,19 @@ pub fn leave_to_the_parent() {
         if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&unread)) {
             tracing::warn!("cannot set aside signal {signal}: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_signal_quits_unless_it_is_the_first_delivered_twice() {
+        assert!(quits_at_once(SIGINT, Duration::ZERO));
+        assert!(!quits_at_once(SIGTERM, Duration::from_millis(20)));
+        assert!(!quits_at_once(SIGHUP, Duration::from_millis(999)));
+        assert!(quits_at_once(SIGTERM, Duration::from_secs(1)));
+        assert!(quits_at_once(SIGHUP, Duration::from_secs(5)));
     }
 }
