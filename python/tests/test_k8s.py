@@ -244,23 +244,35 @@ def test_sigterm_to_the_pod_stops_framecull_with_exit_3_and_the_retry_resumes(jo
     assert len(listed) == 6
 
 
-def test_sigterm_to_the_slurm_task_stops_framecull_and_requeues(slow_videos, tmp_path):
+@pytest.mark.parametrize("state", ["RUNNING", "COMPLETING"])
+def test_sigterm_to_the_slurm_task_stops_framecull_and_requeues(slow_videos, tmp_path, state):
     """scan-array.sbatch as slurmstepd runs it, signalled as `--signal=B:TERM@120` does (the
     batch shell only): bash passes SIGTERM on at once, framecull exits 3, and the task asks
-    to be requeued (a stand-in scontrol records the call and ends the task as Slurm would)."""
+    to be requeued (a stand-in scontrol records the call and ends the task as Slurm would);
+    unless the task was cancelled (`scancel`: Slurm marks it completing before it signals it):
+    that task stays cancelled."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "scontrol").write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/scontrol.args\nkill -KILL $PPID\n')
+    (bin_dir / "scontrol").write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = show ]; then echo "JobId=$3 JobState={state} Reason=None"; exit 0; fi\n'
+        f'echo "$@" > {tmp_path}/scontrol.args\nkill -KILL $PPID\n')
     (bin_dir / "scontrol").chmod(0o755)
     sbatch = REPO / "packaging" / "slurm" / "scan-array.sbatch"
     assert "#SBATCH --signal=B:TERM@" in sbatch.read_text()
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FRAMECULL_BIN": framecull_bin(),
            "FRAMECULL_ROOT": str(slow_videos), "FRAMECULL_WORK": str(tmp_path), "FRAMECULL_SHARDS": "1",
            "FRAMECULL_DEEP": "1", "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_JOB_ID": "77",
-           "SLURM_CPUS_PER_TASK": "2", "SLURM_RESTART_COUNT": "0"}
+           "SLURM_JOB_ID": "78", "SLURM_CPUS_PER_TASK": "2", "SLURM_RESTART_COUNT": "0"}
     shell = subprocess.Popen(["bash", str(sbatch)], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     took, out = stop_shell(shell, tmp_path / "shard-0")
-    assert "SIGTERM: stopping" in out and "requeueing shard 0" in out, out
-    assert (tmp_path / "scontrol.args").read_text().split() == ["requeue", "77_0"]
-    assert took < 10, f"requeued {took:.1f} s after SIGTERM"
+    assert "SIGTERM: stopping" in out, out
+    if state == "RUNNING":
+        assert "requeueing shard 0" in out, out
+        assert (tmp_path / "scontrol.args").read_text().split() == ["requeue", "77_0"]
+    else:
+        assert "shard 0 cancelled: not requeued" in out, out
+        assert shell.returncode == TRANSIENT
+        assert not (tmp_path / "scontrol.args").exists()
+    assert took < 10, f"stopped {took:.1f} s after SIGTERM"
