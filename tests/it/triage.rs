@@ -24,8 +24,8 @@ const SHARED: [&str; 6] = [
 
 /// Generated damage beside clean files: an MP4 with its index in front cut at 60% (the
 /// index promises frames the file no longer holds), an MKV whose packet 50 repeats the
-/// previous packet's presentation time, noise named `.mp4`, an empty `.mkv`, and clean H.264, VP9 and
-/// MPEG-TS files and a picture.
+/// previous packet's presentation time, noise named `.mp4`, an empty `.mkv`, and clean H.264, VP9,
+/// MPEG-TS, an elementary H.264 stream (no timestamps), an MKV with an odd name and a picture.
 fn damaged(data: &Path) {
     let mut whole = VideoSpec::new("libx264", 160, 96, 25, 100);
     whole.faststart = true;
@@ -60,6 +60,21 @@ fn damaged(data: &Path) {
         "-c",
         "copy",
         data.join("whole.ts").to_str().unwrap(),
+    ]);
+    // No timestamps at all (an elementary stream), and an odd name.
+    ffmpeg(&[
+        "-i",
+        whole.to_str().unwrap(),
+        "-c",
+        "copy",
+        data.join("elementary.h264").to_str().unwrap(),
+    ]);
+    ffmpeg(&[
+        "-i",
+        whole.to_str().unwrap(),
+        "-c",
+        "copy",
+        data.join("odd name – ü #1.mkv").to_str().unwrap(),
     ]);
     std::fs::write(data.join("noise.mp4"), [0x5au8; 4096]).unwrap();
     std::fs::write(data.join("empty.mkv"), b"").unwrap();
@@ -113,7 +128,14 @@ fn triage_and_deep_rows_agree_on_the_integrity_flags_they_share() {
         assert!(flagged(rows, "truncated.mp4", "truncated"));
         assert!(flagged(rows, "timestamps.mkv", "timestamps"));
         assert!(flagged(rows, "noise.mp4", "unreadable"));
-        for clean in ["whole.mp4", "whole.ts", "vp9.webm", "still.png"] {
+        for clean in [
+            "whole.mp4",
+            "whole.ts",
+            "vp9.webm",
+            "still.png",
+            "elementary.h264",
+            "odd name – ü #1.mkv",
+        ] {
             assert_eq!(shared_flags(rows)[clean], BTreeSet::new(), "{clean}");
         }
     }

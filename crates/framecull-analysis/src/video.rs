@@ -204,12 +204,7 @@ impl VideoAnalyzer {
     ) -> (Metrics, Curves) {
         let start = self.first_time.unwrap_or(0.0);
         let motion = self.motion.summary(start);
-        let Timing {
-            decoded_duration,
-            interval_cv,
-            truncated,
-            repeat_frames,
-        } = Timing::of(
+        let timing = Timing::of(
             self.first_time.zip(self.last_time),
             self.frames,
             &self.intervals,
@@ -217,6 +212,13 @@ impl VideoAnalyzer {
             declared_duration_secs,
             declared_frames,
         );
+        let vfr = timing.vfr();
+        let Timing {
+            decoded_duration,
+            interval_cv,
+            truncated,
+            repeat_frames,
+        } = timing;
         let n = self.frames.max(1) as f64;
         let mean_of = |f: &dyn Fn(&quality::Quality) -> f64| {
             (!self.samples.is_empty())
@@ -239,7 +241,7 @@ impl VideoAnalyzer {
             decoded_duration_secs: decoded_duration,
             pts_backwards: self.pts_backwards,
             pts_repeats: self.pts_repeats,
-            vfr: interval_cv.map(|cv| cv > VFR_CV),
+            vfr,
             interval_cv,
             resolution_changes: self.resolution_changes,
             truncated,

@@ -304,15 +304,11 @@ fn triage_video(
     let stream = StreamChoice::recorded(item.stream_index);
     let metrics = match scan_packets(source, stream, deadline, TRIAGE_SAMPLE_SHARE) {
         Ok(scan) => framecull_analysis::triage::measure(&scan, item.fps),
-        Err(e) => {
-            let (m, _) = decode_failure(e, base.clone());
-            m
-        }
-    };
-    let metrics = Metrics {
-        level: AnalysisLevel::Triage,
-        content_hash: base.content_hash,
-        ..metrics
+        // Nothing read: the failure is the triage's (`base` holds no hash at this level).
+        Err(e) => Metrics {
+            level: AnalysisLevel::Triage,
+            ..decode_failure(e, base).0
+        },
     };
     (metrics, Curves::default())
 }
