@@ -1189,17 +1189,7 @@ fn whole_clip_window_holds_every_frame(path: &Path, work: &Path) {
     assert_eq!(sizes.len(), 2, "{name}: the frame size changes: {sizes:?}");
     for deep in [false, true] {
         let project = work.join(format!("project-{deep}"));
-        let p = project.to_str().unwrap();
-        let mut args = vec!["scan", data.to_str().unwrap(), "--project", p];
-        if deep {
-            args.push("--deep");
-        }
-        let out = common::run(&args);
-        assert_eq!(out.status.code(), Some(0), "scan: {}", common::stderr(&out));
-        let out = common::run(&["review", "accept", "--project", p, name]);
-        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
-        let out = common::run(&["export", "--name", "x", "--project", p, "--format", "jsonl"]);
-        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        common::scan_and_export(data, &project, name, deep);
         let mut config = loader_config(Mode::Uniform, false, 1);
         config.sampling = Sampling {
             clip_len: None,

@@ -15,46 +15,6 @@ use framecull::loader::{
     Timing,
 };
 
-/// Scan (`--deep` when asked), accept the one file `name` (its test pattern may be flagged)
-/// and export it as manifest `x` (JSON lines): its rows.
-fn scan_and_export(data: &Path, project: &Path, name: &str, deep: bool) -> Vec<serde_json::Value> {
-    let p = project.to_str().unwrap();
-    let mut args = vec!["scan", data.to_str().unwrap(), "--project", p];
-    if deep {
-        args.push("--deep");
-    }
-    let out = common::run(&args);
-    assert_eq!(out.status.code(), Some(0), "scan: {}", common::stderr(&out));
-    let out = common::run(&["review", "accept", "--project", p, name]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "accept: {}",
-        common::stderr(&out)
-    );
-    let out = common::run(&["export", "--name", "x", "--project", p, "--format", "jsonl"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "export: {}",
-        common::stderr(&out)
-    );
-    let version = std::fs::read_dir(project.join("manifests/x"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            name.ends_with(".jsonl") && !name.contains(".frames.")
-        })
-        .max()
-        .unwrap();
-    std::fs::read_to_string(version)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The loader's first frames of the manifest's one clip at the video's own size, as RGB
 /// bytes: (frame index in the file, pixels).
 fn loaded_frames(project: &Path, width: u32, height: u32) -> Vec<(u64, Vec<u8>)> {
@@ -191,7 +151,7 @@ fn the_stream_ffmpeg_picks_is_catalogued_analysed_and_loaded_and_the_setting_ove
     let data = tmp.path().join("data");
     let path = two_streams(&data);
     let project = tmp.path().join("project");
-    let rows = scan_and_export(&data, &project, "two streams.mp4", true);
+    let rows = common::scan_and_export(&data, &project, "two streams.mp4", true);
     let listed = common::list_jsonl(&project);
     let item = &listed["two streams.mp4"];
     assert_eq!(
@@ -213,14 +173,14 @@ fn the_stream_ffmpeg_picks_is_catalogued_analysed_and_loaded_and_the_setting_ove
 
     // Cover art named by index is not read either: FFmpeg's best stream is.
     write_config(&project, "[video]\nstream = 2\n");
-    scan_and_export(&data, &project, "two streams.mp4", false);
+    common::scan_and_export(&data, &project, "two streams.mp4", false);
     let listed = common::list_jsonl(&project);
     assert_eq!(listed["two streams.mp4"]["stream_index"], 1);
 
     // The setting reads stream 0 instead: the next scan probes and analyses it again.
     let brightness = item["brightness"].as_f64().unwrap();
     write_config(&project, "[video]\nstream = 0\n");
-    let rows = scan_and_export(&data, &project, "two streams.mp4", true);
+    let rows = common::scan_and_export(&data, &project, "two streams.mp4", true);
     let listed = common::list_jsonl(&project);
     let item = &listed["two streams.mp4"];
     assert_eq!(
@@ -279,7 +239,7 @@ fn untagged_hd_converts_as_ffmpeg_does(work: &Path, width: u32, height: u32) {
         path.to_str().unwrap(),
     ]);
     let project = work.join("project");
-    let rows = scan_and_export(&data, &project, &name, false);
+    let rows = common::scan_and_export(&data, &project, &name, false);
     assert_eq!(
         common::list_jsonl(&project)[name.as_str()]["color_space"],
         serde_json::Value::Null
@@ -303,7 +263,7 @@ fn untagged_hd_converts_as_ffmpeg_does(work: &Path, width: u32, height: u32) {
     );
 
     write_config(&project, "[video]\ncolor_matrix_guess = \"by_size\"\n");
-    let rows = scan_and_export(&data, &project, &name, false);
+    let rows = common::scan_and_export(&data, &project, &name, false);
     assert_eq!(rows[0]["color_matrix"], "bt709", "{}", rows[0]);
     for (k, ours) in loaded_frames(&project, width, height) {
         let theirs = ffmpeg_rgb(&path, 0, k, ",scale=in_color_matrix=bt709");

@@ -231,3 +231,38 @@ pub fn ffmpeg(args: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Scan (`--deep` when asked), accept the one file `name` (its test pattern may be flagged)
+/// and export it as manifest `x` (JSON lines): its rows.
+pub fn scan_and_export(
+    data: &Path,
+    project: &Path,
+    name: &str,
+    deep: bool,
+) -> Vec<serde_json::Value> {
+    let p = project.to_str().unwrap();
+    let mut args = vec!["scan", data.to_str().unwrap(), "--project", p];
+    if deep {
+        args.push("--deep");
+    }
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "scan: {}", stderr(&out));
+    let out = run(&["review", "accept", "--project", p, name]);
+    assert_eq!(out.status.code(), Some(0), "accept: {}", stderr(&out));
+    let out = run(&["export", "--name", "x", "--project", p, "--format", "jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "export: {}", stderr(&out));
+    let version = std::fs::read_dir(project.join("manifests/x"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.ends_with(".jsonl") && !name.contains(".frames.")
+        })
+        .max()
+        .unwrap();
+    std::fs::read_to_string(version)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
