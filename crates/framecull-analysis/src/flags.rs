@@ -188,6 +188,19 @@ fn secs(v: f64) -> String {
     }
 }
 
+/// The flags that say a file is broken (not merely odd): what a triage must find wherever the
+/// deep pass finds it, `suspect` aside.
+pub const INTEGRITY: [&str; 8] = [
+    "undecodable",
+    "unreadable",
+    "decode_errors",
+    "truncated",
+    "frame_count_mismatch",
+    "timestamps",
+    "repeat_frames",
+    "resolution_change",
+];
+
 /// Flags from the probe, the decode pass and the config rules for one item.
 pub fn item_flags(item: &Item, metrics: Option<&Metrics>, config: &Config) -> Vec<Flag> {
     let mut out = Vec::new();
@@ -364,10 +377,16 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             "resolution_change",
             Severity::Warning,
             d,
-            format!(
-                "the frame size changes {} times mid-stream",
-                m.resolution_changes
-            ),
+            match m.level {
+                AnalysisLevel::Triage => format!(
+                    "the frame size changes mid-stream ({} in the frames decoded)",
+                    count(m.resolution_changes, "change")
+                ),
+                _ => format!(
+                    "the frame size changes {} times mid-stream",
+                    m.resolution_changes
+                ),
+            },
         ));
     }
     if let Some(share) = m

@@ -1,7 +1,7 @@
 //! A video's triage: its integrity measured from its packets alone ([`PacketScan`]), as
 //! [`Metrics`] of the triage level, so that the flags read the same fields with the same
 //! rules as after the deep pass: `truncated`, `frame_count_mismatch`, `repeat_frames`,
-//! `timestamps`, `vfr`, `decode_errors` (errors in the GOPs decoded, and a read error before
+//! `timestamps`, `vfr`, `decode_errors` (errors in the keyframes and GOPs decoded, and a read error before
 //! the end, as the deep pass counts it), `undecodable` (no packet at all) and `timed_out`; and
 //! `suspect`, what may be damage without proof (packets the demuxer marks corrupt or holding
 //! runs of zero bytes, whose GOPs decoded clean; holes in the timestamps).
@@ -56,7 +56,7 @@ pub fn measure(scan: &PacketScan, fps_hint: Option<f64>) -> Metrics {
     );
     let sample = &scan.sample;
     let first_error = match (&sample.first_error, &scan.read_error) {
-        (Some(e), _) => Some(format!("in the GOPs decoded, {e}")),
+        (Some(e), _) => Some(format!("in the frames decoded, {e}")),
         (None, Some(e)) => Some(format!("reading stopped after {n} packets: {e}")),
         (None, None) => None,
     };
@@ -73,13 +73,14 @@ pub fn measure(scan: &PacketScan, fps_hint: Option<f64>) -> Metrics {
         }),
         timed_out: scan.timed_out,
         decoded_duration_secs: timing.decoded_duration,
-        pts_backwards,
-        pts_repeats,
+        pts_backwards: pts_backwards.max(sample.pts_backwards),
+        pts_repeats: pts_repeats.max(sample.pts_repeats),
         vfr,
         suspect,
         interval_cv: if from_order { None } else { timing.interval_cv },
         truncated: timing.truncated && !scan.timed_out,
         repeat_frames: timing.repeat_frames,
+        resolution_changes: sample.size_changes,
         ..Metrics::default()
     }
 }

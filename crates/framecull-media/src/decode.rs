@@ -383,6 +383,15 @@ pub(crate) fn declared_duration_secs(
     }
 }
 
+/// Whether the container states its length (a header's or an index's duration), rather than
+/// FFmpeg estimating it from the last timestamps or the bit rate (MPEG-TS and -PS, elementary
+/// streams): only a stated length shows a file cut short.
+pub(crate) fn duration_stated(input: &ff::format::context::Input) -> bool {
+    // SAFETY: reading a plain field of the format context owned by `input`.
+    let method = unsafe { (*input.as_ptr()).duration_estimation_method };
+    method == ffi::AVDurationEstimationMethod::AVFMT_DURATION_FROM_STREAM
+}
+
 /// The video stream `choice` names ([`StreamChoice`]): FFmpeg's best by default.
 pub(crate) fn video_stream(
     input: &ff::format::context::Input,

@@ -1,13 +1,14 @@
 //! Every packet of a video stream, read in one pass: the container's index and the packets'
-//! timestamps, sizes and flags, for a triage; and, in the same pass, a few GOPs decoded where
-//! damage hides: the first, the last, those with a packet anomaly (a corrupt mark, a run of
-//! zero bytes, a decode time going back) and a spread sample of `sample_share` of the packets.
+//! timestamps, sizes and flags, for a triage; and, in the same pass, what is decoded where
+//! damage hides, within a budget of `sample_share` of the bytes: the keyframes, whole GOPs
+//! where the budget has room, and beyond it every GOP with a packet anomaly (a corrupt mark,
+//! a run of zero bytes, a decode time going back) and a last GOP cut short by a read error.
 
 use std::time::Instant;
 
 use ffmpeg_next as ff;
 
-use crate::decode::{DecodeError, declared_duration_secs, video_stream};
+use crate::decode::{DecodeError, declared_duration_secs, duration_stated, video_stream};
 use crate::ffmpeg_log;
 use crate::frames::{is_damaged, stream_frame_step};
 use crate::source::Opened;
@@ -18,13 +19,19 @@ use framecull_model::{PacketRecord, PacketScan, Ratio, SampledDecode, StreamChoi
 /// to hold so many.
 const ZERO_RUN: usize = 64;
 
-/// Read every packet of the video stream `stream` of `source` until its end, a read error or
-/// `deadline`, decoding the GOPs described above (none with `sample_share` below 0).
+/// A file this small (in bytes) has every GOP decoded: reading it costs about what decoding
+/// it does, and its damage may hide in any frame.
+pub const DECODE_WHOLE_BELOW: u64 = 256 << 10;
+
+/// Read every packet of the video stream `stream` of `source` (of `file_bytes`) until its
+/// end, a read error or `deadline`, decoding what is described above (nothing with
+/// `sample_share` below 0; everything in a file under [`DECODE_WHOLE_BELOW`]).
 pub fn scan_packets(
     source: &Opened,
     stream: StreamChoice,
     deadline: Instant,
     sample_share: f64,
+    file_bytes: u64,
 ) -> Result<PacketScan, DecodeError> {
     ffmpeg_log::init();
     ffmpeg_log::clear_last_error();
@@ -52,8 +59,17 @@ pub fn scan_packets(
     };
     // No decoder (a codec this FFmpeg lacks): the packets alone.
     let mut sampler = (sample_share >= 0.0)
-        .then(|| Sampler::new(&chosen, sample_share))
+        .then(|| {
+            let share = if file_bytes < DECODE_WHOLE_BELOW {
+                f64::INFINITY
+            } else {
+                sample_share
+            };
+            Sampler::new(&chosen, share)
+        })
         .flatten();
+    // A file cut short shows against a stated length; without one, in its last GOP only.
+    let unstated_end = !duration_stated(&input);
     loop {
         if Instant::now() > deadline {
             scan.timed_out = true;
@@ -100,7 +116,7 @@ pub fn scan_packets(
         }
     }
     if let Some(s) = sampler {
-        scan.sample = s.finish(!scan.timed_out);
+        scan.sample = s.finish(scan.read_error.is_some() || unstated_end);
     }
     Ok(scan)
 }
@@ -121,23 +137,49 @@ fn has_zero_run(data: &[u8]) -> bool {
     false
 }
 
-/// Decodes the GOPs a triage samples, as their packets come.
+/// Packets held, in a stream whose first keyframe has not come, to decode if none comes.
+const HELD_BEFORE_KEY: usize = 300;
+
+/// How a GOP is read by the sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Decoded whole, as its packets come.
+    Whole,
+    /// Its keyframe decoded alone; its packets held in case an anomaly shows.
+    Key,
+    /// Nothing decoded; its packets held in case an anomaly shows.
+    Held,
+}
+
+/// Decodes what a triage samples, as the packets come, within a budget of `share` of the
+/// bytes read: every keyframe while the budget lasts (damage to any keyframe shows, and a
+/// stream that decodes to nothing), a whole GOP wherever the budget has room for one (the
+/// predicted frames), and, beyond the budget, every GOP with a packet anomaly, the last GOP
+/// of a file whose reading stopped on an error or whose container states no length, and the
+/// packets of a stream with no keyframe at all (up to [`HELD_BEFORE_KEY`]).
 struct Sampler {
     decoder: ff::decoder::Video,
     share: f64,
-    /// Packets seen, and packets sent to the decoder.
+    /// Packets and bytes seen.
     seen: u64,
-    sent: u64,
-    /// The GOP being read: decoded as it comes (`live`), or held until its end, when it is
-    /// decoded if it had an anomaly, or if it is the last.
+    seen_bytes: u64,
+    gops_seen: u64,
+    /// The GOP being read: its packets held (modes `Key` and `Held`), and whether one had an
+    /// anomaly.
     gop: Vec<ff::Packet>,
-    live: bool,
+    mode: Mode,
     anomaly: bool,
     /// The presentation time of the GOP's keyframe: frames before it are leading pictures
     /// that need the previous GOP, not damage.
     key_pts: Option<i64>,
     /// A keyframe has been seen (packets before the first belong to no decodable GOP).
     started: bool,
+    /// Packets sent and frames out since the decoder was last flushed.
+    run_sent: u64,
+    run_frames: u64,
+    /// The size of the frame decoded last, and the latest timestamp of this decoding run.
+    last_size: Option<(u32, u32)>,
+    run_latest: Option<i64>,
     out: SampledDecode,
 }
 
@@ -149,72 +191,116 @@ impl Sampler {
             decoder,
             share,
             seen: 0,
-            sent: 0,
+            seen_bytes: 0,
+            gops_seen: 0,
             gop: Vec::new(),
-            live: false,
+            mode: Mode::Held,
             anomaly: false,
             key_pts: None,
             started: false,
+            run_sent: 0,
+            run_frames: 0,
+            last_size: None,
+            run_latest: None,
             out: SampledDecode::default(),
         })
     }
 
     fn push(&mut self, packet: ff::Packet, anomaly: bool) {
+        let size = packet.size() as u64;
+        self.seen += 1;
+        self.seen_bytes += size;
         if packet.is_key() {
+            // Packets before the first keyframe belong to no GOP that decodes on its own.
+            if !self.started {
+                self.gop.clear();
+            }
             self.end_gop(false);
             self.started = true;
             self.key_pts = packet.pts();
-            // The first GOP, and then one whenever the decoded share falls behind.
-            self.live = self.out.gops == 0 || (self.sent as f64) < self.share * self.seen as f64;
-            if self.live {
-                self.start_decoding();
+            let budget = self.share * self.seen_bytes as f64;
+            let average_gop = self.seen_bytes as f64 / (self.gops_seen + 1) as f64;
+            self.gops_seen += 1;
+            let whole = self.share.is_infinite() || self.gops_seen > 1;
+            self.mode = if whole && self.out.bytes as f64 + average_gop <= budget {
+                Mode::Whole
+            } else if self.gops_seen == 1 || (self.out.bytes as f64) < budget {
+                Mode::Key
+            } else {
+                Mode::Held
+            };
+            match self.mode {
+                Mode::Whole => self.start_decoding(),
+                Mode::Key => {
+                    self.start_decoding();
+                    self.send(&packet);
+                    self.finish_decoding();
+                    self.out.keyframes += 1;
+                }
+                Mode::Held => {}
             }
         }
-        self.seen += 1;
         self.anomaly |= anomaly;
         if !self.started {
+            if self.gop.len() < HELD_BEFORE_KEY {
+                self.gop.push(packet);
+            }
             return;
         }
-        if self.live {
+        if self.mode == Mode::Whole {
             self.send(&packet);
         } else {
             self.gop.push(packet);
         }
     }
 
-    /// The GOP read so far ends: decode it if it had an anomaly (or it is the file's last,
-    /// `last`) and was not decoded as it came.
-    fn end_gop(&mut self, last: bool) {
-        if self.live {
+    /// The GOP read so far ends: decode it whole if it had an anomaly (or it is the last of
+    /// a file whose reading stopped on an error: `broken_end`) and was not decoded as it came.
+    fn end_gop(&mut self, broken_end: bool) {
+        if self.mode == Mode::Whole {
             self.finish_decoding();
-        } else if self.started && (self.anomaly || last) && !self.gop.is_empty() {
+            self.out.gops += 1;
+        } else if self.started && (self.anomaly || broken_end) && !self.gop.is_empty() {
             self.start_decoding();
             for packet in std::mem::take(&mut self.gop) {
                 self.send(&packet);
             }
             self.finish_decoding();
+            self.out.gops += 1;
         }
         self.gop.clear();
-        self.live = false;
+        self.mode = Mode::Held;
         self.anomaly = false;
     }
 
     fn start_decoding(&mut self) {
         self.decoder.flush();
-        self.out.gops += 1;
+        self.run_sent = 0;
+        self.run_frames = 0;
+        self.run_latest = None;
     }
 
     fn send(&mut self, packet: &ff::Packet) {
-        self.sent += 1;
+        self.run_sent += 1;
+        self.out.bytes += packet.size() as u64;
         if let Err(e) = self.decoder.send_packet(packet) {
             self.error(format!("packet {}: {e}", self.seen));
         }
         self.drain();
     }
 
+    /// Drain the decoder to its end; packets that gave no frame at all are an error (a
+    /// stream that decodes to nothing, as the deep pass calls undecodable).
     fn finish_decoding(&mut self) {
         let _ = self.decoder.send_eof();
         self.drain();
+        if self.run_sent > 0 && self.run_frames == 0 {
+            let packets = framecull_model::count(self.run_sent, "packet");
+            self.error(format!(
+                "{packets} up to packet {} gave no frame",
+                self.seen
+            ));
+        }
     }
 
     fn drain(&mut self) {
@@ -229,11 +315,25 @@ impl Sampler {
                     return;
                 }
             }
+            self.run_frames += 1;
             let leading = matches!((frame.timestamp(), self.key_pts), (Some(t), Some(k)) if t < k);
             if leading {
                 continue;
             }
             self.out.frames += 1;
+            let size = (frame.width(), frame.height());
+            if self.last_size.is_some_and(|s| s != size) {
+                self.out.size_changes += 1;
+            }
+            self.last_size = Some(size);
+            if let Some(t) = frame.timestamp() {
+                match self.run_latest {
+                    Some(latest) if t < latest => self.out.pts_backwards += 1,
+                    Some(latest) if t == latest => self.out.pts_repeats += 1,
+                    _ => {}
+                }
+                self.run_latest = Some(self.run_latest.map_or(t, |l| l.max(t)));
+            }
             if is_damaged(&frame) {
                 let at = frame
                     .timestamp()
@@ -251,10 +351,15 @@ impl Sampler {
         }
     }
 
-    /// What the sample found; the last GOP is decoded if it was not (`whole`: the file was
-    /// read to its end, so the GOP held is the last).
-    fn finish(mut self, whole: bool) -> SampledDecode {
-        self.end_gop(whole);
+    /// What the sample found; the GOP held is the file's last, decoded whole if its end is
+    /// in doubt (`broken_end`). A stream without a keyframe has its first packets decoded.
+    fn finish(mut self, broken_end: bool) -> SampledDecode {
+        if !self.started {
+            self.started = true;
+            self.end_gop(true);
+        } else {
+            self.end_gop(broken_end);
+        }
         self.out
     }
 }

@@ -9,6 +9,8 @@ use ffmpeg_next as ff;
 
 use crate::ffmpeg_log;
 
+pub mod damage;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SynthError {
     #[error("FFmpeg error while writing {what}: {source}")]
@@ -336,17 +338,38 @@ fn set_display_rotation(ost: &mut ff::format::stream::StreamMut, clockwise_deg: 
 /// marked a keyframe: the broken index of some AVI writers, whose "keyframes" are not
 /// complete pictures, for tests of seeking.
 pub fn remux_every_packet_key(src: &Path, dst: &Path) -> Result<(), SynthError> {
+    remux_video(src, dst, |packet| packet.set_flags(ff::packet::Flags::KEY))
+}
+
+/// The index of the best video stream of `input`.
+fn best_video(input: &ff::format::context::Input) -> Result<usize, SynthError> {
+    input
+        .streams()
+        .best(ff::media::Type::Video)
+        .map(|s| s.index())
+        .ok_or(SynthError::Ffmpeg {
+            what: "video stream",
+            source: ff::Error::StreamNotFound,
+        })
+}
+
+/// Copy the best video stream of `src` to `dst` (the kind of container its extension names),
+/// each packet passed through `edit` first (in the input's time base, its position still the
+/// input's).
+pub(crate) fn remux_video(
+    src: &Path,
+    dst: &Path,
+    mut edit: impl FnMut(&mut ff::Packet),
+) -> Result<(), SynthError> {
     ffmpeg_log::init();
     let mut ictx = ff::format::input(&src).map_err(ff_err("input container"))?;
-    let (index, parameters, in_tb) = {
-        let stream = ictx
-            .streams()
-            .best(ff::media::Type::Video)
-            .ok_or(SynthError::Ffmpeg {
-                what: "video stream",
-                source: ff::Error::StreamNotFound,
-            })?;
-        (stream.index(), stream.parameters(), stream.time_base())
+    let index = best_video(&ictx)?;
+    let (parameters, in_tb) = {
+        let stream = ictx.stream(index).ok_or(SynthError::Ffmpeg {
+            what: "video stream",
+            source: ff::Error::StreamNotFound,
+        })?;
+        (stream.parameters(), stream.time_base())
     };
     let mut octx = ff::format::output(&dst).map_err(ff_err("output container"))?;
     {
@@ -362,7 +385,7 @@ pub fn remux_every_packet_key(src: &Path, dst: &Path) -> Result<(), SynthError> 
         if stream.index() != index {
             continue;
         }
-        packet.set_flags(ff::packet::Flags::KEY);
+        edit(&mut packet);
         packet.set_stream(0);
         packet.set_position(-1);
         packet.rescale_ts(in_tb, out_tb);

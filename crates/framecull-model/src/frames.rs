@@ -88,11 +88,24 @@ pub struct PacketScan {
     pub sample: SampledDecode,
 }
 
-/// The GOPs a triage decoded, and the errors in them.
+/// What a triage decoded (whole GOPs, and keyframes alone), and the errors in them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SampledDecode {
+    /// GOPs decoded whole.
     pub gops: u32,
+    /// Keyframes decoded alone (the rest of their GOP not).
+    pub keyframes: u32,
     pub frames: u64,
+    /// Bytes of the packets decoded.
+    pub bytes: u64,
+    /// Frames decoded at another size than the frame decoded before them: a lower bound of
+    /// the stream's size changes.
+    pub size_changes: u64,
+    /// Frames decoded whose timestamp goes back from, or repeats, the latest before them in
+    /// the same GOP (what a decoder makes of timestamps the packets may not carry).
+    pub pts_backwards: u64,
+    pub pts_repeats: u64,
     /// Failed decoder calls plus frames decoded with concealed errors.
     pub errors: u64,
     pub first_error: Option<String>,

@@ -30,10 +30,10 @@ use framecull_storage::Root;
 /// video's deep analysis of an older version is recomputed by the deep pass only.
 pub const ANALYSIS_VERSION: u32 = 4;
 
-/// The share of a video's packets a triage decodes as a spread sample, beyond the first and
-/// last GOP and the GOPs with a packet anomaly: the first GOP already holds it on most
-/// files, so this only adds GOPs to long files of short GOPs.
-const TRIAGE_SAMPLE_SHARE: f64 = 0.02;
+/// The share of a video's bytes a triage decodes (keyframes first, then whole GOPs), beyond
+/// the GOPs with a packet anomaly: what keeps it at a tenth to a twentieth of the deep
+/// pass's cost (`framecull-bench triage`).
+const TRIAGE_SAMPLE_SHARE: f64 = 0.05;
 
 #[derive(Debug, Clone)]
 pub struct AnalyzeOptions {
@@ -294,7 +294,7 @@ pub fn analyse_file(
     }
 }
 
-/// A video's triage: every packet read, a few GOPs decoded ([`framecull_analysis::triage`]).
+/// A video's triage: every packet read, its keyframes and a few GOPs decoded ([`framecull_analysis::triage`]).
 fn triage_video(
     source: &Opened,
     item: &AnalysisTodo,
@@ -302,7 +302,13 @@ fn triage_video(
     base: Metrics,
 ) -> (Metrics, Curves) {
     let stream = StreamChoice::recorded(item.stream_index);
-    let metrics = match scan_packets(source, stream, deadline, TRIAGE_SAMPLE_SHARE) {
+    let metrics = match scan_packets(
+        source,
+        stream,
+        deadline,
+        TRIAGE_SAMPLE_SHARE,
+        item.size_bytes,
+    ) {
         Ok(scan) => framecull_analysis::triage::measure(&scan, item.fps),
         // Nothing read: the failure is the triage's (`base` holds no hash at this level).
         Err(e) => Metrics {

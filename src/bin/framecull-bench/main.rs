@@ -12,6 +12,7 @@ mod load;
 mod merge;
 #[cfg(feature = "gui")]
 mod player;
+mod recall;
 mod scan;
 mod storage;
 mod triage;
@@ -69,6 +70,9 @@ enum Which {
     /// (H.264 and HEVC, 720p to 4K), beside `ffmpeg -skip_frame nokey` and `ffprobe
     /// -count_packets` on the same files.
     Triage(triage::Args),
+    /// How many of the files the deep pass calls broken the triage finds, per damage class
+    /// and density (generated damage) and on the media corpus, and its false alarms.
+    TriageRecall(recall::Args),
 }
 
 fn main() -> ExitCode {
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
         Which::Probe(args) => scan::run_probe(args),
         Which::Storage(args) => storage::run(args),
         Which::Triage(args) => triage::run(args),
+        Which::TriageRecall(args) => recall::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

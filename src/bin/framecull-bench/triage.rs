@@ -5,17 +5,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use framecull::catalog::Catalog;
 use framecull::model::AnalysisLevel;
 use framecull::scan::deep::{ANALYSIS_VERSION, AnalyzeOptions, analyse_file};
-use framecull::scan::{ScanOptions, scan};
 use serde::Serialize;
 
-use crate::util::{median, print};
+use crate::util::{median, print, scanned};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -182,17 +179,7 @@ fn bench(dir: &Path, repeat: usize) -> anyhow::Result<TriageBench> {
     let dir = dir.canonicalize()?;
     let project =
         std::env::temp_dir().join(format!("framecull-bench-triage-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&project);
-    let mut catalog = Catalog::create_or_open(&project, &dir)?;
-    let root = framecull::storage::Root::Local(dir.clone());
-    let never = AtomicBool::new(false);
-    scan(
-        &mut catalog,
-        &root,
-        &ScanOptions::default(),
-        &never,
-        &mut |_| {},
-    )?;
+    let (catalog, root) = scanned(&project, &dir)?;
     let items = catalog.items()?;
     let todo = catalog.analysis_todo(ANALYSIS_VERSION, AnalysisLevel::Deep)?;
     // One file at a time, in this process, one decoding thread each: the cost of one file.

@@ -70,3 +70,22 @@ fn peak_rss_bytes() -> Option<u64> {
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }
+
+/// A fresh project at `project` (any earlier one removed) with the files of `dir` scanned
+/// into it, and the dataset's root.
+pub fn scanned(
+    project: &Path,
+    dir: &Path,
+) -> anyhow::Result<(framecull::catalog::Catalog, framecull::storage::Root)> {
+    let _ = std::fs::remove_dir_all(project);
+    let mut catalog = framecull::catalog::Catalog::create_or_open(project, dir)?;
+    let root = framecull::storage::Root::Local(dir.to_path_buf());
+    framecull::scan::scan(
+        &mut catalog,
+        &root,
+        &framecull::scan::ScanOptions::default(),
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |_| {},
+    )?;
+    Ok((catalog, root))
+}

@@ -183,7 +183,7 @@ pub(super) fn player_ui(
 fn level_text(level: AnalysisLevel) -> &'static str {
     match level {
         AnalysisLevel::None => "none (headers only)",
-        AnalysisLevel::Triage => "triage (packets read, a few GOPs decoded)",
+        AnalysisLevel::Triage => "triage (packets read, keyframes and a few GOPs decoded)",
         AnalysisLevel::Deep => "deep (every frame decoded)",
     }
 }
