@@ -4,7 +4,7 @@
 #   scan JOBID
 #   merge JOBID
 #
-# usage: submit.sh ROOT WORK OUT [--shards N] [--parallel K] [--deep] [--cpus-per-task C]
+# usage: submit.sh ROOT WORK OUT [--shards N] [--parallel K] [--deep | --triage] [--cpus-per-task C]
 #                  [--mem SIZE] [--indexes LIST] [-- SBATCH_OPTIONS...]
 #   ROOT             the dataset root, seen by every node
 #   WORK             shared folder for the shard projects (WORK/shard-I) and logs (WORK/logs)
@@ -12,6 +12,8 @@
 #   --shards N       number of shards (default 8)
 #   --parallel K     at most K shards at once (default: no limit)
 #   --deep           deep analysis (motion, cuts, integrity, quality, duplicates)
+#   --triage         a triage instead: videos' packets read, keyframes decoded (integrity at
+#                    a tenth of the deep analysis's cost)
 #   --cpus-per-task C  cores per shard, passed to `framecull scan --jobs` (default 2)
 #   --mem SIZE       memory per shard (sbatch --mem, e.g. 4G)
 #   --indexes LIST   submit only these shard indexes (e.g. 2 or 1,5), then the merge of all
@@ -30,7 +32,7 @@ usage() {
 (($# >= 3)) || usage
 root="$1" work="$2" out="$3"
 shift 3
-shards=8 parallel="" deep=0 cpus=2 mem="" indexes=""
+shards=8 parallel="" deep=0 triage=0 cpus=2 mem="" indexes=""
 extra=()
 while (($#)); do
   case "$1" in
@@ -41,6 +43,7 @@ while (($#)); do
     --shards) shards="$2"; shift 2 ;;
     --parallel) parallel="$2"; shift 2 ;;
     --deep) deep=1; shift ;;
+    --triage) triage=1; shift ;;
     --cpus-per-task) cpus="$2"; shift 2 ;;
     --mem) mem="$2"; shift 2 ;;
     --indexes) indexes="$2"; shift 2 ;;
@@ -49,6 +52,7 @@ while (($#)); do
   esac
 done
 case "$shards" in '' | *[!0-9]* | 0) echo "submit.sh: --shards needs a positive number" >&2; exit 2 ;; esac
+if [ "$deep$triage" = 11 ]; then echo "submit.sh: --deep or --triage, not both" >&2; exit 2; fi
 
 bin="${FRAMECULL_BIN:-$(command -v framecull || true)}"
 if [ -z "$bin" ] || [ ! -x "$bin" ]; then
@@ -75,7 +79,7 @@ out="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
 array="${indexes:-0-$((shards - 1))}"
 if [ -n "$parallel" ]; then array="$array%$parallel"; fi
 export FRAMECULL_BIN="$bin" FRAMECULL_ROOT="$root" FRAMECULL_WORK="$work" FRAMECULL_OUT="$out"
-export FRAMECULL_SHARDS="$shards" FRAMECULL_DEEP="$deep"
+export FRAMECULL_SHARDS="$shards" FRAMECULL_DEEP="$deep" FRAMECULL_TRIAGE="$triage"
 
 scan_opts=(--parsable --array="$array" --cpus-per-task="$cpus" --chdir="$work"
   --output="$work/logs/scan-%a.log")

@@ -2,7 +2,7 @@
 ``framecull`` binary (``framecull scan ROOT --shard I/N --project WORK/shard-I``), then one more
 task merges the shards into one project (``framecull merge``).
 
-    python -m framecull.ray ROOT --shards N --work WORK --project OUT [--deep]
+    python -m framecull.ray ROOT --shards N --work WORK --project OUT [--deep | --triage]
         [--cpus-per-shard C] [--memory-per-shard BYTES] [--address ADDR] [--max-retries R]
 
 or from Python::
@@ -105,11 +105,11 @@ def _framecull(binary: str, args: list[str], what: str) -> int:
 
 
 def _scan_shard(
-    binary: str, root: str, project: str, index: int, count: int, deep: bool, jobs: int
+    binary: str, root: str, project: str, index: int, count: int, analysis: str | None, jobs: int
 ) -> int:
     args = ["scan", root, "--project", project, "--shard", f"{index}/{count}", "--jobs", str(jobs)]
-    if deep:
-        args.append("--deep")
+    if analysis:
+        args.append(f"--{analysis}")
     return _framecull(binary, args, f"shard {index}/{count}")
 
 
@@ -145,6 +145,7 @@ def run(
     work: str | os.PathLike,
     project: str | os.PathLike,
     deep: bool = False,
+    triage: bool = False,
     cpus_per_shard: float = 1,
     memory_per_shard: int | None = None,
     address: str | None = None,
@@ -158,6 +159,9 @@ def run(
     else a new local one) unless Ray is already initialised."""
     if shards < 1:
         raise ValueError("shards must be at least 1")
+    if deep and triage:
+        raise ValueError("deep or triage, not both")
+    analysis = "deep" if deep else "triage" if triage else None
     import ray
     from ray import cloudpickle
 
@@ -186,7 +190,7 @@ def run(
         started = time.monotonic()
         pending = {
             scan.options(name=f"framecull-scan-{i}-of-{shards}", **options).remote(
-                binary, root, str(shard_dir(work, i)), i, shards, deep, jobs
+                binary, root, str(shard_dir(work, i)), i, shards, analysis, jobs
             ): i
             for i in range(shards)
         }
@@ -250,7 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     add("--shards", metavar="N", type=int, required=True, help="number of shards (Ray tasks)")
     add("--work", metavar="DIR", required=True, help="shared folder for the shard projects (DIR/shard-I)")
     add("--project", metavar="DIR", required=True, help="the merged project")
-    add("--deep", action="store_true", help="deep analysis too (framecull scan --deep)")
+    level = parser.add_mutually_exclusive_group()
+    level.add_argument("--deep", action="store_true", help="deep analysis too (framecull scan --deep)")
+    level.add_argument("--triage", action="store_true",
+                       help="a triage of the videos too (framecull scan --triage): a tenth of the deep cost")
     add("--cpus-per-shard", metavar="C", type=float, default=1,
         help="Ray CPUs per shard task, and its scan's --jobs (default 1)")
     add("--memory-per-shard", metavar="BYTES", type=_bytes, default=None,
@@ -267,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             args.work,
             args.project,
             deep=args.deep,
+            triage=args.triage,
             cpus_per_shard=args.cpus_per_shard,
             memory_per_shard=args.memory_per_shard,
             address=args.address,

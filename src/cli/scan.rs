@@ -35,9 +35,7 @@ pub struct Args {
     /// Also triage every video (read its index and packets, decode a few GOPs: truncation,
     /// frame counts, timestamps, damaged packets, doubts to deepen), a fraction of the deep
     /// pass's cost; files already analysed deeply stay so. Pictures get their full analysis.
-    /// (Not yet with --shard or --shards: a shard records whether it was analysed deeply,
-    /// not a triage.)
-    #[arg(long, conflicts_with_all = ["deep", "shard", "shards"])]
+    #[arg(long, conflicts_with = "deep")]
     triage: bool,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
@@ -78,12 +76,17 @@ fn shard_of_args(args: &Args) -> anyhow::Result<Option<ShardSpec>> {
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let shard = shard_of_args(&args)?;
+    let level = match (args.deep, args.triage) {
+        (true, _) => AnalysisLevel::Deep,
+        (false, true) => AnalysisLevel::Triage,
+        (false, false) => AnalysisLevel::None,
+    };
     let mut dataset = Dataset::open(&args.dir, args.project.project.clone().map(Project::at))?;
     let project_dir = dataset.project.dir().to_path_buf();
     if let Some(spec) = shard {
         if !args.rescan
             && let Some(done) =
-                ShardMarker::finished(&project_dir, &dataset.root.recorded(), spec, args.deep)?
+                ShardMarker::finished(&project_dir, &dataset.root.recorded(), spec, level)?
         {
             return already_done(&done, &project_dir, args.json);
         }
@@ -99,13 +102,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     scan.file_budget = Duration::from_secs_f64(args.file_timeout.max(0.1));
     scan.requests_in_flight = args.requests.max(1);
     let options = IngestOptions {
-        analyse: (args.deep || args.triage).then(|| AnalyzeOptions {
+        analyse: (level != AnalysisLevel::None).then(|| AnalyzeOptions {
             jobs: scan.jobs,
-            level: if args.triage {
-                AnalysisLevel::Triage
-            } else {
-                AnalysisLevel::Deep
-            },
+            level,
             ..AnalyzeOptions::default()
         }),
         scan: Some(scan),
@@ -151,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             items: dataset.catalog.count_items()?,
             analysed: summary.analysis.as_ref().map_or(0, |a| a.analysed),
         };
-        ShardMarker::finished_now(&dataset.root.recorded(), spec, args.deep, counts, problems)
+        ShardMarker::finished_now(&dataset.root.recorded(), spec, level, counts, problems)
             .write(&project_dir)?;
         eprintln!(
             "shard {spec} finished: {}",

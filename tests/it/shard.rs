@@ -896,3 +896,88 @@ fn reviews_tags_notes_and_clips_come_through_the_merge_and_stay() {
     expected.sort_by(|a, b| a.partial_cmp(b).unwrap());
     assert_eq!(clips(&out), expected);
 }
+
+/// Triaged shards merge as deep ones do: the merge equals a triage of the whole dataset on
+/// one machine, each marker records the triage, a finished triaged shard is not scanned
+/// again by the same command but is by `--deep`, and triaged and deep shards do not merge
+/// together.
+#[test]
+fn triaged_shards_merged_equal_a_single_triage_and_do_not_mix_with_deep_ones() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = data.path().canonicalize().unwrap();
+    for i in 0..6u32 {
+        let mut spec = VideoSpec::new("libx264", 96 + 16 * i, 64, 25, 40 + 5 * i);
+        // The index in front, so that the copy cut in half below still opens.
+        spec.faststart = true;
+        common::video(&root, &format!("v/clip{i}.mp4"), &spec);
+    }
+    let whole = std::fs::read(root.join("v/clip5.mp4")).unwrap();
+    std::fs::write(root.join("v/cut.mp4"), &whole[..whole.len() / 2]).unwrap();
+    common::image(&root, "p/a.png", ImageKind::Png, 32, 24, None);
+    let single = work.path().join("single");
+    run_ok(
+        &["scan", s(&root), "--triage", "--project", s(&single)],
+        &[0, 1],
+    );
+    let shards: Vec<PathBuf> = (0..2).map(|i| work.path().join(format!("t{i}"))).collect();
+    let triage_shard = |i: usize, extra: &[&str]| {
+        let spec = format!("{i}/2");
+        let mut args = vec!["scan", s(&root), "--shard", &spec, "--project"];
+        args.push(s(&shards[i]));
+        args.extend(extra);
+        run_ok(&args, &[0, 1])
+    };
+    for (i, dir) in shards.iter().enumerate() {
+        triage_shard(i, &["--triage"]);
+        let marker: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("shard.json")).unwrap()).unwrap();
+        assert_eq!(
+            (&marker["triage"], &marker["deep"]),
+            (&Value::Bool(true), &Value::Bool(false))
+        );
+    }
+    let out = work.path().join("merged");
+    merge(&shards.iter().collect::<Vec<_>>(), &out);
+    let merged = view(&out);
+    assert!(
+        merged
+            .rows
+            .iter()
+            .filter(|(p, _)| p.starts_with("v/"))
+            .all(|(_, r)| r["analysis_level"] == "triage"),
+        "{:?}",
+        merged
+            .rows
+            .iter()
+            .map(|(p, r)| (p, &r["analysis_level"]))
+            .collect::<Vec<_>>()
+    );
+    assert!(common::flag_codes(&merged.rows["v/cut.mp4"]).contains(&"truncated".to_string()));
+    assert_same(merged, view(&single));
+
+    // Done at this level: nothing to do; at another: scanned again.
+    let again = triage_shard(0, &["--triage"]);
+    assert!(
+        common::stderr(&again).contains("already done"),
+        "{}",
+        common::stderr(&again)
+    );
+    let deeper = triage_shard(0, &["--deep"]);
+    assert!(
+        !common::stderr(&deeper).contains("already done"),
+        "{}",
+        common::stderr(&deeper)
+    );
+    // Shard 0 is now deep, shard 1 a triage: they do not merge.
+    let mut args = vec!["merge", s(&shards[0]), s(&shards[1]), "--project"];
+    let mixed = work.path().join("mixed");
+    args.push(s(&mixed));
+    let out = common::run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("(deep)") && common::stderr(&out).contains("(triage)"),
+        "{}",
+        common::stderr(&out)
+    );
+}

@@ -424,3 +424,159 @@ fn damage_in_the_gops_decoded_is_found_and_doubts_are_deepened_by_filter() {
         .collect();
     assert_eq!(deep_now, ["dropped_gop.ts", "zeroed.mp4"]);
 }
+
+/// One x264 encode of `testsrc2` at `size` (with grain when `noise`), 25 fps, `frames`
+/// frames, a keyframe every `gop` and B-frames, into `path` (`extra`: more options).
+fn encode(path: &Path, size: &str, frames: u32, gop: u32, noise: bool, extra: &[&str]) {
+    let filter = if noise {
+        format!("testsrc2=size={size}:rate=25,noise=alls=12:allf=t")
+    } else {
+        format!("testsrc2=size={size}:rate=25")
+    };
+    let (frames, gop) = (frames.to_string(), gop.to_string());
+    let mut args = vec![
+        "-f",
+        "lavfi",
+        "-i",
+        &filter,
+        "-frames:v",
+        &frames,
+        "-c:v",
+        "libx264",
+    ];
+    args.extend(["-g", &gop, "-keyint_min", &gop, "-sc_threshold", "0"]);
+    args.extend(extra);
+    args.extend(["-bf", "2", "-pix_fmt", "yuv420p", path.to_str().unwrap()]);
+    ffmpeg(&args);
+}
+
+/// The recall rule, per damage class (`media::synth::damage`), on 20 s clips of ten GOPs with
+/// one GOP in ten damaged: every file the deep pass gives an integrity flag gets one, or
+/// `suspect`, from the triage. Bits flipped in a predicted frame hide from any sample: in a
+/// large file they are found only where the GOP is decoded (not asserted), in a small one
+/// (decoded whole) always. A stream whose index marks every packet a keyframe (as some AVI
+/// writers do) gets no integrity flag from either level.
+#[test]
+fn each_damage_class_at_one_gop_in_ten_is_found_by_the_triage() {
+    use framecull::media::synth::damage::{self, Damage};
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, work) = (tmp.path().join("data"), tmp.path().join("work"));
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    // Grain, so that a GOP costs what it does on camera footage, and 2 s GOPs: the keyframes
+    // are under the 5% of the bytes a triage decodes, so it decodes each.
+    let fast = ["-preset", "ultrafast"];
+    let mp4 = work.join("base.mp4");
+    encode(
+        &mp4,
+        "320x180",
+        500,
+        50,
+        true,
+        &[&fast[..], &["-movflags", "+faststart"]].concat(),
+    );
+    let ts = work.join("base.ts");
+    encode(&ts, "320x180", 500, 50, true, &fast);
+    let small = work.join("small.mp4");
+    encode(&small, "192x108", 250, 25, false, &[]);
+    assert!(std::fs::metadata(&mp4).unwrap().len() > framecull::media::packets::DECODE_WHOLE_BELOW);
+    assert!(
+        std::fs::metadata(&small).unwrap().len() < framecull::media::packets::DECODE_WHOLE_BELOW
+    );
+    let avi = work.join("plain.avi");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=320x180:rate=25,noise=alls=12:allf=t",
+        "-frames:v",
+        "500",
+        "-c:v",
+        "mpeg4",
+        "-g",
+        "50",
+        "-q:v",
+        "4",
+        avi.to_str().unwrap(),
+    ]);
+    framecull::media::synth::remux_every_packet_key(&avi, &data.join("every_packet_key.avi"))
+        .unwrap();
+    std::fs::copy(&mp4, data.join("clean.mp4")).unwrap();
+
+    let mut cases: Vec<(String, Damage)> = Vec::new();
+    for class in Damage::ALL {
+        for base in [&mp4, &ts] {
+            if !class.applies_to(base) {
+                continue;
+            }
+            // Ten GOPs (MPEG-TS: eleven, its parser marks one more keyframe).
+            let gops = damage::gops(base).unwrap().len();
+            assert!((10..=11).contains(&gops), "{}: {gops}", base.display());
+            let name = format!(
+                "{}.{}",
+                class.name(),
+                base.extension().unwrap().to_str().unwrap()
+            );
+            damage::write_damaged(base, &data.join(&name), class, &damage::pick(10, 1, 3)).unwrap();
+            cases.push((name, class));
+        }
+    }
+    let three = damage::pick(10, 3, 5);
+    damage::write_damaged(
+        &small,
+        &data.join("small_predicted_flips.mp4"),
+        Damage::PredictedFlips,
+        &three,
+    )
+    .unwrap();
+
+    let (triaged, deep) = (tmp.path().join("triaged"), tmp.path().join("deep"));
+    scan(&data, &triaged, "--triage");
+    scan(&data, &deep, "--deep");
+    let (t, d) = (common::list_jsonl(&triaged), common::list_jsonl(&deep));
+    let integrity = |rows: &BTreeMap<String, serde_json::Value>, path: &str| {
+        common::flag_codes(&rows[path])
+            .into_iter()
+            .any(|c| framecull::analysis::flags::INTEGRITY.contains(&c.as_str()))
+    };
+    let found = |path: &str| {
+        integrity(&t, path) || common::flag_codes(&t[path]).contains(&"suspect".to_string())
+    };
+    let mut flagged_by_deep = Vec::new();
+    for (name, class) in &cases {
+        if !integrity(&d, name) {
+            continue;
+        }
+        flagged_by_deep.push(name.clone());
+        if *class != Damage::PredictedFlips {
+            assert!(
+                found(name),
+                "{name}: deep {:?}, triage {:?}",
+                common::flag_codes(&d[name]),
+                common::flag_codes(&t[name])
+            );
+        }
+    }
+    // The damage is real: the deep pass sees each class that breaks a decode or a reading.
+    for must in [
+        "keyframe_bit_flips.mp4",
+        "keyframe_bit_flips.ts",
+        "truncated_mid_gop.mp4",
+        "truncated_mid_gop.ts",
+        "moved_index.mp4",
+        "missing_index.mp4",
+        "rewritten_timestamps.mp4",
+    ] {
+        assert!(flagged_by_deep.contains(&must.to_string()), "deep: {must}");
+    }
+    assert!(integrity(&d, "small_predicted_flips.mp4"));
+    assert!(integrity(&t, "small_predicted_flips.mp4"));
+    for clean in ["clean.mp4", "every_packet_key.avi"] {
+        assert!(!integrity(&d, clean), "deep: {clean}");
+        assert!(
+            !integrity(&t, clean),
+            "triage: {clean}: {:?}",
+            common::flag_codes(&t[clean])
+        );
+    }
+}

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{Catalog, CatalogError, Result, unix_now};
+use framecull_model::AnalysisLevel;
 
 /// SQLite's page cache while merging (KiB): the path index of a million items.
 const MERGE_CACHE_KIB: i64 = 128 * 1024;
@@ -33,7 +34,7 @@ pub struct ShardSource<'a> {
     pub dir: &'a Path,
     pub index: u32,
     pub count: u32,
-    pub deep: bool,
+    pub level: AnalysisLevel,
     /// Changes whenever the shard's content does (its marker and catalog state).
     pub stamp: &'a str,
     /// When the shard's scan finished (seconds since the Unix epoch).
@@ -45,7 +46,7 @@ pub struct ShardSource<'a> {
 pub struct MergedShard {
     pub index: u32,
     pub count: u32,
-    pub deep: bool,
+    pub level: AnalysisLevel,
     pub source_dir: PathBuf,
     pub stamp: String,
     pub items: u64,
@@ -86,15 +87,15 @@ impl Catalog {
     /// The shards merged into this catalog, by index.
     pub fn merged_shards(&self) -> Result<Vec<MergedShard>> {
         let mut stmt = self.conn.prepare(
-            "SELECT shard_index, shard_count, deep, source_dir, stamp, items, finished_at,
-                merged_at
+            "SELECT shard_index, shard_count, analysis_level, source_dir, stamp, items,
+                finished_at, merged_at
              FROM merged_shards ORDER BY shard_index",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(MergedShard {
                 index: r.get(0)?,
                 count: r.get(1)?,
-                deep: r.get(2)?,
+                level: AnalysisLevel::parse(&r.get::<_, String>(2)?).unwrap_or(AnalysisLevel::None),
                 source_dir: PathBuf::from(r.get::<_, String>(3)?),
                 stamp: r.get(4)?,
                 items: r.get::<_, i64>(5)?.max(0) as u64,
@@ -297,17 +298,18 @@ impl Catalog {
         )?;
         tx.execute(
             "INSERT OR REPLACE INTO merged_shards(shard_index, shard_count, deep, source_dir,
-                 stamp, items, finished_at, merged_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 stamp, items, finished_at, merged_at, analysis_level)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 i,
                 shard.count,
-                shard.deep,
+                shard.level == AnalysisLevel::Deep,
                 shard.dir.to_string_lossy(),
                 shard.stamp,
                 items as i64,
                 shard.finished_at,
-                unix_now()
+                unix_now(),
+                shard.level.as_str()
             ],
         )?;
         tx.commit()?;

@@ -215,4 +215,9 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE metrics ADD COLUMN analysis_level TEXT NOT NULL DEFAULT 'deep';  -- triage | deep
     ALTER TABLE metrics ADD COLUMN suspect TEXT;  -- a triage's doubt without proof
     "#,
+    // 11: the analysis level a merged shard ran (`deep` alone said whether it was deep).
+    r#"
+    ALTER TABLE merged_shards ADD COLUMN analysis_level TEXT NOT NULL DEFAULT 'none';
+    UPDATE merged_shards SET analysis_level = 'deep' WHERE deep;
+    "#,
 ];

@@ -166,7 +166,9 @@ struct Sampler {
     gops_seen: u64,
     /// The GOP being read: its packets held (modes `Key` and `Held`), and whether one had an
     /// anomaly.
-    gop: Vec<ff::Packet>,
+    gop: Vec<(u64, ff::Packet)>,
+    /// The number (from 1) of the packet being decoded, for messages.
+    sending: u64,
     mode: Mode,
     anomaly: bool,
     /// The presentation time of the GOP's keyframe: frames before it are leading pictures
@@ -194,6 +196,7 @@ impl Sampler {
             seen_bytes: 0,
             gops_seen: 0,
             gop: Vec::new(),
+            sending: 0,
             mode: Mode::Held,
             anomaly: false,
             key_pts: None,
@@ -209,48 +212,71 @@ impl Sampler {
     fn push(&mut self, packet: ff::Packet, anomaly: bool) {
         let size = packet.size() as u64;
         self.seen += 1;
+        self.sending = self.seen;
         self.seen_bytes += size;
         if packet.is_key() {
             // Packets before the first keyframe belong to no GOP that decodes on its own.
             if !self.started {
                 self.gop.clear();
             }
-            self.end_gop(false);
-            self.started = true;
-            self.key_pts = packet.pts();
-            let budget = self.share * self.seen_bytes as f64;
-            let average_gop = self.seen_bytes as f64 / (self.gops_seen + 1) as f64;
-            self.gops_seen += 1;
-            let whole = self.share.is_infinite() || self.gops_seen > 1;
-            self.mode = if whole && self.out.bytes as f64 + average_gop <= budget {
-                Mode::Whole
-            } else if self.gops_seen == 1 || (self.out.bytes as f64) < budget {
-                Mode::Key
-            } else {
-                Mode::Held
-            };
-            match self.mode {
-                Mode::Whole => self.start_decoding(),
-                Mode::Key => {
-                    self.start_decoding();
-                    self.send(&packet);
-                    self.finish_decoding();
-                    self.out.keyframes += 1;
-                }
-                Mode::Held => {}
+            let was_whole = self.mode == Mode::Whole;
+            if !was_whole {
+                self.end_gop(false);
             }
+            let mode = self.mode_of_next_gop();
+            if was_whole && mode == Mode::Whole {
+                // Whole GOPs in a row decode as one stream, as in the deep pass: the frames
+                // that lead this GOP have the previous one to refer to.
+                self.out.gops += 1;
+                self.anomaly = false;
+                self.key_pts = None;
+            } else {
+                if was_whole {
+                    self.end_gop(false);
+                }
+                self.key_pts = packet.pts();
+                match mode {
+                    Mode::Whole => self.start_decoding(),
+                    Mode::Key => {
+                        self.start_decoding();
+                        self.send(&packet);
+                        self.finish_decoding();
+                        self.out.keyframes += 1;
+                    }
+                    Mode::Held => {}
+                }
+            }
+            self.started = true;
+            self.mode = mode;
         }
         self.anomaly |= anomaly;
         if !self.started {
             if self.gop.len() < HELD_BEFORE_KEY {
-                self.gop.push(packet);
+                self.gop.push((self.seen, packet));
             }
             return;
         }
         if self.mode == Mode::Whole {
             self.send(&packet);
         } else {
-            self.gop.push(packet);
+            self.gop.push((self.seen, packet));
+        }
+    }
+
+    /// How the GOP a keyframe starts is read: whole where the budget has room for a GOP of
+    /// the average size beyond what was decoded (never the first, unless everything is),
+    /// else its keyframe while the budget lasts (always the first's), else held.
+    fn mode_of_next_gop(&mut self) -> Mode {
+        let budget = self.share * self.seen_bytes as f64;
+        let average_gop = self.seen_bytes as f64 / (self.gops_seen + 1) as f64;
+        self.gops_seen += 1;
+        let whole = self.share.is_infinite() || self.gops_seen > 1;
+        if whole && self.out.bytes as f64 + average_gop <= budget {
+            Mode::Whole
+        } else if self.gops_seen == 1 || (self.out.bytes as f64) < budget {
+            Mode::Key
+        } else {
+            Mode::Held
         }
     }
 
@@ -262,7 +288,8 @@ impl Sampler {
             self.out.gops += 1;
         } else if self.started && (self.anomaly || broken_end) && !self.gop.is_empty() {
             self.start_decoding();
-            for packet in std::mem::take(&mut self.gop) {
+            for (number, packet) in std::mem::take(&mut self.gop) {
+                self.sending = number;
                 self.send(&packet);
             }
             self.finish_decoding();
@@ -280,11 +307,12 @@ impl Sampler {
         self.run_latest = None;
     }
 
+    /// Send the packet numbered `self.sending` (the one just read unless set otherwise).
     fn send(&mut self, packet: &ff::Packet) {
         self.run_sent += 1;
         self.out.bytes += packet.size() as u64;
         if let Err(e) = self.decoder.send_packet(packet) {
-            self.error(format!("packet {}: {e}", self.seen));
+            self.error(format!("packet {}: {e}", self.sending));
         }
         self.drain();
     }
@@ -298,7 +326,7 @@ impl Sampler {
             let packets = framecull_model::count(self.run_sent, "packet");
             self.error(format!(
                 "{packets} up to packet {} gave no frame",
-                self.seen
+                self.sending
             ));
         }
     }
@@ -311,7 +339,7 @@ impl Sampler {
                 Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => return,
                 Err(ff::Error::Eof) => return,
                 Err(e) => {
-                    self.error(format!("packet {}: {e}", self.seen));
+                    self.error(format!("packet {}: {e}", self.sending));
                     return;
                 }
             }

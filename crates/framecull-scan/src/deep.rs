@@ -273,7 +273,14 @@ pub fn analyse_file(
     } else {
         (hash_reader(&source).ok(), None)
     };
+    // A picture's triage is its deep analysis; a video's, what the triage reads (also for a
+    // video the probe could not read: not hashed, so a deep pass still has work to do).
     let base = Metrics {
+        level: if is_image {
+            AnalysisLevel::Deep
+        } else {
+            options.level
+        },
         content_hash,
         structure_error,
         ..Metrics::default()
@@ -310,11 +317,8 @@ fn triage_video(
         item.size_bytes,
     ) {
         Ok(scan) => framecull_analysis::triage::measure(&scan, item.fps),
-        // Nothing read: the failure is the triage's (`base` holds no hash at this level).
-        Err(e) => Metrics {
-            level: AnalysisLevel::Triage,
-            ..decode_failure(e, base).0
-        },
+        // Nothing read: the failure is the triage's (`base` is of its level, with no hash).
+        Err(e) => decode_failure(e, base).0,
     };
     (metrics, Curves::default())
 }

@@ -18,6 +18,7 @@ use xxhash_rust::xxh3::Xxh3;
 use super::derive::{DeriveError, DerivedSummary, recompute_for_project};
 use super::shard::{MarkerError, ShardMarker, ShardSpec};
 use framecull_catalog::{Catalog, CatalogError, Project, ShardSource};
+use framecull_model::AnalysisLevel;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
@@ -147,16 +148,16 @@ fn check_together(shards: &[Shard]) -> Result<(), MergeError> {
                 m.root.display()
             )));
         }
-        if m.count != first.count || m.deep != first.deep {
+        if m.count != first.count || m.level() != first.level() {
             return Err(MergeError::Inconsistent(format!(
                 "{} is shard {}{}, {} is shard {}{}: every shard must come from the same \
-                 --shard count and --deep setting",
+                 --shard count and analysis (--deep, --triage or neither)",
                 shards[0].dir.display(),
                 first.spec(),
-                if first.deep { " (deep)" } else { "" },
+                level_note(first.level()),
                 s.dir.display(),
                 m.spec(),
-                if m.deep { " (deep)" } else { "" },
+                level_note(m.level()),
             )));
         }
         if let Some(other) = by_index.insert(m.index, &s.dir)
@@ -186,20 +187,28 @@ fn check_out(shards: &[Shard], out: &Catalog) -> Result<(), MergeError> {
     if let Some(m) = out
         .merged_shards()?
         .into_iter()
-        .find(|m| m.count != first.count || m.deep != first.deep)
+        .find(|m| m.count != first.count || m.level != first.level())
     {
         return Err(MergeError::Inconsistent(format!(
             "{} holds shards of {}{} (shard {} from {}), these are of {}{}",
             out.project_dir().display(),
             m.count,
-            if m.deep { " (deep)" } else { "" },
+            level_note(m.level),
             m.index,
             m.source_dir.display(),
             first.count,
-            if first.deep { " (deep)" } else { "" },
+            level_note(first.level()),
         )));
     }
     Ok(())
+}
+
+/// " (deep)", " (triage)" or nothing: a shard's analysis in a message.
+fn level_note(level: AnalysisLevel) -> String {
+    match level {
+        AnalysisLevel::None => String::new(),
+        level => format!(" ({})", level.as_str()),
+    }
 }
 
 /// Merge the finished shard projects in `shard_dirs` into `out` (created when new), then
@@ -268,7 +277,7 @@ pub fn merge_until(
                 dir: &s.dir,
                 index: s.marker.index,
                 count: s.marker.count,
-                deep: s.marker.deep,
+                level: s.marker.level(),
                 stamp: &s.stamp,
                 finished_at: s.marker.finished_at_unix as i64,
             })?;

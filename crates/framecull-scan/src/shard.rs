@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use framecull_catalog::ScanCounts;
+use framecull_model::AnalysisLevel;
 
 /// The marker a finished shard writes into its project folder.
 pub const MARKER_FILE: &str = "shard.json";
@@ -127,7 +128,10 @@ pub struct ShardMarker {
     pub root: PathBuf,
     pub index: u32,
     pub count: u32,
+    /// The analysis the shard ran: deep (`deep`), a triage (`triage`), or none (neither).
     pub deep: bool,
+    #[serde(default)]
+    pub triage: bool,
     pub counts: MarkerCounts,
     /// `clean` (exit 0) or `problems` (exit 1).
     pub outcome: String,
@@ -144,7 +148,7 @@ pub struct MarkerCounts {
     pub scan: ScanCounts,
     /// Rows in the shard's catalog (media files, including missing ones).
     pub items: u64,
-    /// Files analysed by this run (`--deep`).
+    /// Files analysed by this run (`--deep` or `--triage`).
     pub analysed: u64,
 }
 
@@ -190,7 +194,7 @@ impl ShardMarker {
     pub fn finished_now(
         root: &Path,
         spec: ShardSpec,
-        deep: bool,
+        level: AnalysisLevel,
         counts: MarkerCounts,
         problems: bool,
     ) -> ShardMarker {
@@ -201,7 +205,8 @@ impl ShardMarker {
             root: root.to_path_buf(),
             index: spec.index,
             count: spec.count,
-            deep,
+            deep: level == AnalysisLevel::Deep,
+            triage: level == AnalysisLevel::Triage,
             counts,
             outcome: if problems {
                 OUTCOME_PROBLEMS
@@ -215,20 +220,29 @@ impl ShardMarker {
         }
     }
 
+    /// The analysis the shard ran.
+    pub fn level(&self) -> AnalysisLevel {
+        match (self.deep, self.triage) {
+            (true, _) => AnalysisLevel::Deep,
+            (false, true) => AnalysisLevel::Triage,
+            (false, false) => AnalysisLevel::None,
+        }
+    }
+
     /// Whether the shard ended with per-file problems (exit status 1).
     pub fn had_problems(&self) -> bool {
         self.outcome == OUTCOME_PROBLEMS
     }
 
     /// The marker of `project_dir` when it records this very shard (same root, index, count
-    /// and depth) finished: rerunning it has nothing to do. `None` when the shard has not
-    /// finished or was finished with another depth; an error when the project holds another
+    /// and analysis level) finished: rerunning it has nothing to do. `None` when the shard has
+    /// not finished or was finished at another level; an error when the project holds another
     /// shard or another dataset's.
     pub fn finished(
         project_dir: &Path,
         root: &Path,
         spec: ShardSpec,
-        deep: bool,
+        level: AnalysisLevel,
     ) -> Result<Option<ShardMarker>, ShardError> {
         let Some(marker) = ShardMarker::read(project_dir)? else {
             return Ok(None);
@@ -242,7 +256,7 @@ impl ShardMarker {
                 given_root: root.to_path_buf(),
             });
         }
-        Ok((marker.deep == deep).then_some(marker))
+        Ok((marker.level() == level).then_some(marker))
     }
 
     pub fn spec(&self) -> ShardSpec {

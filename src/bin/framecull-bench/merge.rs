@@ -191,7 +191,14 @@ fn generate_shard(
         items: members.len() as u64,
         analysed: members.len() as u64,
     };
-    ShardMarker::finished_now(root, spec, true, marker_counts, false).write(dir)?;
+    ShardMarker::finished_now(
+        root,
+        spec,
+        framecull::model::AnalysisLevel::Deep,
+        marker_counts,
+        false,
+    )
+    .write(dir)?;
     Ok(())
 }
 

@@ -28,8 +28,9 @@ pub enum Damage {
     /// MP4 and MOV: 1 KiB inserted before the first sample, the `mdat` box grown to hold it,
     /// so that the index points 1 KiB before every sample. Other containers: not applicable.
     MovedIndex,
-    /// MP4 and MOV: the `moov` box (the index) renamed `free`. Other containers: not
-    /// applicable.
+    /// MP4 and MOV: the `moov` box (the index) cut out, as a recording stopped before
+    /// writing it leaves the file (renamed, FFmpeg would still find it). Other containers:
+    /// not applicable.
     MissingIndex,
     /// One packet in each GOP given shows at the time of the next frame shown (a repeated
     /// presentation time), the file remuxed.
@@ -218,7 +219,7 @@ pub fn write_damaged(
                 .into_iter()
                 .find(|b| &b.kind == b"moov")
                 .ok_or(invalid("a moov box"))?;
-            bytes[at.start + 4..at.start + 8].copy_from_slice(b"free");
+            bytes.drain(at.start..at.start + at.size);
         }
         Damage::Timestamps => unreachable!("remuxed above"),
     }
