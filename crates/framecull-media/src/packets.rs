@@ -181,7 +181,14 @@ struct Sampler {
     run_frames: u64,
     /// The size of the frame decoded last, and the latest timestamp of this decoding run.
     last_size: Option<(u32, u32)>,
-    run_latest: Option<i64>,
+    run_latest: Option<f64>,
+    /// Seconds per time-base unit, and the frame rate that times a frame without a timestamp
+    /// (by its index, as the deep pass does: only in a decode from the file's start).
+    tb_secs: f64,
+    fps: f64,
+    /// Frames out of a decode that has run from the file's first packet without a flush;
+    /// `None` once the decoder was flushed after the start.
+    from_start: Option<u64>,
     out: SampledDecode,
 }
 
@@ -189,6 +196,12 @@ impl Sampler {
     fn new(stream: &ff::format::stream::Stream<'_>, share: f64) -> Option<Sampler> {
         let ctx = ff::codec::context::Context::from_parameters(stream.parameters()).ok()?;
         let decoder = ctx.decoder().video().ok()?;
+        let rate = |r: ff::Rational| {
+            (r.numerator() > 0 && r.denominator() > 0).then(|| f64::from(r))
+        };
+        let fps = rate(stream.avg_frame_rate())
+            .or_else(|| rate(stream.rate()))
+            .unwrap_or(25.0);
         Some(Sampler {
             decoder,
             share,
@@ -205,6 +218,9 @@ impl Sampler {
             run_frames: 0,
             last_size: None,
             run_latest: None,
+            tb_secs: f64::from(stream.time_base()),
+            fps,
+            from_start: Some(0),
             out: SampledDecode::default(),
         })
     }
@@ -301,6 +317,9 @@ impl Sampler {
     }
 
     fn start_decoding(&mut self) {
+        if self.gops_seen > 1 || self.out.frames > 0 {
+            self.from_start = None;
+        }
         self.decoder.flush();
         self.run_sent = 0;
         self.run_frames = 0;
@@ -345,6 +364,28 @@ impl Sampler {
             }
             self.run_frames += 1;
             let leading = matches!((frame.timestamp(), self.key_pts), (Some(t), Some(k)) if t < k);
+            // Frames leading the file's first GOP come out of the deep pass's decode too, in
+            // the order counted here; those leading a GOP decoded after a flush do not.
+            if leading && self.gops_seen > 1 {
+                continue;
+            }
+            let index = self.from_start;
+            if let Some(n) = self.from_start.as_mut() {
+                *n += 1;
+            }
+            let time = match (frame.timestamp(), index) {
+                (Some(t), _) => Some(t as f64 * self.tb_secs),
+                (None, Some(i)) => Some(i as f64 / self.fps),
+                (None, None) => None,
+            };
+            if let Some(t) = time {
+                match self.run_latest {
+                    Some(latest) if t < latest => self.out.pts_backwards += 1,
+                    Some(latest) if t == latest => self.out.pts_repeats += 1,
+                    _ => {}
+                }
+                self.run_latest = Some(self.run_latest.map_or(t, |l| l.max(t)));
+            }
             if leading {
                 continue;
             }
@@ -354,14 +395,6 @@ impl Sampler {
                 self.out.size_changes += 1;
             }
             self.last_size = Some(size);
-            if let Some(t) = frame.timestamp() {
-                match self.run_latest {
-                    Some(latest) if t < latest => self.out.pts_backwards += 1,
-                    Some(latest) if t == latest => self.out.pts_repeats += 1,
-                    _ => {}
-                }
-                self.run_latest = Some(self.run_latest.map_or(t, |l| l.max(t)));
-            }
             if is_damaged(&frame) {
                 let at = frame
                     .timestamp()
