@@ -171,6 +171,53 @@ fn generated_media_in_a_bucket_scan_like_the_local_folder_and_rescans_only_list(
     assert_eq!(differences(&remote, &sharded), Vec::<String>::new());
 }
 
+/// A triage of a bucket gives the rows a triage of the local folder gives, damaged videos
+/// (an MP4 cut short, bits flipped in a keyframe) flagged alike.
+#[test]
+fn a_triage_of_a_bucket_gives_the_rows_of_the_local_folder() {
+    use framecull::media::synth::damage::{self, Damage};
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    let mut spec = framecull::media::synth::VideoSpec::new("libx264", 320, 180, 25, 250);
+    spec.faststart = true;
+    spec.noise = 8;
+    spec.gop = 50;
+    let base = common::video(data.path(), "damaged/base.mp4", &spec);
+    let gops = damage::gops(&base).unwrap().len();
+    let keys = data.path().join("damaged/keyframe_flips.mp4");
+    damage::write_damaged(&base, &keys, Damage::KeyFlips, &damage::pick(gops, 1, 1)).unwrap();
+    let cut = data.path().join("damaged/cut.mp4");
+    damage::write_damaged(&base, &cut, Damage::Truncated, &[gops / 2]).unwrap();
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "datasets", "mixed", false);
+
+    let project = tempfile::tempdir().unwrap();
+    let out = scan(&server, "s3://datasets/mixed", project.path(), &["--triage"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let remote = comparable_rows(project.path());
+    let local_project = tempfile::tempdir().unwrap();
+    let out = common::run(&[
+        "scan",
+        data.path().to_str().unwrap(),
+        "--triage",
+        "--project",
+        local_project.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let local = comparable_rows(local_project.path());
+    assert_eq!(differences(&local, &remote), Vec::<String>::new());
+    assert_eq!(remote["damaged/base.mp4"]["analysis_level"], "triage");
+    let codes = |path: &str| common::flag_codes(&remote[path]);
+    assert!(
+        codes("damaged/keyframe_flips.mp4").contains(&"decode_errors".to_string()),
+        "{:?}",
+        codes("damaged/keyframe_flips.mp4")
+    );
+    assert!(codes("damaged/cut.mp4").contains(&"truncated".to_string()));
+    assert!(!codes("damaged/base.mp4").contains(&"decode_errors".to_string()));
+}
+
 #[test]
 fn corpus_in_a_bucket_deep_scans_like_the_local_folder() {
     let Some(media) = common::corpus_dir() else {
