@@ -193,7 +193,12 @@ fn a_triage_of_a_bucket_gives_the_rows_of_the_local_folder() {
     server.upload(data.path(), "datasets", "mixed", false);
 
     let project = tempfile::tempdir().unwrap();
-    let out = scan(&server, "s3://datasets/mixed", project.path(), &["--triage"]);
+    let out = scan(
+        &server,
+        "s3://datasets/mixed",
+        project.path(),
+        &["--triage"],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
     let remote = comparable_rows(project.path());
     let local_project = tempfile::tempdir().unwrap();

@@ -196,9 +196,8 @@ impl Sampler {
     fn new(stream: &ff::format::stream::Stream<'_>, share: f64) -> Option<Sampler> {
         let ctx = ff::codec::context::Context::from_parameters(stream.parameters()).ok()?;
         let decoder = ctx.decoder().video().ok()?;
-        let rate = |r: ff::Rational| {
-            (r.numerator() > 0 && r.denominator() > 0).then(|| f64::from(r))
-        };
+        let rate =
+            |r: ff::Rational| (r.numerator() > 0 && r.denominator() > 0).then(|| f64::from(r));
         let fps = rate(stream.avg_frame_rate())
             .or_else(|| rate(stream.rate()))
             .unwrap_or(25.0);
