@@ -580,3 +580,76 @@ fn each_damage_class_at_one_gop_in_ten_is_found_by_the_triage() {
         );
     }
 }
+
+/// The picture flags a triage reads from the keyframes it decodes (`black`, `dark`,
+/// `overexposed`) agree with the deep pass's, whose measures sample a frame a second; the
+/// brightness it estimates is within 5 levels of the deep pass's.
+#[test]
+fn picture_flags_from_the_keyframes_agree_with_the_deep_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    for (name, filter) in [
+        (
+            "black.mp4",
+            "color=black:size=320x180:rate=25,noise=alls=3:allf=t",
+        ),
+        (
+            "dark.mp4",
+            "testsrc2=size=320x180:rate=25,format=rgb24,lutrgb=r=val*0.17:g=val*0.17:b=val*0.17,\
+             noise=alls=4:allf=t",
+        ),
+        (
+            "overexposed.mp4",
+            "testsrc2=size=320x180:rate=25,format=rgb24,\
+             lutrgb=r=255-(255-val)*0.08:g=255-(255-val)*0.08:b=255-(255-val)*0.08,\
+             noise=alls=4:allf=t",
+        ),
+        (
+            "normal.mp4",
+            "testsrc2=size=320x180:rate=25,noise=alls=10:allf=t",
+        ),
+    ] {
+        ffmpeg(&[
+            "-f",
+            "lavfi",
+            "-i",
+            filter,
+            "-t",
+            "20",
+            "-g",
+            "50",
+            "-c:v",
+            "libx264",
+            "-pix_fmt",
+            "yuv420p",
+            data.join(name).to_str().unwrap(),
+        ]);
+    }
+    let (triaged, deep) = (tmp.path().join("triaged"), tmp.path().join("deep"));
+    scan(&data, &triaged, "--triage");
+    scan(&data, &deep, "--deep");
+    let (t, d) = (common::list_jsonl(&triaged), common::list_jsonl(&deep));
+    let picture = |rows: &BTreeMap<String, serde_json::Value>, path: &str| -> BTreeSet<String> {
+        common::flag_codes(&rows[path])
+            .into_iter()
+            .filter(|c| ["black", "dark", "overexposed"].contains(&c.as_str()))
+            .collect()
+    };
+    let set = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    let want = [
+        ("black.mp4", set(&["black", "dark"])),
+        ("dark.mp4", set(&["dark"])),
+        ("overexposed.mp4", set(&["overexposed"])),
+        ("normal.mp4", set(&[])),
+    ];
+    for (path, codes) in want {
+        assert_eq!(picture(&d, path), codes, "deep: {path}");
+        assert_eq!(picture(&t, path), codes, "triage: {path}");
+        let (tb, db) = (
+            t[path]["brightness"].as_f64().unwrap(),
+            d[path]["brightness"].as_f64().unwrap(),
+        );
+        assert!((tb - db).abs() < 5.0, "{path}: triage {tb}, deep {db}");
+    }
+}

@@ -6,12 +6,57 @@
 //! `suspect`, what may be damage without proof (packets the demuxer marks corrupt or holding
 //! runs of zero bytes, whose GOPs decoded clean; holes in the timestamps).
 
-use super::video::Timing;
-use framecull_model::{AnalysisLevel, Metrics, PacketScan};
+use super::image::Gray;
+use super::motion::motion_gray;
+use super::quality;
+use super::video::{Timing, is_black};
+use framecull_model::{AnalysisLevel, FrameView, Metrics, PacketScan};
 
-/// The triage of one video from its packets. `fps_hint`: the probe's frame rate, for streams
-/// whose packets carry no timestamps.
-pub fn measure(scan: &PacketScan, fps_hint: Option<f64>) -> Metrics {
+/// The picture measures of the keyframes a triage decodes: the deep pass's measures of a
+/// frame a second (brightness, sharpness, entropy, colourfulness, black frames), estimated
+/// from the keyframes instead.
+#[derive(Debug, Default)]
+pub struct Keyframes {
+    samples: Vec<quality::Quality>,
+    black: u64,
+    gray: Gray,
+}
+
+impl Keyframes {
+    pub fn push(&mut self, f: &FrameView) {
+        self.samples
+            .push(quality::measure(f.planes, f.width, f.height));
+        match f.luma {
+            Some(luma) => self.gray.set(luma, f.width, f.height),
+            None => self.gray.set_from_planes(f.planes, f.width, f.height),
+        }
+        if is_black(&motion_gray(&self.gray)) {
+            self.black += 1;
+        }
+    }
+
+    /// Fill `m`'s picture measures with the keyframes' means (none without a keyframe).
+    fn fill(&self, m: &mut Metrics) {
+        let n = self.samples.len();
+        if n == 0 {
+            return;
+        }
+        let mean = |f: &dyn Fn(&quality::Quality) -> f64| {
+            self.samples.iter().map(f).sum::<f64>() / n as f64
+        };
+        m.brightness = Some(mean(&|q| q.brightness));
+        m.brightness_p5 = Some(mean(&|q| q.brightness_p5));
+        m.brightness_p95 = Some(mean(&|q| q.brightness_p95));
+        m.sharpness = Some(mean(&|q| q.sharpness));
+        m.entropy = Some(mean(&|q| q.entropy));
+        m.colorfulness = Some(mean(&|q| q.colorfulness));
+        m.black_share = Some(self.black as f64 / n as f64);
+    }
+}
+
+/// The triage of one video from its packets and the keyframes decoded. `fps_hint`: the
+/// probe's frame rate, for streams whose packets carry no timestamps.
+pub fn measure(scan: &PacketScan, keyframes: &Keyframes, fps_hint: Option<f64>) -> Metrics {
     let fps = fps_hint.filter(|f| *f > 0.0).unwrap_or(25.0);
     let packets = &scan.packets;
     let n = packets.len() as u64;
@@ -62,7 +107,7 @@ pub fn measure(scan: &PacketScan, fps_hint: Option<f64>) -> Metrics {
     };
     let vfr = if from_order { None } else { timing.vfr() };
     let suspect = suspicion(scan, &seconds, &intervals);
-    Metrics {
+    let mut m = Metrics {
         level: AnalysisLevel::Triage,
         decoded_frames: n,
         decode_errors: sample.errors + u64::from(scan.read_error.is_some()),
@@ -82,7 +127,9 @@ pub fn measure(scan: &PacketScan, fps_hint: Option<f64>) -> Metrics {
         repeat_frames: timing.repeat_frames,
         resolution_changes: sample.size_changes,
         ..Metrics::default()
-    }
+    };
+    keyframes.fill(&mut m);
+    m
 }
 
 /// A jump in the timestamps this many times the median frame interval (and at least a
@@ -192,18 +239,21 @@ mod tests {
         // GOP-sized hole: frames 48 to 59 gone.
         s.packets
             .retain(|p| !(48 * 512..60 * 512).contains(&p.pts.unwrap()));
-        let m = measure(&s, Some(25.0));
+        let m = measure(&s, &Keyframes::default(), Some(25.0));
         let why = m.suspect.unwrap();
         assert!(
             why.contains("the timestamps jump 1 time (widest: 0.52 s at 1.88 s)"),
             "{why}"
         );
-        assert_eq!(measure(&scan(100, 4.0), Some(25.0)).suspect, None);
+        assert_eq!(
+            measure(&scan(100, 4.0), &Keyframes::default(), Some(25.0)).suspect,
+            None
+        );
     }
 
     #[test]
     fn a_whole_stream_is_clean_and_a_cut_one_is_truncated() {
-        let m = measure(&scan(100, 4.0), Some(25.0));
+        let m = measure(&scan(100, 4.0), &Keyframes::default(), Some(25.0));
         assert_eq!(m.level, AnalysisLevel::Triage);
         assert_eq!(m.decoded_frames, 100);
         assert!(!m.truncated && m.pts_backwards == 0 && m.pts_repeats == 0);
@@ -212,7 +262,7 @@ mod tests {
             "{m:?}"
         );
         assert_eq!(m.vfr, Some(false));
-        let m = measure(&scan(40, 4.0), Some(25.0));
+        let m = measure(&scan(40, 4.0), &Keyframes::default(), Some(25.0));
         assert!(m.truncated, "{m:?}");
     }
 
@@ -223,7 +273,7 @@ mod tests {
         s.packets[60].pts = s.packets[61].pts;
         s.packets[70].corrupt = true;
         s.read_error = Some("Invalid data found when processing input".into());
-        let m = measure(&s, Some(25.0));
+        let m = measure(&s, &Keyframes::default(), Some(25.0));
         assert_eq!(m.pts_backwards, 1);
         assert_eq!(m.pts_repeats, 1);
         // A read error counts as the deep pass counts it; a corrupt mark is a doubt.
@@ -245,10 +295,10 @@ mod tests {
         // Errors in the GOPs decoded are the proof: no doubt left about the corrupt mark.
         s.sample.errors = 3;
         s.sample.first_error = Some("a frame decodes with errors".into());
-        let m = measure(&s, Some(25.0));
+        let m = measure(&s, &Keyframes::default(), Some(25.0));
         assert_eq!(m.decode_errors, 4);
         assert_eq!(m.suspect, None);
-        let empty = measure(&PacketScan::default(), None);
+        let empty = measure(&PacketScan::default(), &Keyframes::default(), None);
         assert!(empty.undecodable.is_some());
     }
 }

@@ -12,6 +12,14 @@ use framecull_model::{Curves, FrameView, Metrics};
 pub const SAMPLE_EVERY_SECS: f64 = 1.0;
 /// A frame whose mean luma is below this (0-255), with almost no brighter pixels, is black.
 const BLACK_MEAN: f64 = 20.0;
+
+/// A black frame (of the small grey copy motion reads): mean luma under [`BLACK_MEAN`] and
+/// under 2% of its pixels brighter than 40.
+pub fn is_black(small: &Gray) -> bool {
+    let bright = small.data.iter().filter(|&&v| v > 40).count();
+    small.mean() < BLACK_MEAN && (bright as f64) < 0.02 * small.data.len() as f64
+}
+
 /// Mean absolute difference (raw levels, analysis copy) under which two frames are the same
 /// picture: a repeated (frozen) frame, not a still scene with sensor or coding noise.
 const FROZEN_DIFF: f64 = 0.01;
@@ -177,8 +185,7 @@ impl VideoAnalyzer {
                 self.frozen += 1;
             }
         }
-        let bright = small.data.iter().filter(|&&v| v > 40).count();
-        if small.mean() < BLACK_MEAN && (bright as f64) < 0.02 * small.data.len() as f64 {
+        if is_black(&small) {
             self.black += 1;
         }
         self.cuts.push(f.index, time, f.planes);

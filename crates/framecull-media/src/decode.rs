@@ -210,11 +210,58 @@ pub fn decode_frames(
     Ok(report)
 }
 
+/// Decoded frames made into the small planar RGB copy analysis reads.
 #[derive(Default)]
-struct FrameState {
+pub(crate) struct FrameState {
     /// The converter for the current format and size.
     converter: Option<(Converter, Pixel, u32, u32)>,
     planes: [Vec<u8>; 3],
+}
+
+impl FrameState {
+    /// Convert `frame` to its copy within `max_w` x `max_h` (a converter made for each new
+    /// format and size) and return the copy's size; `None` for a frame without a picture.
+    pub(crate) fn convert(
+        &mut self,
+        frame: &ff::frame::Video,
+        max_w: u32,
+        max_h: u32,
+    ) -> Result<Option<(usize, usize)>, String> {
+        let (w, h, fmt) = (frame.width(), frame.height(), frame.format());
+        if w == 0 || h == 0 || fmt == Pixel::None {
+            return Ok(None);
+        }
+        let (dw, dh) = fit(w, h, max_w, max_h);
+        let rebuild =
+            !matches!(&self.converter, Some((_, f, sw, sh)) if *f == fmt && *sw == w && *sh == h);
+        if rebuild {
+            match Converter::new(fmt, w, h, dw, dh) {
+                Ok(c) => self.converter = Some((c, fmt, w, h)),
+                Err(e) => {
+                    self.converter = None;
+                    return Err(format!("cannot convert {fmt:?} {w}x{h}: {e}"));
+                }
+            }
+        }
+        let Some((converter, ..)) = self.converter.as_mut() else {
+            return Ok(None);
+        };
+        let (dw, dh) = (dw as usize, dh as usize);
+        converter
+            .run(frame, dw, dh, &mut self.planes)
+            .map_err(|e| format!("conversion failed: {e}"))?;
+        Ok(Some((dw, dh)))
+    }
+
+    /// The R, G and B planes of the last frame converted.
+    pub(crate) fn planes(&self) -> [&[u8]; 3] {
+        [&self.planes[0], &self.planes[1], &self.planes[2]]
+    }
+
+    /// Its luma, where the converter had it at hand.
+    pub(crate) fn luma(&self) -> Option<&[u8]> {
+        self.converter.as_ref().and_then(|(c, ..)| c.luma())
+    }
 }
 
 /// How decoded frames become the small planar RGB copy.
@@ -313,31 +360,15 @@ fn drain(
                 report.frames
             ));
         }
-        let (w, h, fmt) = (frame.width(), frame.height(), frame.format());
-        if w == 0 || h == 0 || fmt == Pixel::None {
-            continue;
-        }
-        let (dw, dh) = fit(w, h, options.max_width, options.max_height);
-        let rebuild =
-            !matches!(&state.converter, Some((_, f, sw, sh)) if *f == fmt && *sw == w && *sh == h);
-        if rebuild {
-            match Converter::new(fmt, w, h, dw, dh) {
-                Ok(c) => state.converter = Some((c, fmt, w, h)),
-                Err(e) => {
-                    state.converter = None;
-                    report.error(format!("cannot convert {fmt:?} {w}x{h}: {e}"));
-                    continue;
-                }
+        let (w, h) = (frame.width(), frame.height());
+        let (dw, dh) = match state.convert(&frame, options.max_width, options.max_height) {
+            Ok(Some(size)) => size,
+            Ok(None) => continue,
+            Err(e) => {
+                report.error(format!("frame {}: {e}", report.frames));
+                continue;
             }
-        }
-        let Some((converter, ..)) = state.converter.as_mut() else {
-            continue;
         };
-        let (dw, dh) = (dw as usize, dh as usize);
-        if let Err(e) = converter.run(&frame, dw, dh, &mut state.planes) {
-            report.error(format!("frame {}: conversion failed: {e}", report.frames));
-            continue;
-        }
         let pts = frame.timestamp();
         let view = FrameView {
             index: report.frames,
@@ -348,8 +379,8 @@ fn drain(
             corrupt,
             key: frame.is_key(),
             content_hash: crate::frames::content_hash(&frame),
-            planes: [&state.planes[0], &state.planes[1], &state.planes[2]],
-            luma: converter.luma(),
+            planes: state.planes(),
+            luma: state.luma(),
             width: dw,
             height: dh,
         };

@@ -8,11 +8,13 @@ use std::time::Instant;
 
 use ffmpeg_next as ff;
 
-use crate::decode::{DecodeError, declared_duration_secs, duration_stated, video_stream};
+use crate::decode::{
+    DecodeError, DecodeOptions, FrameState, declared_duration_secs, duration_stated, video_stream,
+};
 use crate::ffmpeg_log;
 use crate::frames::{is_damaged, stream_frame_step};
 use crate::source::Opened;
-use framecull_model::{PacketRecord, PacketScan, Ratio, SampledDecode, StreamChoice};
+use framecull_model::{FrameView, PacketRecord, PacketScan, Ratio, SampledDecode, StreamChoice};
 
 /// Zero bytes in a row that compressed video data does not hold (a zeroed or unwritten
 /// range): H.264 and HEVC forbid three, and entropy-coded data of other codecs has no reason
@@ -25,13 +27,16 @@ pub const DECODE_WHOLE_BELOW: u64 = 256 << 10;
 
 /// Read every packet of the video stream `stream` of `source` (of `file_bytes`) until its
 /// end, a read error or `deadline`, decoding what is described above (nothing with
-/// `sample_share` below 0; everything in a file under [`DECODE_WHOLE_BELOW`]).
+/// `sample_share` below 0; everything in a file under [`DECODE_WHOLE_BELOW`]), and calling
+/// `on_keyframe` with the analysis copy of each keyframe decoded (as the deep pass's
+/// `decode_frames` makes it).
 pub fn scan_packets(
     source: &Opened,
     stream: StreamChoice,
     deadline: Instant,
     sample_share: f64,
     file_bytes: u64,
+    on_keyframe: &mut dyn FnMut(&FrameView),
 ) -> Result<PacketScan, DecodeError> {
     ffmpeg_log::init();
     ffmpeg_log::clear_last_error();
@@ -65,7 +70,7 @@ pub fn scan_packets(
             } else {
                 sample_share
             };
-            Sampler::new(&chosen, share)
+            Sampler::new(&chosen, share, on_keyframe)
         })
         .flatten();
     // A file cut short shows against a stated length; without one, in its last GOP only.
@@ -157,8 +162,10 @@ enum Mode {
 /// predicted frames), and, beyond the budget, every GOP with a packet anomaly, the last GOP
 /// of a file whose reading stopped on an error or whose container states no length, and the
 /// packets of a stream with no keyframe at all (up to [`HELD_BEFORE_KEY`]).
-struct Sampler {
+struct Sampler<'k> {
     decoder: ff::decoder::Video,
+    on_keyframe: &'k mut dyn FnMut(&FrameView),
+    frames: FrameState,
     share: f64,
     /// Packets and bytes seen.
     seen: u64,
@@ -192,8 +199,12 @@ struct Sampler {
     out: SampledDecode,
 }
 
-impl Sampler {
-    fn new(stream: &ff::format::stream::Stream<'_>, share: f64) -> Option<Sampler> {
+impl<'k> Sampler<'k> {
+    fn new(
+        stream: &ff::format::stream::Stream<'_>,
+        share: f64,
+        on_keyframe: &'k mut dyn FnMut(&FrameView),
+    ) -> Option<Sampler<'k>> {
         let ctx = ff::codec::context::Context::from_parameters(stream.parameters()).ok()?;
         let decoder = ctx.decoder().video().ok()?;
         let rate =
@@ -203,6 +214,8 @@ impl Sampler {
             .unwrap_or(25.0);
         Some(Sampler {
             decoder,
+            on_keyframe,
+            frames: FrameState::default(),
             share,
             seen: 0,
             seen_bytes: 0,
@@ -394,12 +407,42 @@ impl Sampler {
                 self.out.size_changes += 1;
             }
             self.last_size = Some(size);
-            if is_damaged(&frame) {
+            let damaged = is_damaged(&frame);
+            if damaged {
                 let at = frame
                     .timestamp()
                     .map_or(String::new(), |t| format!(" (pts {t})"));
                 self.error(format!("a frame decodes with errors{at}"));
             }
+            if frame.is_key() {
+                self.keyframe(&frame, damaged);
+            }
+        }
+    }
+
+    /// Hand the analysis copy of a keyframe decoded to `on_keyframe`.
+    fn keyframe(&mut self, frame: &ff::frame::Video, corrupt: bool) {
+        let size = DecodeOptions::default();
+        match self.frames.convert(frame, size.max_width, size.max_height) {
+            Ok(Some((width, height))) => {
+                let pts = frame.timestamp();
+                (self.on_keyframe)(&FrameView {
+                    index: self.out.frames - 1,
+                    pts,
+                    time_secs: pts.map(|p| p as f64 * self.tb_secs),
+                    coded_width: frame.width(),
+                    coded_height: frame.height(),
+                    corrupt,
+                    key: true,
+                    content_hash: crate::frames::content_hash(frame),
+                    planes: self.frames.planes(),
+                    luma: self.frames.luma(),
+                    width,
+                    height,
+                });
+            }
+            Ok(None) => {}
+            Err(e) => self.error(format!("a keyframe: {e}")),
         }
     }
 

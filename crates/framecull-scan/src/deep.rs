@@ -309,14 +309,16 @@ fn triage_video(
     base: Metrics,
 ) -> (Metrics, Curves) {
     let stream = StreamChoice::recorded(item.stream_index);
+    let mut keyframes = framecull_analysis::triage::Keyframes::default();
     let metrics = match scan_packets(
         source,
         stream,
         deadline,
         TRIAGE_SAMPLE_SHARE,
         item.size_bytes,
+        &mut |f| keyframes.push(f),
     ) {
-        Ok(scan) => framecull_analysis::triage::measure(&scan, item.fps),
+        Ok(scan) => framecull_analysis::triage::measure(&scan, &keyframes, item.fps),
         // Nothing read: the failure is the triage's (`base` is of its level, with no hash).
         Err(e) => decode_failure(e, base).0,
     };
