@@ -8,17 +8,19 @@
 
 use super::image::Gray;
 use super::motion::motion_gray;
+use super::phash::phash;
 use super::quality;
-use super::video::{Timing, is_black};
-use framecull_model::{AnalysisLevel, FrameView, Metrics, PacketScan};
+use super::video::{FLAT_STD, Timing, is_black};
+use framecull_model::{AnalysisLevel, Curves, FrameView, Metrics, PacketScan};
 
 /// The picture measures of the keyframes a triage decodes: the deep pass's measures of a
-/// frame a second (brightness, sharpness, entropy, colourfulness, black frames), estimated
-/// from the keyframes instead.
+/// frame a second (brightness, sharpness, entropy, colourfulness, black frames, perceptual
+/// hashes for near duplicates), estimated from the keyframes instead.
 #[derive(Debug, Default)]
 pub struct Keyframes {
     samples: Vec<quality::Quality>,
     black: u64,
+    hashes: Vec<u64>,
     gray: Gray,
 }
 
@@ -32,6 +34,18 @@ impl Keyframes {
         }
         if is_black(&motion_gray(&self.gray)) {
             self.black += 1;
+        }
+        if self.gray.std_dev() >= FLAT_STD {
+            self.hashes.push(phash(&self.gray));
+        }
+    }
+
+    /// The curves a triage keeps: the keyframes' hashes, which group near-duplicate videos
+    /// as the deep pass's hashes of a frame a second do.
+    pub fn curves(&self) -> Curves {
+        Curves {
+            frame_hashes: self.hashes.clone(),
+            ..Curves::default()
         }
     }
 
@@ -51,6 +65,7 @@ impl Keyframes {
         m.entropy = Some(mean(&|q| q.entropy));
         m.colorfulness = Some(mean(&|q| q.colorfulness));
         m.black_share = Some(self.black as f64 / n as f64);
+        m.phash = self.hashes.first().copied();
     }
 }
 

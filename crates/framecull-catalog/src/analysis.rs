@@ -133,8 +133,6 @@ impl Catalog {
                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,
                     ?32, ?33, ?34, ?35, ?36, ?37, ?38)",
             )?;
-            // A triage has no curves: those of an earlier analysis of the file go.
-            let mut no_curves = tx.prepare_cached("DELETE FROM curves WHERE item_id = ?1")?;
             let mut c_stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO curves(item_id, motion, cuts, frame_hashes, errors, frames)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -181,10 +179,8 @@ impl Catalog {
                     m.level.as_str(),
                     m.suspect,
                 ])?;
-                if m.level == AnalysisLevel::Triage {
-                    no_curves.execute([r.id])?;
-                    continue;
-                }
+                // A triage's curves hold its keyframes' hashes only; they replace those of
+                // an earlier analysis of the file.
                 let cuts = serde_json::to_string(&r.curves.cuts).unwrap_or_else(|_| "[]".into());
                 c_stmt.execute(params![
                     r.id,
@@ -325,9 +321,13 @@ impl Catalog {
         Ok(blob.flatten().as_deref().and_then(FrameTable::from_bytes))
     }
 
-    /// Cut lists of every analysed item.
+    /// Cut lists of every item analysed deeply.
     pub fn all_cuts(&self) -> Result<HashMap<ItemId, Vec<Cut>>> {
-        let mut stmt = self.conn.prepare("SELECT item_id, cuts FROM curves")?;
+        // A triage finds no cuts: its rows are not videos searched for cuts.
+        let mut stmt = self.conn.prepare(
+            "SELECT c.item_id, c.cuts FROM curves c JOIN metrics m ON m.item_id = c.item_id
+             WHERE m.analysis_level = 'deep'",
+        )?;
         let rows = stmt.query_map([], |r| {
             let cuts: Option<String> = r.get(1)?;
             Ok((

@@ -322,7 +322,7 @@ fn triage_video(
         // Nothing read: the failure is the triage's (`base` is of its level, with no hash).
         Err(e) => decode_failure(e, base).0,
     };
-    (metrics, Curves::default())
+    (metrics, keyframes.curves())
 }
 
 fn decode_failure(e: DecodeError, mut m: Metrics) -> (Metrics, Curves) {
