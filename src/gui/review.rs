@@ -69,8 +69,10 @@ impl App {
         let Some(p) = &self.player else {
             return;
         };
-        let (Some(t), Some(curves)) = (&p.timeline, &p.curves) else {
-            self.message = Some("no analysis for this video yet (framecull analyze)".into());
+        // A triage keeps keyframe hashes only: no cuts, no motion.
+        let deep = p.curves.as_ref().filter(|c| !c.motion.is_empty());
+        let (Some(t), Some(curves)) = (&p.timeline, deep) else {
+            self.message = Some("no deep analysis for this video yet (framecull analyze)".into());
             return;
         };
         let ranges = shot_ranges(curves.cuts.iter().map(|c| c.frame as usize), t.len());
@@ -81,8 +83,10 @@ impl App {
         let Some(p) = &self.player else {
             return;
         };
-        let (Some(t), Some(curves)) = (&p.timeline, &p.curves) else {
-            self.message = Some("no analysis for this video yet (framecull analyze)".into());
+        // A triage keeps keyframe hashes only: no cuts, no motion.
+        let deep = p.curves.as_ref().filter(|c| !c.motion.is_empty());
+        let (Some(t), Some(curves)) = (&p.timeline, deep) else {
+            self.message = Some("no deep analysis for this video yet (framecull analyze)".into());
             return;
         };
         let ranges = motion_ranges(t, &curves.motion, &ProposalOptions::default());

@@ -455,7 +455,8 @@ fn encode(path: &Path, size: &str, frames: u32, gop: u32, noise: bool, extra: &[
 /// `suspect`, from the triage. Bits flipped in a predicted frame hide from any sample: in a
 /// large file they are found only where the GOP is decoded (not asserted), in a small one
 /// (decoded whole) always. A stream whose index marks every packet a keyframe (as some AVI
-/// writers do) gets no integrity flag from either level.
+/// writers do), and an MP4 cut without re-encoding (an edit list after its first keyframe),
+/// get no integrity flag from either level.
 #[test]
 fn each_damage_class_at_one_gop_in_ten_is_found_by_the_triage() {
     use framecull::media::synth::damage::{self, Damage};
@@ -502,6 +503,17 @@ fn each_damage_class_at_one_gop_in_ten_is_found_by_the_triage() {
     framecull::media::synth::remux_every_packet_key(&avi, &data.join("every_packet_key.avi"))
         .unwrap();
     std::fs::copy(&mp4, data.join("clean.mp4")).unwrap();
+    // Cut without re-encoding: its edit list starts after the first keyframe, whose packet
+    // the demuxer marks to discard (it gives no frame, by design).
+    ffmpeg(&[
+        "-ss",
+        "3.3",
+        "-i",
+        mp4.to_str().unwrap(),
+        "-c",
+        "copy",
+        data.join("trimmed.mp4").to_str().unwrap(),
+    ]);
 
     let mut cases: Vec<(String, Damage)> = Vec::new();
     for class in Damage::ALL {
@@ -569,8 +581,29 @@ fn each_damage_class_at_one_gop_in_ten_is_found_by_the_triage() {
     ] {
         assert!(flagged_by_deep.contains(&must.to_string()), "deep: {must}");
     }
+    // Damage the packets show is found whatever the deep pass makes of it (its decoder
+    // conceals a zeroed range; a GOP cut out of MPEG-TS is a jump in time to it).
+    for seen in [
+        "zeroed_ranges.mp4",
+        "zeroed_ranges.ts",
+        "dropped_gops.mp4",
+        "dropped_gops.ts",
+    ] {
+        assert!(
+            found(seen),
+            "triage: {seen}: {:?}",
+            common::flag_codes(&t[seen])
+        );
+    }
     assert!(integrity(&d, "small_predicted_flips.mp4"));
     assert!(integrity(&t, "small_predicted_flips.mp4"));
+    // The deep pass calls the frames an edit list discards repeats (`repeat_frames`): the
+    // header counts them and they show never. The triage reads them as the packets they are.
+    assert!(
+        !integrity(&t, "trimmed.mp4"),
+        "{:?}",
+        common::flag_codes(&t["trimmed.mp4"])
+    );
     for clean in ["clean.mp4", "every_packet_key.avi"] {
         assert!(!integrity(&d, clean), "deep: {clean}");
         assert!(

@@ -414,6 +414,14 @@ pub(crate) fn declared_duration_secs(
     }
 }
 
+/// Whether the demuxer marks `packet` to discard (`AV_PKT_FLAG_DISCARD`, which ffmpeg-next's
+/// flags do not name): decoded for the frames after it, shown never.
+pub(crate) fn is_discarded(packet: &ff::Packet) -> bool {
+    // SAFETY: reading a plain field of the packet owned by `packet`.
+    let flags = unsafe { (*ff::packet::Ref::as_ptr(packet)).flags };
+    flags & ffi::AV_PKT_FLAG_DISCARD != 0
+}
+
 /// Whether the container states its length (a header's or an index's duration), rather than
 /// FFmpeg estimating it from the last timestamps or the bit rate (MPEG-TS and -PS, elementary
 /// streams): only a stated length shows a file cut short.

@@ -9,7 +9,8 @@ use std::time::Instant;
 use ffmpeg_next as ff;
 
 use crate::decode::{
-    DecodeError, DecodeOptions, FrameState, declared_duration_secs, duration_stated, video_stream,
+    DecodeError, DecodeOptions, FrameState, declared_duration_secs, duration_stated, is_discarded,
+    video_stream,
 };
 use crate::ffmpeg_log;
 use crate::frames::{is_damaged, stream_frame_step};
@@ -183,9 +184,14 @@ struct Sampler<'k> {
     key_pts: Option<i64>,
     /// A keyframe has been seen (packets before the first belong to no decodable GOP).
     started: bool,
-    /// Packets sent and frames out since the decoder was last flushed.
+    /// Packets sent, those of them the demuxer does not mark to discard (before the start of
+    /// an MP4 edit list: they give no frame by design), and frames out, since the decoder was
+    /// last flushed.
     run_sent: u64,
+    run_kept: u64,
     run_frames: u64,
+    /// The keyframe of the GOP being decoded again was handed to `on_keyframe` already.
+    key_handed: bool,
     /// The size of the frame decoded last, and the latest timestamp of this decoding run.
     last_size: Option<(u32, u32)>,
     run_latest: Option<f64>,
@@ -227,7 +233,9 @@ impl<'k> Sampler<'k> {
             key_pts: None,
             started: false,
             run_sent: 0,
+            run_kept: 0,
             run_frames: 0,
+            key_handed: false,
             last_size: None,
             run_latest: None,
             tb_secs: f64::from(stream.time_base()),
@@ -248,6 +256,8 @@ impl<'k> Sampler<'k> {
                 self.gop.clear();
             }
             let was_whole = self.mode == Mode::Whole;
+            // What ends a GOP is told of its last packet; what starts one, of this.
+            self.sending = self.seen - 1;
             if !was_whole {
                 self.end_gop(false);
             }
@@ -258,10 +268,12 @@ impl<'k> Sampler<'k> {
                 self.out.gops += 1;
                 self.anomaly = false;
                 self.key_pts = None;
+                self.sending = self.seen;
             } else {
                 if was_whole {
                     self.end_gop(false);
                 }
+                self.sending = self.seen;
                 self.key_pts = packet.pts();
                 match mode {
                     Mode::Whole => self.start_decoding(),
@@ -316,6 +328,7 @@ impl<'k> Sampler<'k> {
             self.out.gops += 1;
         } else if self.started && (self.anomaly || broken_end) && !self.gop.is_empty() {
             self.start_decoding();
+            self.key_handed = self.mode == Mode::Key;
             for (number, packet) in std::mem::take(&mut self.gop) {
                 self.sending = number;
                 self.send(&packet);
@@ -334,6 +347,7 @@ impl<'k> Sampler<'k> {
         }
         self.decoder.flush();
         self.run_sent = 0;
+        self.run_kept = 0;
         self.run_frames = 0;
         self.run_latest = None;
     }
@@ -341,6 +355,7 @@ impl<'k> Sampler<'k> {
     /// Send the packet numbered `self.sending` (the one just read unless set otherwise).
     fn send(&mut self, packet: &ff::Packet) {
         self.run_sent += 1;
+        self.run_kept += u64::from(!is_discarded(packet));
         self.out.bytes += packet.size() as u64;
         if let Err(e) = self.decoder.send_packet(packet) {
             self.error(format!("packet {}: {e}", self.sending));
@@ -353,7 +368,7 @@ impl<'k> Sampler<'k> {
     fn finish_decoding(&mut self) {
         let _ = self.decoder.send_eof();
         self.drain();
-        if self.run_sent > 0 && self.run_frames == 0 {
+        if self.run_kept > 0 && self.run_frames == 0 {
             let packets = framecull_model::count(self.run_sent, "packet");
             self.error(format!(
                 "{packets} up to packet {} gave no frame",
@@ -415,7 +430,11 @@ impl<'k> Sampler<'k> {
                 self.error(format!("a frame decodes with errors{at}"));
             }
             if frame.is_key() {
-                self.keyframe(&frame, damaged);
+                if self.key_handed {
+                    self.key_handed = false;
+                } else {
+                    self.keyframe(&frame, damaged);
+                }
             }
         }
     }

@@ -9,7 +9,7 @@ use framecull_analysis::dups::{DupInput, DupRelation, group_duplicates};
 use framecull_analysis::flags::{Config, dup_flag, item_flags};
 use framecull_analysis::outliers::outlier_flags;
 use framecull_catalog::{Catalog, CatalogError, ConfigError, Project, by_item};
-use framecull_model::{DupInfo, Flag, Item, ItemId, ItemStatus, MediaKind, Metrics};
+use framecull_model::{AnalysisLevel, DupInfo, Flag, Item, ItemId, ItemStatus, MediaKind, Metrics};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeriveError {
@@ -98,11 +98,13 @@ pub fn recompute_in(
                     content_hash: content,
                     variants: h.try_into().ok()?,
                 }),
-                (MediaKind::Video, n) if n > 0 => Some(DupInput::Video {
-                    id: item.id,
-                    content_hash: content,
-                    frame_hashes: h,
-                }),
+                (MediaKind::Video, n) if n > 0 && hashes_cover(item, m, n) => {
+                    Some(DupInput::Video {
+                        id: item.id,
+                        content_hash: content,
+                        frame_hashes: h,
+                    })
+                }
                 _ => content.map(|c| DupInput::Bytes {
                     id: item.id,
                     content_hash: c,
@@ -207,4 +209,14 @@ fn measures_frame(items: &[(Item, Option<&Metrics>)]) -> PolarsResult<DataFrame>
             column("sharpness", &|_, m| m?.sharpness),
         ],
     )
+}
+
+/// Whether a video's frame hashes are enough to match it as footage: the deep pass's (one a
+/// second) always; a triage's (one a keyframe decoded) where there are three or more, or as
+/// many as the deep pass would have: one or two keyframes of a long video (a screen
+/// recording, a long-GOP encoder) would match it to anything that shares a title card.
+fn hashes_cover(item: &Item, m: &Metrics, n: usize) -> bool {
+    m.level != AnalysisLevel::Triage
+        || n >= 3
+        || n as f64 >= item.info.duration_secs.unwrap_or(f64::INFINITY)
 }

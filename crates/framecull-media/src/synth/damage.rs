@@ -21,7 +21,9 @@ pub enum Damage {
     PredictedFlips,
     /// The file cut in the middle of the first GOP given (the rest are not used).
     Truncated,
-    /// The bytes of each GOP given cut out (the file's last GOP is never dropped).
+    /// The bytes of each GOP given cut out (the file's last GOP is never dropped). In an MP4
+    /// the index is left as it was, so it points at the wrong bytes from there on: a lost
+    /// range rather than a clean cut, which MPEG-TS and Matroska resynchronise after.
     DroppedGops,
     /// 4 KiB (at most half the packet) zeroed in the middle packet of each GOP given.
     ZeroedRanges,
@@ -166,7 +168,8 @@ pub fn write_damaged(
         return repeat_timestamps(src, dst, at);
     }
     let gops = gops(src)?;
-    if at.iter().any(|&g| g >= gops.len()) || (damage.per_gop() && at.is_empty()) {
+    if gops.is_empty() || at.iter().any(|&g| g >= gops.len()) || (damage.per_gop() && at.is_empty())
+    {
         return Err(invalid("GOPs to damage that the file holds"));
     }
     let mut bytes = std::fs::read(src).map_err(io)?;
