@@ -339,15 +339,23 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             ),
         ));
     } else if let Some(declared) = item.info.frame_count {
+        // Frames an edit list discards are counted by the header and shown never.
+        let discarded = m.discarded_frames as i64;
+        let shown = declared - discarded;
         let decoded = m.decoded_frames as i64;
-        let tolerance = 1.max(declared / 100);
-        if (decoded - declared).abs() > tolerance && !m.timed_out && !m.truncated {
+        let tolerance = 1.max(shown / 100);
+        if (decoded - shown).abs() > tolerance && !m.timed_out && !m.truncated {
+            let before_start = if discarded > 0 {
+                format!(", {discarded} of them before its edit list's start")
+            } else {
+                String::new()
+            };
             out.push(flag(
                 "frame_count_mismatch",
                 Severity::Warning,
                 d,
                 format!(
-                    "{} {decode}; the header declares {declared}",
+                    "{} {decode}; the header declares {declared}{before_start}",
                     count(decoded.max(0) as u64, frames)
                 ),
             ));

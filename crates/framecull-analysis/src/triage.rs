@@ -106,13 +106,16 @@ pub fn measure(scan: &PacketScan, keyframes: &Keyframes, fps_hint: Option<f64>) 
     times.dedup();
     let seconds: Vec<f64> = times.iter().map(|&t| secs(t)).collect();
     let intervals: Vec<f64> = seconds.windows(2).map(|w| w[1] - w[0]).collect();
+    // Packets an edit list discards are counted by the header and shown never.
+    let shown = n - scan.discarded_packets.min(n);
     let timing = Timing::of(
         seconds.first().copied().zip(seconds.last().copied()),
-        n,
+        shown,
         &intervals,
         fps,
         scan.declared_duration_secs,
-        scan.declared_frames,
+        scan.declared_frames
+            .map(|d| d - scan.discarded_packets as i64),
     );
     let sample = &scan.sample;
     let first_error = match (&sample.first_error, &scan.read_error) {
@@ -124,7 +127,8 @@ pub fn measure(scan: &PacketScan, keyframes: &Keyframes, fps_hint: Option<f64>) 
     let suspect = suspicion(scan, &seconds, &intervals);
     let mut m = Metrics {
         level: AnalysisLevel::Triage,
-        decoded_frames: n,
+        decoded_frames: shown,
+        discarded_frames: scan.discarded_packets,
         decode_errors: sample.errors + u64::from(scan.read_error.is_some()),
         first_error,
         undecodable: (n == 0 && !scan.timed_out).then(|| match &scan.read_error {

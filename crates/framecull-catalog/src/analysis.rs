@@ -128,10 +128,10 @@ impl Catalog {
                     brightness_p95, sharpness, entropy, colorfulness, black_share, frozen_share,
                     decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
                     resolution_changes, truncated, structure_error, phash, content_hash,
-                    item_stream, analysis_level, suspect)
+                    item_stream, analysis_level, suspect, discarded_frames)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,
-                    ?32, ?33, ?34, ?35, ?36, ?37, ?38)",
+                    ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39)",
             )?;
             let mut c_stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO curves(item_id, motion, cuts, frame_hashes, errors, frames)
@@ -178,6 +178,7 @@ impl Catalog {
                     r.stream_index,
                     m.level.as_str(),
                     m.suspect,
+                    m.discarded_frames as i64,
                 ])?;
                 // A triage's curves hold its keyframes' hashes only; they replace those of
                 // an earlier analysis of the file.
@@ -235,7 +236,7 @@ impl Catalog {
                 sharpness, entropy, colorfulness, black_share, frozen_share,
                 decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
                 resolution_changes, truncated, structure_error, phash, content_hash,
-                analysis_level, suspect
+                analysis_level, suspect, discarded_frames
              FROM metrics ORDER BY item_id",
         )?;
         let rows = stmt.query_map([], |r| {
@@ -275,6 +276,7 @@ impl Catalog {
                     level: AnalysisLevel::parse(&r.get::<_, String>(31)?)
                         .unwrap_or(AnalysisLevel::Deep),
                     suspect: r.get(32)?,
+                    discarded_frames: r.get::<_, i64>(33)? as u64,
                 },
             ))
         })?;

@@ -220,4 +220,8 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE merged_shards ADD COLUMN analysis_level TEXT NOT NULL DEFAULT 'none';
     UPDATE merged_shards SET analysis_level = 'deep' WHERE deep;
     "#,
+    // 12: frames an edit list discards (counted by the header, shown never).
+    r#"
+    ALTER TABLE metrics ADD COLUMN discarded_frames INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];

@@ -69,6 +69,9 @@ pub struct DecodeReport {
     pub declared_duration_secs: Option<f64>,
     /// Frame count declared by the header.
     pub declared_frames: Option<i64>,
+    /// Packets the demuxer marks to discard (before the start of an MP4 edit list): counted
+    /// by the header, shown never.
+    pub discarded_packets: u64,
     pub codec: Option<String>,
 }
 
@@ -179,6 +182,7 @@ pub fn decode_frames(
                     continue;
                 }
                 report.packets += 1;
+                report.discarded_packets += u64::from(is_discarded(&packet));
                 if let Err(e) = decoder.send_packet(&packet) {
                     report.error(format!("packet {}: {e}", report.packets));
                 }

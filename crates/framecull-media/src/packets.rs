@@ -85,6 +85,7 @@ pub fn scan_packets(
         match packet.read(&mut input) {
             Ok(()) if packet.stream() == index => {
                 let zeros = packet.data().is_some_and(has_zero_run);
+                scan.discarded_packets += u64::from(is_discarded(&packet));
                 if zeros {
                     scan.first_zero_run.get_or_insert(scan.packets.len() as u64);
                     scan.zero_runs += 1;

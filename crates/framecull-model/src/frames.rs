@@ -82,6 +82,9 @@ pub struct PacketScan {
     /// Packets whose data holds a long run of zero bytes (a zeroed or unwritten range), and
     /// the first of them (its index).
     pub zero_runs: u64,
+    /// Packets the demuxer marks to discard (before the start of an MP4 edit list).
+    #[serde(default)]
+    pub discarded_packets: u64,
     pub first_zero_run: Option<u64>,
     /// What decoding a few GOPs found: the first and the last, those with a packet anomaly
     /// and a spread sample.

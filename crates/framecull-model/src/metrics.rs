@@ -72,6 +72,11 @@ pub struct Metrics {
     /// Frames the container counts but marks as repeats (no data): declared minus decoded,
     /// when the decoded frames still span the declared duration.
     pub repeat_frames: u64,
+    /// Frames the container counts that its edit list discards: those before the first shown
+    /// frame of a file cut without re-encoding, decoded for the frames after them and shown
+    /// never. Not repeats, not missing.
+    #[serde(default)]
+    pub discarded_frames: u64,
     /// The file could not be decoded at all (cannot open, damaged beyond decoding).
     pub undecodable: Option<String>,
     /// A readable format this FFmpeg build has no decoder for (HEIF/AVIF on FFmpeg 5.1).

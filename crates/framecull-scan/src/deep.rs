@@ -335,6 +335,7 @@ fn decode_failure(e: DecodeError, mut m: Metrics) -> (Metrics, Curves) {
 }
 
 fn apply_report(m: &mut Metrics, report: &DecodeReport) {
+    m.discarded_frames = report.discarded_packets;
     m.decode_errors = report.decode_errors + u64::from(report.read_error.is_some());
     m.first_error = report.first_error.clone().or_else(|| {
         report
@@ -377,8 +378,13 @@ fn analyse_video(
         Ok(r) => r,
         Err(e) => return decode_failure(e, base),
     };
-    let (mut metrics, mut curves) =
-        analyzer.finish(report.declared_duration_secs, report.declared_frames);
+    let (mut metrics, mut curves) = analyzer.finish(
+        report.declared_duration_secs,
+        // The frames an edit list discards are counted by the header, shown never.
+        report
+            .declared_frames
+            .map(|n| n - report.discarded_packets as i64),
+    );
     curves.frames = table;
     metrics.content_hash = base.content_hash;
     apply_report(&mut metrics, &report);
