@@ -5,7 +5,9 @@ use super::app::App;
 use super::edits::EditRequest;
 use super::player::{Player, Video, clip_frames};
 use crate::analysis::proposals::{ProposalOptions, motion_ranges, shot_ranges};
-use crate::model::{ClipOrigin, Decision, Edit, ItemStatus, MediaKind};
+use crate::model::{
+    AnalysisLevel, ClipOrigin, Curves, Decision, Edit, FrameTimeline, ItemStatus, MediaKind,
+};
 
 impl App {
     pub(super) fn send_edit(&mut self, request: EditRequest) {
@@ -66,31 +68,43 @@ impl App {
     }
 
     pub(super) fn split_at_cuts(&mut self) {
-        let Some(p) = &self.player else {
-            return;
-        };
-        // A triage keeps keyframe hashes only: no cuts, no motion.
-        let deep = p.curves.as_ref().filter(|c| !c.motion.is_empty());
-        let (Some(t), Some(curves)) = (&p.timeline, deep) else {
-            self.message = Some("no deep analysis for this video yet (framecull analyze)".into());
-            return;
-        };
-        let ranges = shot_ranges(curves.cuts.iter().map(|c| c.frame as usize), t.len());
-        self.add_clips(&ranges, ClipOrigin::Cuts);
+        let ranges = self.ranges_of_deep_curves(|t, c| {
+            shot_ranges(c.cuts.iter().map(|c| c.frame as usize), t.len())
+        });
+        if let Some(ranges) = ranges {
+            self.add_clips(&ranges, ClipOrigin::Cuts);
+        }
     }
 
     pub(super) fn propose_clips(&mut self) {
-        let Some(p) = &self.player else {
-            return;
-        };
-        // A triage keeps keyframe hashes only: no cuts, no motion.
-        let deep = p.curves.as_ref().filter(|c| !c.motion.is_empty());
-        let (Some(t), Some(curves)) = (&p.timeline, deep) else {
-            self.message = Some("no deep analysis for this video yet (framecull analyze)".into());
-            return;
-        };
-        let ranges = motion_ranges(t, &curves.motion, &ProposalOptions::default());
-        self.add_clips(&ranges, ClipOrigin::Auto);
+        let ranges = self
+            .ranges_of_deep_curves(|t, c| motion_ranges(t, &c.motion, &ProposalOptions::default()));
+        if let Some(ranges) = ranges {
+            self.add_clips(&ranges, ClipOrigin::Auto);
+        }
+    }
+
+    /// `ranges` of the player's video from its timeline and curves, where it was analysed
+    /// deeply (a triage's curves hold keyframe hashes only: no cuts, no motion); else the
+    /// message says what to run.
+    fn ranges_of_deep_curves(
+        &mut self,
+        ranges: impl FnOnce(&FrameTimeline, &Curves) -> Vec<(usize, usize)>,
+    ) -> Option<Vec<(usize, usize)>> {
+        let p = self.player.as_ref()?;
+        let deep = self.view.as_ref().is_some_and(|v| {
+            v.rows
+                .iter()
+                .any(|r| r.id == p.item && r.level == AnalysisLevel::Deep)
+        });
+        match (&p.timeline, &p.curves) {
+            (Some(t), Some(c)) if deep => Some(ranges(t, c)),
+            _ => {
+                self.message =
+                    Some("no deep analysis for this video yet (framecull analyze)".into());
+                None
+            }
+        }
     }
 
     pub(super) fn mark_out(&mut self) {

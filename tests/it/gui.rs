@@ -497,25 +497,31 @@ fn snapshots_of_the_start_screen_and_the_shortcuts_window() {
     h.snapshot_options("shortcuts_window", &options);
 }
 
-#[test]
-fn split_at_cuts_with_a_label_and_tags_from_the_inspector() {
-    use eframe::egui::accesskit::Role;
+/// A video of three shots in `data`, scanned at `level` (`--deep`, `--triage`) into
+/// `data/.framecull`, open in the window's player with its curves loaded.
+fn shots_in_the_player(data: &Path, level: &str) -> Harness<'static, App> {
     use framecull::media::synth::{Pattern, VideoSpec};
-    let data = tempfile::tempdir().unwrap();
     let mut shots = VideoSpec::new("libx264", 160, 96, 25, 75);
     shots.pattern = Pattern::Shots { len: 25 };
-    common::video(data.path(), "shots.mp4", &shots);
-    let out = common::run(&["scan", data.path().to_str().unwrap(), "--deep"]);
+    common::video(data, "shots.mp4", &shots);
+    let out = common::run(&["scan", data.to_str().unwrap(), level]);
     assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
-    let project = data.path().join(".framecull");
-
-    let mut h = harness(data.path());
+    let mut h = harness(data);
     wait(&mut h, "the project to load", App::is_idle);
     h.state_mut().apply(Command::Select(Some(0)));
     wait(&mut h, "the player", |a| {
         a.player()
             .is_some_and(|p| p.is_settled() && p.curves.is_some())
     });
+    h
+}
+
+#[test]
+fn split_at_cuts_with_a_label_and_tags_from_the_inspector() {
+    use eframe::egui::accesskit::Role;
+    let data = tempfile::tempdir().unwrap();
+    let project = data.path().join(".framecull");
+    let mut h = shots_in_the_player(data.path(), "--deep");
     h.get_by_role_and_label(Role::TextInput, "label for new clips:")
         .focus();
     h.run_steps(5);
@@ -693,6 +699,21 @@ fn the_window_and_the_command_line_propose_the_same_clips() {
         "both kinds of proposal: {from_cli:?}"
     );
     assert_eq!(from_window, from_cli);
+}
+
+/// A triaged video has curves (its keyframes' hashes) but no cuts or motion: "Split at cuts"
+/// and "Propose clips" say it needs the deep pass, and add nothing.
+#[test]
+fn clips_from_cuts_or_motion_ask_for_the_deep_pass_on_a_triaged_video() {
+    let data = tempfile::tempdir().unwrap();
+    let mut h = shots_in_the_player(data.path(), "--triage");
+    for command in [Command::SplitAtCuts, Command::ProposeClips] {
+        h.state_mut().apply(command);
+        h.step();
+        h.get_by_label_contains("no deep analysis for this video yet (framecull analyze)");
+        assert_eq!(h.state().pending_edits(), 0);
+    }
+    assert!(catalog_clips(&data.path().join(".framecull")).is_empty());
 }
 
 /// The duplicate groups window: "Keep the best in every group" rejects the other members,

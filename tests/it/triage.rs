@@ -25,7 +25,9 @@ const SHARED: [&str; 6] = [
 /// Generated damage beside clean files: an MP4 with its index in front cut at 60% (the
 /// index promises frames the file no longer holds), an MKV whose packet 50 repeats the
 /// previous packet's presentation time, noise named `.mp4`, an empty `.mkv`, and clean H.264, VP9,
-/// MPEG-TS, an elementary H.264 stream (no timestamps), an MKV with an odd name and a picture.
+/// MPEG-TS, an elementary H.264 stream (no timestamps), MPEG-4 with B-frames in AVI and MPEG-2
+/// in a program stream (presentation times the decoder makes), an MKV with an odd name and a
+/// picture.
 fn damaged(data: &Path) {
     let mut whole = VideoSpec::new("libx264", 160, 96, 25, 100);
     whole.faststart = true;
@@ -76,6 +78,46 @@ fn damaged(data: &Path) {
         "copy",
         data.join("odd name – ü #1.mkv").to_str().unwrap(),
     ]);
+    // Containers without presentation times, where the decoder makes them: MPEG-4 with
+    // B-frames in AVI, and MPEG-2 in a program stream; small (decoded whole) and, with grain,
+    // large (sampled).
+    for (name, codec, source) in [
+        ("bframes.avi", "mpeg4", "testsrc2=size=160x96:rate=25"),
+        ("program.mpg", "mpeg2video", "testsrc2=size=160x96:rate=25"),
+        (
+            "bframes_large.avi",
+            "mpeg4",
+            "testsrc2=size=320x180:rate=25,noise=alls=8:allf=t",
+        ),
+        (
+            "program_large.mpg",
+            "mpeg2video",
+            "testsrc2=size=320x180:rate=25,noise=alls=8:allf=t",
+        ),
+    ] {
+        ffmpeg(&[
+            "-f",
+            "lavfi",
+            "-i",
+            source,
+            "-frames:v",
+            "250",
+            "-c:v",
+            codec,
+            "-bf",
+            "2",
+            "-q:v",
+            "4",
+            data.join(name).to_str().unwrap(),
+        ]);
+    }
+    for large in ["bframes_large.avi", "program_large.mpg"] {
+        let bytes = std::fs::metadata(data.join(large)).unwrap().len();
+        assert!(
+            bytes > framecull::media::packets::DECODE_WHOLE_BELOW,
+            "{large}"
+        );
+    }
     std::fs::write(data.join("noise.mp4"), [0x5au8; 4096]).unwrap();
     std::fs::write(data.join("empty.mkv"), b"").unwrap();
     common::image(data, "still.png", ImageKind::Png, 64, 48, None);

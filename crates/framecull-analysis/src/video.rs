@@ -6,7 +6,7 @@ use super::image::{Gray, percentile, sum_abs_diff};
 use super::motion::{MotionMeter, motion_gray};
 use super::phash::phash;
 use super::quality;
-use framecull_model::{Curves, FrameView, Metrics};
+use framecull_model::{Curves, FrameView, Metrics, TimeOrder};
 
 /// Seconds between frames sampled for quality and hashes.
 pub const SAMPLE_EVERY_SECS: f64 = 1.0;
@@ -98,10 +98,8 @@ pub struct VideoAnalyzer {
     cuts: CutDetector,
     frames: u64,
     first_time: Option<f64>,
-    last_time: Option<f64>,
+    order: TimeOrder,
     intervals: Vec<f64>,
-    pts_backwards: u64,
-    pts_repeats: u64,
     size: Option<(u32, u32)>,
     resolution_changes: u64,
     black: u64,
@@ -126,10 +124,8 @@ impl VideoAnalyzer {
             cuts: CutDetector::new(cuts),
             frames: 0,
             first_time: None,
-            last_time: None,
+            order: TimeOrder::default(),
             intervals: Vec::new(),
-            pts_backwards: 0,
-            pts_repeats: 0,
             size: None,
             resolution_changes: 0,
             black: 0,
@@ -148,16 +144,12 @@ impl VideoAnalyzer {
             .time_secs
             .unwrap_or_else(|| f.index as f64 / self.fps_hint);
         self.frames += 1;
-        match self.last_time {
-            Some(prev) if time < prev => self.pts_backwards += 1,
-            Some(prev) if time == prev => self.pts_repeats += 1,
-            Some(prev) => self.intervals.push(time - prev),
-            None => {}
+        if let Some(step) = self.order.push(time) {
+            self.intervals.push(step);
         }
         // Later measures run on a monotonic clock even when timestamps are not.
-        let time = self.last_time.map_or(time, |prev| time.max(prev));
+        let time = self.order.latest.unwrap_or(time);
         let first = *self.first_time.get_or_insert(time);
-        self.last_time = Some(time);
         if f.corrupt && self.error_secs.len() < Curves::MAX_ERRORS {
             self.error_secs.push(time - first);
         }
@@ -212,7 +204,7 @@ impl VideoAnalyzer {
         let start = self.first_time.unwrap_or(0.0);
         let motion = self.motion.summary(start);
         let timing = Timing::of(
-            self.first_time.zip(self.last_time),
+            self.first_time.zip(self.order.latest),
             self.frames,
             &self.intervals,
             self.fps_hint,
@@ -246,8 +238,8 @@ impl VideoAnalyzer {
             black_share: has_frames.then(|| self.black as f64 / n),
             frozen_share: (self.frames > 1).then(|| self.frozen as f64 / (n - 1.0)),
             decoded_duration_secs: decoded_duration,
-            pts_backwards: self.pts_backwards,
-            pts_repeats: self.pts_repeats,
+            pts_backwards: self.order.backwards,
+            pts_repeats: self.order.repeats,
             vfr,
             interval_cv,
             resolution_changes: self.resolution_changes,

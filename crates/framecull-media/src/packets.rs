@@ -15,7 +15,9 @@ use crate::decode::{
 use crate::ffmpeg_log;
 use crate::frames::{is_damaged, stream_frame_step};
 use crate::source::Opened;
-use framecull_model::{FrameView, PacketRecord, PacketScan, Ratio, SampledDecode, StreamChoice};
+use framecull_model::{
+    FrameView, PacketRecord, PacketScan, Ratio, SampledDecode, StreamChoice, TimeOrder,
+};
 
 /// Zero bytes in a row that compressed video data does not hold (a zeroed or unwritten
 /// range): H.264 and HEVC forbid three, and entropy-coded data of other codecs has no reason
@@ -193,9 +195,9 @@ struct Sampler<'k> {
     run_frames: u64,
     /// The keyframe of the GOP being decoded again was handed to `on_keyframe` already.
     key_handed: bool,
-    /// The size of the frame decoded last, and the latest timestamp of this decoding run.
+    /// The size of the frame decoded last, and the order of this decoding run's frame times.
     last_size: Option<(u32, u32)>,
-    run_latest: Option<f64>,
+    run_order: TimeOrder,
     /// Seconds per time-base unit, and the frame rate that times a frame without a timestamp
     /// (by its index, as the deep pass does: only in a decode from the file's start).
     tb_secs: f64,
@@ -238,7 +240,7 @@ impl<'k> Sampler<'k> {
             run_frames: 0,
             key_handed: false,
             last_size: None,
-            run_latest: None,
+            run_order: TimeOrder::default(),
             tb_secs: f64::from(stream.time_base()),
             fps,
             from_start: Some(0),
@@ -262,7 +264,7 @@ impl<'k> Sampler<'k> {
             if !was_whole {
                 self.end_gop(false);
             }
-            let mode = self.mode_of_next_gop();
+            let mode = self.mode_of_next_gop(packet.pts().is_none());
             if was_whole && mode == Mode::Whole {
                 // Whole GOPs in a row decode as one stream, as in the deep pass: the frames
                 // that lead this GOP have the previous one to refer to.
@@ -305,12 +307,17 @@ impl<'k> Sampler<'k> {
     }
 
     /// How the GOP a keyframe starts is read: whole where the budget has room for a GOP of
-    /// the average size beyond what was decoded (never the first, unless everything is),
-    /// else its keyframe while the budget lasts (always the first's), else held.
-    fn mode_of_next_gop(&mut self) -> Mode {
+    /// the average size beyond what was decoded (never the first, unless everything is, or
+    /// its keyframe has no presentation time: `untimed`, as in AVI, where the decoder makes
+    /// the times and the first GOP shows how), else its keyframe while the budget lasts
+    /// (always the first's), else held.
+    fn mode_of_next_gop(&mut self, untimed: bool) -> Mode {
         let budget = self.share * self.seen_bytes as f64;
         let average_gop = self.seen_bytes as f64 / (self.gops_seen + 1) as f64;
         self.gops_seen += 1;
+        if self.gops_seen == 1 && untimed {
+            return Mode::Whole;
+        }
         let whole = self.share.is_infinite() || self.gops_seen > 1;
         if whole && self.out.bytes as f64 + average_gop <= budget {
             Mode::Whole
@@ -350,7 +357,7 @@ impl<'k> Sampler<'k> {
         self.run_sent = 0;
         self.run_kept = 0;
         self.run_frames = 0;
-        self.run_latest = None;
+        self.fold_order();
     }
 
     /// Send the packet numbered `self.sending` (the one just read unless set otherwise).
@@ -407,12 +414,7 @@ impl<'k> Sampler<'k> {
                 (None, None) => None,
             };
             if let Some(t) = time {
-                match self.run_latest {
-                    Some(latest) if t < latest => self.out.pts_backwards += 1,
-                    Some(latest) if t == latest => self.out.pts_repeats += 1,
-                    _ => {}
-                }
-                self.run_latest = Some(self.run_latest.map_or(t, |l| l.max(t)));
+                self.run_order.push(t);
             }
             if leading {
                 continue;
@@ -483,6 +485,14 @@ impl<'k> Sampler<'k> {
         } else {
             self.end_gop(broken_end);
         }
+        self.fold_order();
         self.out
+    }
+
+    /// Add the decoding run's timestamp counts to the sample's, and start the next run's.
+    fn fold_order(&mut self) {
+        let run = std::mem::take(&mut self.run_order);
+        self.out.pts_backwards += run.backwards;
+        self.out.pts_repeats += run.repeats;
     }
 }

@@ -91,6 +91,37 @@ pub struct PacketScan {
     pub sample: SampledDecode,
 }
 
+/// Frame times in output order against the latest time before them: how often one goes
+/// back or repeats (the `timestamps` flag's counts), read the same by the deep pass and a
+/// triage's decoding.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TimeOrder {
+    /// The latest time so far: a clock that never goes back.
+    pub latest: Option<f64>,
+    pub backwards: u64,
+    pub repeats: u64,
+}
+
+impl TimeOrder {
+    /// Count time `t` (seconds); the step forward from the latest time, where it is one.
+    pub fn push(&mut self, t: f64) -> Option<f64> {
+        let step = match self.latest {
+            Some(latest) if t < latest => {
+                self.backwards += 1;
+                None
+            }
+            Some(latest) if t == latest => {
+                self.repeats += 1;
+                None
+            }
+            Some(latest) => Some(t - latest),
+            None => None,
+        };
+        self.latest = Some(self.latest.map_or(t, |l| l.max(t)));
+        step
+    }
+}
+
 /// What a triage decoded (whole GOPs, and keyframes alone), and the errors in them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -336,5 +367,22 @@ impl FrameTimeline {
             origin,
             decision: Decision::Unreviewed,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TimeOrder;
+
+    #[test]
+    fn times_going_back_or_repeating_are_counted_against_the_latest() {
+        let mut order = TimeOrder::default();
+        let steps: Vec<Option<f64>> = [0.0, 1.0, 1.0, 0.5, 2.0]
+            .into_iter()
+            .map(|t| order.push(t))
+            .collect();
+        assert_eq!(steps, [None, Some(1.0), None, None, Some(1.0)]);
+        assert_eq!((order.backwards, order.repeats), (1, 1));
+        assert_eq!(order.latest, Some(2.0));
     }
 }

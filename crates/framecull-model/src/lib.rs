@@ -32,7 +32,7 @@ mod units;
 
 pub use frames::{
     FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView, PacketRecord, PacketScan,
-    SampledDecode, SeekReference,
+    SampledDecode, SeekReference, TimeOrder,
 };
 pub use item::{
     Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, OtherStatus, Probe,
