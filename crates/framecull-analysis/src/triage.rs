@@ -4,40 +4,85 @@
 //! `timestamps`, `vfr`, `decode_errors` (errors in the keyframes and GOPs decoded, and a read error before
 //! the end, as the deep pass counts it), `undecodable` (no packet at all) and `timed_out`; and
 //! `suspect`, what may be damage without proof (packets the demuxer marks corrupt or holding
-//! runs of zero bytes, whose GOPs decoded clean; holes in the timestamps).
+//! runs of zero bytes, whose GOPs decoded clean; holes in the timestamps). Its picture,
+//! motion and frozen measures are estimates from the frames it decodes ([`Sampled`]).
 
-use super::image::Gray;
-use super::motion::motion_gray;
+use std::collections::HashMap;
+
+use super::image::{Gray, percentile, sum_abs_diff};
+use super::motion::{MotionMeter, STATIC_BELOW, motion_gray};
 use super::phash::phash;
 use super::quality;
-use super::video::{FLAT_STD, Timing, is_black};
+use super::video::{FLAT_STD, FROZEN_DIFF, Timing, is_black};
 use framecull_model::{AnalysisLevel, Curves, FrameView, Metrics, PacketScan};
 
-/// The picture measures of the keyframes a triage decodes: the deep pass's measures of a
-/// frame a second (brightness, sharpness, entropy, colourfulness, black frames, perceptual
-/// hashes for near duplicates), estimated from the keyframes instead.
+/// The picture and motion measures of the frames a triage decodes: the deep pass's measures
+/// of a frame a second (brightness, sharpness, entropy, colourfulness, black frames,
+/// perceptual hashes for near duplicates), estimated from the keyframes; its motion, from the
+/// frames decoded in a row (each keyframe with the frame after it, and whole GOPs).
 #[derive(Debug, Default)]
-pub struct Keyframes {
+pub struct Sampled {
+    fps: f64,
     samples: Vec<quality::Quality>,
     black: u64,
     hashes: Vec<u64>,
     gray: Gray,
+    previous: Option<Gray>,
+    meter: MotionMeter,
+    /// Each frame measured against its predecessor: its presentation time, its motion and
+    /// whether it repeats the predecessor (frozen).
+    motion: Vec<Step>,
+    coded: Option<(u32, u32)>,
 }
 
-impl Keyframes {
-    pub fn push(&mut self, f: &FrameView) {
-        self.samples
-            .push(quality::measure(f.planes, f.width, f.height));
+impl Sampled {
+    /// `fps_hint`: the probe's frame rate, which times frames without a timestamp.
+    pub fn new(fps_hint: Option<f64>) -> Self {
+        Sampled {
+            fps: fps_hint
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .unwrap_or(25.0),
+            ..Sampled::default()
+        }
+    }
+
+    /// A frame decoded; `follows`: the frame pushed before it is the one shown before it.
+    pub fn push(&mut self, f: &FrameView, follows: bool) {
         match f.luma {
             Some(luma) => self.gray.set(luma, f.width, f.height),
             None => self.gray.set_from_planes(f.planes, f.width, f.height),
         }
-        if is_black(&motion_gray(&self.gray)) {
-            self.black += 1;
+        self.coded.get_or_insert((f.coded_width, f.coded_height));
+        let small = motion_gray(&self.gray);
+        if f.key {
+            self.samples
+                .push(quality::measure(f.planes, f.width, f.height));
+            if is_black(&small) {
+                self.black += 1;
+            }
+            if self.gray.std_dev() >= FLAT_STD {
+                self.hashes.push(phash(&self.gray));
+            }
         }
-        if self.gray.std_dev() >= FLAT_STD {
-            self.hashes.push(phash(&self.gray));
+        if !follows {
+            self.meter = MotionMeter::default();
         }
+        let fps = if self.fps > 0.0 { self.fps } else { 25.0 };
+        let time = f.time_secs.unwrap_or(f.index as f64 / fps);
+        if let Some(motion) = self.meter.push(&small, time) {
+            let frozen = self.previous.as_ref().is_some_and(|p| {
+                p.data.len() == self.gray.data.len()
+                    && (sum_abs_diff(&p.data, &self.gray.data) as f64)
+                        < FROZEN_DIFF * self.gray.data.len() as f64
+            });
+            self.motion.push(Step {
+                pts: f.pts,
+                motion,
+                frozen,
+            });
+        }
+        let previous = self.previous.replace(std::mem::take(&mut self.gray));
+        self.gray = previous.unwrap_or_default();
     }
 
     /// The curves a triage keeps: the keyframes' hashes, which group near-duplicate videos
@@ -49,29 +94,125 @@ impl Keyframes {
         }
     }
 
-    /// Fill `m`'s picture measures with the keyframes' means (none without a keyframe).
-    fn fill(&self, m: &mut Metrics) {
+    /// Fill `m`'s picture measures with the keyframes' means (none without a keyframe), its
+    /// motion with the frames' in a row, and its frozen share with the packets'.
+    fn fill(&self, m: &mut Metrics, scan: &PacketScan) {
         let n = self.samples.len();
-        if n == 0 {
-            return;
+        if n > 0 {
+            let mean = |f: &dyn Fn(&quality::Quality) -> f64| {
+                self.samples.iter().map(f).sum::<f64>() / n as f64
+            };
+            m.brightness = Some(mean(&|q| q.brightness));
+            m.brightness_p5 = Some(mean(&|q| q.brightness_p5));
+            m.brightness_p95 = Some(mean(&|q| q.brightness_p95));
+            m.sharpness = Some(mean(&|q| q.sharpness));
+            m.entropy = Some(mean(&|q| q.entropy));
+            m.colorfulness = Some(mean(&|q| q.colorfulness));
+            m.black_share = Some(self.black as f64 / n as f64);
+            m.phash = self.hashes.first().copied();
         }
-        let mean = |f: &dyn Fn(&quality::Quality) -> f64| {
-            self.samples.iter().map(f).sum::<f64>() / n as f64
-        };
-        m.brightness = Some(mean(&|q| q.brightness));
-        m.brightness_p5 = Some(mean(&|q| q.brightness_p5));
-        m.brightness_p95 = Some(mean(&|q| q.brightness_p95));
-        m.sharpness = Some(mean(&|q| q.sharpness));
-        m.entropy = Some(mean(&|q| q.entropy));
-        m.colorfulness = Some(mean(&|q| q.colorfulness));
-        m.black_share = Some(self.black as f64 / n as f64);
-        m.phash = self.hashes.first().copied();
+        if !self.motion.is_empty() {
+            let scale = motion_scale(scan, &self.motion);
+            let values: Vec<f64> = self.motion.iter().map(|s| s.motion * scale).collect();
+            m.motion_mean = Some(values.iter().sum::<f64>() / values.len() as f64);
+            m.motion_p95 = percentile(&values, 95.0);
+            m.static_share = Some(
+                values.iter().filter(|&&v| v < STATIC_BELOW).count() as f64 / values.len() as f64,
+            );
+        }
+        if let Some((w, h)) = self.coded {
+            m.frozen_share = frozen_share(scan, &self.motion, blocks(w, h));
+        }
+    }
+}
+
+/// A frame measured against the one shown before it.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    pts: Option<i64>,
+    motion: f64,
+    frozen: bool,
+}
+
+/// The share of frames that repeat the one before, estimated: only a packet of at most
+/// `blocks` / 6 bytes (and headers) can (a frozen camera compresses to almost nothing), and
+/// of the frames measured whose packet is that small, the share that does (a low bit rate
+/// makes small packets of pictures that change); without such a frame measured, the share of
+/// packets of at most `blocks` / 32 bytes, a quarter of a bit a block.
+fn frozen_share(scan: &PacketScan, steps: &[Step], blocks: u64) -> Option<f64> {
+    let n = scan.packets.len();
+    if n < 2 || steps.is_empty() {
+        return None;
+    }
+    let under = |p: &framecull_model::PacketRecord, bytes: u64| {
+        !p.key && u64::from(p.size) <= PACKET_HEADERS + bytes
+    };
+    let small = |p: &framecull_model::PacketRecord| under(p, blocks / 6);
+    let small_pts: std::collections::HashSet<i64> = scan
+        .packets
+        .iter()
+        .filter(|p| small(p))
+        .filter_map(|p| p.pts)
+        .collect();
+    let measured: Vec<&Step> = steps
+        .iter()
+        .filter(|s| s.pts.is_some_and(|t| small_pts.contains(&t)))
+        .collect();
+    let share = |of: &[&Step]| of.iter().filter(|s| s.frozen).count() as f64 / of.len() as f64;
+    let predicted = scan.packets.iter().any(|p| !p.key);
+    Some(if steps.len() + 1 >= n || !predicted {
+        // Every frame measured, or an intra-only stream, whose sizes tell nothing.
+        share(&steps.iter().collect::<Vec<_>>())
+    } else if measured.is_empty() {
+        scan.packets
+            .iter()
+            .filter(|p| under(p, blocks / 32))
+            .count() as f64
+            / (n - 1) as f64
+    } else {
+        let small_share = scan.packets.iter().filter(|p| small(p)).count() as f64 / (n - 1) as f64;
+        (small_share * share(&measured)).min(1.0)
+    })
+}
+
+/// Bytes of headers in a packet that codes nothing else.
+const PACKET_HEADERS: u64 = 64;
+
+/// The 16x16 blocks of a frame: a predicted frame that repeats its reference codes each as
+/// skipped, for a bit or less (H.264 and HEVC far less, MPEG-4 part 2 one bit a macroblock).
+fn blocks(width: u32, height: u32) -> u64 {
+    u64::from(width.div_ceil(16)) * u64::from(height.div_ceil(16))
+}
+
+/// How much the frames measured in a row under-or over-represent the file's motion: the
+/// mean size of its forward-predicted packets (a frame predicted from the past, the one a
+/// keyframe's pair is) against that of those measured. Within one file, more change costs
+/// more bytes; 1 where the frames measured have no packet known.
+fn motion_scale(scan: &PacketScan, steps: &[Step]) -> f64 {
+    let mut latest = i64::MIN;
+    let mut forward: HashMap<i64, u32> = HashMap::new();
+    for p in &scan.packets {
+        if let Some(pts) = p.pts {
+            if !p.key && pts > latest {
+                forward.insert(pts, p.size);
+            }
+            latest = latest.max(pts);
+        }
+    }
+    let mean = |sizes: &mut dyn Iterator<Item = u32>| {
+        let (sum, n) = sizes.fold((0u64, 0u64), |(s, n), x| (s + u64::from(x), n + 1));
+        (n > 0 && sum > 0).then(|| sum as f64 / n as f64)
+    };
+    let measured = mean(&mut steps.iter().filter_map(|s| forward.get(&s.pts?).copied()));
+    match (mean(&mut forward.values().copied()), measured) {
+        (Some(all), Some(measured)) => (all / measured).clamp(0.1, 10.0),
+        _ => 1.0,
     }
 }
 
 /// The triage of one video from its packets and the keyframes decoded. `fps_hint`: the
 /// probe's frame rate, for streams whose packets carry no timestamps.
-pub fn measure(scan: &PacketScan, keyframes: &Keyframes, fps_hint: Option<f64>) -> Metrics {
+pub fn measure(scan: &PacketScan, sampled: &Sampled, fps_hint: Option<f64>) -> Metrics {
     let fps = fps_hint.filter(|f| *f > 0.0).unwrap_or(25.0);
     let packets = &scan.packets;
     let n = packets.len() as u64;
@@ -147,7 +288,7 @@ pub fn measure(scan: &PacketScan, keyframes: &Keyframes, fps_hint: Option<f64>) 
         resolution_changes: sample.size_changes,
         ..Metrics::default()
     };
-    keyframes.fill(&mut m);
+    sampled.fill(&mut m, scan);
     m
 }
 
@@ -258,21 +399,21 @@ mod tests {
         // GOP-sized hole: frames 48 to 59 gone.
         s.packets
             .retain(|p| !(48 * 512..60 * 512).contains(&p.pts.unwrap()));
-        let m = measure(&s, &Keyframes::default(), Some(25.0));
+        let m = measure(&s, &Sampled::default(), Some(25.0));
         let why = m.suspect.unwrap();
         assert!(
             why.contains("the timestamps jump 1 time (widest: 0.52 s at 1.88 s)"),
             "{why}"
         );
         assert_eq!(
-            measure(&scan(100, 4.0), &Keyframes::default(), Some(25.0)).suspect,
+            measure(&scan(100, 4.0), &Sampled::default(), Some(25.0)).suspect,
             None
         );
     }
 
     #[test]
     fn a_whole_stream_is_clean_and_a_cut_one_is_truncated() {
-        let m = measure(&scan(100, 4.0), &Keyframes::default(), Some(25.0));
+        let m = measure(&scan(100, 4.0), &Sampled::default(), Some(25.0));
         assert_eq!(m.level, AnalysisLevel::Triage);
         assert_eq!(m.decoded_frames, 100);
         assert!(!m.truncated && m.pts_backwards == 0 && m.pts_repeats == 0);
@@ -281,7 +422,7 @@ mod tests {
             "{m:?}"
         );
         assert_eq!(m.vfr, Some(false));
-        let m = measure(&scan(40, 4.0), &Keyframes::default(), Some(25.0));
+        let m = measure(&scan(40, 4.0), &Sampled::default(), Some(25.0));
         assert!(m.truncated, "{m:?}");
     }
 
@@ -292,7 +433,7 @@ mod tests {
         s.packets[60].pts = s.packets[61].pts;
         s.packets[70].corrupt = true;
         s.read_error = Some("Invalid data found when processing input".into());
-        let m = measure(&s, &Keyframes::default(), Some(25.0));
+        let m = measure(&s, &Sampled::default(), Some(25.0));
         assert_eq!(m.pts_backwards, 1);
         assert_eq!(m.pts_repeats, 1);
         // A read error counts as the deep pass counts it; a corrupt mark is a doubt.
@@ -314,10 +455,10 @@ mod tests {
         // Errors in the GOPs decoded are the proof: no doubt left about the corrupt mark.
         s.sample.errors = 3;
         s.sample.first_error = Some("a frame decodes with errors".into());
-        let m = measure(&s, &Keyframes::default(), Some(25.0));
+        let m = measure(&s, &Sampled::default(), Some(25.0));
         assert_eq!(m.decode_errors, 4);
         assert_eq!(m.suspect, None);
-        let empty = measure(&PacketScan::default(), &Keyframes::default(), None);
+        let empty = measure(&PacketScan::default(), &Sampled::default(), None);
         assert!(empty.undecodable.is_some());
     }
 }

@@ -22,7 +22,7 @@ pub fn is_black(small: &Gray) -> bool {
 
 /// Mean absolute difference (raw levels, analysis copy) under which two frames are the same
 /// picture: a repeated (frozen) frame, not a still scene with sensor or coding noise.
-const FROZEN_DIFF: f64 = 0.01;
+pub const FROZEN_DIFF: f64 = 0.01;
 /// Sampled frames whose luma standard deviation is below this carry no picture to hash
 /// (black, flat or faded frames would match across unrelated videos).
 pub const FLAT_STD: f64 = 5.0;

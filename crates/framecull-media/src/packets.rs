@@ -1,8 +1,9 @@
 //! Every packet of a video stream, read in one pass: the container's index and the packets'
 //! timestamps, sizes and flags, for a triage; and, in the same pass, what is decoded where
-//! damage hides, within a budget of `sample_share` of the bytes: the keyframes, whole GOPs
-//! where the budget has room, and beyond it every GOP with a packet anomaly (a corrupt mark,
-//! a run of zero bytes, a decode time going back) and a last GOP cut short by a read error.
+//! damage hides, within a budget of `sample_share` of the bytes: the keyframes (each with the
+//! frame decoded after it, a pair that shows motion), whole GOPs where the budget has room,
+//! and beyond it every GOP with a packet anomaly (a corrupt mark, a run of zero bytes, a
+//! decode time going back) and a last GOP cut short by a read error.
 
 use std::time::Instant;
 
@@ -31,15 +32,16 @@ pub const DECODE_WHOLE_BELOW: u64 = 256 << 10;
 /// Read every packet of the video stream `stream` of `source` (of `file_bytes`) until its
 /// end, a read error or `deadline`, decoding what is described above (nothing with
 /// `sample_share` below 0; everything in a file under [`DECODE_WHOLE_BELOW`]), and calling
-/// `on_keyframe` with the analysis copy of each keyframe decoded (as the deep pass's
-/// `decode_frames` makes it).
+/// `on_frame` with the analysis copy of each frame decoded (as the deep pass's
+/// `decode_frames` makes it, but for its `content_hash`, not computed: 0) and whether it
+/// `follows` the frame handed before it (the one shown before it, in the same decoding run).
 pub fn scan_packets(
     source: &Opened,
     stream: StreamChoice,
     deadline: Instant,
     sample_share: f64,
     file_bytes: u64,
-    on_keyframe: &mut dyn FnMut(&FrameView),
+    on_frame: &mut dyn FnMut(&FrameView, bool),
 ) -> Result<PacketScan, DecodeError> {
     ffmpeg_log::init();
     ffmpeg_log::clear_last_error();
@@ -73,7 +75,7 @@ pub fn scan_packets(
             } else {
                 sample_share
             };
-            Sampler::new(&chosen, share, on_keyframe)
+            Sampler::new(&chosen, share, on_frame)
         })
         .flatten();
     // A file cut short shows against a stated length; without one, in its last GOP only.
@@ -146,6 +148,12 @@ fn has_zero_run(data: &[u8]) -> bool {
     false
 }
 
+/// Keyframes decoded with the packet after them whatever it costs: a file's first pairs.
+const PAIRS_ALWAYS: u64 = 4;
+/// Beyond those, the pairs' second packets may take this share of the bytes read, as a part
+/// of the decoding budget (on top of it).
+const PAIR_SHARE: f64 = 0.2;
+
 /// Packets held, in a stream whose first keyframe has not come, to decode if none comes.
 const HELD_BEFORE_KEY: usize = 300;
 
@@ -162,13 +170,14 @@ enum Mode {
 
 /// Decodes what a triage samples, as the packets come, within a budget of `share` of the
 /// bytes read: every keyframe while the budget lasts (damage to any keyframe shows, and a
-/// stream that decodes to nothing), a whole GOP wherever the budget has room for one (the
+/// stream that decodes to nothing) with the packet after it (its frame, shown after the
+/// keyframe, measures motion against it), a whole GOP wherever the budget has room for one (the
 /// predicted frames), and, beyond the budget, every GOP with a packet anomaly, the last GOP
 /// of a file whose reading stopped on an error or whose container states no length, and the
 /// packets of a stream with no keyframe at all (up to [`HELD_BEFORE_KEY`]).
 struct Sampler<'k> {
     decoder: ff::decoder::Video,
-    on_keyframe: &'k mut dyn FnMut(&FrameView),
+    on_frame: &'k mut dyn FnMut(&FrameView, bool),
     frames: FrameState,
     share: f64,
     /// Packets and bytes seen.
@@ -193,8 +202,18 @@ struct Sampler<'k> {
     run_sent: u64,
     run_kept: u64,
     run_frames: u64,
-    /// The keyframe of the GOP being decoded again was handed to `on_keyframe` already.
+    /// The keyframe of the GOP being decoded again was handed to `on_frame` already.
     key_handed: bool,
+    /// A keyframe decoded alone waits for the packet after it.
+    pair_pending: bool,
+    /// Keyframes decoded with the packet after them, and those packets' bytes.
+    pairs: u64,
+    pair_bytes: u64,
+    /// The decoding run of a keyframe decoded alone goes on into the next keyframe (which
+    /// follows it directly: an intra-only stream).
+    run_open: bool,
+    /// The frame output last in this decoding run was handed to `on_frame`.
+    handed_last: bool,
     /// The size of the frame decoded last, and the order of this decoding run's frame times.
     last_size: Option<(u32, u32)>,
     run_order: TimeOrder,
@@ -212,7 +231,7 @@ impl<'k> Sampler<'k> {
     fn new(
         stream: &ff::format::stream::Stream<'_>,
         share: f64,
-        on_keyframe: &'k mut dyn FnMut(&FrameView),
+        on_frame: &'k mut dyn FnMut(&FrameView, bool),
     ) -> Option<Sampler<'k>> {
         let ctx = ff::codec::context::Context::from_parameters(stream.parameters()).ok()?;
         let decoder = ctx.decoder().video().ok()?;
@@ -223,7 +242,7 @@ impl<'k> Sampler<'k> {
             .unwrap_or(25.0);
         Some(Sampler {
             decoder,
-            on_keyframe,
+            on_frame,
             frames: FrameState::default(),
             share,
             seen: 0,
@@ -239,6 +258,11 @@ impl<'k> Sampler<'k> {
             run_kept: 0,
             run_frames: 0,
             key_handed: false,
+            pair_pending: false,
+            pairs: 0,
+            pair_bytes: 0,
+            run_open: false,
+            handed_last: false,
             last_size: None,
             run_order: TimeOrder::default(),
             tb_secs: f64::from(stream.time_base()),
@@ -253,6 +277,18 @@ impl<'k> Sampler<'k> {
         self.seen += 1;
         self.sending = self.seen;
         self.seen_bytes += size;
+        if std::mem::take(&mut self.pair_pending) {
+            // The packet after a keyframe decoded alone: decoded with it; a keyframe itself
+            // (an intra-only stream) is decoded in the same run, if its GOP is sampled so.
+            self.pairs += 1;
+            if packet.is_key() {
+                self.run_open = true;
+            } else {
+                self.pair_bytes += size;
+                self.send(&packet);
+                self.finish_decoding();
+            }
+        }
         if packet.is_key() {
             // Packets before the first keyframe belong to no GOP that decodes on its own.
             if !self.started {
@@ -277,13 +313,29 @@ impl<'k> Sampler<'k> {
                     self.end_gop(false);
                 }
                 self.sending = self.seen;
+                if mode != Mode::Key && std::mem::take(&mut self.run_open) {
+                    // The keyframe after one decoded alone, beyond the budget: the pair's
+                    // second frame.
+                    if mode == Mode::Held {
+                        self.pair_bytes += size;
+                        self.send(&packet);
+                    }
+                    self.finish_decoding();
+                }
                 self.key_pts = packet.pts();
                 match mode {
                     Mode::Whole => self.start_decoding(),
                     Mode::Key => {
-                        self.start_decoding();
+                        if !std::mem::take(&mut self.run_open) {
+                            self.start_decoding();
+                        }
                         self.send(&packet);
-                        self.finish_decoding();
+                        self.pair_pending = self.pairs < PAIRS_ALWAYS
+                            || (self.pair_bytes as f64)
+                                < PAIR_SHARE * self.share * self.seen_bytes as f64;
+                        if !self.pair_pending {
+                            self.finish_decoding();
+                        }
                         self.out.keyframes += 1;
                     }
                     Mode::Held => {}
@@ -313,15 +365,17 @@ impl<'k> Sampler<'k> {
     /// (always the first's), else held.
     fn mode_of_next_gop(&mut self, untimed: bool) -> Mode {
         let budget = self.share * self.seen_bytes as f64;
+        // The pairs' second frames have a budget of their own.
+        let spent = (self.out.bytes - self.pair_bytes) as f64;
         let average_gop = self.seen_bytes as f64 / (self.gops_seen + 1) as f64;
         self.gops_seen += 1;
         if self.gops_seen == 1 && untimed {
             return Mode::Whole;
         }
         let whole = self.share.is_infinite() || self.gops_seen > 1;
-        if whole && self.out.bytes as f64 + average_gop <= budget {
+        if whole && spent + average_gop <= budget {
             Mode::Whole
-        } else if self.gops_seen == 1 || (self.out.bytes as f64) < budget {
+        } else if self.gops_seen == 1 || spent < budget {
             Mode::Key
         } else {
             Mode::Held
@@ -331,10 +385,17 @@ impl<'k> Sampler<'k> {
     /// The GOP read so far ends: decode it whole if it had an anomaly (or it is the last of
     /// a file whose reading stopped on an error: `broken_end`) and was not decoded as it came.
     fn end_gop(&mut self, broken_end: bool) {
+        if std::mem::take(&mut self.pair_pending) {
+            self.finish_decoding();
+        }
+        let again = self.mode != Mode::Whole && self.started && (self.anomaly || broken_end);
+        if (again || broken_end) && std::mem::take(&mut self.run_open) {
+            self.finish_decoding();
+        }
         if self.mode == Mode::Whole {
             self.finish_decoding();
             self.out.gops += 1;
-        } else if self.started && (self.anomaly || broken_end) && !self.gop.is_empty() {
+        } else if again && !self.gop.is_empty() {
             self.start_decoding();
             self.key_handed = self.mode == Mode::Key;
             for (number, packet) in std::mem::take(&mut self.gop) {
@@ -354,6 +415,7 @@ impl<'k> Sampler<'k> {
             self.from_start = None;
         }
         self.decoder.flush();
+        self.handed_last = false;
         self.run_sent = 0;
         self.run_kept = 0;
         self.run_frames = 0;
@@ -417,6 +479,7 @@ impl<'k> Sampler<'k> {
                 self.run_order.push(t);
             }
             if leading {
+                self.handed_last = false;
                 continue;
             }
             self.out.frames += 1;
@@ -432,39 +495,41 @@ impl<'k> Sampler<'k> {
                     .map_or(String::new(), |t| format!(" (pts {t})"));
                 self.error(format!("a frame decodes with errors{at}"));
             }
-            if frame.is_key() {
-                if self.key_handed {
-                    self.key_handed = false;
-                } else {
-                    self.keyframe(&frame, damaged);
-                }
+            if frame.is_key() && std::mem::take(&mut self.key_handed) {
+                self.handed_last = false;
+            } else {
+                self.hand(&frame, damaged, time);
             }
         }
     }
 
-    /// Hand the analysis copy of a keyframe decoded to `on_keyframe`.
-    fn keyframe(&mut self, frame: &ff::frame::Video, corrupt: bool) {
+    /// Hand the analysis copy of a frame decoded to `on_frame`.
+    fn hand(&mut self, frame: &ff::frame::Video, corrupt: bool, time_secs: Option<f64>) {
         let size = DecodeOptions::default();
+        let follows = std::mem::replace(&mut self.handed_last, false);
         match self.frames.convert(frame, size.max_width, size.max_height) {
             Ok(Some((width, height))) => {
-                let pts = frame.timestamp();
-                (self.on_keyframe)(&FrameView {
-                    index: self.out.frames - 1,
-                    pts,
-                    time_secs: pts.map(|p| p as f64 * self.tb_secs),
-                    coded_width: frame.width(),
-                    coded_height: frame.height(),
-                    corrupt,
-                    key: true,
-                    content_hash: crate::frames::content_hash(frame),
-                    planes: self.frames.planes(),
-                    luma: self.frames.luma(),
-                    width,
-                    height,
-                });
+                (self.on_frame)(
+                    &FrameView {
+                        index: self.out.frames - 1,
+                        pts: frame.timestamp(),
+                        time_secs,
+                        coded_width: frame.width(),
+                        coded_height: frame.height(),
+                        corrupt,
+                        key: frame.is_key(),
+                        content_hash: 0,
+                        planes: self.frames.planes(),
+                        luma: self.frames.luma(),
+                        width,
+                        height,
+                    },
+                    follows,
+                );
+                self.handed_last = true;
             }
             Ok(None) => {}
-            Err(e) => self.error(format!("a keyframe: {e}")),
+            Err(e) => self.error(format!("a frame: {e}")),
         }
     }
 
@@ -484,6 +549,9 @@ impl<'k> Sampler<'k> {
             self.end_gop(true);
         } else {
             self.end_gop(broken_end);
+        }
+        if std::mem::take(&mut self.run_open) {
+            self.finish_decoding();
         }
         self.fold_order();
         self.out

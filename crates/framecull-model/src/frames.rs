@@ -23,7 +23,7 @@ pub struct FrameView<'a> {
     /// The decoder marked it a keyframe.
     pub key: bool,
     /// `framecull_media::frames::content_hash` of the decoded picture (before
-    /// scaling).
+    /// scaling); 0 in the frames a triage samples, which no frame table keeps.
     pub content_hash: u64,
     /// The R, G and B planes, `width * height` bytes each.
     pub planes: [&'a [u8]; 3],

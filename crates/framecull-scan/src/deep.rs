@@ -309,20 +309,20 @@ fn triage_video(
     base: Metrics,
 ) -> (Metrics, Curves) {
     let stream = StreamChoice::recorded(item.stream_index);
-    let mut keyframes = framecull_analysis::triage::Keyframes::default();
+    let mut sampled = framecull_analysis::triage::Sampled::new(item.fps);
     let metrics = match scan_packets(
         source,
         stream,
         deadline,
         TRIAGE_SAMPLE_SHARE,
         item.size_bytes,
-        &mut |f| keyframes.push(f),
+        &mut |f, follows| sampled.push(f, follows),
     ) {
-        Ok(scan) => framecull_analysis::triage::measure(&scan, &keyframes, item.fps),
+        Ok(scan) => framecull_analysis::triage::measure(&scan, &sampled, item.fps),
         // Nothing read: the failure is the triage's (`base` is of its level, with no hash).
         Err(e) => decode_failure(e, base).0,
     };
-    (metrics, keyframes.curves())
+    (metrics, sampled.curves())
 }
 
 fn decode_failure(e: DecodeError, mut m: Metrics) -> (Metrics, Curves) {
