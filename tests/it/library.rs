@@ -944,6 +944,7 @@ mod flags {
         let bright_201 = Some("mean brightness 201 is above 200 (overexposed)");
         let flat_1 = Some("luma entropy 1.50 bits is below 2.0 (nearly uniform picture)");
         let flat_3 = Some("luma entropy 3.00 bits is below 4.0 (nearly uniform picture)");
+        let flat_video = Some("mean luma entropy 0.50 bits is below 2.0 (nearly uniform video)");
 
         expect(
             FlagSource::Rule,
@@ -977,7 +978,8 @@ mod flags {
                 (dim, bright, pic(), lit(201.0), bright_201),
                 (d, flat, pic(), entropy(1.5), flat_1),
                 (d, flat, pic(), entropy(2.0), None),
-                (d, flat, video(64, 64), entropy(0.5), None),
+                (d, flat, video(64, 64), entropy(0.5), flat_video),
+                (d, flat, video(64, 64), entropy(2.0), None),
                 (strict, flat, pic(), entropy(3.0), flat_3),
             ],
         );

@@ -650,7 +650,7 @@ fn each_damage_class_at_one_gop_in_ten_is_found_by_the_triage() {
 }
 
 /// The picture flags a triage reads from the keyframes it decodes (`black`, `dark`,
-/// `overexposed`) agree with the deep pass's, whose measures sample a frame a second; the
+/// `overexposed`, `grayscale`, `low_information`) agree with the deep pass's, whose measures sample a frame a second; the
 /// brightness it estimates is within 5 levels of the deep pass's.
 #[test]
 fn picture_flags_from_the_keyframes_agree_with_the_deep_pass() {
@@ -677,6 +677,14 @@ fn picture_flags_from_the_keyframes_agree_with_the_deep_pass() {
             "normal.mp4",
             "testsrc2=size=320x180:rate=25,noise=alls=10:allf=t",
         ),
+        (
+            "grayscale.mp4",
+            "testsrc2=size=320x180:rate=25,format=gray,noise=alls=10:allf=t",
+        ),
+        (
+            "flat.mp4",
+            "color=0x505050:size=320x180:rate=25,noise=alls=1:allf=t",
+        ),
     ] {
         clip(&data.join(name), filter, "libx264");
     }
@@ -684,15 +692,29 @@ fn picture_flags_from_the_keyframes_agree_with_the_deep_pass() {
     let picture = |rows: &BTreeMap<String, serde_json::Value>, path: &str| -> BTreeSet<String> {
         common::flag_codes(&rows[path])
             .into_iter()
-            .filter(|c| ["black", "dark", "overexposed"].contains(&c.as_str()))
+            .filter(|c| {
+                [
+                    "black",
+                    "dark",
+                    "overexposed",
+                    "grayscale",
+                    "low_information",
+                ]
+                .contains(&c.as_str())
+            })
             .collect()
     };
     let set = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
     let want = [
-        ("black.mp4", set(&["black", "dark"])),
+        (
+            "black.mp4",
+            set(&["black", "dark", "grayscale", "low_information"]),
+        ),
         ("dark.mp4", set(&["dark"])),
         ("overexposed.mp4", set(&["overexposed"])),
         ("normal.mp4", set(&[])),
+        ("grayscale.mp4", set(&["grayscale"])),
+        ("flat.mp4", set(&["grayscale", "low_information"])),
     ];
     for (path, codes) in want {
         assert_eq!(picture(&d, path), codes, "deep: {path}");

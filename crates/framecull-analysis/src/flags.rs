@@ -188,6 +188,9 @@ fn secs(v: f64) -> String {
     }
 }
 
+/// Colourfulness (Hasler and Süsstrunk) below which a picture or video has no colour.
+const GRAYSCALE_BELOW: f64 = 2.0;
+
 /// The flags that say a file is broken (not merely odd): what a triage must find wherever the
 /// deep pass finds it, `suspect` aside.
 pub const INTEGRITY: [&str; 8] = [
@@ -563,23 +566,26 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
             ));
         }
     }
-    if item.kind == MediaKind::Image && m.colorfulness.is_some_and(|c| c < 2.0) {
+    // Videos: of the frames sampled (a frame a second; a triage's keyframes).
+    let (what, mean) = match item.kind {
+        MediaKind::Video => ("video", "mean "),
+        _ => ("picture", ""),
+    };
+    if m.colorfulness.is_some_and(|c| c < GRAYSCALE_BELOW) {
         out.push(flag(
             "grayscale",
             Severity::Info,
             s,
-            "greyscale picture (no colour)".to_string(),
+            format!("greyscale {what} (no colour)"),
         ));
     }
-    if item.kind == MediaKind::Image
-        && let Some(e) = m.entropy.filter(|e| *e < q.low_entropy_below)
-    {
+    if let Some(e) = m.entropy.filter(|e| *e < q.low_entropy_below) {
         out.push(flag(
             "low_information",
             Severity::Warning,
             s,
             format!(
-                "luma entropy {e:.2} bits is below {:.1} (nearly uniform picture)",
+                "{mean}luma entropy {e:.2} bits is below {:.1} (nearly uniform {what})",
                 q.low_entropy_below
             ),
         ));

@@ -144,7 +144,7 @@ pub static SETTINGS: [Setting; 19] = [
     setting!("fps_above_max", rules.max_fps, Some(Measure::Fps), Above, Videos, 1.0, f64::MAX, optional f64),
     setting!("dark", quality.dark_below, Some(Measure::Brightness), Below, All, 1.0, 255.0, required f64),
     setting!("overexposed", quality.bright_above, Some(Measure::Brightness), Above, All, 1.0, 255.0, required f64),
-    setting!("low_information", quality.low_entropy_below, None, Below, NotVideos, 1.0, 8.0, required f64),
+    setting!("low_information", quality.low_entropy_below, None, Below, All, 1.0, 8.0, required f64),
     setting!("black", quality.black_share_above, None, Above, Videos, 1.0, 1.0, required f64),
     setting!("frozen", quality.frozen_share_above, None, Above, Videos, 1.0, 1.0, required f64),
     setting!("decode_errors", quality.decode_error_share, None, Above, Videos, 1.0, 1.0, required f64),

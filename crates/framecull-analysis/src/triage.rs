@@ -14,7 +14,10 @@ use super::motion::{MotionMeter, STATIC_BELOW, motion_gray};
 use super::phash::phash;
 use super::quality;
 use super::video::{FLAT_STD, FROZEN_DIFF, Timing, is_black};
-use framecull_model::{AnalysisLevel, Curves, FrameView, Metrics, PacketScan};
+use framecull_model::{
+    AnalysisLevel, Curves, FrameView, Metrics, PACKET_HEADER_BYTES, PacketRecord, PacketScan,
+    blocks16, repeat_packet_bytes,
+};
 
 /// The picture and motion measures of the frames a triage decodes: the deep pass's measures
 /// of a frame a second (brightness, sharpness, entropy, colourfulness, black frames,
@@ -121,7 +124,7 @@ impl Sampled {
             );
         }
         if let Some((w, h)) = self.coded {
-            m.frozen_share = frozen_share(scan, &self.motion, blocks(w, h));
+            m.frozen_share = frozen_share(scan, &self.motion, w, h);
         }
     }
 }
@@ -134,20 +137,20 @@ struct Step {
     frozen: bool,
 }
 
-/// The share of frames that repeat the one before, estimated: only a packet of at most
-/// `blocks` / 6 bytes (and headers) can (a frozen camera compresses to almost nothing), and
-/// of the frames measured whose packet is that small, the share that does (a low bit rate
-/// makes small packets of pictures that change); without such a frame measured, the share of
-/// packets of at most `blocks` / 32 bytes, a quarter of a bit a block.
-fn frozen_share(scan: &PacketScan, steps: &[Step], blocks: u64) -> Option<f64> {
+/// The share of frames that repeat the one before, estimated: only a packet small enough
+/// ([`repeat_packet_bytes`]) can (a frozen camera compresses to almost nothing), and of the
+/// frames measured whose packet is that small, the share that does (a low bit rate makes
+/// small packets of pictures that change); without such a frame measured, the share of
+/// packets of at most a 32nd of a byte a block (and headers). Exact where every frame was
+/// measured, and in an intra-only stream (by its frames measured).
+fn frozen_share(scan: &PacketScan, steps: &[Step], width: u32, height: u32) -> Option<f64> {
     let n = scan.packets.len();
     if n < 2 || steps.is_empty() {
         return None;
     }
-    let under = |p: &framecull_model::PacketRecord, bytes: u64| {
-        !p.key && u64::from(p.size) <= PACKET_HEADERS + bytes
-    };
-    let small = |p: &framecull_model::PacketRecord| under(p, blocks / 6);
+    let under = |p: &PacketRecord, bytes: u64| !p.key && u64::from(p.size) <= bytes;
+    let small = |p: &PacketRecord| under(p, repeat_packet_bytes(width, height));
+    let tiny = PACKET_HEADER_BYTES + blocks16(width, height) / 32;
     let small_pts: std::collections::HashSet<i64> = scan
         .packets
         .iter()
@@ -160,28 +163,16 @@ fn frozen_share(scan: &PacketScan, steps: &[Step], blocks: u64) -> Option<f64> {
         .collect();
     let share = |of: &[&Step]| of.iter().filter(|s| s.frozen).count() as f64 / of.len() as f64;
     let predicted = scan.packets.iter().any(|p| !p.key);
-    Some(if steps.len() + 1 >= n || !predicted {
+    let shown = n - (scan.discarded_packets as usize).min(n);
+    Some(if steps.len() + 1 >= shown || !predicted {
         // Every frame measured, or an intra-only stream, whose sizes tell nothing.
         share(&steps.iter().collect::<Vec<_>>())
     } else if measured.is_empty() {
-        scan.packets
-            .iter()
-            .filter(|p| under(p, blocks / 32))
-            .count() as f64
-            / (n - 1) as f64
+        scan.packets.iter().filter(|p| under(p, tiny)).count() as f64 / (n - 1) as f64
     } else {
         let small_share = scan.packets.iter().filter(|p| small(p)).count() as f64 / (n - 1) as f64;
         (small_share * share(&measured)).min(1.0)
     })
-}
-
-/// Bytes of headers in a packet that codes nothing else.
-const PACKET_HEADERS: u64 = 64;
-
-/// The 16x16 blocks of a frame: a predicted frame that repeats its reference codes each as
-/// skipped, for a bit or less (H.264 and HEVC far less, MPEG-4 part 2 one bit a macroblock).
-fn blocks(width: u32, height: u32) -> u64 {
-    u64::from(width.div_ceil(16)) * u64::from(height.div_ceil(16))
 }
 
 /// How much the frames measured in a row under-or over-represent the file's motion: the

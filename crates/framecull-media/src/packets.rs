@@ -75,7 +75,7 @@ pub fn scan_packets(
             } else {
                 sample_share
             };
-            Sampler::new(&chosen, share, on_frame)
+            Sampler::new(&chosen, share, scan.declared_duration_secs, on_frame)
         })
         .flatten();
     // A file cut short shows against a stated length; without one, in its last GOP only.
@@ -148,11 +148,16 @@ fn has_zero_run(data: &[u8]) -> bool {
     false
 }
 
-/// Keyframes decoded with the packet after them whatever it costs: a file's first pairs.
-const PAIRS_ALWAYS: u64 = 4;
-/// Beyond those, the pairs' second packets may take this share of the bytes read, as a part
-/// of the decoding budget (on top of it).
-const PAIR_SHARE: f64 = 0.2;
+/// Keyframes decoded with the packet after them, spread over the file's declared length (the
+/// first keyframes where it has none): motion is measured on these pairs and scaled to the
+/// file by its packet sizes.
+const MOTION_PAIRS: u64 = 6;
+/// Beyond those, keyframes whose next packet is small enough to repeat its reference are
+/// decoded with it, up to this many (cheap, and the evidence of a frozen picture).
+const SMALL_PAIRS: u64 = 16;
+/// Packets that lead a keyframe (shown before it: an open GOP's) passed on the way to its
+/// pair, at most.
+const PAIR_LEADING: u32 = 8;
 
 /// Packets held, in a stream whose first keyframe has not come, to decode if none comes.
 const HELD_BEFORE_KEY: usize = 300;
@@ -204,11 +209,23 @@ struct Sampler<'k> {
     run_frames: u64,
     /// The keyframe of the GOP being decoded again was handed to `on_frame` already.
     key_handed: bool,
-    /// A keyframe decoded alone waits for the packet after it.
+    /// A keyframe decoded alone waits for the packet after it (`pair_wanted`: to measure
+    /// motion, whatever its size), past `pair_leading` packets that lead it.
     pair_pending: bool,
-    /// Keyframes decoded with the packet after them, and those packets' bytes.
+    pair_wanted: bool,
+    pair_leading: u32,
+    /// Pairs decoded for motion and for being small, their second packets' bytes (decoded
+    /// beyond the budget), and the time from which the next motion pair is due.
     pairs: u64,
+    small_pairs: u64,
     pair_bytes: u64,
+    next_pair_secs: f64,
+    /// Seconds between motion pairs: the declared length over [`MOTION_PAIRS`].
+    pair_spacing: f64,
+    /// The most bytes of a packet that may repeat its reference.
+    small_packet: u64,
+    /// The keyframe of the GOP held was decoded as a pair's second frame.
+    key_in_pair: bool,
     /// The decoding run of a keyframe decoded alone goes on into the next keyframe (which
     /// follows it directly: an intra-only stream).
     run_open: bool,
@@ -228,13 +245,16 @@ struct Sampler<'k> {
 }
 
 impl<'k> Sampler<'k> {
+    /// `declared_secs`: the stream's declared length, over which motion pairs are spread.
     fn new(
         stream: &ff::format::stream::Stream<'_>,
         share: f64,
+        declared_secs: Option<f64>,
         on_frame: &'k mut dyn FnMut(&FrameView, bool),
     ) -> Option<Sampler<'k>> {
         let ctx = ff::codec::context::Context::from_parameters(stream.parameters()).ok()?;
         let decoder = ctx.decoder().video().ok()?;
+        let small_packet = framecull_model::repeat_packet_bytes(decoder.width(), decoder.height());
         let rate =
             |r: ff::Rational| (r.numerator() > 0 && r.denominator() > 0).then(|| f64::from(r));
         let fps = rate(stream.avg_frame_rate())
@@ -259,8 +279,15 @@ impl<'k> Sampler<'k> {
             run_frames: 0,
             key_handed: false,
             pair_pending: false,
+            pair_wanted: false,
+            pair_leading: 0,
             pairs: 0,
+            small_pairs: 0,
             pair_bytes: 0,
+            next_pair_secs: f64::NEG_INFINITY,
+            pair_spacing: declared_secs.map_or(0.0, |d| d / MOTION_PAIRS as f64),
+            small_packet,
+            key_in_pair: false,
             run_open: false,
             handed_last: false,
             last_size: None,
@@ -277,17 +304,8 @@ impl<'k> Sampler<'k> {
         self.seen += 1;
         self.sending = self.seen;
         self.seen_bytes += size;
-        if std::mem::take(&mut self.pair_pending) {
-            // The packet after a keyframe decoded alone: decoded with it; a keyframe itself
-            // (an intra-only stream) is decoded in the same run, if its GOP is sampled so.
-            self.pairs += 1;
-            if packet.is_key() {
-                self.run_open = true;
-            } else {
-                self.pair_bytes += size;
-                self.send(&packet);
-                self.finish_decoding();
-            }
+        if self.pair_pending {
+            self.pair(&packet, size);
         }
         if packet.is_key() {
             // Packets before the first keyframe belong to no GOP that decodes on its own.
@@ -301,6 +319,7 @@ impl<'k> Sampler<'k> {
                 self.end_gop(false);
             }
             let mode = self.mode_of_next_gop(packet.pts().is_none());
+            self.key_in_pair = false;
             if was_whole && mode == Mode::Whole {
                 // Whole GOPs in a row decode as one stream, as in the deep pass: the frames
                 // that lead this GOP have the previous one to refer to.
@@ -313,29 +332,33 @@ impl<'k> Sampler<'k> {
                     self.end_gop(false);
                 }
                 self.sending = self.seen;
-                if mode != Mode::Key && std::mem::take(&mut self.run_open) {
+                let continued = std::mem::take(&mut self.run_open);
+                if continued && mode != Mode::Key {
                     // The keyframe after one decoded alone, beyond the budget: the pair's
                     // second frame.
                     if mode == Mode::Held {
                         self.pair_bytes += size;
+                        self.key_in_pair = true;
                         self.send(&packet);
                     }
                     self.finish_decoding();
                 }
-                self.key_pts = packet.pts();
+                // A run continued from the keyframe before has no frames leading this one.
+                self.key_pts = packet.pts().filter(|_| !continued || mode != Mode::Key);
                 match mode {
                     Mode::Whole => self.start_decoding(),
                     Mode::Key => {
-                        if !std::mem::take(&mut self.run_open) {
+                        if !continued {
                             self.start_decoding();
                         }
                         self.send(&packet);
-                        self.pair_pending = self.pairs < PAIRS_ALWAYS
-                            || (self.pair_bytes as f64)
-                                < PAIR_SHARE * self.share * self.seen_bytes as f64;
-                        if !self.pair_pending {
-                            self.finish_decoding();
-                        }
+                        // The run stays open for the packet after it (see `pair`).
+                        self.pair_pending = true;
+                        self.pair_leading = 0;
+                        self.pair_wanted = self.pairs < MOTION_PAIRS
+                            && packet
+                                .pts()
+                                .is_none_or(|p| (p as f64 * self.tb_secs) >= self.next_pair_secs);
                         self.out.keyframes += 1;
                     }
                     Mode::Held => {}
@@ -382,6 +405,41 @@ impl<'k> Sampler<'k> {
         }
     }
 
+    /// The packet after a keyframe decoded alone (in decode order): decoded with it where a
+    /// motion pair is due or it is small (see [`MOTION_PAIRS`], [`SMALL_PAIRS`]), after the
+    /// packets leading the keyframe; a keyframe itself (an intra-only stream) continues the
+    /// run, if its own GOP is sampled so (see `push`).
+    fn pair(&mut self, packet: &ff::Packet, size: u64) {
+        let leading = matches!((packet.pts(), self.key_pts), (Some(t), Some(k)) if t < k);
+        if leading && !packet.is_key() && self.pair_leading < PAIR_LEADING {
+            self.pair_leading += 1;
+            self.pair_bytes += size;
+            self.send(packet);
+            return;
+        }
+        self.pair_pending = false;
+        let small = !packet.is_key() && size <= self.small_packet;
+        let take = !leading && (self.pair_wanted || (small && self.small_pairs < SMALL_PAIRS));
+        if !take {
+            self.finish_decoding();
+            return;
+        }
+        if self.pair_wanted {
+            self.pairs += 1;
+            let at = self.key_pts.map_or(0.0, |k| k as f64 * self.tb_secs);
+            self.next_pair_secs = at + self.pair_spacing;
+        } else {
+            self.small_pairs += 1;
+        }
+        if packet.is_key() {
+            self.run_open = true;
+        } else {
+            self.pair_bytes += size;
+            self.send(packet);
+            self.finish_decoding();
+        }
+    }
+
     /// The GOP read so far ends: decode it whole if it had an anomaly (or it is the last of
     /// a file whose reading stopped on an error: `broken_end`) and was not decoded as it came.
     fn end_gop(&mut self, broken_end: bool) {
@@ -397,7 +455,7 @@ impl<'k> Sampler<'k> {
             self.out.gops += 1;
         } else if again && !self.gop.is_empty() {
             self.start_decoding();
-            self.key_handed = self.mode == Mode::Key;
+            self.key_handed = self.mode == Mode::Key || self.key_in_pair;
             for (number, packet) in std::mem::take(&mut self.gop) {
                 self.sending = number;
                 self.send(&packet);
@@ -416,6 +474,7 @@ impl<'k> Sampler<'k> {
         }
         self.decoder.flush();
         self.handed_last = false;
+        self.key_handed = false;
         self.run_sent = 0;
         self.run_kept = 0;
         self.run_frames = 0;
@@ -464,6 +523,7 @@ impl<'k> Sampler<'k> {
             // Frames leading the file's first GOP come out of the deep pass's decode too, in
             // the order counted here; those leading a GOP decoded after a flush do not.
             if leading && self.gops_seen > 1 {
+                self.handed_last = false;
                 continue;
             }
             let index = self.from_start;

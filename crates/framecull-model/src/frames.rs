@@ -66,6 +66,22 @@ pub struct PacketRecord {
     pub corrupt: bool,
 }
 
+/// Bytes of headers in a packet that codes nothing else.
+pub const PACKET_HEADER_BYTES: u64 = 64;
+
+/// The 16x16 blocks of a `width` x `height` frame.
+pub fn blocks16(width: u32, height: u32) -> u64 {
+    u64::from(width.div_ceil(16)) * u64::from(height.div_ceil(16))
+}
+
+/// The most bytes a predicted frame's packet takes that repeats its reference (a frozen
+/// picture): each block coded as skipped costs a bit or less (H.264 and HEVC far less, MPEG-4
+/// part 2 one bit a macroblock), so a sixth of a byte a block, plus headers. A low bit rate
+/// makes packets this small of pictures that change, too.
+pub fn repeat_packet_bytes(width: u32, height: u32) -> u64 {
+    PACKET_HEADER_BYTES + blocks16(width, height) / 6
+}
+
 /// Every packet of a file's video stream, read without decoding: what a triage measures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PacketScan {

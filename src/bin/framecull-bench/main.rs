@@ -5,6 +5,7 @@
 //! Exit status: 0 done, 2 usage or fatal error.
 
 mod analyze;
+mod content;
 mod export;
 #[cfg(feature = "gui")]
 mod gui;
@@ -73,6 +74,9 @@ enum Which {
     /// How many of the files the deep pass calls broken the triage finds, per damage class
     /// and density (generated damage) and on the media corpus, and its false alarms.
     TriageRecall(recall::Args),
+    /// How the triage's content flags (black, dark, frozen...) and motion agree with the deep
+    /// pass's, on generated clips of each content class and on the media corpus.
+    TriageContent(content::Args),
 }
 
 fn main() -> ExitCode {
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
         Which::Storage(args) => storage::run(args),
         Which::Triage(args) => triage::run(args),
         Which::TriageRecall(args) => recall::run(args),
+        Which::TriageContent(args) => content::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,29 +7,19 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::AtomicBool;
-use std::time::Instant;
 
 use anyhow::Context;
-use framecull::analysis::flags::{Config, INTEGRITY, item_flags};
+use framecull::analysis::flags::INTEGRITY;
 use framecull::media::synth::damage::{self, Damage};
-use framecull::model::{AnalysisLevel, MediaKind};
-use framecull::scan::deep::{AnalyzeOptions, analyze};
+use framecull::model::AnalysisLevel;
 use serde::Serialize;
 
-use crate::util::{print, scanned};
+use crate::util::{TriageSets, analysed, pct, print};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Where the generated clips are kept between runs.
-    #[arg(long, default_value = "target/bench-triage")]
-    dir: PathBuf,
-    /// The media corpus (its `video/` and `broken/` folders); left out where absent.
-    #[arg(long, default_value = "../shared/media")]
-    media: PathBuf,
-    /// Length of each clip in seconds (one GOP a second).
-    #[arg(long, default_value_t = 30)]
-    seconds: u32,
+    #[command(flatten)]
+    sets: TriageSets,
     /// Files per class, density and clip, each with its damage elsewhere.
     #[arg(long, default_value_t = 2)]
     seeds: u64,
@@ -98,10 +88,6 @@ fn rate(n: usize, of: usize) -> Option<f64> {
     (of > 0).then(|| n as f64 / of as f64)
 }
 
-fn pct(r: Option<f64>) -> String {
-    r.map_or("-".into(), |r| format!("{:.0}%", r * 100.0))
-}
-
 impl Recall {
     fn text(&self) -> String {
         let mut s = String::from(
@@ -149,10 +135,10 @@ impl Recall {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let generated = generate(&args.dir, args.seconds, args.seeds)?;
+    let generated = generate(&args.sets.dir, args.sets.seconds, args.seeds)?;
     let mut roots = vec![("generated", generated)];
     for folder in ["video", "broken"] {
-        let dir = args.media.join(folder);
+        let dir = args.sets.media.join(folder);
         if dir.is_dir() {
             roots.push((folder, dir));
         } else {
@@ -235,43 +221,6 @@ fn generate(dir: &Path, seconds: u32, seeds: u64) -> anyhow::Result<PathBuf> {
     Ok(out)
 }
 
-/// The flag codes of every video under `dir` after an analysis at `level`, and its wall time.
-fn flags_at(
-    dir: &Path,
-    level: AnalysisLevel,
-) -> anyhow::Result<(BTreeMap<String, Vec<String>>, f64)> {
-    let project = std::env::temp_dir().join(format!(
-        "framecull-bench-recall-{}-{level:?}",
-        std::process::id()
-    ));
-    let (mut catalog, root) = scanned(&project, dir)?;
-    let never = AtomicBool::new(false);
-    let options = AnalyzeOptions {
-        level,
-        ..AnalyzeOptions::default()
-    };
-    let started = Instant::now();
-    analyze(&mut catalog, &root, &options, &never, &mut |_| {})?;
-    let secs = started.elapsed().as_secs_f64();
-    let metrics = catalog.all_metrics()?;
-    let config = Config::default();
-    let flags = catalog
-        .items()?
-        .into_iter()
-        .filter(|i| i.kind == MediaKind::Video)
-        .map(|i| {
-            let codes = item_flags(&i, metrics.get(&i.id), &config)
-                .into_iter()
-                .map(|f| f.code)
-                .collect();
-            (i.path, codes)
-        })
-        .collect();
-    drop(catalog);
-    let _ = std::fs::remove_dir_all(&project);
-    Ok((flags, secs))
-}
-
 /// The class and density a file counts under: from its name for generated files, the
 /// corpus folder for the others.
 fn group(root: &str, path: &str) -> (String, String) {
@@ -291,12 +240,13 @@ fn bench(roots: &[(&str, PathBuf)]) -> anyhow::Result<Recall> {
     for (name, dir) in roots {
         let dir = dir.canonicalize()?;
         eprintln!("{name}: triage");
-        let (triaged, t) = flags_at(&dir, AnalysisLevel::Triage)?;
-        eprintln!("{name}: deep ({} videos)", triaged.len());
-        let (deep, d) = flags_at(&dir, AnalysisLevel::Deep)?;
-        triage_secs += t;
-        deep_secs += d;
-        for (path, deep_codes) in &deep {
+        let triage = analysed(&dir, AnalysisLevel::Triage)?;
+        eprintln!("{name}: deep ({} videos)", triage.flags.len());
+        let deep = analysed(&dir, AnalysisLevel::Deep)?;
+        triage_secs += triage.secs;
+        deep_secs += deep.secs;
+        let triaged = triage.flags;
+        for (path, deep_codes) in &deep.flags {
             let (class, density) = group(name, path);
             let row = rows.entry((class.clone(), density.clone())).or_default();
             row.class = class;

@@ -89,3 +89,90 @@ pub fn scanned(
     )?;
     Ok((catalog, root))
 }
+
+/// The videos of a folder after an analysis at one level, as `analyze` runs it (worker
+/// processes).
+pub struct Analysed {
+    /// Flag codes by path.
+    pub flags: std::collections::BTreeMap<String, Vec<String>>,
+    pub metrics: std::collections::BTreeMap<String, framecull::model::Metrics>,
+    /// Near-duplicate groups of videos (two or more members), as sets of paths.
+    pub groups: std::collections::BTreeSet<std::collections::BTreeSet<String>>,
+    /// Wall time of the analysis.
+    pub secs: f64,
+}
+
+/// Scan `dir` into a temporary project and analyse it at `level`.
+pub fn analysed(dir: &Path, level: framecull::model::AnalysisLevel) -> anyhow::Result<Analysed> {
+    use framecull::model::MediaKind;
+    use std::collections::{BTreeMap, BTreeSet};
+    let project =
+        std::env::temp_dir().join(format!("framecull-bench-{}-{level:?}", std::process::id()));
+    let (mut catalog, root) = scanned(&project, dir)?;
+    let options = framecull::scan::deep::AnalyzeOptions {
+        level,
+        ..framecull::scan::deep::AnalyzeOptions::default()
+    };
+    let started = std::time::Instant::now();
+    framecull::scan::deep::analyze(
+        &mut catalog,
+        &root,
+        &options,
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |_| {},
+    )?;
+    let secs = started.elapsed().as_secs_f64();
+    let mut metrics = catalog.all_metrics()?;
+    let dups = catalog.all_dups()?;
+    let config = framecull::analysis::flags::Config::default();
+    let videos: Vec<_> = catalog
+        .items()?
+        .into_iter()
+        .filter(|i| i.kind == MediaKind::Video)
+        .collect();
+    let mut flags = BTreeMap::new();
+    let mut by_path = BTreeMap::new();
+    let mut members: BTreeMap<_, BTreeSet<String>> = BTreeMap::new();
+    for i in &videos {
+        let m = metrics.remove(&i.id);
+        let codes = framecull::analysis::flags::item_flags(i, m.as_ref(), &config)
+            .into_iter()
+            .map(|f| f.code)
+            .collect();
+        flags.insert(i.path.clone(), codes);
+        if let Some(m) = m {
+            by_path.insert(i.path.clone(), m);
+        }
+        if let Some(d) = dups.get(&i.id).filter(|d| !d.exact) {
+            members.entry(d.group).or_default().insert(i.path.clone());
+        }
+    }
+    drop(catalog);
+    let _ = std::fs::remove_dir_all(&project);
+    Ok(Analysed {
+        flags,
+        metrics: by_path,
+        groups: members.into_values().filter(|g| g.len() > 1).collect(),
+        secs,
+    })
+}
+
+/// Where a triage benchmark keeps its generated clips, and the media corpus it reads beside
+/// them.
+#[derive(clap::Args, Debug)]
+pub struct TriageSets {
+    /// Where the generated clips are kept between runs.
+    #[arg(long, default_value = "target/bench-triage")]
+    pub dir: PathBuf,
+    /// The media corpus; left out where absent.
+    #[arg(long, default_value = "../shared/media")]
+    pub media: PathBuf,
+    /// Length of each generated clip in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub seconds: u32,
+}
+
+/// A share as a whole percentage, `-` where there is none.
+pub fn pct(r: Option<f64>) -> String {
+    r.map_or("-".into(), |r| format!("{:.0}%", r * 100.0))
+}
