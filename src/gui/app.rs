@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use super::command::Command;
 use super::edits::{EditRequest, EditWriter};
 use super::jobs::{
-    Job, Polled, ScanJob, spawn_load, spawn_rescan, spawn_save_settings, spawn_scan,
+    Job, Polled, ScanJob, spawn_deepen, spawn_load, spawn_rescan, spawn_save_settings, spawn_scan,
     spawn_scan_url, take_finished,
 };
 use super::manifests::{ExportDialog, History};
@@ -251,6 +251,20 @@ impl App {
         }
     }
 
+    /// The media files the filter shows that are not analysed deeply (probed or triaged).
+    pub fn shallow_shown(&self) -> impl Iterator<Item = crate::model::ItemId> + '_ {
+        let rows = self.view.as_ref().map_or(&[][..], |v| v.rows.as_slice());
+        self.shown
+            .filtered
+            .iter()
+            .filter_map(move |&i| rows.get(i))
+            .filter(|r| {
+                r.level != crate::model::AnalysisLevel::Deep
+                    && r.status == crate::model::ItemStatus::Ok
+            })
+            .map(|r| r.id)
+    }
+
     /// The file the inspector shows.
     pub(super) fn selected_row(&self) -> Option<&ViewRow> {
         let view = self.view.as_ref()?;
@@ -283,6 +297,14 @@ impl App {
             Command::Rescan => {
                 if let Some(v) = &self.view {
                     self.scan = Some(spawn_rescan(v.project.clone()));
+                }
+            }
+            Command::DeepenShown => {
+                if let Some(v) = &self.view {
+                    let ids: std::collections::HashSet<_> = self.shallow_shown().collect();
+                    if !ids.is_empty() {
+                        self.scan = Some(spawn_deepen(v.project.clone(), ids));
+                    }
                 }
             }
             Command::CancelScan => {

@@ -12,6 +12,9 @@ pub enum Command {
     Open(PathBuf),
     Demo,
     Rescan,
+    /// The deep pass on the files the filter shows that are not analysed deeply yet (a
+    /// triage's estimates measured), as a background job.
+    DeepenShown,
     CancelScan,
     /// Keep files whose `measure` is within `[lo, hi]` (either order).
     Brush {

@@ -3,6 +3,7 @@
 //! folder). Each runs on a named thread and reports through a bounded channel that the UI
 //! drains each frame without blocking.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +13,8 @@ use std::time::Instant;
 use super::view::{View, load};
 use crate::analysis::rules::Setting;
 use crate::catalog::Project;
+use crate::model::{AnalysisLevel, ItemId};
+use crate::scan::deep::AnalyzeOptions;
 use crate::scan::pipeline::{Dataset, IngestOptions, Progress, ensure_demo};
 
 /// Progress messages a job may have queued before it waits for the UI to take them.
@@ -223,14 +226,37 @@ pub fn spawn_rescan(project: PathBuf) -> ScanJob {
     spawn_ingest(move |_| Ok(Dataset::of_project(Project::at(project))?))
 }
 
+/// The deep pass (every frame decoded) on the files `ids` of a project, as `framecull
+/// analyze --where` runs it: what a triage estimated, measured; flags derived again.
+pub fn spawn_deepen(project: PathBuf, ids: HashSet<ItemId>) -> ScanJob {
+    let options = IngestOptions {
+        scan: None,
+        analyse: Some(AnalyzeOptions {
+            level: AnalysisLevel::Deep,
+            only: Some(ids),
+            ..AnalyzeOptions::default()
+        }),
+    };
+    spawn_ingest_with(options, move |_| {
+        Ok(Dataset::of_project(Project::at(project))?)
+    })
+}
+
 type Opener = dyn FnOnce(&mut dyn FnMut(Progress)) -> anyhow::Result<Dataset> + Send;
 
 fn spawn_ingest(
     open: impl FnOnce(&mut dyn FnMut(Progress)) -> anyhow::Result<Dataset> + Send + 'static,
 ) -> ScanJob {
+    spawn_ingest_with(IngestOptions::full(), open)
+}
+
+fn spawn_ingest_with(
+    options: IngestOptions,
+    open: impl FnOnce(&mut dyn FnMut(Progress)) -> anyhow::Result<Dataset> + Send + 'static,
+) -> ScanJob {
     let open: Box<Opener> = Box::new(open);
     let job = Job::spawn("framecull-scan-job", move |r: &Reporter<_, Progress>| {
-        run_scan(open, r).map_err(|e| crate::output::error_text(&e))
+        run_scan(open, &options, r).map_err(|e| crate::output::error_text(&e))
     });
     ScanJob {
         job,
@@ -245,6 +271,7 @@ fn spawn_ingest(
 
 fn run_scan(
     open: Box<Opener>,
+    options: &IngestOptions,
     r: &Reporter<Result<(PathBuf, Vec<String>), String>, Progress>,
 ) -> anyhow::Result<(PathBuf, Vec<String>)> {
     let mut on_progress = |p: Progress| {
@@ -252,7 +279,7 @@ fn run_scan(
         r.report(p, must);
     };
     let mut dataset = open(&mut on_progress)?;
-    let summary = dataset.ingest(&IngestOptions::full(), r.cancel_flag(), &mut on_progress)?;
+    let summary = dataset.ingest(options, r.cancel_flag(), &mut on_progress)?;
     let warnings = summary.scan.map(|s| s.warnings).unwrap_or_default();
     Ok((dataset.project.dir().to_path_buf(), warnings))
 }

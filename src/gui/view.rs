@@ -131,6 +131,9 @@ pub struct View {
     pub row_bins: Vec<Vec<u8>>,
     /// Histograms of the other measures that flag thresholds are compared with.
     pub rule_histograms: Vec<Histogram>,
+    /// Files whose figure of a measure a triage estimated (`Measure::estimated_by_triage`),
+    /// by measure (none: not there).
+    pub triage_estimates: HashMap<Measure, usize>,
     /// (code, worst severity, files)
     pub flag_counts: Vec<(String, Severity, usize)>,
     pub total_bytes: u64,
@@ -357,6 +360,17 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         })
         .collect();
     let row_of = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+    let triaged = |m: Measure| {
+        rows.iter()
+            .filter(|r| r.level == AnalysisLevel::Triage && r.measures.get(&m).is_some())
+            .count()
+    };
+    let triage_estimates = Measure::ALL
+        .into_iter()
+        .filter(|m| m.estimated_by_triage())
+        .map(|m| (m, triaged(m)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
     tracing::debug!(
         "view of {} loaded in {:.2} s: read {:.2} s, rows and columns {:.2} s",
         crate::model::count(rows.len() as u64, "file"),
@@ -365,6 +379,7 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         (made_rows - read).as_secs_f64()
     );
     let view = View {
+        triage_estimates,
         worst,
         row_bins,
         rule_histograms,

@@ -1209,3 +1209,60 @@ fn a_decoder_that_crashes_on_a_thumbnail_costs_that_thumbnail_only() {
     assert_eq!(cached, 2, "the two good thumbnails are made and kept");
     assert_eq!(h.state().shown(), 3);
 }
+
+/// On a triaged dataset, "Analyse the files shown deeply" runs the deep pass on the files the
+/// filter shows (here: after a brush that keeps two of the four videos) as a background job;
+/// they come back deep, the others stay triaged, and the action counts what is left.
+#[test]
+fn analyse_the_files_shown_deeply_runs_the_deep_pass_on_the_filter() {
+    let data = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    let out = common::run(&["scan", data.path().to_str().unwrap(), "--triage"]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    let project = data.path().join(".framecull");
+    let levels = || {
+        common::list_jsonl(&project)
+            .into_iter()
+            .filter(|(_, r)| r["kind"] == "video" && r["status"] == "ok")
+            .map(|(p, r)| (p, r["analysis_level"].as_str().unwrap().to_string()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    assert!(levels().values().all(|l| l == "triage"), "{:?}", levels());
+
+    let mut h = harness(data.path());
+    wait(&mut h, "the project to load", App::is_idle);
+    // Four triaged videos; the pictures are analysed deeply by a triage.
+    h.get_by_label("Analyse the 4 files shown deeply");
+    // Keep the two videos of 1 s (25 frames at 25 fps, 30 at 30).
+    h.state_mut().apply(Command::Brush {
+        measure: framecull::model::Measure::DurationSecs,
+        lo: 0.9,
+        hi: 1.1,
+    });
+    h.run();
+    let shown = h.state().shown();
+    let label = |n: usize| {
+        format!(
+            "Analyse the {} shown deeply",
+            framecull::model::count(n as u64, "file")
+        )
+    };
+    h.get_by_label(&label(shown)).click();
+    h.step();
+    assert!(h.state().is_scanning());
+    wait(&mut h, "the deep pass", |a| !a.is_scanning() && a.is_idle());
+    let after = levels();
+    let deep: Vec<&String> = after
+        .iter()
+        .filter(|(_, l)| *l == "deep")
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(deep.len(), shown, "{after:?}");
+    assert_eq!(after.len() - deep.len(), 4 - shown, "{after:?}");
+    // Nothing shallow left in the filter: the action is gone; cleared, it offers the rest.
+    assert!(h.query_by_label_contains("shown deeply").is_none());
+    h.state_mut()
+        .apply(Command::ClearRange(framecull::model::Measure::DurationSecs));
+    h.run();
+    h.get_by_label(&label(4 - shown));
+}

@@ -58,6 +58,15 @@ impl Measure {
         Measure::Sharpness,
     ];
 
+    /// A measure of the decoded pictures, which a triage estimates from the frames it
+    /// decodes (the deep pass measures it on every frame, or a frame a second).
+    pub fn estimated_by_triage(self) -> bool {
+        matches!(
+            self,
+            Measure::MotionMean | Measure::Brightness | Measure::Sharpness
+        )
+    }
+
     /// The column name in the items frame, `list` output and filter expressions.
     pub fn name(self) -> &'static str {
         match self {

@@ -82,7 +82,14 @@ pub(super) fn inspector_ui(
     egui::Grid::new("measures").striped(true).show(ui, |ui| {
         for (k, v) in &row.measures {
             ui.label(k.title());
-            ui.label(k.format(*v));
+            if row.level == AnalysisLevel::Triage && k.estimated_by_triage() {
+                ui.label(format!("{} (triage estimate)", k.format(*v)))
+                    .on_hover_text(
+                        "estimated from the frames the triage decoded; the deep pass measures it",
+                    );
+            } else {
+                ui.label(k.format(*v));
+            }
             ui.end_row();
         }
     });

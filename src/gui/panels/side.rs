@@ -151,8 +151,17 @@ pub(super) fn histograms_ui(
                     Some(h) => {
                         let subset = subsets.get(i).unwrap_or(&empty);
                         let lines = rule_lines(h.measure, &view.config, theme::WARNING);
+                        let estimated = view.triage_estimates.get(&h.measure).copied();
                         histogram_ui(
-                            ui, h, subset, &lines, filter, log_counts, brushing, commands,
+                            ui,
+                            h,
+                            subset,
+                            &lines,
+                            estimated.unwrap_or(0),
+                            filter,
+                            log_counts,
+                            brushing,
+                            commands,
                         );
                     }
                     None => {
@@ -172,6 +181,7 @@ pub(super) fn histogram_ui(
     h: &crate::analysis::histogram::Histogram,
     subset: &[u64],
     lines: &[Line],
+    estimated: usize,
     filter: &Filter,
     log_counts: bool,
     brushing: &mut Option<(Measure, f32)>,
@@ -179,6 +189,9 @@ pub(super) fn histogram_ui(
 ) {
     ui.vertical(|ui| {
         let mut title = h.measure.title().to_string();
+        if estimated > 0 {
+            title += &format!(" · {estimated} from triage");
+        }
         let (first, last) = (h.edges.first(), h.edges.last());
         if let (true, Some(lo)) = (h.underflow > 0, first) {
             title += &format!(" · {} below {}", h.underflow, h.measure.format(*lo));
@@ -186,7 +199,15 @@ pub(super) fn histogram_ui(
         if let (true, Some(hi)) = (h.overflow > 0, last) {
             title += &format!(" · {} above {}", h.overflow, h.measure.format(*hi));
         }
-        ui.label(RichText::new(title).small());
+        let title = ui.label(RichText::new(title).small());
+        if estimated > 0 {
+            title.on_hover_text(format!(
+                "The {} of {} are a triage's estimates, from the frames it decoded \
+                 (docs/ANALYSIS.md); \"Analyse the files shown deeply\" measures them",
+                h.measure.title(),
+                crate::model::count(estimated as u64, "file")
+            ));
+        }
         let (rect, response) = ui.allocate_exact_size(theme::HISTOGRAM_SIZE, Sense::drag());
         response.widget_info(|| {
             egui::WidgetInfo::labeled(

@@ -1,4 +1,5 @@
-//! The top bar (project, rescan, export, manifests, scan progress) and the start screen.
+//! The top bar (project, rescan, the deep pass on the files shown, export, manifests, scan
+//! progress) and the start screen.
 
 use std::path::PathBuf;
 
@@ -15,6 +16,23 @@ pub(super) fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Comman
             ui.label(v.root.recorded().display().to_string());
             if app.scan.is_none() && ui.button("Rescan").clicked() {
                 commands.push(Command::Rescan);
+            }
+            let shallow = app.shallow_shown().count();
+            if app.scan.is_none()
+                && shallow > 0
+                && ui
+                    .button(format!(
+                        "Analyse the {} shown deeply",
+                        crate::model::count(shallow as u64, "file")
+                    ))
+                    .on_hover_text(format!(
+                        "Run the deep pass (every frame decoded) on the {} the filter shows \
+                         whose figures a triage estimated or that are not analysed yet",
+                        crate::model::count(shallow as u64, "file")
+                    ))
+                    .clicked()
+            {
+                commands.push(Command::DeepenShown);
             }
             if ui.button("Export…").clicked() {
                 commands.push(Command::ShowExport);
