@@ -22,6 +22,16 @@ fn harness(dir: &Path) -> Harness<'static, App> {
         .build_eframe(move |cc| App::new(cc, Some(dir)))
 }
 
+/// Brush the duration histogram to the files of 0.9 to 1.1 s.
+fn brush_one_second(h: &mut Harness<'static, App>) {
+    h.state_mut().apply(Command::Brush {
+        measure: framecull::model::Measure::DurationSecs,
+        lo: 0.9,
+        hi: 1.1,
+    });
+    h.run();
+}
+
 /// Step the UI until `done` holds (background jobs finish on their own threads).
 fn wait(h: &mut Harness<'static, App>, what: &str, done: impl Fn(&App) -> bool) {
     let start = Instant::now();
@@ -48,12 +58,7 @@ fn open_brush_gallery_select_scan_and_cancel() {
     assert_eq!(h.state().shown(), 8);
 
     // Brushing the duration histogram keeps the videos in range only.
-    h.state_mut().apply(Command::Brush {
-        measure: framecull::model::Measure::DurationSecs,
-        lo: 0.9,
-        hi: 1.1,
-    });
-    h.run();
+    brush_one_second(&mut h);
     let shown = h.state().shown();
     assert!((1..8).contains(&shown), "{shown}");
     assert!(
@@ -1233,13 +1238,8 @@ fn analyse_the_files_shown_deeply_runs_the_deep_pass_on_the_filter() {
     wait(&mut h, "the project to load", App::is_idle);
     // Four triaged videos; the pictures are analysed deeply by a triage.
     h.get_by_label("Analyse the 4 files shown deeply");
-    // Keep the two videos of 1 s (25 frames at 25 fps, 30 at 30).
-    h.state_mut().apply(Command::Brush {
-        measure: framecull::model::Measure::DurationSecs,
-        lo: 0.9,
-        hi: 1.1,
-    });
-    h.run();
+    // Keep the videos of about 1 s.
+    brush_one_second(&mut h);
     let shown = h.state().shown();
     let label = |n: usize| {
         format!(

@@ -26,8 +26,9 @@ use framecull_model::{
 #[derive(Debug, Default)]
 pub struct Sampled {
     fps: f64,
-    samples: Vec<quality::Quality>,
-    black: u64,
+    /// Each keyframe measured: its presentation time (seconds), its picture measures and
+    /// whether it is black.
+    samples: Vec<(Option<f64>, quality::Quality, bool)>,
     hashes: Vec<u64>,
     gray: Gray,
     previous: Option<Gray>,
@@ -58,11 +59,11 @@ impl Sampled {
         self.coded.get_or_insert((f.coded_width, f.coded_height));
         let small = motion_gray(&self.gray);
         if f.key {
-            self.samples
-                .push(quality::measure(f.planes, f.width, f.height));
-            if is_black(&small) {
-                self.black += 1;
-            }
+            self.samples.push((
+                f.time_secs,
+                quality::measure(f.planes, f.width, f.height),
+                is_black(&small),
+            ));
             if self.gray.std_dev() >= FLAT_STD {
                 self.hashes.push(phash(&self.gray));
             }
@@ -97,13 +98,20 @@ impl Sampled {
         }
     }
 
-    /// Fill `m`'s picture measures with the keyframes' means (none without a keyframe), its
-    /// motion with the frames' in a row, and its frozen share with the packets'.
+    /// Fill `m`'s picture measures with the keyframes' means, each weighted by the time it
+    /// stands for (none without a keyframe), its motion with the frames' in a row, and its
+    /// frozen share with the packets'.
     fn fill(&self, m: &mut Metrics, scan: &PacketScan) {
-        let n = self.samples.len();
-        if n > 0 {
+        let weights = keyframe_weights(scan, &self.samples);
+        let total: f64 = weights.iter().sum();
+        if total > 0.0 {
             let mean = |f: &dyn Fn(&quality::Quality) -> f64| {
-                self.samples.iter().map(f).sum::<f64>() / n as f64
+                self.samples
+                    .iter()
+                    .zip(&weights)
+                    .map(|((_, q, _), w)| f(q) * w)
+                    .sum::<f64>()
+                    / total
             };
             m.brightness = Some(mean(&|q| q.brightness));
             m.brightness_p5 = Some(mean(&|q| q.brightness_p5));
@@ -111,7 +119,14 @@ impl Sampled {
             m.sharpness = Some(mean(&|q| q.sharpness));
             m.entropy = Some(mean(&|q| q.entropy));
             m.colorfulness = Some(mean(&|q| q.colorfulness));
-            m.black_share = Some(self.black as f64 / n as f64);
+            let black: f64 = self
+                .samples
+                .iter()
+                .zip(&weights)
+                .filter(|((_, _, black), _)| *black)
+                .map(|(_, w)| w)
+                .sum();
+            m.black_share = Some(black / total);
             m.phash = self.hashes.first().copied();
         }
         if !self.motion.is_empty() {
@@ -126,6 +141,45 @@ impl Sampled {
         if let Some((w, h)) = self.coded {
             m.frozen_share = frozen_share(scan, &self.motion, w, h);
         }
+    }
+}
+
+/// The time each keyframe measured stands for, as the deep pass's frames a second do: from
+/// it to the next keyframe of the stream (its GOP), the last to the stream's end; equal
+/// weights where a keyframe or the packets have no time.
+fn keyframe_weights(
+    scan: &PacketScan,
+    samples: &[(Option<f64>, quality::Quality, bool)],
+) -> Vec<f64> {
+    let secs = |t: i64| scan.time_base.map(|tb| t as f64 * tb.as_f64());
+    let mut keys: Vec<f64> = scan
+        .packets
+        .iter()
+        .filter(|p| p.key)
+        .filter_map(|p| p.pts.and_then(secs))
+        .collect();
+    keys.sort_by(f64::total_cmp);
+    let end = scan
+        .packets
+        .iter()
+        .filter_map(|p| Some(secs(p.pts?)? + secs(p.duration)?))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let timed = samples.iter().all(|(t, ..)| t.is_some()) && !keys.is_empty() && end.is_finite();
+    let weights: Vec<f64> = samples
+        .iter()
+        .map(|(t, ..)| match (timed, t) {
+            (true, Some(t)) => {
+                let next = keys.partition_point(|&k| k <= *t);
+                let until = keys.get(next).copied().unwrap_or(end);
+                (until - t).max(0.0)
+            }
+            _ => 1.0,
+        })
+        .collect();
+    if weights.iter().sum::<f64>() > 0.0 {
+        weights
+    } else {
+        vec![1.0; samples.len()]
     }
 }
 

@@ -148,6 +148,10 @@ fn has_zero_run(data: &[u8]) -> bool {
     false
 }
 
+/// Keyframes decoded at least, beyond the budget where need be, spread over the file's
+/// declared length: the picture measures and hashes sample the whole file (a long black
+/// section, a near duplicate's moments), not its start where the budget is spent.
+const SPREAD_KEYFRAMES: f64 = 8.0;
 /// Keyframes decoded with the packet after them, spread over the file's declared length (the
 /// first keyframes where it has none): motion is measured on these pairs and scaled to the
 /// file by its packet sizes.
@@ -214,14 +218,21 @@ struct Sampler<'k> {
     pair_pending: bool,
     pair_wanted: bool,
     pair_leading: u32,
-    /// Pairs decoded for motion and for being small, their second packets' bytes (decoded
-    /// beyond the budget), and the time from which the next motion pair is due.
+    /// Pairs decoded for motion and for being small; the bytes decoded beyond the budget
+    /// (the pairs' second packets, keyframes due by the spread only); and the time from which
+    /// the next motion pair is due.
     pairs: u64,
     small_pairs: u64,
-    pair_bytes: u64,
+    beyond_bytes: u64,
     next_pair_secs: f64,
     /// Seconds between motion pairs: the declared length over [`MOTION_PAIRS`].
     pair_spacing: f64,
+    /// The keyframe being decoded is due by the spread only (beyond the budget).
+    key_beyond: bool,
+    /// Seconds between the keyframes decoded whatever the budget (the declared length over
+    /// [`SPREAD_KEYFRAMES`]; 0 without one), and the time the next is due.
+    key_spacing: f64,
+    next_key_secs: f64,
     /// The most bytes of a packet that may repeat its reference.
     small_packet: u64,
     /// The keyframe of the GOP held was decoded as a pair's second frame.
@@ -283,10 +294,13 @@ impl<'k> Sampler<'k> {
             pair_leading: 0,
             pairs: 0,
             small_pairs: 0,
-            pair_bytes: 0,
+            beyond_bytes: 0,
             next_pair_secs: f64::NEG_INFINITY,
             pair_spacing: declared_secs.map_or(0.0, |d| d / MOTION_PAIRS as f64),
             small_packet,
+            key_beyond: false,
+            key_spacing: declared_secs.map_or(0.0, |d| d / SPREAD_KEYFRAMES),
+            next_key_secs: f64::NEG_INFINITY,
             key_in_pair: false,
             run_open: false,
             handed_last: false,
@@ -318,7 +332,7 @@ impl<'k> Sampler<'k> {
             if !was_whole {
                 self.end_gop(false);
             }
-            let mode = self.mode_of_next_gop(packet.pts().is_none());
+            let mode = self.mode_of_next_gop(packet.pts());
             self.key_in_pair = false;
             if was_whole && mode == Mode::Whole {
                 // Whole GOPs in a row decode as one stream, as in the deep pass: the frames
@@ -337,7 +351,7 @@ impl<'k> Sampler<'k> {
                     // The keyframe after one decoded alone, beyond the budget: the pair's
                     // second frame.
                     if mode == Mode::Held {
-                        self.pair_bytes += size;
+                        self.beyond_bytes += size;
                         self.key_in_pair = true;
                         self.send(&packet);
                     }
@@ -350,6 +364,9 @@ impl<'k> Sampler<'k> {
                     Mode::Key => {
                         if !continued {
                             self.start_decoding();
+                        }
+                        if self.key_beyond {
+                            self.beyond_bytes += size;
                         }
                         self.send(&packet);
                         // The run stays open for the packet after it (see `pair`).
@@ -381,28 +398,38 @@ impl<'k> Sampler<'k> {
         }
     }
 
-    /// How the GOP a keyframe starts is read: whole where the budget has room for a GOP of
-    /// the average size beyond what was decoded (never the first, unless everything is, or
-    /// its keyframe has no presentation time: `untimed`, as in AVI, where the decoder makes
-    /// the times and the first GOP shows how), else its keyframe while the budget lasts
-    /// (always the first's), else held.
-    fn mode_of_next_gop(&mut self, untimed: bool) -> Mode {
+    /// How the GOP a keyframe (presented at `pts`) starts is read: whole where the budget
+    /// has room for a GOP of the average size beyond what was decoded (never the first,
+    /// unless everything is, or its keyframe has no presentation time, as in AVI, where the
+    /// decoder makes the times and the first GOP shows how), else its keyframe while the
+    /// budget lasts (always the first's) or where one is due by the spread of
+    /// [`SPREAD_KEYFRAMES`], else held.
+    fn mode_of_next_gop(&mut self, pts: Option<i64>) -> Mode {
         let budget = self.share * self.seen_bytes as f64;
-        // The pairs' second frames have a budget of their own.
-        let spent = (self.out.bytes - self.pair_bytes) as f64;
+        // What is decoded beyond the budget does not spend it.
+        let spent = (self.out.bytes - self.beyond_bytes) as f64;
         let average_gop = self.seen_bytes as f64 / (self.gops_seen + 1) as f64;
         self.gops_seen += 1;
-        if self.gops_seen == 1 && untimed {
+        if self.gops_seen == 1 && pts.is_none() {
             return Mode::Whole;
         }
+        let at = pts.map(|p| p as f64 * self.tb_secs);
+        let due = self.key_spacing > 0.0 && at.is_some_and(|t| t >= self.next_key_secs);
         let whole = self.share.is_infinite() || self.gops_seen > 1;
-        if whole && spent + average_gop <= budget {
+        let within = self.gops_seen == 1 || spent < budget;
+        // A keyframe due by the spread only is decoded beyond the budget.
+        self.key_beyond = !within && due;
+        let mode = if whole && spent + average_gop <= budget {
             Mode::Whole
-        } else if self.gops_seen == 1 || spent < budget {
+        } else if within || due {
             Mode::Key
         } else {
             Mode::Held
+        };
+        if let Some(t) = at.filter(|_| mode != Mode::Held) {
+            self.next_key_secs = self.next_key_secs.max(t + self.key_spacing);
         }
+        mode
     }
 
     /// The packet after a keyframe decoded alone (in decode order): decoded with it where a
@@ -413,7 +440,7 @@ impl<'k> Sampler<'k> {
         let leading = matches!((packet.pts(), self.key_pts), (Some(t), Some(k)) if t < k);
         if leading && !packet.is_key() && self.pair_leading < PAIR_LEADING {
             self.pair_leading += 1;
-            self.pair_bytes += size;
+            self.beyond_bytes += size;
             self.send(packet);
             return;
         }
@@ -434,7 +461,7 @@ impl<'k> Sampler<'k> {
         if packet.is_key() {
             self.run_open = true;
         } else {
-            self.pair_bytes += size;
+            self.beyond_bytes += size;
             self.send(packet);
             self.finish_decoding();
         }

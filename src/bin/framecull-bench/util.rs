@@ -122,6 +122,8 @@ pub fn analysed(dir: &Path, level: framecull::model::AnalysisLevel) -> anyhow::R
         &mut |_| {},
     )?;
     let secs = started.elapsed().as_secs_f64();
+    // Duplicate groups, as an ingest derives them after an analysis.
+    framecull::scan::derive::recompute_for_project(&mut catalog)?;
     let mut metrics = catalog.all_metrics()?;
     let dups = catalog.all_dups()?;
     let config = framecull::analysis::flags::Config::default();
