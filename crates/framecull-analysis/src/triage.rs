@@ -145,41 +145,39 @@ impl Sampled {
 }
 
 /// The time each keyframe measured stands for, as the deep pass's frames a second do: from
-/// it to the next keyframe of the stream (its GOP), the last to the stream's end; equal
-/// weights where a keyframe or the packets have no time.
+/// it to the next keyframe measured (the first from the stream's start, the last to its
+/// end), so that keyframes decoded at uneven spacing (the budget's, the spread's) each count
+/// for the stretch of the file they sample; equal weights where a keyframe or the packets
+/// have no time.
 fn keyframe_weights(
     scan: &PacketScan,
     samples: &[(Option<f64>, quality::Quality, bool)],
 ) -> Vec<f64> {
     let secs = |t: i64| scan.time_base.map(|tb| t as f64 * tb.as_f64());
-    let mut keys: Vec<f64> = scan
+    let (start, end) = scan
         .packets
         .iter()
-        .filter(|p| p.key)
-        .filter_map(|p| p.pts.and_then(secs))
-        .collect();
-    keys.sort_by(f64::total_cmp);
-    let end = scan
-        .packets
-        .iter()
-        .filter_map(|p| Some(secs(p.pts?)? + secs(p.duration)?))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let timed = samples.iter().all(|(t, ..)| t.is_some()) && !keys.is_empty() && end.is_finite();
-    let weights: Vec<f64> = samples
-        .iter()
-        .map(|(t, ..)| match (timed, t) {
-            (true, Some(t)) => {
-                let next = keys.partition_point(|&k| k <= *t);
-                let until = keys.get(next).copied().unwrap_or(end);
-                (until - t).max(0.0)
-            }
-            _ => 1.0,
-        })
-        .collect();
+        .filter_map(|p| Some((secs(p.pts?)?, secs(p.duration)?)))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (t, d)| {
+            (lo.min(t), hi.max(t + d))
+        });
+    let times: Option<Vec<f64>> = samples.iter().map(|(t, ..)| *t).collect();
+    let equal = vec![1.0; samples.len()];
+    let Some(times) = times.filter(|_| start.is_finite() && end > start) else {
+        return equal;
+    };
+    let mut order: Vec<usize> = (0..times.len()).collect();
+    order.sort_by(|&a, &b| times[a].total_cmp(&times[b]));
+    let mut weights = vec![0.0; times.len()];
+    for (k, &i) in order.iter().enumerate() {
+        let from = if k == 0 { start } else { times[i] };
+        let until = order.get(k + 1).map_or(end, |&j| times[j]);
+        weights[i] = (until - from).max(0.0);
+    }
     if weights.iter().sum::<f64>() > 0.0 {
         weights
     } else {
-        vec![1.0; samples.len()]
+        equal
     }
 }
 
@@ -436,6 +434,22 @@ mod tests {
                 .collect(),
             ..PacketScan::default()
         }
+    }
+
+    #[test]
+    fn each_keyframe_stands_for_the_stretch_to_the_next_one_measured() {
+        // 100 frames of 25 fps: 0 to 4 s; keyframes measured at 1.0, 0.0 and 3.0 s.
+        let s = scan(100, 4.0);
+        let at = |t: f64| (Some(t), quality::Quality::default(), false);
+        let w = keyframe_weights(&s, &[at(1.0), at(0.0), at(3.0)]);
+        let want = [2.0, 1.0, 1.0];
+        assert!(
+            w.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-9),
+            "{w:?}"
+        );
+        // A keyframe without a time: equal weights.
+        let w = keyframe_weights(&s, &[at(1.0), (None, quality::Quality::default(), true)]);
+        assert_eq!(w, vec![1.0, 1.0]);
     }
 
     #[test]
