@@ -48,6 +48,7 @@ ITEMS_SCHEMA = pa.schema(
         ("decode_errors", pa.int64()),
         ("decoded_frames", pa.int64()),
         ("analysis_level", pa.string()),
+        ("estimated", pa.list_(pa.string())),
         ("brightness", pa.float64()),
         ("sharpness", pa.float64()),
         ("phash", pa.string()),

@@ -35,6 +35,7 @@ def test_catalog_items_are_the_list_command(dataset):
     assert items.num_rows == len(listed) == 6
     assert items.column("path").to_pylist() == [r["path"] for r in listed]
     assert items.column("motion_mean").to_pylist() == [r["motion_mean"] for r in listed]
+    assert items.column_names == list(listed[0])
     assert catalog.items(all=True).num_rows == 6  # no other files in this dataset
     life = catalog.items('path:"c_life"')
     assert life.column("path").to_pylist() == ["c_life.mkv"]

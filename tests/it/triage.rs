@@ -236,6 +236,18 @@ fn each_row_names_its_level_and_a_triage_never_makes_a_file_shallower() {
     assert_eq!(levels(), want("triage"));
     let rows = common::list_jsonl(&project);
     assert_eq!(rows["a.mp4"]["decoded_frames"], serde_json::Value::Null);
+    // The figures a triage estimates say so; a picture's (analysed deeply) do not.
+    assert_eq!(
+        rows["a.mp4"]["estimated"],
+        serde_json::json!([
+            "motion_mean",
+            "motion_p95",
+            "brightness",
+            "sharpness",
+            "phash"
+        ])
+    );
+    assert_eq!(rows["c.jpg"]["estimated"], serde_json::json!([]));
     // The filter, the statistics and the manifest carry the level.
     let triaged = common::list_jsonl_where(&project, Some("level:triage"));
     assert_eq!(
@@ -306,7 +318,9 @@ fn each_row_names_its_level_and_a_triage_never_makes_a_file_shallower() {
         common::stderr(&out)
     );
     assert_eq!(levels(), want("deep"));
-    assert_eq!(common::list_jsonl(&project)["a.mp4"]["decoded_frames"], 50);
+    let rows = common::list_jsonl(&project);
+    assert_eq!(rows["a.mp4"]["decoded_frames"], 50);
+    assert_eq!(rows["a.mp4"]["estimated"], serde_json::json!([]));
     let out = common::run(&["analyze", "--triage", "--project", p]);
     assert!(
         common::stderr(&out).contains("0 files analysed, 3 up to date"),

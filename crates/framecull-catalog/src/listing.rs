@@ -46,6 +46,9 @@ pub struct Row<'a> {
     pub decoded_frames: Option<u64>,
     /// `none`, `triage` or `deep` (files that are not media: none given).
     pub analysis_level: Option<&'static str>,
+    /// The fields of this row a triage estimated from the frames it decoded (empty at the
+    /// other levels): [`TRIAGE_ESTIMATES`] that the row has.
+    pub estimated: Vec<&'static str>,
     pub brightness: Option<f64>,
     pub sharpness: Option<f64>,
     pub phash: Option<String>,
@@ -55,6 +58,32 @@ pub struct Row<'a> {
     pub decision: &'static str,
     pub tags: Vec<&'a str>,
     pub note: Option<&'a str>,
+}
+
+/// The fields of a `list` row that a triage estimates (docs/ANALYSIS.md): the picture and
+/// motion measures of the frames it decodes, and the perceptual hash of its first keyframe.
+pub const TRIAGE_ESTIMATES: [&str; 5] = [
+    "motion_mean",
+    "motion_p95",
+    "brightness",
+    "sharpness",
+    "phash",
+];
+
+/// Those of [`TRIAGE_ESTIMATES`] a triage's metrics `m` hold.
+fn triage_estimates(m: &Metrics) -> Vec<&'static str> {
+    let has = [
+        m.motion_mean.is_some(),
+        m.motion_p95.is_some(),
+        m.brightness.is_some(),
+        m.sharpness.is_some(),
+        m.phash.is_some(),
+    ];
+    TRIAGE_ESTIMATES
+        .into_iter()
+        .zip(has)
+        .filter_map(|(name, has)| has.then_some(name))
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -147,6 +176,10 @@ impl<'a> Row<'a> {
             decode_errors: deep.map(|m| m.decode_errors),
             decoded_frames: deep.map(|m| m.decoded_frames),
             analysis_level: Some(m.map_or(AnalysisLevel::None, |m| m.level).as_str()),
+            estimated: m
+                .filter(|m| m.level == AnalysisLevel::Triage)
+                .map(triage_estimates)
+                .unwrap_or_default(),
             brightness: m.and_then(|m| m.brightness),
             sharpness: m.and_then(|m| m.sharpness),
             phash: m.and_then(|m| m.phash).map(|h| format!("{h:016x}")),
