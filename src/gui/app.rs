@@ -92,6 +92,9 @@ pub(super) struct Shown {
     pub(super) brushing: Option<(Measure, f32)>,
     /// Counts the filter's changes (views that cache what they draw compare it).
     pub(super) generation: u64,
+    /// Of the rows the filter keeps, those not analysed deeply (see `shallow_shown`),
+    /// counted when the filter changes, not every frame.
+    pub(super) shallow: usize,
 }
 
 /// The selected files.
@@ -576,6 +579,7 @@ impl App {
                 .collect(),
             None => Vec::new(),
         };
+        self.shown.shallow = self.shallow_shown().count();
         let filtered = &self.shown.filtered;
         self.selection
             .picked

@@ -17,7 +17,7 @@ pub(super) fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Comman
             if app.scan.is_none() && ui.button("Rescan").clicked() {
                 commands.push(Command::Rescan);
             }
-            let shallow = app.shallow_shown().count();
+            let shallow = app.shown.shallow;
             if app.scan.is_none()
                 && shallow > 0
                 && ui
