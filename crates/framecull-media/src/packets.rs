@@ -4,6 +4,10 @@
 //! frame decoded after it, a pair that shows motion), whole GOPs where the budget has room,
 //! and beyond it every GOP with a packet anomaly (a corrupt mark, a run of zero bytes, a
 //! decode time going back) and a last GOP cut short by a read error.
+//!
+//! An object in a store whose container indexes every packet (MP4, MOV) is not read whole:
+//! the demuxer reads on over the index, which gives each packet's time, size and flags,
+//! while only the bytes of the packets decoded are fetched.
 
 use std::time::Instant;
 
@@ -19,6 +23,7 @@ use crate::source::Opened;
 use framecull_model::{
     FrameView, PacketRecord, PacketScan, Ratio, SampledDecode, StreamChoice, TimeOrder,
 };
+use framecull_storage::CachedObject;
 
 /// Zero bytes in a row that compressed video data does not hold (a zeroed or unwritten
 /// range): H.264 and HEVC forbid three, and entropy-coded data of other codecs has no reason
@@ -58,6 +63,18 @@ pub fn scan_packets(
         })?;
     let chosen = video_stream(&input, stream).ok_or(DecodeError::NoVideo)?;
     let index = chosen.index();
+    let mut marks = match source {
+        Opened::Object(_) => index_marks(&input, index),
+        _ => None,
+    };
+    let by_index = match source {
+        Opened::Object(object) if marks.is_some() => Some(object.clone()),
+        _ => None,
+    };
+    if let Some(object) = &by_index {
+        read_only_by_index(&mut input, index, object);
+    }
+    let chosen = input.stream(index).ok_or(DecodeError::NoVideo)?;
     let tb = chosen.time_base();
     let time_base = Ratio::new(tb.numerator(), tb.denominator());
     let mut scan = PacketScan {
@@ -75,7 +92,13 @@ pub fn scan_packets(
             } else {
                 sample_share
             };
-            Sampler::new(&chosen, share, scan.declared_duration_secs, on_frame)
+            Sampler::new(
+                &chosen,
+                share,
+                scan.declared_duration_secs,
+                by_index.clone(),
+                on_frame,
+            )
         })
         .flatten();
     // A file cut short shows against a stated length; without one, in its last GOP only.
@@ -88,7 +111,17 @@ pub fn scan_packets(
         let mut packet = ff::Packet::empty();
         match packet.read(&mut input) {
             Ok(()) if packet.stream() == index => {
-                let zeros = packet.data().is_some_and(has_zero_run);
+                if let Some(marks) = marks.as_mut() {
+                    // What a parser said of the zeros in place of the bytes is no error.
+                    ffmpeg_log::clear_last_error();
+                    if let Some(key) = marks.key_at(packet.position()) {
+                        let mut flags = packet.flags();
+                        flags.set(ff::packet::Flags::KEY, key);
+                        packet.set_flags(flags);
+                    }
+                }
+                // Read by the index, the packet's bytes are not fetched (zeros in their place).
+                let zeros = by_index.is_none() && packet.data().is_some_and(has_zero_run);
                 scan.discarded_packets += u64::from(is_discarded(&packet));
                 if zeros {
                     scan.first_zero_run.get_or_insert(scan.packets.len() as u64);
@@ -130,6 +163,74 @@ pub fn scan_packets(
         scan.sample = s.finish(scan.read_error.is_some() || unstated_end);
     }
     Ok(scan)
+}
+
+/// The keyframe marks of a stream's index, in its order. A packet read by the index has no
+/// bytes for a parser to tell a keyframe by (FFmpeg parses H.264 and HEVC in MP4 for it); the
+/// index (an MP4's sync samples) tells instead.
+struct IndexMarks {
+    /// Each packet's place in the file, and whether it is a keyframe.
+    entries: Vec<(i64, bool)>,
+    next: usize,
+}
+
+impl IndexMarks {
+    /// Whether the packet at `pos` (the next in the index, or a few after) is a keyframe.
+    fn key_at(&mut self, pos: isize) -> Option<bool> {
+        let pos = pos as i64;
+        let mut ahead = self.entries.get(self.next..)?.iter().take(64);
+        let found = ahead.position(|&(p, _)| p == pos)?;
+        self.next += found + 1;
+        Some(self.entries[self.next - 1].1)
+    }
+}
+
+/// The index of stream `index`, if the container of `input` is one whose index gives the
+/// place, size, time and flags of every packet (MP4, MOV: the sample tables), the index holds
+/// as many packets as the stream states (not a fragmented file, whose index grows as it is
+/// read), and it marks keyframes (a file without sync samples has every packet marked: its
+/// keyframes are told by parsing, unless its codec is intra-only).
+fn index_marks(input: &ff::format::context::Input, index: usize) -> Option<IndexMarks> {
+    if !input.format().name().split(',').any(|n| n == "mov") {
+        return None;
+    }
+    let stream = input.stream(index)?;
+    // SAFETY: the stream pointer is valid while `input` is; the entries read are copied
+    // before anything else touches the stream.
+    let entries: Vec<(i64, bool)> = unsafe {
+        let st = stream.as_ptr() as *mut ff::ffi::AVStream;
+        let n = ff::ffi::avformat_index_get_entries_count(st);
+        (0..n)
+            .filter_map(|i| ff::ffi::avformat_index_get_entry(st, i).as_ref())
+            .map(|e| (e.pos, e.flags() & ff::ffi::AVINDEX_KEYFRAME != 0))
+            .collect()
+    };
+    // SAFETY: the descriptor FFmpeg returns is static, or null.
+    let intra_only = unsafe {
+        ff::ffi::avcodec_descriptor_get(stream.parameters().id().into())
+            .as_ref()
+            .is_some_and(|d| d.props & ff::ffi::AV_CODEC_PROP_INTRA_ONLY != 0)
+    };
+    let marked = intra_only || entries.iter().any(|&(_, key)| !key);
+    (stream.frames() > 0 && entries.len() as i64 == stream.frames() && marked)
+        .then_some(IndexMarks { entries, next: 0 })
+}
+
+/// Read the packets of `input` by its index from here on: other streams are skipped, and the
+/// bytes of `object` not fetched yet read as zeros, with no request (the sampler fetches the
+/// packets it decodes).
+fn read_only_by_index(input: &mut ff::format::context::Input, index: usize, object: &CachedObject) {
+    // SAFETY: `streams` holds `nb_streams` valid stream pointers while `input` is open; the
+    // demuxer skips the packets of a stream marked to discard all.
+    unsafe {
+        let ctx = input.as_mut_ptr();
+        for i in 0..(*ctx).nb_streams as usize {
+            if i != index {
+                (**(*ctx).streams.add(i)).discard = ff::ffi::AVDiscard::AVDISCARD_ALL;
+            }
+        }
+    }
+    object.placeholders();
 }
 
 /// Whether `data` holds [`ZERO_RUN`] zero bytes in a row.
@@ -186,6 +287,8 @@ enum Mode {
 /// packets of a stream with no keyframe at all (up to [`HELD_BEFORE_KEY`]).
 struct Sampler<'k> {
     decoder: ff::decoder::Video,
+    /// The object whose packets are read by its index (their bytes fetched when decoded).
+    by_index: Option<CachedObject>,
     on_frame: &'k mut dyn FnMut(&FrameView, bool),
     frames: FrameState,
     share: f64,
@@ -261,6 +364,7 @@ impl<'k> Sampler<'k> {
         stream: &ff::format::stream::Stream<'_>,
         share: f64,
         declared_secs: Option<f64>,
+        by_index: Option<CachedObject>,
         on_frame: &'k mut dyn FnMut(&FrameView, bool),
     ) -> Option<Sampler<'k>> {
         let ctx = ff::codec::context::Context::from_parameters(stream.parameters()).ok()?;
@@ -273,6 +377,7 @@ impl<'k> Sampler<'k> {
             .unwrap_or(25.0);
         Some(Sampler {
             decoder,
+            by_index,
             on_frame,
             frames: FrameState::default(),
             share,
@@ -513,6 +618,20 @@ impl<'k> Sampler<'k> {
         self.run_sent += 1;
         self.run_kept += u64::from(!is_discarded(packet));
         self.out.bytes += packet.size() as u64;
+        let fetched;
+        let packet = match &self.by_index {
+            Some(object) => match with_bytes(object, packet) {
+                Ok(p) => {
+                    fetched = p;
+                    &fetched
+                }
+                Err(e) => {
+                    self.error(format!("packet {}: cannot read: {e}", self.sending));
+                    return;
+                }
+            },
+            None => packet,
+        };
         if let Err(e) = self.decoder.send_packet(packet) {
             self.error(format!("packet {}: {e}", self.sending));
         }
@@ -650,4 +769,19 @@ impl<'k> Sampler<'k> {
         self.out.pts_backwards += run.backwards;
         self.out.pts_repeats += run.repeats;
     }
+}
+
+/// `packet` (read by the index, zeros in place of its bytes) with its bytes from `object`.
+fn with_bytes(
+    object: &CachedObject,
+    packet: &ff::Packet,
+) -> Result<ff::Packet, framecull_storage::StorageError> {
+    let mut filled = packet.clone();
+    let (Ok(pos), Some(data)) = (u64::try_from(packet.position()), filled.data_mut()) else {
+        return Ok(filled);
+    };
+    let bytes = object.bytes_at(pos, data.len())?;
+    let n = bytes.len().min(data.len());
+    data[..n].copy_from_slice(&bytes[..n]);
+    Ok(filled)
 }

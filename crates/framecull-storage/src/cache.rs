@@ -24,6 +24,9 @@ const MAX_WINDOW_BLOCKS: u64 = 32;
 const CACHE_BYTES: usize = 32 * 1024 * 1024;
 /// Read-ahead requests in flight per streaming object.
 const AHEAD_DEPTH: usize = 2;
+/// The least a [`CachedObject::bytes_at`] request fetches: a packet's bytes and, mostly, the
+/// packet after it.
+const AT_LEAST_BYTES: u64 = 64 * 1024;
 
 #[derive(Debug)]
 struct Extent {
@@ -49,6 +52,8 @@ struct Extents {
     /// The next windows, in order, requested in the background (objects opened with
     /// read-ahead).
     ahead: std::collections::VecDeque<Ahead>,
+    /// Reads of bytes not fetched yet give zeros, with no request ([`CachedObject::placeholders`]).
+    placeholders: bool,
 }
 
 /// A read-ahead in flight: bytes from `start`, `blocks` blocks.
@@ -154,6 +159,49 @@ impl CachedObject {
         Ok(bytes.to_vec())
     }
 
+    /// From now on, a read of bytes not fetched yet gives zeros and requests nothing (nor does
+    /// any read-ahead): for a demuxer that has read an index giving every packet's place, so
+    /// that reading on gives each packet's time, size and flags, while only the bytes of the
+    /// packets decoded are fetched ([`CachedObject::bytes_at`]).
+    pub fn placeholders(&self) {
+        let mut extents = self.lock();
+        extents.placeholders = true;
+        extents.ahead.clear();
+    }
+
+    /// The `len` bytes at `pos` (fewer at the object's end), from the cache or fetched (at
+    /// least [`AT_LEAST_BYTES`] from `pos`), whether or not [`CachedObject::placeholders`] is
+    /// on.
+    pub fn bytes_at(&self, pos: u64, len: usize) -> Result<Vec<u8>, StorageError> {
+        let end = (pos + len as u64).min(self.size_bytes());
+        let mut out = Vec::with_capacity(len);
+        let mut at = pos;
+        while at < end {
+            let mut extents = self.lock();
+            extents.clock += 1;
+            let clock = extents.clock;
+            let hit = extents
+                .kept
+                .iter()
+                .position(|e| e.start <= at && at < e.end());
+            let bytes = match hit {
+                Some(i) => {
+                    let e = &mut extents.kept[i];
+                    e.last_used = clock;
+                    &e.bytes[(at - e.start) as usize..]
+                }
+                None => {
+                    let fetch_end = end.max(at + AT_LEAST_BYTES).min(self.size_bytes());
+                    self.fetch(&mut extents, at..fetch_end)?
+                }
+            };
+            let n = bytes.len().min((end - at) as usize);
+            out.extend_from_slice(&bytes[..n]);
+            at += n as u64;
+        }
+        Ok(out)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Extents> {
         // A panic while holding the lock leaves extents that are still whole: keep them.
         self.extents
@@ -179,6 +227,19 @@ impl CachedObject {
                 let e = &mut extents.kept[i];
                 e.last_used = clock;
                 &e.bytes[(pos - e.start) as usize..]
+            }
+            None if extents.placeholders => {
+                // Zeros up to the next range fetched.
+                let next = extents
+                    .kept
+                    .iter()
+                    .map(|e| e.start)
+                    .filter(|&s| s > pos)
+                    .min()
+                    .unwrap_or(size);
+                let n = buf.len().min((next.min(size) - pos) as usize);
+                buf[..n].fill(0);
+                return Ok(n);
             }
             None => {
                 // A read-ahead holds `pos` (the reader went on: those before it are of no
