@@ -909,7 +909,8 @@ impl StorageBench {
         out.push_str("\ntriage of MP4s in the bucket, per file:");
         for t in &self.triage {
             out.push_str(&format!(
-                "\n  {} ({} files of {}): probe {:.0} requests, {}; triage {:.0} requests, {}                  ({:.1}% of the file; {:.1}% with the probe), {:.1} s",
+                "\n  {} ({} files of {}): probe {:.0} requests, {}; triage {:.0} requests, {} \
+                 ({:.1}% of the file; {:.1}% with the probe), {:.1} s",
                 t.what,
                 t.files,
                 mib(t.size_bytes),
