@@ -741,6 +741,52 @@ fn picture_flags_from_the_keyframes_agree_with_the_deep_pass() {
     }
 }
 
+/// A small video, which the triage decodes whole, has the deep pass's picture measures
+/// exactly (a frame a second, not the keyframes): a fade from black, whose keyframes alone
+/// would weigh its dark start otherwise, in MP4 and in AVI (no timestamps).
+#[test]
+fn a_video_decoded_whole_has_the_deep_pass_picture_measures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    for (name, codec) in [("fade.mp4", "libx264"), ("fade.avi", "mpeg4")] {
+        let path = data.join(name);
+        ffmpeg(&[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=160x96:rate=25,fade=in:st=0:d=3,noise=alls=6:allf=t",
+            "-t",
+            "5",
+            "-g",
+            "40",
+            "-c:v",
+            codec,
+            "-pix_fmt",
+            "yuv420p",
+            path.to_str().unwrap(),
+        ]);
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(
+            size < framecull::media::packets::DECODE_WHOLE_BELOW,
+            "{name}: {size} bytes"
+        );
+    }
+    let (_, _, t, d) = both_levels(tmp.path(), &data);
+    for path in ["fade.mp4", "fade.avi"] {
+        assert_eq!(t[path]["analysis_level"], "triage");
+        for field in ["brightness", "sharpness", "phash"] {
+            assert!(!d[path][field].is_null(), "{path}: {field}");
+            assert_eq!(t[path][field], d[path][field], "{path}: {field}");
+        }
+        assert_eq!(
+            common::flag_codes(&t[path]),
+            common::flag_codes(&d[path]),
+            "{path}"
+        );
+    }
+}
+
 /// Frozen, static and moving footage, each also as a section of a longer clip: the triage's
 /// `frozen` flags agree with the deep pass's; its motion (from the frames it decodes in a row:
 /// each keyframe with the one after it) ranks the clips as the deep pass's does, on the same

@@ -13,7 +13,7 @@ use super::image::{Gray, percentile, sum_abs_diff};
 use super::motion::{MotionMeter, STATIC_BELOW, motion_gray};
 use super::phash::phash;
 use super::quality;
-use super::video::{FLAT_STD, FROZEN_DIFF, Timing, is_black};
+use super::video::{FLAT_STD, FROZEN_DIFF, SAMPLE_EVERY_SECS, Timing, is_black};
 use framecull_model::{
     AnalysisLevel, Curves, FrameView, Metrics, PACKET_HEADER_BYTES, PacketRecord, PacketScan,
     blocks16, repeat_packet_bytes,
@@ -37,6 +37,23 @@ pub struct Sampled {
     /// whether it repeats the predecessor (frozen).
     motion: Vec<Step>,
     coded: Option<(u32, u32)>,
+    /// Frames pushed, and, while each followed the one before from the first (a decode from
+    /// the file's start in one run), what the deep pass measures of them.
+    pushed: u64,
+    from_start: Option<FromStart>,
+}
+
+/// The deep pass's picture measures of a decode from the file's start: a frame a second
+/// measured and hashed, and every frame counted, black or not. Where the triage decodes every
+/// frame (a small file), these are its picture measures, exactly the deep pass's.
+#[derive(Debug, Default)]
+struct FromStart {
+    next_sample: f64,
+    latest: f64,
+    samples: Vec<quality::Quality>,
+    hashes: Vec<u64>,
+    frames: u64,
+    black: u64,
 }
 
 impl Sampled {
@@ -46,6 +63,11 @@ impl Sampled {
             fps: fps_hint
                 .filter(|f| f.is_finite() && *f > 0.0)
                 .unwrap_or(25.0),
+            from_start: Some(FromStart {
+                next_sample: f64::NEG_INFINITY,
+                latest: f64::NEG_INFINITY,
+                ..FromStart::default()
+            }),
             ..Sampled::default()
         }
     }
@@ -58,21 +80,36 @@ impl Sampled {
         }
         self.coded.get_or_insert((f.coded_width, f.coded_height));
         let small = motion_gray(&self.gray);
-        if f.key {
-            self.samples.push((
-                f.time_secs,
-                quality::measure(f.planes, f.width, f.height),
-                is_black(&small),
-            ));
-            if self.gray.std_dev() >= FLAT_STD {
-                self.hashes.push(phash(&self.gray));
+        let black = is_black(&small);
+        let fps = if self.fps > 0.0 { self.fps } else { 25.0 };
+        let time = f.time_secs.unwrap_or(f.index as f64 / fps);
+        self.pushed += 1;
+        if self.pushed > 1 && !follows {
+            self.from_start = None;
+        }
+        // The deep pass's sample of a frame a second, on a clock that never goes back.
+        let due = self.from_start.as_mut().is_some_and(|run| {
+            run.latest = run.latest.max(time);
+            run.frames += 1;
+            run.black += u64::from(black);
+            run.latest >= run.next_sample
+        });
+        if f.key || due {
+            let picture = quality::measure(f.planes, f.width, f.height);
+            let hash = (self.gray.std_dev() >= FLAT_STD).then(|| phash(&self.gray));
+            if let Some(run) = self.from_start.as_mut().filter(|_| due) {
+                run.next_sample = run.latest + SAMPLE_EVERY_SECS;
+                run.samples.push(picture);
+                run.hashes.extend(hash);
+            }
+            if f.key {
+                self.samples.push((f.time_secs, picture, black));
+                self.hashes.extend(hash);
             }
         }
         if !follows {
             self.meter = MotionMeter::default();
         }
-        let fps = if self.fps > 0.0 { self.fps } else { 25.0 };
-        let time = f.time_secs.unwrap_or(f.index as f64 / fps);
         if let Some(motion) = self.meter.push(&small, time) {
             let frozen = self.previous.as_ref().is_some_and(|p| {
                 p.data.len() == self.gray.data.len()
@@ -89,19 +126,52 @@ impl Sampled {
         self.gray = previous.unwrap_or_default();
     }
 
-    /// The curves a triage keeps: the keyframes' hashes, which group near-duplicate videos
-    /// as the deep pass's hashes of a frame a second do.
-    pub fn curves(&self) -> Curves {
+    /// The curves a triage of `scan` keeps: the keyframes' hashes, which group near-duplicate
+    /// videos as the deep pass's hashes of a frame a second do (those, where every frame was
+    /// decoded).
+    pub fn curves(&self, scan: &PacketScan) -> Curves {
         Curves {
-            frame_hashes: self.hashes.clone(),
+            frame_hashes: match self.every_frame(scan) {
+                Some(run) => run.hashes.clone(),
+                None => self.hashes.clone(),
+            },
             ..Curves::default()
         }
+    }
+
+    /// The decode from the start, if it holds every frame the packets of `scan` show.
+    fn every_frame(&self, scan: &PacketScan) -> Option<&FromStart> {
+        let n = scan.packets.len() as u64;
+        let shown = n - scan.discarded_packets.min(n);
+        self.from_start
+            .as_ref()
+            .filter(|run| run.frames >= shown && !run.samples.is_empty())
     }
 
     /// Fill `m`'s picture measures with the keyframes' means, each weighted by the time it
     /// stands for (none without a keyframe), its motion with the frames' in a row, and its
     /// frozen share with the packets'.
     fn fill(&self, m: &mut Metrics, scan: &PacketScan) {
+        if let Some(run) = self.every_frame(scan) {
+            let mean = |f: &dyn Fn(&quality::Quality) -> f64| {
+                run.samples.iter().map(f).sum::<f64>() / run.samples.len() as f64
+            };
+            m.brightness = Some(mean(&|q| q.brightness));
+            m.brightness_p5 = Some(mean(&|q| q.brightness_p5));
+            m.brightness_p95 = Some(mean(&|q| q.brightness_p95));
+            m.sharpness = Some(mean(&|q| q.sharpness));
+            m.entropy = Some(mean(&|q| q.entropy));
+            m.colorfulness = Some(mean(&|q| q.colorfulness));
+            m.black_share = Some(run.black as f64 / run.frames as f64);
+            m.phash = run.hashes.first().copied();
+        } else {
+            self.fill_from_keyframes(m, scan);
+        }
+        self.fill_motion(m, scan);
+    }
+
+    /// The picture measures as the keyframes' means, each weighted by the time it stands for.
+    fn fill_from_keyframes(&self, m: &mut Metrics, scan: &PacketScan) {
         let weights = keyframe_weights(scan, &self.samples);
         let total: f64 = weights.iter().sum();
         if total > 0.0 {
@@ -129,6 +199,10 @@ impl Sampled {
             m.black_share = Some(black / total);
             m.phash = self.hashes.first().copied();
         }
+    }
+
+    /// Motion from the frames measured in a row, and the frozen share.
+    fn fill_motion(&self, m: &mut Metrics, scan: &PacketScan) {
         if !self.motion.is_empty() {
             let scale = motion_scale(scan, &self.motion);
             let values: Vec<f64> = self.motion.iter().map(|s| s.motion * scale).collect();

@@ -310,7 +310,7 @@ fn triage_video(
 ) -> (Metrics, Curves) {
     let stream = StreamChoice::recorded(item.stream_index);
     let mut sampled = framecull_analysis::triage::Sampled::new(item.fps);
-    let metrics = match scan_packets(
+    match scan_packets(
         source,
         stream,
         deadline,
@@ -318,11 +318,13 @@ fn triage_video(
         item.size_bytes,
         &mut |f, follows| sampled.push(f, follows),
     ) {
-        Ok(scan) => framecull_analysis::triage::measure(&scan, &sampled, item.fps),
+        Ok(scan) => (
+            framecull_analysis::triage::measure(&scan, &sampled, item.fps),
+            sampled.curves(&scan),
+        ),
         // Nothing read: the failure is the triage's (`base` is of its level, with no hash).
-        Err(e) => decode_failure(e, base).0,
-    };
-    (metrics, sampled.curves())
+        Err(e) => decode_failure(e, base),
+    }
 }
 
 fn decode_failure(e: DecodeError, mut m: Metrics) -> (Metrics, Curves) {
