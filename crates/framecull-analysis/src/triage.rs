@@ -153,15 +153,8 @@ impl Sampled {
     /// frozen share with the packets'.
     fn fill(&self, m: &mut Metrics, scan: &PacketScan) {
         if let Some(run) = self.every_frame(scan) {
-            let mean = |f: &dyn Fn(&quality::Quality) -> f64| {
-                run.samples.iter().map(f).sum::<f64>() / run.samples.len() as f64
-            };
-            m.brightness = Some(mean(&|q| q.brightness));
-            m.brightness_p5 = Some(mean(&|q| q.brightness_p5));
-            m.brightness_p95 = Some(mean(&|q| q.brightness_p95));
-            m.sharpness = Some(mean(&|q| q.sharpness));
-            m.entropy = Some(mean(&|q| q.entropy));
-            m.colorfulness = Some(mean(&|q| q.colorfulness));
+            let equal: Vec<_> = run.samples.iter().map(|q| (q, 1.0)).collect();
+            set_picture_means(m, &equal);
             m.black_share = Some(run.black as f64 / run.frames as f64);
             m.phash = run.hashes.first().copied();
         } else {
@@ -175,20 +168,13 @@ impl Sampled {
         let weights = keyframe_weights(scan, &self.samples);
         let total: f64 = weights.iter().sum();
         if total > 0.0 {
-            let mean = |f: &dyn Fn(&quality::Quality) -> f64| {
-                self.samples
-                    .iter()
-                    .zip(&weights)
-                    .map(|((_, q, _), w)| f(q) * w)
-                    .sum::<f64>()
-                    / total
-            };
-            m.brightness = Some(mean(&|q| q.brightness));
-            m.brightness_p5 = Some(mean(&|q| q.brightness_p5));
-            m.brightness_p95 = Some(mean(&|q| q.brightness_p95));
-            m.sharpness = Some(mean(&|q| q.sharpness));
-            m.entropy = Some(mean(&|q| q.entropy));
-            m.colorfulness = Some(mean(&|q| q.colorfulness));
+            let weighted: Vec<_> = self
+                .samples
+                .iter()
+                .zip(&weights)
+                .map(|((_, q, _), w)| (q, *w))
+                .collect();
+            set_picture_means(m, &weighted);
             let black: f64 = self
                 .samples
                 .iter()
@@ -216,6 +202,21 @@ impl Sampled {
             m.frozen_share = frozen_share(scan, &self.motion, w, h);
         }
     }
+}
+
+/// `m`'s picture measures: the means of those of `samples`, each with its weight (their sum
+/// above 0).
+fn set_picture_means(m: &mut Metrics, samples: &[(&quality::Quality, f64)]) {
+    let total: f64 = samples.iter().map(|(_, w)| w).sum();
+    let mean = |f: &dyn Fn(&quality::Quality) -> f64| {
+        Some(samples.iter().map(|(q, w)| f(q) * w).sum::<f64>() / total)
+    };
+    m.brightness = mean(&|q| q.brightness);
+    m.brightness_p5 = mean(&|q| q.brightness_p5);
+    m.brightness_p95 = mean(&|q| q.brightness_p95);
+    m.sharpness = mean(&|q| q.sharpness);
+    m.entropy = mean(&|q| q.entropy);
+    m.colorfulness = mean(&|q| q.colorfulness);
 }
 
 /// The time each keyframe measured stands for, as the deep pass's frames a second do: from
