@@ -139,13 +139,13 @@ impl Sampled {
         }
     }
 
-    /// The decode from the start, if it holds every frame the packets of `scan` show.
+    /// The decode from the start, if it was given every packet of `scan` (in one run: each
+    /// frame followed the one before).
     fn every_frame(&self, scan: &PacketScan) -> Option<&FromStart> {
-        let n = scan.packets.len() as u64;
-        let shown = n - scan.discarded_packets.min(n);
+        let bytes: u64 = scan.packets.iter().map(|p| u64::from(p.size)).sum();
         self.from_start
             .as_ref()
-            .filter(|run| run.frames >= shown && !run.samples.is_empty())
+            .filter(|run| scan.sample.bytes >= bytes && !run.samples.is_empty())
     }
 
     /// Fill `m`'s picture measures with the keyframes' means, each weighted by the time it
