@@ -212,11 +212,12 @@ fn measures_frame(items: &[(Item, Option<&Metrics>)]) -> PolarsResult<DataFrame>
 }
 
 /// Whether a video's frame hashes are enough to match it as footage: the deep pass's (one a
-/// second) always; a triage's (one a keyframe decoded) where there are three or more, or as
-/// many as the deep pass would have: one or two keyframes of a long video (a screen
-/// recording, a long-GOP encoder) would match it to anything that shares a title card.
+/// second) always; a triage's (one a keyframe decoded, or one a second where it decoded
+/// every frame) where there are three or more, or as many as the deep pass would have over
+/// the footage the packets hold (a file cut short holds less than its header says): one or
+/// two keyframes of a long video (a screen recording, a long-GOP encoder) would match it to
+/// anything that shares a title card.
 fn hashes_cover(item: &Item, m: &Metrics, n: usize) -> bool {
-    m.level != AnalysisLevel::Triage
-        || n >= 3
-        || n as f64 >= item.info.duration_secs.unwrap_or(f64::INFINITY)
+    let seconds = m.decoded_duration_secs.or(item.info.duration_secs);
+    m.level != AnalysisLevel::Triage || n >= 3 || n as f64 >= seconds.unwrap_or(f64::INFINITY)
 }
