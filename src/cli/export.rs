@@ -32,6 +32,11 @@ pub struct Args {
     /// Count what would go in, per split, without writing.
     #[arg(long)]
     dry_run: bool,
+    /// Also write each clip of the version as a file of its own in DIR: a video clip as an
+    /// MP4 holding exactly its frames, a picture as a copy, named by clip id. Clip files
+    /// present from an earlier run are kept, so a rerun writes only new clips.
+    #[arg(long, value_name = "DIR")]
+    materialize: Option<std::path::PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -47,6 +52,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         include: args.include,
         filter: args.filter.as_deref().map(Filter::parse).transpose()?,
     };
+    if args.dry_run && args.materialize.is_some() {
+        anyhow::bail!("--dry-run writes nothing: leave out --materialize, or --dry-run");
+    }
     if args.dry_run {
         let (_, counts) = manifest::select_rows(&catalog, &options)?;
         super::write_stdout(&serde_json::to_string_pretty(&counts)?)?;
@@ -62,8 +70,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         other => other?,
     };
+    let materialized = match &args.materialize {
+        Some(dir) => Some(materialize(&catalog, &meta, dir, &stop)?),
+        None => None,
+    };
     if args.json {
-        super::write_stdout(&serde_json::to_string_pretty(&meta)?)?;
+        let mut out = serde_json::to_value(&meta)?;
+        if let Some(m) = &materialized {
+            out["materialized"] = serde_json::to_value(m)?;
+        }
+        super::write_stdout(&serde_json::to_string_pretty(&out)?)?;
     } else {
         let dir = manifest::manifest_dir(catalog.project_dir(), &meta.name);
         eprintln!(
@@ -83,5 +99,70 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             super::write_stdout(&dir.join(file).display().to_string())?;
         }
     }
+    if materialized.is_some_and(|m| !m.failed.is_empty()) {
+        return Ok(Outcome::Problems);
+    }
     Ok(Outcome::Clean)
+}
+
+/// Write the clip files of version `meta` into `dir`, with a progress bar on stderr.
+fn materialize(
+    catalog: &crate::catalog::Catalog,
+    meta: &manifest::VersionMeta,
+    dir: &std::path::Path,
+    stop: &super::stop::Stop,
+) -> anyhow::Result<manifest::materialize::Materialized> {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    let rows = manifest::read_version(catalog.project_dir(), &meta.name, meta.version)?;
+    let root = crate::storage::Root::of_recorded(std::path::Path::new(&meta.dataset_root))?;
+    let bar = ProgressBar::with_draw_target(Some(rows.len() as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} clip files [{bar:30}] {pos}/{len} clips  {per_sec}  ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let references = manifest::read_seek_references(
+        &manifest::manifest_dir(catalog.project_dir(), &meta.name),
+        meta,
+    )?;
+    let result =
+        manifest::materialize::materialize(&root, &rows, &references, dir, stop.flag(), &mut |p| {
+            bar.set_position(p.done);
+            bar.set_message(format!(
+                "{:.1} MiB written",
+                p.bytes as f64 / (1 << 20) as f64
+            ));
+        });
+    bar.finish_and_clear();
+    let done = match result {
+        Err(manifest::ManifestError::Stopped) => {
+            return Err(stop.error(
+                &format!(
+                    "clip files stopped; the clips written are kept: run the same command \
+                     again to write the rest into {}",
+                    dir.display()
+                ),
+                false,
+            ));
+        }
+        other => other?,
+    };
+    eprintln!(
+        "clip files in {}: {} written ({:.1} MiB, {} frames encoded, {} copied), {} present, {} \
+         failed; {:.1} s",
+        dir.display(),
+        done.written,
+        done.bytes as f64 / (1 << 20) as f64,
+        done.reencoded_frames,
+        done.copied_frames,
+        done.present,
+        done.failed.len(),
+        done.secs
+    );
+    for failure in &done.failed {
+        eprintln!("error: {failure}");
+    }
+    Ok(done)
 }

@@ -15,7 +15,7 @@ use framecull_manifest::ManifestRow;
 use framecull_media::decode::DecodeError;
 use framecull_media::reader::{Picture, ReadError, ReadTimes, VideoReader};
 use framecull_media::source::Source;
-use framecull_model::{Matrix, MediaKind, Ratio, ReadAs, StreamChoice};
+use framecull_model::{ClipBounds, Matrix, MediaKind, Ratio, ReadAs, StreamChoice};
 use framecull_storage::{Root, StorageError};
 
 /// A row's check: the file to read, or why its clips are skipped.
@@ -186,39 +186,19 @@ pub(crate) fn clip_source(
     )
 }
 
-/// The clip's frames: a range of frame indices of the file (whose timestamps are `all`).
-///
-/// A frame belongs to the clip when its index is in `[start_frame, end_frame)` or its
-/// timestamp in `[start_pts, end_pts)` (else in `[start_secs, end_secs)`): the two agree on
-/// clips marked on the same frames, and together they keep a whole-file row's first and last
-/// frames when its seconds were rounded or its duration is the container's, which may end
-/// where the last frame starts.
+/// The clip's frames: a range of frame indices of the file (whose timestamps are `all`), by
+/// [`ClipBounds::range_in`].
 pub(crate) fn clip_range(all: &[i64], time_base: Ratio, clip: &ClipSource) -> Range<usize> {
-    if clip.is_image {
-        return 0..all.len().min(1);
+    ClipBounds {
+        is_image: clip.is_image,
+        start_pts: clip.start_pts,
+        end_pts: clip.end_pts,
+        time_base: clip.time_base,
+        start_secs: clip.start_secs,
+        end_secs: clip.end_secs,
+        frames: clip.frames,
     }
-    let by_time = if let (Some(a), Some(b)) = (clip.start_pts, clip.end_pts)
-        && clip.time_base.is_none_or(|tb| tb == time_base)
-    {
-        all.partition_point(|&p| p < a)..all.partition_point(|&p| p < b)
-    } else {
-        let tb = time_base.as_f64();
-        let eps = 1e-6;
-        let lo = all.partition_point(|&p| (p as f64 * tb) < clip.start_secs - eps);
-        let hi = all.partition_point(|&p| (p as f64 * tb) < clip.end_secs - eps);
-        lo..hi
-    };
-    let by_index = match clip.frames {
-        Some((a, b)) => a.min(all.len())..b.min(all.len()),
-        None => return by_time,
-    };
-    if by_index.is_empty() {
-        return by_time;
-    }
-    if by_time.is_empty() || by_time.start > by_index.end || by_index.start > by_time.end {
-        return by_index;
-    }
-    by_time.start.min(by_index.start)..by_time.end.max(by_index.end)
+    .range_in(all, time_base)
 }
 
 /// Positions among the clip's frames (timestamps `frames`) that a window takes, ascending,

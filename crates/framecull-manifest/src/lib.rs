@@ -7,10 +7,12 @@
 //! - `select`: which rows a version holds ([`select_rows`]);
 //! - `export`: writing a version ([`export`]);
 //! - `versions`: reading versions back, opening a manifest by path, [`diff`];
-//! - `io`: the Parquet, JSON-lines and CSV files; [`split`]: the seeded split assignment.
+//! - `io`: the Parquet, JSON-lines and CSV files; [`split`]: the seeded split assignment;
+//! - [`materialize`]: a version's clips as files of their own.
 
 mod export;
 mod io;
+pub mod materialize;
 mod select;
 pub mod split;
 mod versions;
@@ -105,6 +107,25 @@ pub struct ManifestRow {
 }
 
 impl ManifestRow {
+    /// Where the clip lies in its file.
+    pub fn bounds(&self) -> framecull_model::ClipBounds {
+        framecull_model::ClipBounds {
+            is_image: self.kind == MediaKind::Image,
+            start_pts: self.start_pts,
+            end_pts: self.end_pts,
+            time_base: self
+                .time_base
+                .as_deref()
+                .and_then(framecull_model::Ratio::parse),
+            start_secs: self.start_secs,
+            end_secs: self.end_secs,
+            frames: match (self.start_frame, self.end_frame) {
+                (Some(a), Some(b)) if a >= 0 && b > a => Some((a as usize, b as usize)),
+                _ => None,
+            },
+        }
+    }
+
     pub const COLUMNS: &'static [&'static str] = &[
         "clip_id",
         "path",

@@ -2,6 +2,7 @@
 
 #![allow(unsafe_code)]
 
+pub mod clip;
 pub mod convert;
 pub mod decode;
 pub mod downscale;

@@ -402,3 +402,55 @@ mod tests {
         assert_eq!(order.latest, Some(2.0));
     }
 }
+
+/// Where a clip lies in its file, as a manifest row records it: its timestamps (in
+/// `time_base`, the file's where `None`), its seconds, and its frame indices where known.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ClipBounds {
+    pub is_image: bool,
+    pub start_pts: Option<i64>,
+    pub end_pts: Option<i64>,
+    pub time_base: Option<Ratio>,
+    pub start_secs: f64,
+    pub end_secs: f64,
+    /// Frame indices `[start, end)`.
+    pub frames: Option<(usize, usize)>,
+}
+
+impl ClipBounds {
+    /// The clip's frames: a range of frame indices of the file whose timestamps (in
+    /// `time_base`) are `all`.
+    ///
+    /// A frame belongs to the clip when its index is in `[start_frame, end_frame)` or its
+    /// timestamp in `[start_pts, end_pts)` (else in `[start_secs, end_secs)`): the two agree on
+    /// clips marked on the same frames, and together they keep a whole-file row's first and
+    /// last frames when its seconds were rounded or its duration is the container's, which
+    /// may end where the last frame starts.
+    pub fn range_in(&self, all: &[i64], time_base: Ratio) -> std::ops::Range<usize> {
+        if self.is_image {
+            return 0..all.len().min(1);
+        }
+        let by_time = if let (Some(a), Some(b)) = (self.start_pts, self.end_pts)
+            && self.time_base.is_none_or(|tb| tb == time_base)
+        {
+            all.partition_point(|&p| p < a)..all.partition_point(|&p| p < b)
+        } else {
+            let tb = time_base.as_f64();
+            let eps = 1e-6;
+            let lo = all.partition_point(|&p| (p as f64 * tb) < self.start_secs - eps);
+            let hi = all.partition_point(|&p| (p as f64 * tb) < self.end_secs - eps);
+            lo..hi
+        };
+        let by_index = match self.frames {
+            Some((a, b)) => a.min(all.len())..b.min(all.len()),
+            None => return by_time,
+        };
+        if by_index.is_empty() {
+            return by_time;
+        }
+        if by_time.is_empty() || by_time.start > by_index.end || by_index.start > by_time.end {
+            return by_index;
+        }
+        by_time.start.min(by_index.start)..by_time.end.max(by_index.end)
+    }
+}

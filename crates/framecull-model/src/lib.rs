@@ -31,9 +31,9 @@ mod review;
 mod units;
 
 pub use frames::{
-    FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView, PACKET_HEADER_BYTES,
-    PacketRecord, PacketScan, SampledDecode, SeekReference, TimeOrder, blocks16,
-    repeat_packet_bytes,
+    ClipBounds, FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView,
+    PACKET_HEADER_BYTES, PacketRecord, PacketScan, SampledDecode, SeekReference, TimeOrder,
+    blocks16, repeat_packet_bytes,
 };
 pub use item::{
     Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, OtherStatus, Probe,

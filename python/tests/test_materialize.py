@@ -1,0 +1,121 @@
+"""Clip files (`framecull export --materialize DIR`) read back with PyAV: each holds exactly
+its clip's frames, `end_frame - start_frame` of them, each within 40 dB PSNR of the source's
+frame at the same index (a decode from the start)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from conftest import ffmpeg, run
+
+av = pytest.importorskip("av")
+np = pytest.importorskip("numpy")
+
+# Sources with B-frames and short GOPs, an open GOP (x264's), a variable frame rate and a
+# rotation, as users bring them.
+SOURCES = [
+    (
+        "bframes.mp4",
+        ["-f", "lavfi", "-i", "testsrc2=size=192x108:rate=25:duration=3,noise=alls=8:allf=t",
+         "-c:v", "libx264", "-g", "12", "-bf", "3"],
+    ),
+    (
+        "open_gop.mkv",
+        ["-f", "lavfi", "-i", "mandelbrot=size=160x120:rate=30", "-t", "3",
+         "-c:v", "libx264", "-g", "15", "-bf", "2", "-x264-params", "open-gop=1"],
+    ),
+    (
+        "vfr_rotated.mp4",
+        ["-f", "lavfi", "-i", "testsrc=size=160x96:rate=30:duration=3,noise=alls=6:allf=t",
+         "-vf", "setpts='N/30/TB+if(gte(N,40),0.2/TB,0)'", "-fps_mode", "vfr",
+         "-metadata:s:v", "rotate=90", "-c:v", "libx264", "-g", "20"],
+    ),
+]
+
+
+def frames_of(path: Path) -> list:
+    """Every frame of the first video stream, in display order, as 8-bit YUV 4:2:0 planes."""
+    out = []
+    with av.open(str(path)) as container:
+        for frame in container.decode(container.streams.video[0]):
+            out.append(frame.to_ndarray(format="yuv420p").astype(np.float64))
+    return out
+
+
+def times_of(path: Path) -> list[float]:
+    """Each frame's presentation time in seconds, in display order."""
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        return [float(f.pts * stream.time_base) for f in container.decode(stream)]
+
+
+def psnr(a, b) -> float:
+    mse = float(np.mean((a - b) ** 2))
+    return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
+
+
+def keyframes(path: Path) -> list[int]:
+    """Display indices of the keyframes."""
+    with av.open(str(path)) as container:
+        return [i for i, f in enumerate(container.decode(container.streams.video[0])) if f.key_frame]
+
+
+def test_clip_files_hold_exactly_their_frames(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, args in SOURCES:
+        ffmpeg(*args, "-pix_fmt", "yuv420p", str(data / name))
+    project = tmp_path / "project"
+    run("scan", str(data), "--deep", "--project", str(project))
+    wanted = {}
+    for name, _ in SOURCES:
+        count = len(frames_of(data / name))
+        keys = [k for k in keyframes(data / name) if k > 0]
+        key = keys[0]
+        # One clip starting on a keyframe, one mid-GOP, one ending a frame before a keyframe.
+        clips = [(key, min(key + 9, count)), (key // 2 + 1, key + 4), (1, key)]
+        wanted[name] = clips
+        for start, end in clips:
+            run("clips", "--project", str(project), "add", name, "--start", f"f{start}", "--end", f"f{end}")
+    run("review", "accept", *[name for name, _ in SOURCES], "--project", str(project))
+    out = tmp_path / "clips"
+    done = run("export", "--project", str(project), "--name", "cut", "--format", "jsonl",
+               "--json", "--materialize", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)["materialized"]
+    rows = [json.loads(line) for line in
+            (project / "manifests" / "cut" / "v0001.jsonl").read_text().splitlines()]
+    checked = 0
+    for row in rows:
+        name = row["path"]
+        if (row["start_frame"], row["end_frame"]) not in wanted[name]:
+            continue  # the whole-file row of a file with clips, if any
+        clip = out / f"{row['clip_id']}.mp4"
+        assert clip.exists(), f"{clip} missing"
+        source = frames_of(data / name)
+        source_times = times_of(data / name)
+        got = frames_of(clip)
+        start, end = row["start_frame"], row["end_frame"]
+        assert len(got) == end - start, f"{name} [{start}, {end}): {len(got)} frames"
+        for i, frame in enumerate(got):
+            value = psnr(frame, source[start + i])
+            assert value >= 40, f"{name} frame {start + i}: {value:.1f} dB"
+        # Timestamps from zero, with the source's intervals.
+        times = [t - source_times[start] for t in source_times[start:end]]
+        got_times = times_of(clip)
+        assert got_times[0] == 0, got_times[:3]
+        assert all(abs(a - b) < 1e-3 for a, b in zip(got_times, times)), (name, got_times, times)
+        checked += 1
+    assert checked == sum(len(c) for c in wanted.values()), report
+    assert report["written"] >= checked and not report["failed"], report
+
+    # A rerun writes nothing new: every clip file is there.
+    again = run("export", "--project", str(project), "--name", "cut", "--format", "jsonl",
+                "--json", "--materialize", str(out))
+    redo = json.loads(again.stdout)["materialized"]
+    assert redo["written"] == 0 and redo["present"] == report["written"], redo
+    assert not list(out.glob("*.part")), "a part file was left"
