@@ -111,7 +111,7 @@ fn materialize(
     meta: &manifest::VersionMeta,
     dir: &std::path::Path,
     stop: &super::stop::Stop,
-) -> anyhow::Result<manifest::materialize::Materialized> {
+) -> anyhow::Result<crate::loader::materialize::Materialized> {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     let rows = manifest::read_version(catalog.project_dir(), &meta.name, meta.version)?;
     let root = crate::storage::Root::of_recorded(std::path::Path::new(&meta.dataset_root))?;
@@ -127,14 +127,20 @@ fn materialize(
         &manifest::manifest_dir(catalog.project_dir(), &meta.name),
         meta,
     )?;
-    let result =
-        manifest::materialize::materialize(&root, &rows, &references, dir, stop.flag(), &mut |p| {
+    let result = crate::loader::materialize::materialize(
+        &root,
+        &rows,
+        &references,
+        dir,
+        stop.flag(),
+        &mut |p| {
             bar.set_position(p.done);
             bar.set_message(format!(
                 "{:.1} MiB written",
                 p.bytes as f64 / (1 << 20) as f64
             ));
-        });
+        },
+    );
     bar.finish_and_clear();
     let done = match result {
         Err(manifest::ManifestError::Stopped) => {

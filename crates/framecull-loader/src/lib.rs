@@ -14,6 +14,7 @@
 mod cache;
 pub mod gpu;
 pub mod isolate;
+pub mod materialize;
 mod pipeline;
 pub mod plan;
 pub mod preprocess;

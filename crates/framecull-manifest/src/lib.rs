@@ -7,12 +7,10 @@
 //! - `select`: which rows a version holds ([`select_rows`]);
 //! - `export`: writing a version ([`export`]);
 //! - `versions`: reading versions back, opening a manifest by path, [`diff`];
-//! - `io`: the Parquet, JSON-lines and CSV files; [`split`]: the seeded split assignment;
-//! - [`materialize`]: a version's clips as files of their own.
+//! - `io`: the Parquet, JSON-lines and CSV files; [`split`]: the seeded split assignment.
 
 mod export;
 mod io;
-pub mod materialize;
 mod select;
 pub mod split;
 mod versions;

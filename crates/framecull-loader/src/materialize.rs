@@ -1,7 +1,8 @@
-//! A version's clips as files of their own (`export --materialize DIR`): each video clip an
-//! MP4 that holds exactly its frames (`framecull_media::clip`), each picture a copy. A clip
-//! file is named by its clip id and appears only when complete; a rerun writes only the clips
-//! whose file is missing, so a stopped run resumes where it stopped.
+//! A manifest version's clips as files of their own (`export --materialize DIR`): each
+//! video clip an MP4 that holds exactly its frames (`framecull_media::clip`, the frames the
+//! loader reads for the row), each picture a copy. A clip file is named by its clip id and
+//! appears only when complete; a rerun writes only the clips whose file is missing, so a
+//! stopped run resumes where it stopped.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use framecull_model::{MediaKind, ReadAs, SeekReference, StreamChoice};
 use framecull_storage::Root;
 use serde::Serialize;
 
-use crate::{ManifestError, ManifestRow};
+use framecull_manifest::{ManifestError, ManifestRow};
 
 /// What a materialization did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -66,7 +67,10 @@ pub fn materialize(
     on_progress: &mut dyn FnMut(MaterializeProgress),
 ) -> Result<Materialized, ManifestError> {
     let started = Instant::now();
-    std::fs::create_dir_all(dir).map_err(|e| ManifestError::io(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|source| ManifestError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let mut out = Materialized::default();
     for (i, row) in rows.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
