@@ -39,6 +39,24 @@ impl Extent {
     fn end(&self) -> u64 {
         self.start + self.bytes.len() as u64
     }
+
+    /// Its bytes from `pos` (which it holds) on.
+    fn from(&self, pos: u64) -> &[u8] {
+        &self.bytes[(pos - self.start) as usize..]
+    }
+}
+
+impl Extents {
+    /// The range kept that holds `pos`, marked used now (the clock moves on at every lookup).
+    fn kept_at(&mut self, pos: u64) -> Option<usize> {
+        self.clock += 1;
+        let i = self
+            .kept
+            .iter()
+            .position(|e| e.start <= pos && pos < e.end())?;
+        self.kept[i].last_used = self.clock;
+        Some(i)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -178,18 +196,8 @@ impl CachedObject {
         let mut at = pos;
         while at < end {
             let mut extents = self.lock();
-            extents.clock += 1;
-            let clock = extents.clock;
-            let hit = extents
-                .kept
-                .iter()
-                .position(|e| e.start <= at && at < e.end());
-            let bytes = match hit {
-                Some(i) => {
-                    let e = &mut extents.kept[i];
-                    e.last_used = clock;
-                    &e.bytes[(at - e.start) as usize..]
-                }
+            let bytes = match extents.kept_at(at) {
+                Some(i) => extents.kept[i].from(at),
                 None => {
                     let fetch_end = end.max(at + AT_LEAST_BYTES).min(self.size_bytes());
                     self.fetch(&mut extents, at..fetch_end)?
@@ -216,18 +224,8 @@ impl CachedObject {
             return Ok(0);
         }
         let mut extents = self.lock();
-        extents.clock += 1;
-        let clock = extents.clock;
-        let hit = extents
-            .kept
-            .iter()
-            .position(|e| e.start <= pos && pos < e.end());
-        let bytes: &[u8] = match hit {
-            Some(i) => {
-                let e = &mut extents.kept[i];
-                e.last_used = clock;
-                &e.bytes[(pos - e.start) as usize..]
-            }
+        let bytes: &[u8] = match extents.kept_at(pos) {
+            Some(i) => extents.kept[i].from(pos),
             None if extents.placeholders => {
                 // Zeros up to the next range fetched.
                 let next = extents
