@@ -12,7 +12,7 @@ use ff::format::Pixel;
 use ff::software::scaling;
 use ffmpeg_next as ff;
 
-use crate::decode::{DecodeError, video_stream};
+use crate::decode::DecodeError;
 use crate::ffmpeg_log;
 use crate::picture::Matrix;
 use crate::reader::{Picture, ReadError, ReadTimes, VideoReader};
@@ -63,15 +63,13 @@ struct Described {
     display_matrix: Option<Vec<u8>>,
 }
 
-fn describe(source: &Source, read: ReadAs) -> Result<Described, ClipError> {
-    let opened = source.open();
-    let input = opened
-        .input(|| false)
-        .map_err(|e| DecodeError::Open(e.to_string()))?;
-    let stream = video_stream(&input, read.stream).ok_or(DecodeError::NoVideo)?;
+/// What the clip keeps of the stream `reader` reads (from its open demuxer: nothing is read
+/// again).
+fn describe(reader: &VideoReader) -> Result<Described, ClipError> {
+    let stream = reader.stream().ok_or(DecodeError::NoVideo)?;
     let rate = stream.avg_frame_rate();
-    // SAFETY: the stream and its codec parameters are valid while `input` is open; the side
-    // data returned is owned by the stream and copied before it closes.
+    // SAFETY: the stream and its codec parameters are valid while the reader's demuxer is
+    // open; the side data returned is owned by the stream and copied here.
     unsafe {
         let st = stream.as_ptr();
         let par = (*st).codecpar;
@@ -110,8 +108,8 @@ pub fn write_clip(
     out: &Path,
 ) -> Result<ClipWritten, ClipError> {
     ffmpeg_log::init();
-    let described = describe(source, read)?;
     let mut reader = VideoReader::open_as(source, 1, read)?;
+    let described = describe(&reader)?;
     if let Some(reference) = reference {
         reader.set_reference(reference);
     }

@@ -256,6 +256,11 @@ impl VideoReader {
         self.time_base
     }
 
+    /// The video stream read, as the open demuxer describes it.
+    pub fn stream(&self) -> Option<ff::format::stream::Stream<'_>> {
+        self.input.stream(self.stream_index)
+    }
+
     /// The file's frames: timestamps in display order, and how they are recognised.
     pub fn frames(&self) -> &FrameIndex {
         &self.frames
