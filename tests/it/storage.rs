@@ -1213,3 +1213,77 @@ fn clips_of_a_bucket_project_are_the_clips_of_the_local_folder() {
     assert!(remote_clips.contains("clips/box.mp4"), "{remote_clips}");
     assert!(remote_clips.lines().count() >= 6, "{remote_clips}");
 }
+
+/// Clip files of a bucket's video (an odd name: a space and an accent) are written from
+/// ranged reads of the object: each holds its clip's frames, as many as from the local file.
+#[test]
+fn clip_files_of_a_bucket_hold_their_frames() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let mut spec = framecull::media::synth::VideoSpec::new("libx264", 128, 72, 25, 60);
+    spec.gop = 12;
+    spec.noise = 6;
+    let name = "clips/odd name é.mp4";
+    common::video(data.path(), name, &spec);
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "datasets", "odd", false);
+    let frames_of = |path: &Path| -> u64 {
+        let out = std::process::Command::new("ffprobe")
+            .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+            .args(["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0"])
+            .arg(path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    };
+    let mut counts = Vec::new();
+    for remote in [true, false] {
+        let project = tempfile::tempdir().unwrap();
+        let out = if remote {
+            scan(&server, "s3://datasets/odd", project.path(), &["--deep"])
+        } else {
+            common::run(&[
+                "scan",
+                data.path().to_str().unwrap(),
+                "--deep",
+                "--project",
+                project.path().to_str().unwrap(),
+            ])
+        };
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        let project_arg = project.path().to_str().unwrap();
+        for (start, end) in [("f5", "f31"), ("f12", "f24")] {
+            let out = framecull(&server, "test")
+                .args(["clips", "--project", project_arg, "add", name])
+                .args(["--start", start, "--end", end])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        }
+        let dir = project.path().join("clip-files");
+        let out = framecull(&server, "test")
+            .args([
+                "export",
+                "--name",
+                "cut",
+                "--format",
+                "jsonl",
+                "--materialize",
+            ])
+            .arg(&dir)
+            .args(["--project", project_arg])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let mut got: Vec<u64> = files.iter().map(|f| frames_of(f)).collect();
+        got.sort();
+        assert_eq!(got, vec![12, 26], "{files:?}");
+        counts.push(got);
+    }
+    assert_eq!(counts[0], counts[1]);
+}
