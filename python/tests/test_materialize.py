@@ -1,6 +1,7 @@
 """Clip files (`framecull export --materialize DIR`) read back with PyAV: each holds exactly
 its clip's frames, `end_frame - start_frame` of them, each within 40 dB PSNR of the source's
-frame at the same index (a decode from the start)."""
+frame at the same index (a decode from the start), and the frames of the GOPs copied (smart
+cut) identical to the source's."""
 
 from __future__ import annotations
 
@@ -90,8 +91,10 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
         count = len(frames_of(data / name))
         # The first keyframe from frame 5.
         key = next(k for k in keyframes(data / name) if k >= 5)
-        # One clip starting on a keyframe, one mid-GOP, one ending a frame before a keyframe.
-        clips = [(key, min(key + 9, count)), (key // 2 + 1, key + 4), (1, key)]
+        # One clip starting on a keyframe, one mid-GOP, one ending a frame before a keyframe;
+        # one over several GOPs from mid-GOP, and the whole file (GOPs to copy).
+        clips = [(key, min(key + 9, count)), (key // 2 + 1, key + 4), (1, key),
+                 (key // 2 + 2, count - 3), (0, count)]
         wanted[name] = clips
         for start, end in clips:
             run("clips", "--project", str(project), "add", name, "--start", f"f{start}", "--end", f"f{end}")
@@ -104,6 +107,7 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
     rows = [json.loads(line) for line in
             (project / "manifests" / "cut" / "v0001.jsonl").read_text().splitlines()]
     checked = 0
+    identical = 0
     for row in rows:
         name = row["path"]
         if (row["start_frame"], row["end_frame"]) not in wanted[name]:
@@ -118,6 +122,7 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
         for i, frame in enumerate(got):
             value = psnr(frame, source[start + i])
             assert value >= 40, f"{name} frame {start + i}: {value:.1f} dB"
+            identical += value == math.inf
         # Timestamps from zero, with the source's intervals.
         times = [t - source_times[start] for t in source_times[start:end]]
         got_times = times_of(clip)
@@ -127,6 +132,10 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
         checked += 1
     assert checked == sum(len(c) for c in wanted.values()), report
     assert report["written"] >= checked and not report["failed"], report
+    # The closed GOPs inside clips were copied (x264's open GOPs were not: encoded), and each
+    # frame copied is the source's own.
+    assert report["copied_frames"] > 0, report
+    assert identical >= report["copied_frames"], (identical, report)
 
     # A rerun writes nothing new: every clip file is there.
     again = run("export", "--project", str(project), "--name", "cut", "--format", "jsonl",

@@ -1268,6 +1268,7 @@ fn clip_files_of_a_bucket_hold_their_frames() {
                 "cut",
                 "--format",
                 "jsonl",
+                "--json",
                 "--materialize",
             ])
             .arg(&dir)
@@ -1275,6 +1276,10 @@ fn clip_files_of_a_bucket_hold_their_frames() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // Frames 12 to 24 are a closed GOP inside both clips: copied, not encoded.
+        let copied = report["materialized"]["copied_frames"].as_u64().unwrap();
+        assert!(copied >= 24, "{report}");
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -1283,7 +1288,7 @@ fn clip_files_of_a_bucket_hold_their_frames() {
         let mut got: Vec<u64> = files.iter().map(|f| frames_of(f)).collect();
         got.sort();
         assert_eq!(got, vec![12, 26], "{files:?}");
-        counts.push(got);
+        counts.push((got, copied));
     }
     assert_eq!(counts[0], counts[1]);
 }

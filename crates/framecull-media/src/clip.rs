@@ -1,9 +1,11 @@
-//! Clip files that hold exactly a clip's frames. [`write_clip`] reads frames `[start, end)` of
-//! a video as the loader reads them (the frames a decode from the start shows at those
-//! indices, found through a checked seek) and encodes them to an MP4 of their own with
-//! libx264 at a quality that keeps them within 40 dB PSNR of the source's, timestamps from
-//! zero (a variable-rate source keeps its intervals), with the source's rotation, sample
-//! aspect ratio and colour description. The file appears under its name only when complete.
+//! Clip files that hold exactly a clip's frames. [`write_clip`] writes frames `[start, end)`
+//! of a video (the frames a decode from the start shows at those indices) to an MP4 of their
+//! own: by smart cut where the clip holds whole closed GOPs of an H.264 source (their packets
+//! copied, the ends encoded again: [`smart`]), else read as the loader reads them (through
+//! checked seeks) and encoded with libx264 at a quality that keeps them within 40 dB PSNR of
+//! the source's. Timestamps run from zero (a variable-rate source keeps its intervals), with
+//! the source's rotation, sample aspect ratio and colour description. The file appears under
+//! its name only when complete.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +20,8 @@ use crate::picture::Matrix;
 use crate::reader::{Picture, ReadError, ReadTimes, VideoReader};
 use crate::source::Source;
 use framecull_model::{ClipBounds, ReadAs, SeekReference};
+
+mod smart;
 
 /// The constant rate factor the clips are encoded at: grainy 720p footage comes out at 45 to
 /// 50 dB PSNR against its source (the frame rule asks for 40).
@@ -114,11 +118,11 @@ pub fn write_clip(
         reader.set_reference(reference);
     }
     let part = part_path(out);
-    let written = match encode(&mut reader, bounds, &described, &part) {
+    let written = match write_any(&mut reader, source, bounds, &described, &part) {
         // A decode from the start that ends early (a truncated file, a frame count the
         // packets overstate) shortens the file's frames: the clip is what is left of it.
         Err(ClipError::Read(ReadError::Missing(_))) => {
-            encode(&mut reader, bounds, &described, &part)
+            write_any(&mut reader, source, bounds, &described, &part)
         }
         other => other,
     }
@@ -136,11 +140,45 @@ pub fn write_clip(
     let bytes = std::fs::metadata(out)
         .map_err(|e| ClipError::Io(out.to_path_buf(), e))?
         .len();
+    Ok(ClipWritten { bytes, ..written })
+}
+
+/// Write the clip to `part`: by smart cut where a GOP of it can be copied, else encoded
+/// whole. A smart cut that fails for any reason but a read of the source (a stream it does
+/// not expect) leaves the clip to the whole encoding.
+fn write_any(
+    reader: &mut VideoReader,
+    source: &Source,
+    bounds: &ClipBounds,
+    described: &Described,
+    part: &Path,
+) -> Result<ClipWritten, ClipError> {
+    let frames = bounds.range_in(reader.frame_pts(), reader.time_base());
+    match smart::write(reader, source, frames, described, part) {
+        Ok(Some(cut)) => {
+            return Ok(ClipWritten {
+                frames: cut.reencoded + cut.copied,
+                reencoded: cut.reencoded,
+                copied: cut.copied,
+                bytes: 0,
+            });
+        }
+        Ok(None) => {}
+        Err(e @ ClipError::Read(_)) => return Err(e),
+        Err(e) => {
+            tracing::debug!(
+                "{}: smart cut failed, encoding the clip whole: {e}",
+                part.display()
+            );
+            let _ = std::fs::remove_file(part);
+        }
+    }
+    let frames = encode(reader, bounds, described, part)?;
     Ok(ClipWritten {
-        frames: written,
-        reencoded: written,
+        frames,
+        reencoded: frames,
         copied: 0,
-        bytes,
+        bytes: 0,
     })
 }
 
@@ -159,45 +197,49 @@ fn encode(
     let tb = reader.time_base();
     let time_base = ff::Rational::new(tb.num, tb.den);
     let mut writer: Option<Writer> = None;
-    let mut failure: Option<ClipError> = None;
-    let wanted: Vec<usize> = frames.clone().collect();
     let first_pts = pts[frames.start];
-    // How long each frame shows: to the next frame's time (the last: as long as the one
-    // before it, or one nominal frame).
-    let duration = |i: usize| -> i64 {
-        match (pts.get(i + 1), i.checked_sub(1).and_then(|p| pts.get(p))) {
-            (Some(next), _) => next - pts[i],
-            (None, Some(before)) => pts[i] - before,
-            (None, None) => 1,
-        }
-        .max(1)
-    };
+    each_picture(reader, frames, &mut |picture| {
+        let w = match writer.as_mut() {
+            Some(w) => w,
+            None => writer.insert(Writer::open(part, picture, time_base, described)?),
+        };
+        let index = picture.index;
+        w.push(picture, pts[index] - first_pts, frame_duration(&pts, index))
+    })?;
+    let writer = writer.ok_or(ClipError::NoFrames { frames: pts.len() })?;
+    writer.finish()
+}
+
+/// How long frame `i` of frames shown at `pts` shows: to the next frame's time (the last: as
+/// long as the one before it, or one tick).
+fn frame_duration(pts: &[i64], i: usize) -> i64 {
+    match (pts.get(i + 1), i.checked_sub(1).and_then(|p| pts.get(p))) {
+        (Some(next), _) => next - pts[i],
+        (None, Some(before)) => pts[i] - before,
+        (None, None) => 1,
+    }
+    .max(1)
+}
+
+/// Decode `frames` with `reader` and hand each picture to `each`, in order, until it fails.
+fn each_picture(
+    reader: &mut VideoReader,
+    frames: std::ops::Range<usize>,
+    each: &mut dyn FnMut(&Picture) -> Result<(), ClipError>,
+) -> Result<(), ClipError> {
+    let wanted: Vec<usize> = frames.collect();
+    let mut failure: Option<ClipError> = None;
     reader.read(
         &wanted,
         None,
         &mut ReadTimes::default(),
         &mut |_, picture| {
-            if failure.is_some() {
-                return;
-            }
-            let index = picture.index;
-            let result = (|| {
-                let w = match writer.as_mut() {
-                    Some(w) => w,
-                    None => writer.insert(Writer::open(part, &picture, time_base, described)?),
-                };
-                w.push(&picture, pts[index] - first_pts, duration(index))
-            })();
-            if let Err(e) = result {
-                failure = Some(e);
+            if failure.is_none() {
+                failure = each(&picture).err();
             }
         },
     )?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    let writer = writer.ok_or(ClipError::NoFrames { frames: pts.len() })?;
-    writer.finish()
+    failure.map_or(Ok(()), Err)
 }
 
 /// Where a clip is written before it is complete: `out`'s name with `.part` added, in the
@@ -208,19 +250,15 @@ pub fn part_path(out: &Path) -> PathBuf {
     out.with_file_name(name)
 }
 
-/// An MP4 being written: libx264 fed the clip's pictures.
-struct Writer {
+/// libx264 fed a clip's pictures, converted to its 4:2:0 where they are RGB.
+struct Encoder {
     /// The pictures' size (the first's).
     size: (u32, u32),
-    octx: ff::format::context::Output,
+    codec: ff::Codec,
     encoder: ff::encoder::Video,
     frame: ff::frame::Video,
     /// Converts RGB pictures (sources that are not 4:2:0) to the encoder's 4:2:0.
     scaler: Option<(scaling::Context, ff::frame::Video)>,
-    enc_tb: ff::Rational,
-    ost_tb: ff::Rational,
-    durations: std::collections::HashMap<i64, i64>,
-    frames: u64,
 }
 
 fn encode_error(what: &'static str) -> impl Fn(ff::Error) -> ClipError {
@@ -233,16 +271,17 @@ fn encode_error(what: &'static str) -> impl Fn(ff::Error) -> ClipError {
     }
 }
 
-impl Writer {
+impl Encoder {
+    /// An encoder for pictures like `first`, timestamps in `time_base`. With `global_header`
+    /// its parameter sets go to the stream's header (an MP4 of its own); without, they lead
+    /// every keyframe in the packets, in Annex B form (a clip joined from parts).
     fn open(
-        part: &Path,
         first: &Picture,
         time_base: ff::Rational,
         described: &Described,
-    ) -> Result<Writer, ClipError> {
+        global_header: bool,
+    ) -> Result<Encoder, ClipError> {
         let codec = ff::encoder::find_by_name("libx264").ok_or(ClipError::NoEncoder("libx264"))?;
-        let mut octx =
-            ff::format::output_as(&part, "mp4").map_err(encode_error("output container"))?;
         let mut enc = ff::codec::context::Context::new_with_codec(codec)
             .encoder()
             .video()
@@ -255,7 +294,9 @@ impl Writer {
         enc.set_time_base(time_base);
         enc.set_frame_rate(described.frame_rate);
         enc.set_aspect_ratio(described.sample_aspect);
-        enc.set_flags(ff::codec::Flags::GLOBAL_HEADER);
+        if global_header {
+            enc.set_flags(ff::codec::Flags::GLOBAL_HEADER);
+        }
         // SAFETY: plain fields of the encoder context, set before it is opened.
         unsafe {
             let ctx = enc.as_mut_ptr();
@@ -284,32 +325,6 @@ impl Writer {
         opts.set("crf", CRF);
         opts.set("x264-params", "log-level=error");
         let encoder = enc.open_with(opts).map_err(encode_error("encoder"))?;
-        {
-            let mut ost = octx.add_stream(codec).map_err(encode_error("stream"))?;
-            ost.set_parameters(&encoder);
-            ost.set_time_base(time_base);
-            // SAFETY: the stream belongs to an output context that has not written its
-            // header; the side data allocated is owned by the stream and filled whole.
-            unsafe {
-                let st = ost.as_mut_ptr();
-                (*st).sample_aspect_ratio = described.sample_aspect.into();
-                if let Some(matrix) = &described.display_matrix {
-                    let data = ffi::av_stream_new_side_data(
-                        st,
-                        ffi::AVPacketSideDataType::AV_PKT_DATA_DISPLAYMATRIX,
-                        matrix.len(),
-                    );
-                    if !data.is_null() {
-                        std::ptr::copy_nonoverlapping(matrix.as_ptr(), data, matrix.len());
-                    }
-                }
-            }
-        }
-        let mut mux = ff::Dictionary::new();
-        mux.set("movflags", "faststart");
-        octx.write_header_with(mux)
-            .map_err(encode_error("header"))?;
-        let ost_tb = octx.stream(0).map_or(time_base, |s| s.time_base());
         let scaler = if first.yuv420 {
             None
         } else {
@@ -329,21 +344,17 @@ impl Writer {
                 ff::frame::Video::new(Pixel::RGB24, width.max(2), height.max(2)),
             ))
         };
-        Ok(Writer {
+        Ok(Encoder {
             size: (first.width, first.height),
-            octx,
+            codec,
             encoder,
             frame: ff::frame::Video::new(Pixel::YUV420P, width.max(2), height.max(2)),
             scaler,
-            enc_tb: time_base,
-            ost_tb,
-            durations: std::collections::HashMap::new(),
-            frames: 0,
         })
     }
 
-    /// Encode `picture`, shown at `pts` (from the clip's start) for `duration`.
-    fn push(&mut self, picture: &Picture, pts: i64, duration: i64) -> Result<(), ClipError> {
+    /// Send `picture`, shown at `pts`, to the encoder.
+    fn send(&mut self, picture: &Picture, pts: i64) -> Result<(), ClipError> {
         let size = (picture.width, picture.height);
         if size != self.size {
             return Err(ClipError::SizeChange {
@@ -366,17 +377,81 @@ impl Writer {
             }
         }
         self.frame.set_pts(Some(pts));
-        self.durations.insert(pts, duration);
         self.encoder
             .send_frame(&self.frame)
-            .map_err(encode_error("frame"))?;
+            .map_err(encode_error("frame"))
+    }
+
+    /// The next packet the encoder has ready, if any.
+    fn receive(&mut self) -> Option<ff::Packet> {
+        let mut packet = ff::Packet::empty();
+        self.encoder
+            .receive_packet(&mut packet)
+            .ok()
+            .map(|()| packet)
+    }
+
+    /// No more pictures: the packets still in the encoder follow from [`Encoder::receive`].
+    fn send_eof(&mut self) -> Result<(), ClipError> {
+        self.encoder
+            .send_eof()
+            .map_err(encode_error("end of stream"))
+    }
+}
+
+/// An MP4 being written: libx264 fed the clip's pictures.
+struct Writer {
+    octx: ff::format::context::Output,
+    encoder: Encoder,
+    enc_tb: ff::Rational,
+    ost_tb: ff::Rational,
+    durations: std::collections::HashMap<i64, i64>,
+    frames: u64,
+}
+
+impl Writer {
+    fn open(
+        part: &Path,
+        first: &Picture,
+        time_base: ff::Rational,
+        described: &Described,
+    ) -> Result<Writer, ClipError> {
+        let mut octx =
+            ff::format::output_as(&part, "mp4").map_err(encode_error("output container"))?;
+        let encoder = Encoder::open(first, time_base, described, true)?;
+        {
+            let mut ost = octx
+                .add_stream(encoder.codec)
+                .map_err(encode_error("stream"))?;
+            ost.set_parameters(&encoder.encoder);
+            ost.set_time_base(time_base);
+            keep_stream_description(&mut ost, described);
+        }
+        let mut mux = ff::Dictionary::new();
+        mux.set("movflags", "faststart");
+        octx.write_header_with(mux)
+            .map_err(encode_error("header"))?;
+        let ost_tb = octx.stream(0).map_or(time_base, |s| s.time_base());
+        Ok(Writer {
+            octx,
+            encoder,
+            enc_tb: time_base,
+            ost_tb,
+            durations: std::collections::HashMap::new(),
+            frames: 0,
+        })
+    }
+
+    /// Encode `picture`, shown at `pts` (from the clip's start) for `duration`.
+    fn push(&mut self, picture: &Picture, pts: i64, duration: i64) -> Result<(), ClipError> {
+        self.encoder.send(picture, pts)?;
+        self.durations.insert(pts, duration);
         self.frames += 1;
         self.drain()
     }
 
     fn drain(&mut self) -> Result<(), ClipError> {
-        let mut packet = ff::Packet::empty();
-        while self.encoder.receive_packet(&mut packet).is_ok() {
+        while let Some(mut packet) = self.encoder.receive() {
             packet.set_stream(0);
             if let Some(d) = packet.pts().and_then(|p| self.durations.remove(&p)) {
                 packet.set_duration(d);
@@ -391,12 +466,30 @@ impl Writer {
 
     /// Flush the encoder and close the file: the frames written.
     fn finish(mut self) -> Result<u64, ClipError> {
-        self.encoder
-            .send_eof()
-            .map_err(encode_error("end of stream"))?;
+        self.encoder.send_eof()?;
         self.drain()?;
         self.octx.write_trailer().map_err(encode_error("trailer"))?;
         Ok(self.frames)
+    }
+}
+
+/// Give an output stream the source's sample aspect ratio and display matrix (rotation).
+fn keep_stream_description(ost: &mut ff::format::stream::StreamMut<'_>, described: &Described) {
+    // SAFETY: the stream belongs to an output context that has not written its header; the
+    // side data allocated is owned by the stream and filled whole.
+    unsafe {
+        let st = ost.as_mut_ptr();
+        (*st).sample_aspect_ratio = described.sample_aspect.into();
+        if let Some(matrix) = &described.display_matrix {
+            let data = ffi::av_stream_new_side_data(
+                st,
+                ffi::AVPacketSideDataType::AV_PKT_DATA_DISPLAYMATRIX,
+                matrix.len(),
+            );
+            if !data.is_null() {
+                std::ptr::copy_nonoverlapping(matrix.as_ptr(), data, matrix.len());
+            }
+        }
     }
 }
 

@@ -1,0 +1,109 @@
+use super::*;
+
+fn packets(list: &[(i64, bool)]) -> Vec<ScannedPacket> {
+    list.iter()
+        .map(|&(pts, sync)| ScannedPacket { pts, sync })
+        .collect()
+}
+
+#[test]
+fn closed_gops_inside_the_clip_are_copied_and_the_ends_encoded() {
+    // Three GOPs of four frames, B-frames reordered inside each: I P B B.
+    let gop = |k: i64| [(k, true), (k + 3, false), (k + 1, false), (k + 2, false)];
+    let list: Vec<(i64, bool)> = (0..3).flat_map(|g| gop(g * 4)).collect();
+    let frame_pts: Vec<i64> = (0..12).collect();
+    let scanned = packets(&list);
+    assert_eq!(
+        plan(&scanned, &frame_pts, 2..11, true),
+        vec![
+            Segment::Encode(2..4),
+            Segment::Copy {
+                frames: 4..8,
+                packets: 4..8
+            },
+            Segment::Encode(8..11),
+        ]
+    );
+    // A clip of whole GOPs is copied whole, in one run.
+    assert_eq!(
+        plan(&scanned, &frame_pts, 0..12, true),
+        vec![Segment::Copy {
+            frames: 0..12,
+            packets: 0..12
+        }]
+    );
+    // The last GOP not read to its end is not copied.
+    assert_eq!(
+        plan(&scanned, &frame_pts, 4..12, false),
+        vec![
+            Segment::Copy {
+                frames: 4..8,
+                packets: 4..8
+            },
+            Segment::Encode(8..12),
+        ]
+    );
+    // A clip inside one GOP is encoded.
+    assert_eq!(
+        plan(&scanned, &frame_pts, 5..7, true),
+        vec![Segment::Encode(5..7)]
+    );
+}
+
+#[test]
+fn an_open_gop_is_encoded() {
+    // The second GOP's B-frames (shown at 3 and 4) come after its keyframe (5) in decode
+    // order but show before it: they reference the GOP before.
+    let list = [
+        (0, true),
+        (2, false),
+        (1, false),
+        (5, true),
+        (3, false),
+        (4, false),
+        (7, false),
+        (6, false),
+        (8, true),
+        (9, false),
+    ];
+    let frame_pts: Vec<i64> = (0..10).collect();
+    let scanned = packets(&list);
+    // The first GOP's display span (0 to 5) holds frames of the second's packets: neither
+    // stands alone.
+    assert_eq!(
+        plan(&scanned, &frame_pts, 0..10, true),
+        vec![
+            Segment::Encode(0..8),
+            Segment::Copy {
+                frames: 8..10,
+                packets: 8..10
+            },
+        ]
+    );
+}
+
+#[test]
+fn reorder_delay_counts_places_ahead() {
+    assert_eq!(reorder_delay(&[0, 1, 2, 3]), 0);
+    assert_eq!(reorder_delay(&[0, 3, 1, 2]), 1);
+    assert_eq!(reorder_delay(&[0, 4, 2, 1, 3]), 2);
+}
+
+#[test]
+fn nal_units_of_both_framings() {
+    let length = [0, 0, 0, 2, 0x65, 1, 0, 0, 0, 1, 0x41];
+    assert_eq!(
+        nal_units(&length, Framing::Length(4)),
+        vec![&[0x65, 1][..], &[0x41][..]]
+    );
+    let annex = [0, 0, 0, 1, 0x67, 5, 0, 0, 1, 0x68, 0, 0, 0, 1, 0x65, 7];
+    assert_eq!(
+        nal_units(&annex, Framing::StartCodes),
+        vec![&[0x67, 5][..], &[0x68][..], &[0x65, 7][..]]
+    );
+    let avcc = [1, 0x64, 0, 0x1f, 0xff, 0xe1, 0, 2, 0x67, 9, 1, 0, 1, 0x68];
+    assert_eq!(
+        h264_setup(&avcc),
+        (Framing::Length(4), vec![vec![0x67, 9], vec![0x68]])
+    );
+}
