@@ -21,11 +21,18 @@ use crate::reader::{Picture, ReadError, ReadTimes, VideoReader};
 use crate::source::Source;
 use framecull_model::{ClipBounds, ReadAs, SeekReference};
 
+mod join;
 mod smart;
 
-/// The constant rate factor the clips are encoded at: grainy 720p footage comes out at 45 to
-/// 50 dB PSNR against its source (the frame rule asks for 40).
-const CRF: &str = "12";
+/// The constant rate factors parts of clips are encoded at, tried in turn until every frame
+/// is within [`MIN_PSNR`] of its picture: 12 keeps grainy 720p footage at 45 to 50 dB; hard
+/// content (an MPEG-2 city at night: 40.0 dB at 12) takes the next; 0 is lossless.
+const CRF_LADDER: [u32; 3] = [12, 6, 0];
+
+/// The floor for encoded frames, in dB, each decoded again and measured against the picture
+/// given to the encoder ([`Check`]): the frame rule's 40 and one more, for a reader that
+/// converts the source's pictures otherwise (10-bit to 8-bit, full-range luma).
+const MIN_PSNR: f64 = 41.0;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClipError {
@@ -43,6 +50,8 @@ pub enum ClipError {
     Encode { what: &'static str, message: String },
     #[error("{0}: {1}")]
     Io(PathBuf, std::io::Error),
+    #[error("an encoded frame is {psnr:.1} dB from its picture, under {MIN_PSNR} dB")]
+    Quality { psnr: f64 },
 }
 
 /// What a clip file holds.
@@ -144,8 +153,9 @@ pub fn write_clip(
 }
 
 /// Write the clip to `part`: by smart cut where a GOP of it can be copied, else encoded
-/// whole. A smart cut that fails for any reason but a read of the source (a stream it does
-/// not expect) leaves the clip to the whole encoding.
+/// whole, at the first rate factor of [`CRF_LADDER`] that keeps every encoded frame within
+/// [`MIN_PSNR`]. A smart cut that fails for any reason but a read of the source (a stream it
+/// does not expect) leaves the clip to the whole encoding.
 fn write_any(
     reader: &mut VideoReader,
     source: &Source,
@@ -154,60 +164,41 @@ fn write_any(
     part: &Path,
 ) -> Result<ClipWritten, ClipError> {
     let frames = bounds.range_in(reader.frame_pts(), reader.time_base());
-    match smart::write(reader, source, frames, described, part) {
-        Ok(Some(cut)) => {
-            return Ok(ClipWritten {
-                frames: cut.reencoded + cut.copied,
-                reencoded: cut.reencoded,
-                copied: cut.copied,
-                bytes: 0,
-            });
-        }
-        Ok(None) => {}
-        Err(e @ ClipError::Read(_)) => return Err(e),
-        Err(e) => {
-            tracing::debug!(
-                "{}: smart cut failed, encoding the clip whole: {e}",
-                part.display()
-            );
-            let _ = std::fs::remove_file(part);
-        }
-    }
-    let frames = encode(reader, bounds, described, part)?;
-    Ok(ClipWritten {
-        frames,
-        reencoded: frames,
-        copied: 0,
-        bytes: 0,
-    })
-}
-
-/// Decode the clip's frames with `reader` and encode them into `part`: the frames written.
-fn encode(
-    reader: &mut VideoReader,
-    bounds: &ClipBounds,
-    described: &Described,
-    part: &Path,
-) -> Result<u64, ClipError> {
-    let pts = reader.frame_pts().to_vec();
-    let frames = bounds.range_in(&pts, reader.time_base());
     if frames.is_empty() {
-        return Err(ClipError::NoFrames { frames: pts.len() });
+        return Err(ClipError::NoFrames {
+            frames: reader.frame_pts().len(),
+        });
     }
-    let tb = reader.time_base();
-    let time_base = ff::Rational::new(tb.num, tb.den);
-    let mut writer: Option<Writer> = None;
-    let first_pts = pts[frames.start];
-    each_picture(reader, frames, &mut |picture| {
-        let w = match writer.as_mut() {
-            Some(w) => w,
-            None => writer.insert(Writer::open(part, picture, time_base, described)?),
-        };
-        let index = picture.index;
-        w.push(picture, pts[index] - first_pts, frame_duration(&pts, index))
-    })?;
-    let writer = writer.ok_or(ClipError::NoFrames { frames: pts.len() })?;
-    writer.finish()
+    let mut plan = smart::plan_clip(reader, source, frames.clone())?;
+    let mut rungs = CRF_LADDER.iter().peekable();
+    while let Some(&crf) = rungs.next() {
+        let result = join::write(reader, &plan, described, part, crf);
+        match result {
+            Ok(cut) => {
+                return Ok(ClipWritten {
+                    frames: cut.reencoded + cut.copied,
+                    reencoded: cut.reencoded,
+                    copied: cut.copied,
+                    bytes: 0,
+                });
+            }
+            Err(ClipError::Quality { .. }) if rungs.peek().is_some() => {}
+            Err(e @ (ClipError::Read(_) | ClipError::Quality { .. })) => return Err(e),
+            Err(e) if plan.copies() => {
+                tracing::debug!(
+                    "{}: smart cut failed, encoding the clip whole: {e}",
+                    part.display()
+                );
+                plan = smart::Plan::encode_all(frames.clone());
+                rungs = CRF_LADDER.iter().peekable();
+            }
+            Err(e) => return Err(e),
+        }
+        let _ = std::fs::remove_file(part);
+    }
+    Err(ClipError::NoFrames {
+        frames: reader.frame_pts().len(),
+    })
 }
 
 /// How long frame `i` of frames shown at `pts` shows: to the next frame's time (the last: as
@@ -254,11 +245,11 @@ pub fn part_path(out: &Path) -> PathBuf {
 struct Encoder {
     /// The pictures' size (the first's).
     size: (u32, u32),
-    codec: ff::Codec,
     encoder: ff::encoder::Video,
     frame: ff::frame::Video,
     /// Converts RGB pictures (sources that are not 4:2:0) to the encoder's 4:2:0.
     scaler: Option<(scaling::Context, ff::frame::Video)>,
+    check: Check,
 }
 
 fn encode_error(what: &'static str) -> impl Fn(ff::Error) -> ClipError {
@@ -272,14 +263,14 @@ fn encode_error(what: &'static str) -> impl Fn(ff::Error) -> ClipError {
 }
 
 impl Encoder {
-    /// An encoder for pictures like `first`, timestamps in `time_base`. With `global_header`
-    /// its parameter sets go to the stream's header (an MP4 of its own); without, they lead
-    /// every keyframe in the packets, in Annex B form (a clip joined from parts).
+    /// An encoder for pictures like `first`, timestamps in `time_base`, at rate factor `crf`.
+    /// Its packets are Annex B, its parameter sets leading every keyframe (a clip is joined
+    /// from parts, each with its own), each decoded again and measured ([`Check`]).
     fn open(
         first: &Picture,
         time_base: ff::Rational,
         described: &Described,
-        global_header: bool,
+        crf: u32,
     ) -> Result<Encoder, ClipError> {
         let codec = ff::encoder::find_by_name("libx264").ok_or(ClipError::NoEncoder("libx264"))?;
         let mut enc = ff::codec::context::Context::new_with_codec(codec)
@@ -294,9 +285,6 @@ impl Encoder {
         enc.set_time_base(time_base);
         enc.set_frame_rate(described.frame_rate);
         enc.set_aspect_ratio(described.sample_aspect);
-        if global_header {
-            enc.set_flags(ff::codec::Flags::GLOBAL_HEADER);
-        }
         // SAFETY: plain fields of the encoder context, set before it is opened.
         unsafe {
             let ctx = enc.as_mut_ptr();
@@ -322,7 +310,7 @@ impl Encoder {
         }
         let mut opts = ff::Dictionary::new();
         opts.set("preset", "veryfast");
-        opts.set("crf", CRF);
+        opts.set("crf", &crf.to_string());
         opts.set("x264-params", "log-level=error");
         let encoder = enc.open_with(opts).map_err(encode_error("encoder"))?;
         let scaler = if first.yuv420 {
@@ -346,10 +334,10 @@ impl Encoder {
         };
         Ok(Encoder {
             size: (first.width, first.height),
-            codec,
             encoder,
             frame: ff::frame::Video::new(Pixel::YUV420P, width.max(2), height.max(2)),
             scaler,
+            check: Check::new()?,
         })
     }
 
@@ -362,33 +350,55 @@ impl Encoder {
                 to: size,
             });
         }
+        let (w, h) = (picture.width as usize, picture.height as usize);
         match &mut self.scaler {
-            None => copy_yuv420(picture, &mut self.frame),
+            None => {
+                copy_yuv420(picture, &mut self.frame);
+                let planes = [
+                    (w, h),
+                    (w.div_ceil(2), h.div_ceil(2)),
+                    (w.div_ceil(2), h.div_ceil(2)),
+                ];
+                for (plane, (pw, ph)) in planes.into_iter().enumerate() {
+                    pad_edges(&mut self.frame, plane, pw, ph, 1);
+                }
+            }
             Some((ctx, rgb)) => {
-                copy_rows(
-                    &picture.data,
-                    picture.width as usize * 3,
-                    picture.height as usize,
-                    rgb.stride(0),
-                    rgb.data_mut(0),
-                );
+                copy_rows(&picture.data, w * 3, h, rgb.stride(0), rgb.data_mut(0));
+                pad_edges(rgb, 0, w, h, 3);
                 ctx.run(rgb, &mut self.frame)
                     .map_err(encode_error("colour conversion"))?;
             }
         }
         self.frame.set_pts(Some(pts));
+        self.check.pending.insert(pts, self.frame.clone());
         self.encoder
             .send_frame(&self.frame)
             .map_err(encode_error("frame"))
     }
 
-    /// The next packet the encoder has ready, if any.
-    fn receive(&mut self) -> Option<ff::Packet> {
+    /// The next packet the encoder has ready, if any; [`ClipError::Quality`] where its frame
+    /// is further than [`MIN_PSNR`] from its picture.
+    fn receive(&mut self) -> Result<Option<ff::Packet>, ClipError> {
         let mut packet = ff::Packet::empty();
-        self.encoder
-            .receive_packet(&mut packet)
-            .ok()
-            .map(|()| packet)
+        if self.encoder.receive_packet(&mut packet).is_err() {
+            return Ok(None);
+        }
+        self.check.packet(Some(&packet))?;
+        Ok(Some(packet))
+    }
+
+    /// After the last packet: every frame sent came back from the check's decoder, within
+    /// [`MIN_PSNR`] of its picture.
+    fn checked(&mut self) -> Result<(), ClipError> {
+        self.check.packet(None)?;
+        match self.check.pending.keys().next() {
+            Some(pts) => Err(ClipError::Encode {
+                what: "check",
+                message: format!("the frame at {pts} did not come back from the decoder"),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// No more pictures: the packets still in the encoder follow from [`Encoder::receive`].
@@ -399,78 +409,92 @@ impl Encoder {
     }
 }
 
-/// An MP4 being written: libx264 fed the clip's pictures.
-struct Writer {
-    octx: ff::format::context::Output,
-    encoder: Encoder,
-    enc_tb: ff::Rational,
-    ost_tb: ff::Rational,
-    durations: std::collections::HashMap<i64, i64>,
-    frames: u64,
+/// The frame rule checked as the clip is written: each encoded packet decoded again (FFmpeg's
+/// H.264 decoder, as a reader of the clip decodes it) and each frame compared with the
+/// picture the encoder was given: PSNR over the three planes at least [`MIN_PSNR`].
+struct Check {
+    decoder: ff::decoder::Video,
+    /// Pictures sent to the encoder and not yet decoded back, by timestamp.
+    pending: std::collections::HashMap<i64, ff::frame::Video>,
+    decoded: ff::frame::Video,
 }
 
-impl Writer {
-    fn open(
-        part: &Path,
-        first: &Picture,
-        time_base: ff::Rational,
-        described: &Described,
-    ) -> Result<Writer, ClipError> {
-        let mut octx =
-            ff::format::output_as(&part, "mp4").map_err(encode_error("output container"))?;
-        let encoder = Encoder::open(first, time_base, described, true)?;
-        {
-            let mut ost = octx
-                .add_stream(encoder.codec)
-                .map_err(encode_error("stream"))?;
-            ost.set_parameters(&encoder.encoder);
-            ost.set_time_base(time_base);
-            keep_stream_description(&mut ost, described);
-        }
-        let mut mux = ff::Dictionary::new();
-        mux.set("movflags", "faststart");
-        octx.write_header_with(mux)
-            .map_err(encode_error("header"))?;
-        let ost_tb = octx.stream(0).map_or(time_base, |s| s.time_base());
-        Ok(Writer {
-            octx,
-            encoder,
-            enc_tb: time_base,
-            ost_tb,
-            durations: std::collections::HashMap::new(),
-            frames: 0,
+impl Check {
+    fn new() -> Result<Check, ClipError> {
+        let codec = ff::decoder::find(ff::codec::Id::H264).ok_or(ClipError::NoEncoder("h264"))?;
+        let mut context = ff::codec::context::Context::new_with_codec(codec);
+        context.set_threading(ff::codec::threading::Config {
+            kind: ff::codec::threading::Type::None,
+            count: 1,
+            ..Default::default()
+        });
+        let decoder = context
+            .decoder()
+            .video()
+            .map_err(encode_error("check decoder"))?;
+        Ok(Check {
+            decoder,
+            pending: std::collections::HashMap::new(),
+            decoded: ff::frame::Video::empty(),
         })
     }
 
-    /// Encode `picture`, shown at `pts` (from the clip's start) for `duration`.
-    fn push(&mut self, picture: &Picture, pts: i64, duration: i64) -> Result<(), ClipError> {
-        self.encoder.send(picture, pts)?;
-        self.durations.insert(pts, duration);
-        self.frames += 1;
-        self.drain()
-    }
-
-    fn drain(&mut self) -> Result<(), ClipError> {
-        while let Some(mut packet) = self.encoder.receive() {
-            packet.set_stream(0);
-            if let Some(d) = packet.pts().and_then(|p| self.durations.remove(&p)) {
-                packet.set_duration(d);
+    /// Decode `packet` (`None`: the end) and compare the frames it gives.
+    fn packet(&mut self, packet: Option<&ff::Packet>) -> Result<(), ClipError> {
+        match packet {
+            Some(p) => self.decoder.send_packet(p),
+            None => self.decoder.send_eof(),
+        }
+        .map_err(encode_error("check decode"))?;
+        while self.decoder.receive_frame(&mut self.decoded).is_ok() {
+            let Some(picture) = self.decoded.pts().and_then(|p| self.pending.remove(&p)) else {
+                return Err(ClipError::Encode {
+                    what: "check",
+                    message: format!("a decoded frame at {:?} was not sent", self.decoded.pts()),
+                });
+            };
+            let psnr = psnr_420(&picture, &self.decoded);
+            if psnr < MIN_PSNR {
+                return Err(ClipError::Quality { psnr });
             }
-            packet.rescale_ts(self.enc_tb, self.ost_tb);
-            packet
-                .write_interleaved(&mut self.octx)
-                .map_err(encode_error("packet"))?;
         }
         Ok(())
     }
+}
 
-    /// Flush the encoder and close the file: the frames written.
-    fn finish(mut self) -> Result<u64, ClipError> {
-        self.encoder.send_eof()?;
-        self.drain()?;
-        self.octx.write_trailer().map_err(encode_error("trailer"))?;
-        Ok(self.frames)
+/// PSNR between two 8-bit 4:2:0 frames of one size: the lower of the luma plane's and the
+/// three planes' together (grain in the luma can hide behind smooth chroma).
+fn psnr_420(a: &ff::frame::Video, b: &ff::frame::Video) -> f64 {
+    let is_420 = |f: &ff::frame::Video| matches!(f.format(), Pixel::YUV420P | Pixel::YUVJ420P);
+    if (a.width(), a.height()) != (b.width(), b.height()) || !is_420(a) || !is_420(b) {
+        return 0.0;
     }
+    let (w, h) = (a.width() as usize, a.height() as usize);
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let sse = |plane: usize, width: usize, height: usize| -> u64 {
+        let (sa, sb) = (a.stride(plane), b.stride(plane));
+        let (da, db) = (a.data(plane), b.data(plane));
+        (0..height)
+            .map(|row| {
+                let ra = &da[row * sa..row * sa + width];
+                let rb = &db[row * sb..row * sb + width];
+                ra.iter()
+                    .zip(rb)
+                    .map(|(&x, &y)| (x as i32 - y as i32).pow(2) as u64)
+                    .sum::<u64>()
+            })
+            .sum()
+    };
+    let psnr = |sse: u64, samples: usize| {
+        if sse == 0 {
+            f64::INFINITY
+        } else {
+            10.0 * (255.0 * 255.0 * samples as f64 / sse as f64).log10()
+        }
+    };
+    let luma = sse(0, w, h);
+    let all = luma + sse(1, cw, ch) + sse(2, cw, ch);
+    psnr(luma, w * h).min(psnr(all, w * h + 2 * cw * ch))
 }
 
 /// Give an output stream the source's sample aspect ratio and display matrix (rotation).
@@ -513,6 +537,36 @@ fn copy_yuv420(picture: &Picture, frame: &mut ff::frame::Video) {
             stride,
             frame.data_mut(plane),
         );
+    }
+}
+
+/// Fill plane `plane` of `frame` beyond the `width` x `height` pixels (of `bytes` each)
+/// copied into it by repeating the last column and row: a picture of one pixel's width or
+/// height is encoded at two.
+fn pad_edges(
+    frame: &mut ff::frame::Video,
+    plane: usize,
+    width: usize,
+    height: usize,
+    bytes: usize,
+) {
+    let (plane_w, plane_h) = (
+        frame.plane_width(plane) as usize,
+        frame.plane_height(plane) as usize,
+    );
+    let stride = frame.stride(plane);
+    let data = frame.data_mut(plane);
+    if width == 0 || height == 0 {
+        return;
+    }
+    for row in 0..height.min(plane_h) {
+        let line = &mut data[row * stride..];
+        for x in width..plane_w {
+            line.copy_within((width - 1) * bytes..width * bytes, x * bytes);
+        }
+    }
+    for row in height..plane_h {
+        data.copy_within((height - 1) * stride..height * stride, row * stride);
     }
 }
 

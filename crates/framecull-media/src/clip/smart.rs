@@ -16,18 +16,14 @@
 //! frames earlier), so that parts with different frame reordering join.
 
 use std::ops::Range;
-use std::path::Path;
 
 use ff::ffi;
 use ffmpeg_next as ff;
 
-use super::{
-    ClipError, Described, Encoder, each_picture, encode_error, frame_duration,
-    keep_stream_description,
-};
+use super::{ClipError, encode_error};
 use crate::frames::Identity;
 use crate::reader::VideoReader;
-use crate::source::Source;
+use crate::source::{Opened, Source};
 
 /// One packet of the source's video stream, as the plan needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,16 +173,16 @@ pub(super) fn nal_units(data: &[u8], framing: Framing) -> Vec<&[u8]> {
 }
 
 /// An H.264 NAL unit's type.
-fn nal_type(unit: &[u8]) -> u8 {
+pub(super) fn nal_type(unit: &[u8]) -> u8 {
     unit.first().map_or(0, |b| b & 0x1f)
 }
 
 const IDR: u8 = 5;
-const SPS: u8 = 7;
-const PPS: u8 = 8;
+pub(super) const SPS: u8 = 7;
+pub(super) const PPS: u8 = 8;
 
 /// `units` in Annex B form.
-fn annex_b<'a>(units: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+pub(super) fn annex_b<'a>(units: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = Vec::new();
     for unit in units {
         out.extend_from_slice(&[0, 0, 0, 1]);
@@ -230,26 +226,73 @@ pub(super) fn h264_setup(extradata: &[u8]) -> (Framing, Vec<Vec<u8>>) {
     (Framing::Length(length), sets)
 }
 
-/// What the smart cut did: frames encoded again and frames copied.
-pub(super) struct Cut {
-    pub reencoded: u64,
-    pub copied: u64,
+/// Where a clip's copied packets come from.
+pub(super) struct CopySource {
+    pub opened: Opened,
+    pub stream_index: usize,
+    /// Where reading starts (the scan's start): packets are counted from there.
+    pub seek: Option<i64>,
+    pub framing: Framing,
+    /// The source's SPS and PPS units, for a copied run whose first packet has none.
+    pub parameter_sets: Vec<Vec<u8>>,
+    /// The packets scanned, decode order.
+    pub packets: Vec<ScannedPacket>,
+    /// The source stream's parameters (size, format, colour), for the clip's header.
+    pub params: ff::codec::Parameters,
 }
 
-/// Write clip `clip` (frames, display order) of `reader`'s video to `part` by smart cut, or
-/// `Ok(None)` where no GOP of it can be copied (the caller encodes it whole).
-pub(super) fn write(
-    reader: &mut VideoReader,
+/// How a clip is written: its parts in order, and where the copied ones come from.
+pub(super) struct Plan {
+    pub clip: Range<usize>,
+    pub segments: Vec<Segment>,
+    pub copy: Option<CopySource>,
+}
+
+impl Plan {
+    /// Every frame of `clip` encoded again.
+    pub fn encode_all(clip: Range<usize>) -> Plan {
+        Plan {
+            segments: vec![Segment::Encode(clip.clone())],
+            clip,
+            copy: None,
+        }
+    }
+
+    /// Some packets are copied.
+    pub fn copies(&self) -> bool {
+        self.copy.is_some()
+    }
+
+    /// The delay the clip's decode timestamps need: the copied runs' reordering, and
+    /// libx264's (B-frames with a pyramid: two).
+    pub fn delay(&self) -> usize {
+        let mut delay = 0;
+        for segment in &self.segments {
+            delay = delay.max(match (segment, &self.copy) {
+                (Segment::Copy { packets: run, .. }, Some(copy)) => {
+                    let pts: Vec<i64> = copy.packets[run.clone()].iter().map(|p| p.pts).collect();
+                    reorder_delay(&pts)
+                }
+                _ => 2,
+            });
+        }
+        delay
+    }
+}
+
+/// The plan for clip `clip` (frames, display order) of `reader`'s video: a smart cut where a
+/// GOP of it can be copied, else every frame encoded again.
+pub(super) fn plan_clip(
+    reader: &VideoReader,
     source: &Source,
     clip: Range<usize>,
-    described: &Described,
-    part: &Path,
-) -> Result<Option<Cut>, ClipError> {
+) -> Result<Plan, ClipError> {
+    let whole = || Ok(Plan::encode_all(clip.clone()));
     if reader.frames().identity != Identity::Pts || clip.is_empty() {
-        return Ok(None);
+        return whole();
     }
     let Some(stream) = reader.stream() else {
-        return Ok(None);
+        return whole();
     };
     let params = stream.parameters();
     let stream_index = stream.index();
@@ -274,13 +317,11 @@ pub(super) fn write(
         || width % 2 != 0
         || height % 2 != 0
     {
-        return Ok(None);
+        return whole();
     }
     let params = params.clone();
     let (framing, parameter_sets) = h264_setup(&extradata);
-    let tb = reader.time_base();
-    let time_base = ff::Rational::new(tb.num, tb.den);
-    let frame_pts = reader.frame_pts().to_vec();
+    let frame_pts = reader.frame_pts();
     // Read from the keyframe at or before the clip's start.
     let seek = reader
         .frames()
@@ -293,115 +334,23 @@ pub(super) fn write(
     let mut input = opened.input(|| false).map_err(encode_error("source"))?;
     let stop = frame_pts.get(clip.end).copied();
     let (packets, complete) = scan(&mut input, stream_index, seek, stop, framing)?;
-    let segments = plan(&packets, &frame_pts, clip.clone(), complete);
+    let segments = plan(&packets, frame_pts, clip.clone(), complete);
     if !segments.iter().any(|s| matches!(s, Segment::Copy { .. })) {
-        return Ok(None);
+        return whole();
     }
-    // The decode timestamps' delay: the copied runs' reordering, and libx264's (B-frames
-    // with a pyramid: two).
-    let mut delay = 0;
-    for segment in &segments {
-        delay = delay.max(match segment {
-            Segment::Copy { packets: run, .. } => {
-                let pts: Vec<i64> = packets[run.clone()].iter().map(|p| p.pts).collect();
-                reorder_delay(&pts)
-            }
-            Segment::Encode(_) => 2,
-        });
-    }
-    let first_pts = frame_pts[clip.start];
-    let durations: Vec<i64> = clip
-        .clone()
-        .map(|i| frame_duration(&frame_pts, i))
-        .collect();
-    let mut joiner = Joiner {
-        octx: ff::format::output_as(&part, "mp4").map_err(encode_error("output container"))?,
-        params,
-        described,
-        header: false,
-        shown: frame_pts[clip.clone()]
-            .iter()
-            .map(|p| p - first_pts)
-            .collect(),
-        durations,
-        delay,
-        written: 0,
-        time_base,
-        ost_tb: time_base,
-    };
-    // The copied packets: read again from the same place, counted as the scan counted them.
-    if let Some(target) = seek {
-        seek_to(&mut input, stream_index, target);
-    } else {
-        input = opened.input(|| false).map_err(encode_error("source"))?;
-    }
-    let mut read = 0usize;
-    let mut cut = Cut {
-        reencoded: 0,
-        copied: 0,
-    };
-    for segment in &segments {
-        match segment {
-            Segment::Encode(frames) => {
-                cut.reencoded += encode_part(
-                    reader,
-                    frames.clone(),
-                    first_pts,
-                    &frame_pts,
-                    described,
-                    &mut joiner,
-                )?;
-            }
-            Segment::Copy {
-                frames,
-                packets: run,
-            } => {
-                while read < run.end {
-                    let mut packet = ff::Packet::empty();
-                    if packet.read(&mut input).is_err() {
-                        return Err(ClipError::Encode {
-                            what: "copy",
-                            message: "the source ended before the packets to copy".into(),
-                        });
-                    }
-                    if packet.stream() != stream_index {
-                        continue;
-                    }
-                    let at = read;
-                    read += 1;
-                    if at < run.start {
-                        continue;
-                    }
-                    let expected = packets[at].pts;
-                    if packet.pts() != Some(expected) {
-                        return Err(ClipError::Encode {
-                            what: "copy",
-                            message: format!(
-                                "packet {at} shows at {:?}, not {expected} as it did",
-                                packet.pts()
-                            ),
-                        });
-                    }
-                    let data = packet.data().unwrap_or_default();
-                    let units = nal_units(data, framing);
-                    // The run's first packet gets the source's parameter sets where it has
-                    // none of its own (an encoded part before it brought other ones).
-                    let lead = at == run.start && !units.iter().any(|u| nal_type(u) == SPS);
-                    let bytes = annex_b(
-                        parameter_sets
-                            .iter()
-                            .map(Vec::as_slice)
-                            .filter(|_| lead)
-                            .chain(units),
-                    );
-                    joiner.write(bytes, expected - first_pts, packet.is_key())?;
-                }
-                cut.copied += frames.len() as u64;
-            }
-        }
-    }
-    joiner.finish()?;
-    Ok(Some(cut))
+    Ok(Plan {
+        clip,
+        segments,
+        copy: Some(CopySource {
+            opened,
+            stream_index,
+            seek,
+            framing,
+            parameter_sets,
+            packets,
+            params,
+        }),
+    })
 }
 
 /// Read the stream's packets in decode order, from `seek` (else the start) until the first
@@ -442,7 +391,7 @@ fn scan(
     }
 }
 
-fn seek_to(input: &mut ff::format::context::Input, stream: usize, target: i64) {
+pub(super) fn seek_to(input: &mut ff::format::context::Input, stream: usize, target: i64) {
     // SAFETY: `input` owns an open AVFormatContext; av_seek_frame only moves its read
     // position. The stream index is one of its streams.
     unsafe {
@@ -452,188 +401,6 @@ fn seek_to(input: &mut ff::format::context::Input, stream: usize, target: i64) {
             target,
             ffi::AVSEEK_FLAG_BACKWARD,
         );
-    }
-}
-
-/// Decode frames `frames` and encode them again as a part of the clip: the frames encoded.
-fn encode_part(
-    reader: &mut VideoReader,
-    frames: Range<usize>,
-    first_pts: i64,
-    frame_pts: &[i64],
-    described: &Described,
-    joiner: &mut Joiner<'_>,
-) -> Result<u64, ClipError> {
-    let mut encoder: Option<Encoder> = None;
-    let mut sent = 0u64;
-    let time_base = joiner.time_base;
-    each_picture(reader, frames, &mut |picture| {
-        let e = match encoder.as_mut() {
-            Some(e) => e,
-            None => encoder.insert(Encoder::open(picture, time_base, described, false)?),
-        };
-        e.send(picture, frame_pts[picture.index] - first_pts)?;
-        sent += 1;
-        while let Some(packet) = e.receive() {
-            joiner.write_encoded(&packet)?;
-        }
-        Ok(())
-    })?;
-    let Some(mut encoder) = encoder else {
-        return Err(ClipError::NoFrames {
-            frames: frame_pts.len(),
-        });
-    };
-    encoder.send_eof()?;
-    while let Some(packet) = encoder.receive() {
-        joiner.write_encoded(&packet)?;
-    }
-    Ok(sent)
-}
-
-/// The clip's MP4, written packet by packet in decode order.
-struct Joiner<'a> {
-    octx: ff::format::context::Output,
-    /// The source stream's parameters (size, format, colour), for the header.
-    params: ff::codec::Parameters,
-    described: &'a Described,
-    header: bool,
-    /// Every frame's presentation time from the clip's start, ascending, and how long it
-    /// shows.
-    shown: Vec<i64>,
-    durations: Vec<i64>,
-    delay: usize,
-    written: usize,
-    /// The source's time base (every timestamp here), and the output stream's.
-    time_base: ff::Rational,
-    ost_tb: ff::Rational,
-}
-
-impl Joiner<'_> {
-    fn write_encoded(&mut self, packet: &ff::Packet) -> Result<(), ClipError> {
-        let pts = packet.pts().ok_or_else(|| ClipError::Encode {
-            what: "packet",
-            message: "the encoder gave a packet without a timestamp".into(),
-        })?;
-        self.write(
-            packet.data().unwrap_or_default().to_vec(),
-            pts,
-            packet.is_key(),
-        )
-    }
-
-    /// Write the Annex B packet shown at `pts` (from the clip's start), the next in decode
-    /// order.
-    fn write(&mut self, data: Vec<u8>, pts: i64, key: bool) -> Result<(), ClipError> {
-        let mismatch = |message: String| ClipError::Encode {
-            what: "join",
-            message,
-        };
-        let rank = self
-            .shown
-            .binary_search(&pts)
-            .map_err(|_| mismatch(format!("a packet shown at {pts}, not a frame of the clip")))?;
-        let n = self.written;
-        let step = match self.shown.as_slice() {
-            [a, b, ..] => b - a,
-            _ => 1,
-        };
-        let dts = match n.checked_sub(self.delay) {
-            Some(i) => *self.shown.get(i).ok_or_else(|| {
-                mismatch(format!(
-                    "more packets than the clip's {} frames",
-                    self.shown.len()
-                ))
-            })?,
-            None => self.shown[0] - (self.delay - n) as i64 * step,
-        };
-        if dts > pts {
-            return Err(mismatch(format!(
-                "packet {n} is decoded more than {} frames before it shows",
-                self.delay
-            )));
-        }
-        if !self.header {
-            self.write_header(&data)?;
-        }
-        let mut packet = ff::Packet::copy(&data);
-        packet.set_stream(0);
-        packet.set_pts(Some(pts));
-        packet.set_dts(Some(dts));
-        packet.set_duration(self.durations[rank]);
-        if key {
-            packet.set_flags(ff::packet::Flags::KEY);
-        }
-        packet.rescale_ts(self.time_base, self.ost_tb);
-        packet
-            .write_interleaved(&mut self.octx)
-            .map_err(encode_error("packet"))?;
-        self.written += 1;
-        Ok(())
-    }
-
-    /// The header, with the parameter sets that lead the first packet (Annex B) as the
-    /// stream's extradata: the muxer writes them as the `avcC` record and stores every
-    /// packet's units, parameter sets included, length-prefixed.
-    fn write_header(&mut self, first: &[u8]) -> Result<(), ClipError> {
-        let sets = annex_b(
-            nal_units(first, Framing::StartCodes)
-                .into_iter()
-                .filter(|u| matches!(nal_type(u), SPS | PPS)),
-        );
-        let codec = ff::encoder::find(ff::codec::Id::H264);
-        let mut ost = self
-            .octx
-            .add_stream(codec)
-            .map_err(encode_error("stream"))?;
-        ost.set_parameters(self.params.clone());
-        ost.set_time_base(self.time_base);
-        keep_stream_description(&mut ost, self.described);
-        // SAFETY: the stream's codec parameters are owned by the output context, whose header
-        // is not written yet; the extradata is allocated with FFmpeg's padding and filled.
-        unsafe {
-            let par = (*ost.as_mut_ptr()).codecpar;
-            ffi::av_freep(std::ptr::addr_of_mut!((*par).extradata).cast());
-            let padded = sets.len() + ffi::AV_INPUT_BUFFER_PADDING_SIZE as usize;
-            let data = ffi::av_mallocz(padded).cast::<u8>();
-            if data.is_null() {
-                return Err(ClipError::Encode {
-                    what: "header",
-                    message: "out of memory".into(),
-                });
-            }
-            std::ptr::copy_nonoverlapping(sets.as_ptr(), data, sets.len());
-            (*par).extradata = data;
-            (*par).extradata_size = sets.len() as i32;
-            // Parameter sets in the stream, not only in the header.
-            (*par).codec_tag = u32::from_le_bytes(*b"avc3");
-        }
-        let mut mux = ff::Dictionary::new();
-        mux.set("movflags", "faststart");
-        self.octx
-            .write_header_with(mux)
-            .map_err(encode_error("header"))?;
-        self.ost_tb = self
-            .octx
-            .stream(0)
-            .map_or(self.time_base, |s| s.time_base());
-        self.header = true;
-        Ok(())
-    }
-
-    /// Close the file, every frame of the clip written.
-    fn finish(mut self) -> Result<(), ClipError> {
-        if self.written != self.shown.len() {
-            return Err(ClipError::Encode {
-                what: "join",
-                message: format!(
-                    "{} packets for the clip's {} frames",
-                    self.written,
-                    self.shown.len()
-                ),
-            });
-        }
-        self.octx.write_trailer().map_err(encode_error("trailer"))
     }
 }
 
