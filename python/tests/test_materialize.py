@@ -143,3 +143,106 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
     redo = json.loads(again.stdout)["materialized"]
     assert redo["written"] == 0 and redo["present"] == report["written"], redo
     assert not list(out.glob("*.part")), "a part file was left"
+
+
+def luma_frames(path: Path, stream_index: int, keep: set[int]) -> tuple[int, list[int], dict]:
+    """Frame count, keyframe indices (display order) and the luma planes (with whether they
+    are full range) of the frames at the indices `keep`, of stream `stream_index`."""
+    count, keys, kept = 0, [], {}
+    with av.open(str(path)) as container:
+        stream = container.streams[stream_index]
+        for i, frame in enumerate(container.decode(stream)):
+            count += 1
+            if frame.key_frame:
+                keys.append(i)
+            if i in keep:
+                full = frame.format.name.startswith("yuvj") or frame.color_range == 2
+                if frame.format.name not in ("yuv420p", "yuvj420p"):
+                    frame = frame.reformat(format="yuv420p")
+                plane = frame.planes[0]
+                rows = np.frombuffer(plane, np.uint8).reshape(-1, plane.line_size)
+                kept[i] = (rows[: frame.height, : frame.width].astype(np.float64), full)
+    return count, keys, kept
+
+
+def luma_psnr(got, source) -> float:
+    """PSNR of a clip's luma plane against the source's, on the source's scale (a clip of a
+    full-range source of another layout is limited range) over their common area (a clip of
+    an odd size is one smaller)."""
+    (a, a_full), (b, b_full) = got, source
+    if a_full != b_full:
+        a = (a - 16) * 255 / 219 if b_full else a * 219 / 255 + 16
+    h, w = min(a.shape[0], b.shape[0]), min(a.shape[1], b.shape[1])
+    mse = float(np.mean((a[:h, :w] - b[:h, :w]) ** 2))
+    return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
+
+
+def test_clip_files_of_the_corpus(tmp_path):
+    """Every video of the media corpus that the deep pass decodes without an error, three
+    clips each (from a keyframe, from mid-GOP, and to one frame before a keyframe): each clip
+    file holds exactly its frames, each within 40 dB of the source's luma, copied ones equal."""
+    from test_corpus import MEDIA, need
+
+    need((MEDIA / "video").is_dir(), f"no corpus at {MEDIA}: set FRAMECULL_MEDIA")
+    data = tmp_path / "data"
+    data.mkdir()
+    for path in sorted((MEDIA / "video").iterdir()):
+        (data / path.name).symlink_to(path)
+    project = tmp_path / "project"
+    run("scan", str(data), "--deep", "--project", str(project))
+    listed = run("list", "--project", str(project), "--format", "jsonl").stdout.splitlines()
+
+    def ffmpeg_clean(row) -> bool:
+        """FFmpeg decodes the stream without a word on its error level."""
+        out = subprocess.run(["ffmpeg", "-v", "error", "-i", str(data / row["path"]),
+                              "-map", f"0:{row['stream_index']}", "-f", "null", "-"],
+                             capture_output=True, text=True)
+        return out.returncode == 0 and not out.stderr.strip()
+
+    clean = [r for r in map(json.loads, listed)
+             if r["kind"] == "video" and r["status"] == "ok" and r["decode_errors"] == 0
+             and ffmpeg_clean(r)]
+    assert len(clean) >= 30, len(clean)
+    wanted = {}
+    for row in clean:
+        count, keys, _ = luma_frames(data / row["path"], row["stream_index"], set())
+        if count < 3:
+            continue
+        key = next((k for k in keys if k >= 5), next((k for k in keys if k >= 2), count // 2))
+        clips = {(key, min(key + 9, count)), (key // 2 + 1, min(key + 4, count)), (1, key)}
+        wanted[row["path"]] = {(s, e) for s, e in clips if e > s}
+        for start, end in wanted[row["path"]]:
+            run("clips", "--project", str(project), "add", row["path"],
+                "--start", f"f{start}", "--end", f"f{end}")
+    run("review", "accept", *wanted, "--project", str(project))
+    out = tmp_path / "clips"
+    done = run("export", "--project", str(project), "--name", "corpus", "--format", "jsonl",
+               "--json", "--materialize", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)["materialized"]
+    assert not report["failed"], report["failed"]
+    rows = [json.loads(line) for line in
+            (project / "manifests" / "corpus" / "v0001.jsonl").read_text().splitlines()]
+    checked, identical, problems = 0, 0, []
+    by_file: dict[str, list] = {}
+    for row in rows:
+        if (row["start_frame"], row["end_frame"]) in wanted.get(row["path"], ()):
+            by_file.setdefault(row["path"], []).append(row)
+    for name, file_rows in by_file.items():
+        keep = {i for r in file_rows for i in range(r["start_frame"], r["end_frame"])}
+        _, _, source = luma_frames(data / name, file_rows[0]["stream_index"], keep)
+        for row in file_rows:
+            start, end = row["start_frame"], row["end_frame"]
+            clip = out / f"{row['clip_id']}.mp4"
+            count, _, got = luma_frames(clip, 0, set(range(end - start)))
+            if count != end - start:
+                problems.append(f"{name} [{start}, {end}): {count} frames")
+                continue
+            worst = min(luma_psnr(got[i], source[start + i]) for i in range(count))
+            identical += sum(luma_psnr(got[i], source[start + i]) == math.inf for i in range(count))
+            if worst < 40:
+                problems.append(f"{name} [{start}, {end}): {worst:.1f} dB")
+            checked += 1
+    assert not problems, problems
+    assert checked == sum(len(c) for c in wanted.values()), (checked, report)
+    assert identical >= report["copied_frames"] > 0, (identical, report)

@@ -279,6 +279,8 @@ impl Encoder {
             .map_err(encode_error("encoder context"))?;
         // x264 wants even sizes for 4:2:0.
         let (width, height) = (first.width & !1, first.height & !1);
+        // RGB pictures are written limited range, as the reader writes other layouts.
+        let full_range = first.yuv420 && first.full_range;
         enc.set_width(width.max(2));
         enc.set_height(height.max(2));
         enc.set_format(Pixel::YUV420P);
@@ -290,19 +292,14 @@ impl Encoder {
             let ctx = enc.as_mut_ptr();
             (*ctx).color_primaries = described.primaries;
             (*ctx).color_trc = described.transfer;
-            // The pictures' own matrix and range: RGB pictures are converted here to
-            // limited-range BT.601, and the reader hands other YUV layouts over as limited or
-            // full 4:2:0 as it says.
-            (*ctx).colorspace = if first.yuv420 {
-                match first.matrix {
-                    Matrix::Bt601 => ffi::AVColorSpace::AVCOL_SPC_SMPTE170M,
-                    Matrix::Bt709 => ffi::AVColorSpace::AVCOL_SPC_BT709,
-                    Matrix::Bt2020 => ffi::AVColorSpace::AVCOL_SPC_BT2020_NCL,
-                }
-            } else {
-                ffi::AVColorSpace::AVCOL_SPC_SMPTE170M
+            // The pictures' own matrix and range; RGB pictures (of RGB, grey and palette
+            // sources) are converted here with the matrix the reader converts with.
+            (*ctx).colorspace = match first.matrix {
+                Matrix::Bt601 => ffi::AVColorSpace::AVCOL_SPC_SMPTE170M,
+                Matrix::Bt709 => ffi::AVColorSpace::AVCOL_SPC_BT709,
+                Matrix::Bt2020 => ffi::AVColorSpace::AVCOL_SPC_BT2020_NCL,
             };
-            (*ctx).color_range = if first.yuv420 && first.full_range {
+            (*ctx).color_range = if full_range {
                 ffi::AVColorRange::AVCOL_RANGE_JPEG
             } else {
                 ffi::AVColorRange::AVCOL_RANGE_MPEG
@@ -317,16 +314,35 @@ impl Encoder {
             None
         } else {
             // Odd sizes are cropped by a column or a row, as the 4:2:0 pictures are.
-            let ctx = scaling::Context::get(
+            let mut ctx = scaling::Context::get(
                 Pixel::RGB24,
                 width.max(2),
                 height.max(2),
                 Pixel::YUV420P,
                 width.max(2),
                 height.max(2),
-                scaling::Flags::BICUBIC,
+                scaling::Flags::BICUBIC | scaling::Flags::ACCURATE_RND,
             )
             .map_err(encode_error("colour conversion"))?;
+            let space = match first.matrix {
+                Matrix::Bt601 => ffi::SWS_CS_ITU601,
+                Matrix::Bt709 => ffi::SWS_CS_ITU709,
+                Matrix::Bt2020 => ffi::SWS_CS_BT2020,
+            };
+            // SAFETY: the context is valid; the coefficient tables are static.
+            unsafe {
+                let table = ffi::sws_getCoefficients(space);
+                ffi::sws_setColorspaceDetails(
+                    ctx.as_mut_ptr(),
+                    table,
+                    1,
+                    table,
+                    i32::from(full_range),
+                    0,
+                    1 << 16,
+                    1 << 16,
+                );
+            }
             Some((
                 ctx,
                 ff::frame::Video::new(Pixel::RGB24, width.max(2), height.max(2)),

@@ -121,11 +121,40 @@ impl ReadTimes {
     }
 }
 
+/// Frame indices for a message: runs as `a to b`, at most a few of them.
+fn frame_list(frames: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &f in frames {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == f => *end = f,
+            _ => runs.push((f, f)),
+        }
+    }
+    let shown: Vec<String> = runs
+        .iter()
+        .take(4)
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a} to {b}")
+            }
+        })
+        .collect();
+    let more = if runs.len() > 4 { ", ..." } else { "" };
+    let noun = if frames.len() == 1 { "frame" } else { "frames" };
+    format!(
+        "{noun} {}{more} ({} in all)",
+        shown.join(", "),
+        frames.len()
+    )
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error(transparent)]
     Open(#[from] DecodeError),
-    #[error("frames {0:?} could not be decoded")]
+    #[error("{} could not be decoded", frame_list(.0))]
     Missing(Vec<usize>),
     #[error("frame {frame} decodes with errors")]
     Corrupt { frame: usize },
