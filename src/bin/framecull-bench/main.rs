@@ -5,6 +5,7 @@
 //! Exit status: 0 done, 2 usage or fatal error.
 
 mod analyze;
+mod clipfiles;
 mod content;
 mod export;
 #[cfg(feature = "gui")]
@@ -44,7 +45,8 @@ enum Which {
     /// Deep analysis of a folder of videos and one of images, against `ffmpeg -f null`
     /// decoding, PySceneDetect's ContentDetector and cleanvision on the same files.
     Analyze(analyze::Args),
-    /// Export a manifest of N clips from a generated catalog (no media files needed).
+    /// Export a manifest of N clips from a generated catalog (no media files needed); with
+    /// `--clip-files N`, write N clips as files of their own against `ffmpeg` re-encoding.
     Export(export::Args),
     /// The data loader's CPU path on a manifest of generated 720p H.264 clips, against
     /// `ffmpeg -threads 2 -f null` and PyAV (frame threading) plus a numpy resize and
