@@ -17,8 +17,9 @@ from conftest import ffmpeg, run
 av = pytest.importorskip("av")
 np = pytest.importorskip("numpy")
 
-# Sources with B-frames and short GOPs, an open GOP (x264's), a variable frame rate with a
-# rotation (set by a remux: this FFmpeg's encoding path drops it), as users bring them.
+# Sources with B-frames and short GOPs, open GOPs (x264's and x265's), HEVC with closed
+# GOPs, a variable frame rate with a rotation (set by a remux: this FFmpeg's encoding path
+# drops it), as users bring them.
 SOURCES = [
     (
         "bframes.mp4",
@@ -32,12 +33,35 @@ SOURCES = [
          "-pix_fmt", "yuv420p"],
     ),
     (
+        "hevc_closed.mp4",
+        ["-f", "lavfi", "-i", "testsrc2=size=192x108:rate=25:duration=3,noise=alls=8:allf=t",
+         "-c:v", "libx265", "-x265-params",
+         "keyint=12:min-keyint=12:scenecut=0:bframes=3:open-gop=0:log-level=error",
+         "-pix_fmt", "yuv420p"],
+    ),
+    (
+        "hevc_open_gop.mkv",
+        ["-f", "lavfi", "-i", "mandelbrot=size=160x120:rate=30", "-t", "3",
+         "-c:v", "libx265", "-x265-params", "keyint=15:bframes=3:open-gop=1:log-level=error",
+         "-pix_fmt", "yuv420p"],
+    ),
+    (
         "vfr_rotated.mp4",
         ["-f", "lavfi", "-i", "testsrc=size=160x96:rate=30:duration=3,noise=alls=6:allf=t",
          "-vf", "setpts='N/30/TB+if(gte(N,40),0.2/TB,0)'", "-fps_mode", "vfr",
          "-c:v", "libx264", "-g", "20", "-pix_fmt", "yuv420p"],
     ),
 ]
+
+
+# Sources whose every GOP is closed (starts at an IDR): a clip of whole GOPs is copied.
+CLOSED_GOPS = {"bframes.mp4", "hevc_closed.mp4", "vfr_rotated.mp4"}
+
+
+def codec(path: Path) -> str:
+    """The codec of the first video stream."""
+    with av.open(str(path)) as container:
+        return container.streams.video[0].codec_context.name
 
 
 def rotation(path: Path) -> str | None:
@@ -119,10 +143,16 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
         got = frames_of(clip)
         start, end = row["start_frame"], row["end_frame"]
         assert len(got) == end - start, f"{name} [{start}, {end}): {len(got)} frames"
+        same = 0
         for i, frame in enumerate(got):
             value = psnr(frame, source[start + i])
             assert value >= 40, f"{name} frame {start + i}: {value:.1f} dB"
-            identical += value == math.inf
+            same += value == math.inf
+        identical += same
+        if name in CLOSED_GOPS and (start, end) == (0, len(source)):
+            # A whole file of closed GOPs is copied whole, in its own codec.
+            assert same == end - start, (name, same)
+            assert codec(clip) == codec(data / name), name
         # Timestamps from zero, with the source's intervals.
         times = [t - source_times[start] for t in source_times[start:end]]
         got_times = times_of(clip)
@@ -132,8 +162,8 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
         checked += 1
     assert checked == sum(len(c) for c in wanted.values()), report
     assert report["written"] >= checked and not report["failed"], report
-    # The closed GOPs inside clips were copied (x264's open GOPs were not: encoded), and each
-    # frame copied is the source's own.
+    # The closed GOPs inside clips were copied (H.264 and HEVC; open GOPs were not:
+    # encoded), and each frame copied is the source's own.
     assert report["copied_frames"] > 0, report
     assert identical >= report["copied_frames"], (identical, report)
 

@@ -247,7 +247,7 @@ pub fn part_path(out: &Path) -> PathBuf {
     out.with_file_name(name)
 }
 
-/// libx264 fed a clip's pictures, converted to its 4:2:0 where they are RGB.
+/// libx264 (or libx265) fed a clip's pictures, converted to 4:2:0 where they are RGB.
 struct Encoder {
     /// The pictures' size (the first's).
     size: (u32, u32),
@@ -276,9 +276,11 @@ impl Encoder {
         first: &Picture,
         time_base: ff::Rational,
         described: &Described,
+        family: smart::Family,
         crf: u32,
     ) -> Result<Encoder, ClipError> {
-        let codec = ff::encoder::find_by_name("libx264").ok_or(ClipError::NoEncoder("libx264"))?;
+        let name = family.encoder();
+        let codec = ff::encoder::find_by_name(name).ok_or(ClipError::NoEncoder(name))?;
         let mut enc = ff::codec::context::Context::new_with_codec(codec)
             .encoder()
             .video()
@@ -314,7 +316,10 @@ impl Encoder {
         let mut opts = ff::Dictionary::new();
         opts.set("preset", "veryfast");
         opts.set("crf", &crf.to_string());
-        opts.set("x264-params", "log-level=error");
+        match family {
+            smart::Family::H264 => opts.set("x264-params", "log-level=error"),
+            smart::Family::Hevc => opts.set("x265-params", "log-level=error:repeat-headers=1"),
+        }
         let encoder = enc.open_with(opts).map_err(encode_error("encoder"))?;
         let scaler = if first.yuv420 {
             None
@@ -359,7 +364,7 @@ impl Encoder {
             encoder,
             frame: ff::frame::Video::new(Pixel::YUV420P, width.max(2), height.max(2)),
             scaler,
-            check: Check::new()?,
+            check: Check::new(family.id())?,
         })
     }
 
@@ -432,7 +437,7 @@ impl Encoder {
 }
 
 /// The frame rule checked as the clip is written: each encoded packet decoded again (FFmpeg's
-/// H.264 decoder, as a reader of the clip decodes it) and each frame compared with the
+/// decoder, as a reader of the clip decodes it) and each frame compared with the
 /// picture the encoder was given: PSNR over the three planes at least [`MIN_PSNR`].
 struct Check {
     decoder: ff::decoder::Video,
@@ -442,8 +447,8 @@ struct Check {
 }
 
 impl Check {
-    fn new() -> Result<Check, ClipError> {
-        let codec = ff::decoder::find(ff::codec::Id::H264).ok_or(ClipError::NoEncoder("h264"))?;
+    fn new(id: ff::codec::Id) -> Result<Check, ClipError> {
+        let codec = ff::decoder::find(id).ok_or(ClipError::NoEncoder("a decoder to check"))?;
         let mut context = ff::codec::context::Context::new_with_codec(codec);
         context.set_threading(ff::codec::threading::Config {
             kind: ff::codec::threading::Type::None,

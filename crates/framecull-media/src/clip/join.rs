@@ -10,9 +10,7 @@ use std::path::Path;
 use ff::ffi;
 use ffmpeg_next as ff;
 
-use super::smart::{
-    CopySource, Framing, PPS, Plan, SPS, Segment, annex_b, nal_type, nal_units, seek_to,
-};
+use super::smart::{CopySource, Family, Framing, Plan, Segment, annex_b, nal_units, seek_to};
 use super::{
     ClipError, Described, Encoder, each_picture, encode_error, frame_duration,
     keep_stream_description,
@@ -42,7 +40,8 @@ pub(super) fn write(
     let mut joiner = Joiner {
         octx: ff::format::output_as(&part, "mp4").map_err(encode_error("output container"))?,
         params: plan.copy.as_ref().map(|c| c.params.clone()),
-        tag: if plan.copies() { b"avc3" } else { b"avc1" },
+        family: plan.family,
+        tag: plan.family.tag(plan.copies()),
         described,
         header: false,
         shown: frame_pts[clip.clone()]
@@ -130,7 +129,13 @@ fn encode_part(
         }
         let e = match encoder.as_mut() {
             Some(e) => e,
-            None => encoder.insert(Encoder::open(picture, time_base, described, crf)?),
+            None => encoder.insert(Encoder::open(
+                picture,
+                time_base,
+                described,
+                joiner.family,
+                crf,
+            )?),
         };
         if joiner.params.is_none() {
             joiner.params = Some(ff::codec::Parameters::from(&e.encoder));
@@ -169,6 +174,7 @@ fn copy_run(
     read: &mut usize,
     joiner: &mut Joiner<'_>,
 ) -> Result<(), ClipError> {
+    let family = joiner.family;
     let failed = |message: String| ClipError::Encode {
         what: "copy",
         message,
@@ -196,7 +202,7 @@ fn copy_run(
         let units = nal_units(packet.data().unwrap_or_default(), copy.framing);
         // The run's first packet gets the source's parameter sets where it has none of its
         // own (an encoded part before it brought other ones).
-        let lead = at == run.start && !units.iter().any(|u| nal_type(u) == SPS);
+        let lead = at == run.start && !units.iter().any(|u| family.is_parameter_set(u));
         let sets = copy.parameter_sets.iter().map(Vec::as_slice);
         let bytes = annex_b(sets.filter(|_| lead).chain(units));
         joiner.write(bytes, expected - joiner.first_pts, packet.is_key())?;
@@ -210,8 +216,9 @@ struct Joiner<'a> {
     /// The stream's parameters (size, format, colour) for the header: the source's where
     /// packets are copied, else the first encoder's.
     params: Option<ff::codec::Parameters>,
-    /// The sample entry: `avc3` (parameter sets in the stream, which change between parts)
-    /// where packets are copied, else `avc1`.
+    family: Family,
+    /// The sample entry: `avc3` or `hev1` (parameter sets in the stream, which change
+    /// between parts) where packets are copied, else `avc1`.
     tag: &'static [u8; 4],
     described: &'a Described,
     header: bool,
@@ -298,9 +305,9 @@ impl Joiner<'_> {
         let sets = annex_b(
             nal_units(first, Framing::StartCodes)
                 .into_iter()
-                .filter(|u| matches!(nal_type(u), SPS | PPS)),
+                .filter(|u| self.family.is_parameter_set(u)),
         );
-        let codec = ff::encoder::find(ff::codec::Id::H264);
+        let codec = ff::encoder::find(self.family.id());
         let mut ost = self
             .octx
             .add_stream(codec)

@@ -172,14 +172,137 @@ pub(super) fn nal_units(data: &[u8], framing: Framing) -> Vec<&[u8]> {
     units
 }
 
-/// An H.264 NAL unit's type.
-pub(super) fn nal_type(unit: &[u8]) -> u8 {
-    unit.first().map_or(0, |b| b & 0x1f)
+/// The codecs whose GOPs are copied: the NAL unit types that matter, how the parameter sets
+/// are recorded, and the encoder that writes the parts around the copied runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Family {
+    H264,
+    Hevc,
 }
 
-const IDR: u8 = 5;
-pub(super) const SPS: u8 = 7;
-pub(super) const PPS: u8 = 8;
+impl Family {
+    pub fn of(id: ff::codec::Id) -> Option<Family> {
+        match id {
+            ff::codec::Id::H264 => Some(Family::H264),
+            ff::codec::Id::HEVC => Some(Family::Hevc),
+            _ => None,
+        }
+    }
+
+    /// A NAL unit's type.
+    pub fn nal_type(self, unit: &[u8]) -> u8 {
+        match self {
+            Family::H264 => unit.first().map_or(0, |b| b & 0x1f),
+            Family::Hevc => unit.first().map_or(0, |b| (b >> 1) & 0x3f),
+        }
+    }
+
+    /// A unit decoding can start at with nothing before it: an H.264 IDR; an HEVC IRAP (IDR,
+    /// CRA or BLA: a CRA's leading pictures, which refer to the GOP before, come after it in
+    /// decode order and show before it, so its GOP fails the plan's frame test and is
+    /// encoded).
+    fn is_sync(self, unit: &[u8]) -> bool {
+        let t = self.nal_type(unit);
+        match self {
+            Family::H264 => t == 5,
+            Family::Hevc => (16..=21).contains(&t),
+        }
+    }
+
+    /// A parameter set (H.264 SPS, PPS; HEVC VPS, SPS, PPS).
+    pub fn is_parameter_set(self, unit: &[u8]) -> bool {
+        let t = self.nal_type(unit);
+        match self {
+            Family::H264 => matches!(t, 7 | 8),
+            Family::Hevc => matches!(t, 32..=34),
+        }
+    }
+
+    /// The encoder of the parts around copied runs.
+    pub fn encoder(self) -> &'static str {
+        match self {
+            Family::H264 => "libx264",
+            Family::Hevc => "libx265",
+        }
+    }
+
+    pub fn id(self) -> ff::codec::Id {
+        match self {
+            Family::H264 => ff::codec::Id::H264,
+            Family::Hevc => ff::codec::Id::HEVC,
+        }
+    }
+
+    /// The MP4 sample entry: with parameter sets in the stream (they change between parts),
+    /// or only in the header.
+    pub fn tag(self, in_stream: bool) -> &'static [u8; 4] {
+        match (self, in_stream) {
+            (Family::H264, true) => b"avc3",
+            (Family::H264, false) => b"avc1",
+            (Family::Hevc, true) => b"hev1",
+            (Family::Hevc, false) => b"hvc1",
+        }
+    }
+
+    /// The framing of a stream's packets and its parameter sets, from its extradata: an
+    /// `avcC` or `hvcC` record, or Annex B units.
+    pub fn setup(self, extradata: &[u8]) -> (Framing, Vec<Vec<u8>>) {
+        if extradata.first() != Some(&1) {
+            let sets = nal_units(extradata, Framing::StartCodes)
+                .into_iter()
+                .filter(|u| self.is_parameter_set(u))
+                .map(<[u8]>::to_vec)
+                .collect();
+            return (Framing::StartCodes, sets);
+        }
+        let mut sets = Vec::new();
+        let mut unit = |at: &mut usize| -> Option<()> {
+            let len = extradata.get(*at..*at + 2)?;
+            let len = u16::from_be_bytes([len[0], len[1]]) as usize;
+            sets.push(extradata.get(*at + 2..*at + 2 + len)?.to_vec());
+            *at += 2 + len;
+            Some(())
+        };
+        match self {
+            Family::H264 => {
+                let length = extradata.get(4).map_or(4, |b| (b & 3) as usize + 1);
+                let mut at = 5;
+                // SPS count (low five bits), then the PPS count (a byte) after them.
+                for mask in [0x1f, 0xff] {
+                    let Some(&count) = extradata.get(at) else {
+                        break;
+                    };
+                    at += 1;
+                    for _ in 0..(count & mask) {
+                        if unit(&mut at).is_none() {
+                            break;
+                        }
+                    }
+                }
+                (Framing::Length(length), sets)
+            }
+            Family::Hevc => {
+                let length = extradata.get(21).map_or(4, |b| (b & 3) as usize + 1);
+                let arrays = extradata.get(22).copied().unwrap_or(0);
+                let mut at = 23;
+                for _ in 0..arrays {
+                    // The unit type (a byte), then a count of units (two).
+                    let Some(count) = extradata.get(at + 1..at + 3) else {
+                        break;
+                    };
+                    let count = u16::from_be_bytes([count[0], count[1]]);
+                    at += 3;
+                    for _ in 0..count {
+                        if unit(&mut at).is_none() {
+                            break;
+                        }
+                    }
+                }
+                (Framing::Length(length), sets)
+            }
+        }
+    }
+}
 
 /// `units` in Annex B form.
 pub(super) fn annex_b<'a>(units: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
@@ -191,41 +314,6 @@ pub(super) fn annex_b<'a>(units: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> 
     out
 }
 
-/// The framing of an H.264 stream's packets and its parameter sets (SPS and PPS units), from
-/// its extradata: an `avcC` record or Annex B units.
-pub(super) fn h264_setup(extradata: &[u8]) -> (Framing, Vec<Vec<u8>>) {
-    if extradata.first() != Some(&1) {
-        let sets = nal_units(extradata, Framing::StartCodes)
-            .into_iter()
-            .filter(|u| matches!(nal_type(u), SPS | PPS))
-            .map(<[u8]>::to_vec)
-            .collect();
-        return (Framing::StartCodes, sets);
-    }
-    let length = extradata.get(4).map_or(4, |b| (b & 3) as usize + 1);
-    let mut sets = Vec::new();
-    let mut at = 5;
-    // SPS count (low five bits), then the PPS count (a byte) after them.
-    for mask in [0x1f, 0xff] {
-        let Some(&count) = extradata.get(at) else {
-            break;
-        };
-        at += 1;
-        for _ in 0..(count & mask) {
-            let Some(len) = extradata.get(at..at + 2) else {
-                break;
-            };
-            let len = u16::from_be_bytes([len[0], len[1]]) as usize;
-            let Some(unit) = extradata.get(at + 2..at + 2 + len) else {
-                break;
-            };
-            sets.push(unit.to_vec());
-            at += 2 + len;
-        }
-    }
-    (Framing::Length(length), sets)
-}
-
 /// Where a clip's copied packets come from.
 pub(super) struct CopySource {
     pub opened: Opened,
@@ -233,7 +321,7 @@ pub(super) struct CopySource {
     /// Where reading starts (the scan's start): packets are counted from there.
     pub seek: Option<i64>,
     pub framing: Framing,
-    /// The source's SPS and PPS units, for a copied run whose first packet has none.
+    /// The source's parameter sets, for a copied run whose first packet has none.
     pub parameter_sets: Vec<Vec<u8>>,
     /// The packets scanned, decode order.
     pub packets: Vec<ScannedPacket>,
@@ -246,6 +334,8 @@ pub(super) struct Plan {
     pub clip: Range<usize>,
     pub segments: Vec<Segment>,
     pub copy: Option<CopySource>,
+    /// The clip's codec: the source's where packets are copied, else H.264.
+    pub family: Family,
 }
 
 impl Plan {
@@ -255,6 +345,7 @@ impl Plan {
             segments: vec![Segment::Encode(clip.clone())],
             clip,
             copy: None,
+            family: Family::H264,
         }
     }
 
@@ -263,8 +354,8 @@ impl Plan {
         self.copy.is_some()
     }
 
-    /// The delay the clip's decode timestamps need: the copied runs' reordering, and
-    /// libx264's (B-frames with a pyramid: two).
+    /// The delay the clip's decode timestamps need: the copied runs' reordering, and the
+    /// encoder's.
     pub fn delay(&self) -> usize {
         let mut delay = 0;
         for segment in &self.segments {
@@ -273,7 +364,8 @@ impl Plan {
                     let pts: Vec<i64> = copy.packets[run.clone()].iter().map(|p| p.pts).collect();
                     reorder_delay(&pts)
                 }
-                _ => 2,
+                // libx264's and libx265's B-frames with a pyramid: two, and one to spare.
+                _ => 3,
             });
         }
         delay
@@ -311,8 +403,12 @@ pub(super) fn plan_clip(
         ffi::AVPixelFormat::AV_PIX_FMT_YUV420P as i32,
         ffi::AVPixelFormat::AV_PIX_FMT_YUVJ420P as i32,
     ];
-    // The encoded parts must match the copied ones: 8-bit 4:2:0 at even sizes (libx264's).
-    if params.id() != ff::codec::Id::H264
+    // The encoded parts must match the copied ones: 8-bit 4:2:0 at even sizes, in the
+    // source's codec, with its encoder here.
+    let Some(family) = Family::of(params.id()) else {
+        return whole();
+    };
+    if ff::encoder::find_by_name(family.encoder()).is_none()
         || !yuv420.contains(&format)
         || width % 2 != 0
         || height % 2 != 0
@@ -320,7 +416,7 @@ pub(super) fn plan_clip(
         return whole();
     }
     let params = params.clone();
-    let (framing, parameter_sets) = h264_setup(&extradata);
+    let (framing, parameter_sets) = family.setup(&extradata);
     let frame_pts = reader.frame_pts();
     // Read from the keyframe at or before the clip's start.
     let seek = reader
@@ -333,7 +429,7 @@ pub(super) fn plan_clip(
     let opened = source.open_streaming();
     let mut input = opened.input(|| false).map_err(encode_error("source"))?;
     let stop = frame_pts.get(clip.end).copied();
-    let (packets, complete) = scan(&mut input, stream_index, seek, stop, framing)?;
+    let (packets, complete) = scan(&mut input, stream_index, seek, stop, framing, family)?;
     let segments = plan(&packets, frame_pts, clip.clone(), complete);
     if !segments.iter().any(|s| matches!(s, Segment::Copy { .. })) {
         return whole();
@@ -350,6 +446,7 @@ pub(super) fn plan_clip(
             packets,
             params,
         }),
+        family,
     })
 }
 
@@ -361,6 +458,7 @@ fn scan(
     seek: Option<i64>,
     stop: Option<i64>,
     framing: Framing,
+    family: Family,
 ) -> Result<(Vec<ScannedPacket>, bool), ClipError> {
     if let Some(target) = seek {
         seek_to(input, stream, target);
@@ -383,7 +481,7 @@ fn scan(
         let sync = packet.is_key()
             && nal_units(packet.data().unwrap_or_default(), framing)
                 .iter()
-                .any(|u| nal_type(u) == IDR);
+                .any(|u| family.is_sync(u));
         packets.push(ScannedPacket { pts, sync });
         if sync && stop.is_some_and(|s| pts >= s) {
             return Ok((packets, false));

@@ -103,7 +103,34 @@ fn nal_units_of_both_framings() {
     );
     let avcc = [1, 0x64, 0, 0x1f, 0xff, 0xe1, 0, 2, 0x67, 9, 1, 0, 1, 0x68];
     assert_eq!(
-        h264_setup(&avcc),
+        Family::H264.setup(&avcc),
         (Framing::Length(4), vec![vec![0x67, 9], vec![0x68]])
     );
+}
+
+#[test]
+fn hevc_parameter_sets_and_sync_units() {
+    // An hvcC record: 21 bytes of profile and format, the length size (4), then two arrays
+    // (VPS: one unit; SPS and PPS: one each in an array of two).
+    let mut hvcc = vec![1u8];
+    hvcc.extend([0; 20]);
+    hvcc.push(0xfc | 3);
+    hvcc.push(2);
+    hvcc.extend([0x20, 0, 1, 0, 2, 0x40, 1]);
+    hvcc.extend([0x21, 0, 2, 0, 2, 0x42, 1, 0, 2, 0x44, 1]);
+    assert_eq!(
+        Family::Hevc.setup(&hvcc),
+        (
+            Framing::Length(4),
+            vec![vec![0x40, 1], vec![0x42, 1], vec![0x44, 1]]
+        )
+    );
+    // Types from the unit's first byte: IDR_W_RADL (19), CRA (21) start a GOP; TRAIL_R (1)
+    // does not; VPS (32) is a parameter set.
+    assert!(Family::Hevc.is_sync(&[19 << 1, 1]));
+    assert!(Family::Hevc.is_sync(&[21 << 1, 1]));
+    assert!(!Family::Hevc.is_sync(&[1 << 1, 1]));
+    assert!(Family::Hevc.is_parameter_set(&[32 << 1, 1]));
+    assert!(Family::H264.is_sync(&[0x65]));
+    assert!(!Family::H264.is_sync(&[0x41]));
 }
