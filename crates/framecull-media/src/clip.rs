@@ -1,9 +1,9 @@
 //! Clip files that hold exactly a clip's frames. [`write_clip`] writes frames `[start, end)`
 //! of a video (the frames a decode from the start shows at those indices) to an MP4 of their
-//! own: by smart cut where the clip holds whole closed GOPs of an H.264 source (their packets
-//! copied, the ends encoded again: [`smart`]), else read as the loader reads them (through
-//! checked seeks) and encoded with libx264 at a quality that keeps them within 40 dB PSNR of
-//! the source's. Timestamps run from zero (a variable-rate source keeps its intervals), with
+//! own: by smart cut where the clip holds whole closed GOPs of an H.264 or HEVC source
+//! (their packets copied, the ends encoded again with the source's encoder: [`smart`],
+//! [`join`]), else read as the loader reads them (through checked seeks) and encoded with
+//! libx264; every encoded frame decoded again and held within 40 dB PSNR of the source's. Timestamps run from zero (a variable-rate source keeps its intervals), with
 //! the source's rotation, sample aspect ratio and colour description. The file appears under
 //! its name only when complete.
 
@@ -170,7 +170,10 @@ fn write_any(
             frames: reader.frame_pts().len(),
         });
     }
-    let mut plan = smart::plan_clip(reader, source, frames.clone())?;
+    let mut plan = smart::plan_clip(reader, source, frames.clone()).unwrap_or_else(|e| {
+        tracing::debug!("{}: no smart cut: {e}", part.display());
+        smart::Plan::encode_all(frames.clone())
+    });
     let mut rungs = CRF_LADDER.iter().peekable();
     while let Some(&crf) = rungs.next() {
         let result = join::write(reader, &plan, described, part, crf);
@@ -318,7 +321,15 @@ impl Encoder {
         opts.set("crf", &crf.to_string());
         match family {
             smart::Family::H264 => opts.set("x264-params", "log-level=error"),
-            smart::Family::Hevc => opts.set("x265-params", "log-level=error:repeat-headers=1"),
+            // x265 is lossless at rate factor 0 only when told.
+            smart::Family::Hevc => opts.set(
+                "x265-params",
+                if crf == 0 {
+                    "log-level=error:repeat-headers=1:lossless=1"
+                } else {
+                    "log-level=error:repeat-headers=1"
+                },
+            ),
         }
         let encoder = enc.open_with(opts).map_err(encode_error("encoder"))?;
         let scaler = if first.yuv420 {
@@ -408,8 +419,13 @@ impl Encoder {
     /// is further than [`MIN_PSNR`] from its picture.
     fn receive(&mut self) -> Result<Option<ff::Packet>, ClipError> {
         let mut packet = ff::Packet::empty();
-        if self.encoder.receive_packet(&mut packet).is_err() {
-            return Ok(None);
+        match self.encoder.receive_packet(&mut packet) {
+            Ok(()) => {}
+            Err(ff::Error::Eof) => return Ok(None),
+            Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => {
+                return Ok(None);
+            }
+            Err(e) => return Err(encode_error("packet")(e)),
         }
         self.check.packet(Some(&packet))?;
         Ok(Some(packet))

@@ -1,6 +1,7 @@
-//! Writing a clip from its plan: the encoded parts (libx264, a fresh encoder each, at one
-//! rate factor) and the copied runs joined in one H.264 stream of Annex B packets, in decode
-//! order, into an MP4. Timestamps run from zero; decode timestamps are set again for the
+//! Writing a clip from its plan: the encoded parts (libx264 or libx265, a fresh encoder each,
+//! at one rate factor) and the copied runs joined in one stream of Annex B packets whose
+//! parameter sets lead each part's first keyframe, in decode order, into an MP4 (`avc3` or
+//! `hev1`: parameter sets in the stream). Timestamps run from zero; decode timestamps are set again for the
 //! whole clip (each frame's, the presentation time `delay` frames earlier), so that parts
 //! with different frame reordering join.
 
@@ -199,13 +200,27 @@ fn copy_run(
                 packet.pts()
             )));
         }
-        let units = nal_units(packet.data().unwrap_or_default(), copy.framing);
-        // The run's first packet gets the source's parameter sets where it has none of its
-        // own (an encoded part before it brought other ones).
-        let lead = at == run.start && !units.iter().any(|u| family.is_parameter_set(u));
-        let sets = copy.parameter_sets.iter().map(Vec::as_slice);
-        let bytes = annex_b(sets.filter(|_| lead).chain(units));
-        joiner.write(bytes, expected - joiner.first_pts, packet.is_key())?;
+        let units = nal_units(packet.data().unwrap_or_default(), copy.framing)
+            .ok_or_else(|| failed(format!("packet {at} is not whole NAL units")))?;
+        // The run's first packet gets every parameter set of the source's header (an encoded
+        // part before it brought other ones), after its delimiter if it has one and before
+        // its own units (its own sets, where it has them, come after and win).
+        let lead = if at == run.start {
+            copy.parameter_sets.as_slice()
+        } else {
+            &[]
+        };
+        let delimiter = units.first().filter(|u| family.is_delimiter(u)).copied();
+        let rest = &units[usize::from(delimiter.is_some())..];
+        let bytes = annex_b(
+            delimiter
+                .into_iter()
+                .chain(lead.iter().map(Vec::as_slice))
+                .chain(rest.iter().copied()),
+        );
+        // Sync samples where a GOP starts, whatever the demuxer marked.
+        let key = copy.packets[at].sync;
+        joiner.write(bytes, expected - joiner.first_pts, key)?;
     }
     Ok(())
 }
@@ -304,6 +319,7 @@ impl Joiner<'_> {
     fn write_header(&mut self, first: &[u8]) -> Result<(), ClipError> {
         let sets = annex_b(
             nal_units(first, Framing::StartCodes)
+                .unwrap_or_default()
                 .into_iter()
                 .filter(|u| self.family.is_parameter_set(u)),
         );

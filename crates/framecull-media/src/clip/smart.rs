@@ -1,19 +1,14 @@
-//! Smart cut: a clip whose middle holds whole closed GOPs of its source copies their packets
-//! as they are, and encodes again only the frames at its two ends (and any GOP in between that
-//! cannot stand alone).
+//! Smart cut, the plan: which GOPs of a clip's source are copied packet for packet, and
+//! which frames around them are encoded again ([`super::join`] writes the clip).
 //!
 //! A GOP is copied when decoding it needs nothing outside it and gives exactly its frames: it
-//! starts at an instantaneous decoder refresh (H.264 IDR), its packets up to the next one are
-//! exactly the frames shown from its keyframe to the next's (no B-frame of it shows before its
-//! keyframe or references the GOP before: open GOPs are encoded again), and those frames lie
-//! inside the clip. Decoding it from its first packet then gives the very pictures a decode
-//! from the start of the source gives.
-//!
-//! The parts are joined in one H.264 stream of Annex B packets whose parameter sets lead each
-//! part's first keyframe (the source's for a copied run, libx264's for an encoded one), muxed
-//! as `avc3` (parameter sets in the stream) in an MP4. Timestamps run from zero; decode
-//! timestamps are set again for the whole clip (each frame's, the presentation time `delay`
-//! frames earlier), so that parts with different frame reordering join.
+//! starts at a random-access picture (H.264 IDR; HEVC IRAP), its packets up to the next one
+//! are exactly the frames shown from its keyframe to the next's (no B-frame of it shows
+//! before its keyframe or references the GOP before: open GOPs, and HEVC CRAs with leading
+//! pictures, are encoded again), none is marked to be discarded, and those frames lie inside
+//! the clip. A run of copied GOPs starts where a new coded sequence does (H.264 IDR; HEVC IDR
+//! or BLA). Decoding it from its first packet then gives the very pictures a decode from the
+//! start of the source gives.
 
 use std::ops::Range;
 
@@ -29,8 +24,13 @@ use crate::source::{Opened, Source};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ScannedPacket {
     pub pts: i64,
-    /// Decoding can start here with nothing before it (an H.264 IDR).
+    /// A GOP starts here: a random-access picture (H.264 IDR; HEVC IRAP).
     pub sync: bool,
+    /// A copied run may start here: the picture starts a new coded sequence (H.264 IDR;
+    /// HEVC IDR or BLA, not a CRA, whose counting goes on from the pictures before it).
+    pub fresh: bool,
+    /// The demuxer marks the packet to be decoded but not shown (an MP4 edit list).
+    pub discard: bool,
 }
 
 /// A part of a clip, in order.
@@ -82,7 +82,7 @@ pub(super) fn plan(
         // Pts are unique, so as many packets as frames, all within the GOP's display span,
         // are exactly its frames.
         let (lo, hi) = (frame_pts[a], frame_pts[b - 1]);
-        if gop.len() != b - a || gop.iter().any(|p| p.pts < lo || p.pts > hi) {
+        if gop.len() != b - a || gop.iter().any(|p| p.pts < lo || p.pts > hi || p.discard) {
             continue;
         }
         match copies.last_mut() {
@@ -90,7 +90,8 @@ pub(super) fn plan(
                 frames.end = b;
                 run.end = end;
             }
-            _ => copies.push((a..b, first..end)),
+            _ if packets[first].fresh => copies.push((a..b, first..end)),
+            _ => {}
         }
     }
     let mut segments = Vec::new();
@@ -132,21 +133,20 @@ pub(super) enum Framing {
     StartCodes,
 }
 
-/// The NAL units of `data`.
-pub(super) fn nal_units(data: &[u8], framing: Framing) -> Vec<&[u8]> {
+/// The NAL units of `data`, or `None` where they do not make up the packet exactly (a length
+/// past its end, bytes before the first start code).
+pub(super) fn nal_units(data: &[u8], framing: Framing) -> Option<Vec<&[u8]>> {
     let mut units = Vec::new();
     match framing {
         Framing::Length(n) => {
             let mut at = 0;
-            while at + n <= data.len() {
-                let len = data[at..at + n]
+            while at < data.len() {
+                let len = data
+                    .get(at..at + n)?
                     .iter()
                     .fold(0usize, |acc, &b| (acc << 8) | b as usize);
                 at += n;
-                let Some(unit) = data.get(at..at + len) else {
-                    break;
-                };
-                units.push(unit);
+                units.push(data.get(at..at + len)?);
                 at += len;
             }
         }
@@ -155,6 +155,10 @@ pub(super) fn nal_units(data: &[u8], framing: Framing) -> Vec<&[u8]> {
                 .filter(|&i| data[i] == 0 && data[i + 1] == 0 && data[i + 2] == 1)
                 .map(|i| i + 3)
                 .collect();
+            let before = starts.first().map_or(data.len(), |&s| s - 3);
+            if data[..before].iter().any(|&b| b != 0) {
+                return None;
+            }
             for (n, &start) in starts.iter().enumerate() {
                 let end = starts.get(n + 1).map_or(data.len(), |&s| s - 3);
                 // Zeros before the next start code (its fourth byte, trailing zeros) are not
@@ -169,7 +173,7 @@ pub(super) fn nal_units(data: &[u8], framing: Framing) -> Vec<&[u8]> {
             }
         }
     }
-    units
+    Some(units)
 }
 
 /// The codecs whose GOPs are copied: the NAL unit types that matter, how the parameter sets
@@ -209,6 +213,26 @@ impl Family {
         }
     }
 
+    /// A unit that starts a new coded sequence, which a copied run may start at: H.264 IDR;
+    /// HEVC BLA or IDR (after a part of another encoder, a CRA would go on counting from its
+    /// pictures and change parameter sets mid-sequence).
+    fn is_fresh(self, unit: &[u8]) -> bool {
+        let t = self.nal_type(unit);
+        match self {
+            Family::H264 => t == 5,
+            Family::Hevc => (16..=20).contains(&t),
+        }
+    }
+
+    /// An access unit delimiter, which must stay an access unit's first unit.
+    pub fn is_delimiter(self, unit: &[u8]) -> bool {
+        let t = self.nal_type(unit);
+        match self {
+            Family::H264 => t == 9,
+            Family::Hevc => t == 35,
+        }
+    }
+
     /// A parameter set (H.264 SPS, PPS; HEVC VPS, SPS, PPS).
     pub fn is_parameter_set(self, unit: &[u8]) -> bool {
         let t = self.nal_type(unit);
@@ -245,10 +269,12 @@ impl Family {
     }
 
     /// The framing of a stream's packets and its parameter sets, from its extradata: an
-    /// `avcC` or `hvcC` record, or Annex B units.
+    /// `avcC` or `hvcC` record, or Annex B units (where it starts with a start code, as
+    /// FFmpeg tells them apart).
     pub fn setup(self, extradata: &[u8]) -> (Framing, Vec<Vec<u8>>) {
-        if extradata.first() != Some(&1) {
+        if extradata.starts_with(&[0, 0, 1]) || extradata.starts_with(&[0, 0, 0, 1]) {
             let sets = nal_units(extradata, Framing::StartCodes)
+                .unwrap_or_default()
                 .into_iter()
                 .filter(|u| self.is_parameter_set(u))
                 .map(<[u8]>::to_vec)
@@ -451,7 +477,8 @@ pub(super) fn plan_clip(
 }
 
 /// Read the stream's packets in decode order, from `seek` (else the start) until the first
-/// sync packet shown at or after `stop` (included) or the end (`true`).
+/// sync packet shown at or after `stop`, or the first decoded after `stop` (included), or the
+/// end (`true`).
 fn scan(
     input: &mut ff::format::context::Input,
     stream: usize,
@@ -478,12 +505,26 @@ fn scan(
                 message: "a packet without a timestamp".into(),
             });
         };
-        let sync = packet.is_key()
-            && nal_units(packet.data().unwrap_or_default(), framing)
-                .iter()
-                .any(|u| family.is_sync(u));
-        packets.push(ScannedPacket { pts, sync });
-        if sync && stop.is_some_and(|s| pts >= s) {
+        let units = nal_units(packet.data().unwrap_or_default(), framing).ok_or_else(|| {
+            ClipError::Encode {
+                what: "copy",
+                message: format!("the packet at {pts} is not whole NAL units"),
+            }
+        })?;
+        let sync = packet.is_key() && units.iter().any(|u| family.is_sync(u));
+        let fresh = sync && units.iter().any(|u| family.is_fresh(u));
+        // SAFETY: a plain field of the packet just read.
+        let discard =
+            unsafe { (*ff::packet::Ref::as_ptr(&packet)).flags } & ffi::AV_PKT_FLAG_DISCARD != 0;
+        // No packet after one decoded after the clip's end can end a GOP inside the clip.
+        let past = stop.is_some_and(|s| packet.dts().unwrap_or(pts) > s);
+        packets.push(ScannedPacket {
+            pts,
+            sync,
+            fresh,
+            discard,
+        });
+        if past || (sync && stop.is_some_and(|s| pts >= s)) {
             return Ok((packets, false));
         }
     }

@@ -2,7 +2,12 @@ use super::*;
 
 fn packets(list: &[(i64, bool)]) -> Vec<ScannedPacket> {
     list.iter()
-        .map(|&(pts, sync)| ScannedPacket { pts, sync })
+        .map(|&(pts, sync)| ScannedPacket {
+            pts,
+            sync,
+            fresh: sync,
+            discard: false,
+        })
         .collect()
 }
 
@@ -94,17 +99,53 @@ fn nal_units_of_both_framings() {
     let length = [0, 0, 0, 2, 0x65, 1, 0, 0, 0, 1, 0x41];
     assert_eq!(
         nal_units(&length, Framing::Length(4)),
-        vec![&[0x65, 1][..], &[0x41][..]]
+        Some(vec![&[0x65, 1][..], &[0x41][..]])
     );
     let annex = [0, 0, 0, 1, 0x67, 5, 0, 0, 1, 0x68, 0, 0, 0, 1, 0x65, 7];
     assert_eq!(
         nal_units(&annex, Framing::StartCodes),
-        vec![&[0x67, 5][..], &[0x68][..], &[0x65, 7][..]]
+        Some(vec![&[0x67, 5][..], &[0x68][..], &[0x65, 7][..]])
     );
     let avcc = [1, 0x64, 0, 0x1f, 0xff, 0xe1, 0, 2, 0x67, 9, 1, 0, 1, 0x68];
     assert_eq!(
         Family::H264.setup(&avcc),
         (Framing::Length(4), vec![vec![0x67, 9], vec![0x68]])
+    );
+    // Units that do not make up the packet: a length past its end, bytes before the first
+    // start code.
+    assert_eq!(nal_units(&[0, 0, 0, 5, 0x65, 1], Framing::Length(4)), None);
+    assert_eq!(nal_units(&[7, 0, 0, 1, 0x65], Framing::StartCodes), None);
+}
+
+#[test]
+fn a_run_starts_at_a_new_sequence_and_skips_discarded_packets() {
+    let frame_pts: Vec<i64> = (0..12).collect();
+    let mut scanned = packets(&(0..12).map(|p| (p, p % 4 == 0)).collect::<Vec<_>>());
+    // The second GOP starts at a picture that goes on from the sequence before (an HEVC
+    // CRA): it may extend a run, not start one.
+    scanned[4].fresh = false;
+    assert_eq!(
+        plan(&scanned, &frame_pts, 0..12, true),
+        vec![Segment::Copy {
+            frames: 0..12,
+            packets: 0..12
+        }]
+    );
+    assert_eq!(
+        plan(&scanned, &frame_pts, 2..12, true),
+        vec![
+            Segment::Encode(2..8),
+            Segment::Copy {
+                frames: 8..12,
+                packets: 8..12
+            }
+        ]
+    );
+    // A packet to be discarded (an edit list) keeps its GOP from being copied.
+    scanned[9].discard = true;
+    assert_eq!(
+        plan(&scanned, &frame_pts, 4..12, true),
+        vec![Segment::Encode(4..12)]
     );
 }
 
