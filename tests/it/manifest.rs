@@ -540,3 +540,154 @@ fn a_damaged_manifest_file_is_refused_before_it_is_decoded() {
     let (_, rows) = manifest::open_path(&dir.join("v0001.jsonl")).unwrap();
     assert_eq!(rows.len(), 50);
 }
+
+/// Clip files (`export --materialize`) stopped by SIGTERM (exit 3) and by Ctrl-C (SIGINT,
+/// exit 2) leave only whole clip files, and killed with SIGKILL leave at most a `.part` file; each
+/// rerun writes only the clips missing, and the last one leaves every clip whole and no part
+/// file.
+#[test]
+fn stopped_or_killed_clip_files_resume_with_nothing_half_written() {
+    const CLIPS: usize = 30;
+    let data = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let mut spec = framecull::media::synth::VideoSpec::new("libx264", 320, 180, 25, 400);
+    spec.gop = 25;
+    spec.noise = 6;
+    common::video(data.path(), "long.mp4", &spec);
+    let project = proj.path().to_str().unwrap();
+    let out = common::run(&[
+        "scan",
+        data.path().to_str().unwrap(),
+        "--deep",
+        "--project",
+        project,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    // Clips of 12 frames from mid-GOP: each one encoded (nothing to copy), so each takes a
+    // while.
+    for i in 0..CLIPS {
+        let (start, end) = (format!("f{}", 3 + i * 13), format!("f{}", 15 + i * 13));
+        let out = common::run(&[
+            "clips",
+            "--project",
+            project,
+            "add",
+            "long.mp4",
+            "--start",
+            &start,
+            "--end",
+            &end,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    }
+    let dir = proj.path().join("clip-files");
+    let clip_files = || -> (Vec<std::path::PathBuf>, usize) {
+        let entries: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        let parts = entries
+            .iter()
+            .filter(|p| p.to_string_lossy().ends_with(".part"))
+            .count();
+        let whole = entries
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "mp4"))
+            .collect();
+        (whole, parts)
+    };
+    // Every clip file present holds its 12 frames.
+    let all_whole = |files: &[std::path::PathBuf]| {
+        for file in files {
+            let out = std::process::Command::new("ffprobe")
+                .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+                .args(["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0"])
+                .arg(file)
+                .output()
+                .unwrap();
+            let frames = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            assert_eq!(frames, "12", "{} is not whole", file.display());
+        }
+    };
+    let mut interrupted = 0;
+    for (run, signal) in ["TERM", "INT", "KILL"].into_iter().enumerate() {
+        let mut child = common::bin()
+            .args([
+                "export",
+                "--project",
+                project,
+                "--name",
+                "cut",
+                "--format",
+                "jsonl",
+            ])
+            .arg("--materialize")
+            .arg(&dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for this run's first clip file, then signal.
+        let before = clip_files().0.len();
+        let started = std::time::Instant::now();
+        while clip_files().0.len() <= before
+            && child.try_wait().unwrap().is_none()
+            && started.elapsed() < std::time::Duration::from_secs(120)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if child.try_wait().unwrap().is_none() {
+            crate::kill::send(signal, child.id());
+        }
+        let out = child.wait_with_output().unwrap();
+        let (files, parts) = clip_files();
+        all_whole(&files);
+        match (signal, out.status.code()) {
+            ("KILL", None) => {
+                interrupted += 1;
+                assert!(parts <= 1, "{parts} part files after SIGKILL");
+            }
+            // Ctrl-C is the user's cancel (exit 2), SIGTERM a scheduler's (exit 3: retried), as
+            // for every command (docs/CLI.md).
+            ("INT", Some(2)) | ("TERM", Some(3)) => {
+                interrupted += 1;
+                assert_eq!(parts, 0, "a part file left by SIG{signal}");
+                assert!(
+                    common::stderr(&out).contains("clip files stopped"),
+                    "{}",
+                    common::stderr(&out)
+                );
+            }
+            (_, Some(0)) => assert_eq!(files.len(), CLIPS),
+            (_, code) => panic!("run {run} ended with {code:?}: {}", common::stderr(&out)),
+        }
+    }
+    assert!(
+        interrupted >= 2,
+        "the runs finished before their signals; make the clips longer"
+    );
+    let out = common::bin()
+        .args([
+            "export",
+            "--project",
+            project,
+            "--name",
+            "cut",
+            "--format",
+            "jsonl",
+            "--json",
+        ])
+        .arg("--materialize")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    let (files, parts) = clip_files();
+    assert_eq!((files.len(), parts), (CLIPS, 0), "{report}");
+    all_whole(&files);
+    // The earlier runs' clips were kept, not written again.
+    assert!(
+        report["materialized"]["present"].as_u64().unwrap() >= 3,
+        "{report}"
+    );
+}
