@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use framecull_media::clip::{self, ClipWritten};
+use framecull_media::clip::{self, ClipSource, ClipWritten};
 use framecull_media::source::Source;
 use framecull_model::{MediaKind, ReadAs, SeekReference, StreamChoice};
 use framecull_storage::Root;
@@ -72,6 +72,9 @@ pub fn materialize(
         source,
     })?;
     let mut out = Materialized::default();
+    // The source of the clip before, kept open for the next clips of the same file (rows of
+    // a file follow one another): its frames are indexed once.
+    let mut open: Option<(SourceKey, ClipSource)> = None;
     for (i, row) in rows.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             return Err(ManifestError::Stopped);
@@ -80,7 +83,13 @@ pub fn materialize(
         if file.exists() {
             out.present += 1;
         } else {
-            match write_one(root, row, references.get(&row.file_fingerprint), &file) {
+            match write_one(
+                root,
+                row,
+                references.get(&row.file_fingerprint),
+                &file,
+                &mut open,
+            ) {
                 Ok(w) => {
                     out.written += 1;
                     out.bytes += w.bytes;
@@ -103,24 +112,40 @@ pub fn materialize(
     Ok(out)
 }
 
-/// Write one row's clip file.
+/// What identifies a video source open for clips: its path, stream and content.
+type SourceKey = (String, Option<i64>, String);
+
+/// Write one row's clip file, through `open` (the source of the clip before) where it is the
+/// same file.
 fn write_one(
     root: &Root,
     row: &ManifestRow,
     reference: Option<&SeekReference>,
     file: &Path,
+    open: &mut Option<(SourceKey, ClipSource)>,
 ) -> Result<ClipWritten, String> {
     let source = Source::in_root(root, &row.path, row.size_bytes.max(0) as u64);
     match row.kind {
         MediaKind::Video => {
-            let read = ReadAs {
-                stream: StreamChoice::recorded(
-                    row.stream_index.and_then(|s| u32::try_from(s).ok()),
-                ),
-                ..ReadAs::default()
+            let key = (
+                row.path.clone(),
+                row.stream_index,
+                row.file_fingerprint.clone(),
+            );
+            let clips = match open.take() {
+                Some((k, clips)) if k == key => clips,
+                _ => {
+                    let read = ReadAs {
+                        stream: StreamChoice::recorded(
+                            row.stream_index.and_then(|s| u32::try_from(s).ok()),
+                        ),
+                        ..ReadAs::default()
+                    };
+                    ClipSource::open(&source, read, reference).map_err(|e| e.to_string())?
+                }
             };
-            clip::write_clip(&source, read, &row.bounds(), reference, file)
-                .map_err(|e| e.to_string())
+            let (_, clips) = open.insert((key, clips));
+            clips.write(&row.bounds(), file).map_err(|e| e.to_string())
         }
         _ => {
             let bytes = source.open().read_all().map_err(|e| e.to_string())?;

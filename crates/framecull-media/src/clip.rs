@@ -121,24 +121,60 @@ pub fn write_clip(
     reference: Option<&SeekReference>,
     out: &Path,
 ) -> Result<ClipWritten, ClipError> {
-    ffmpeg_log::init();
-    let mut reader = VideoReader::open_as(source, 1, read)?;
-    let described = describe(&reader)?;
-    if let Some(reference) = reference {
-        reader.set_reference(reference);
-    }
-    let part = part_path(out);
-    let written = match write_any(&mut reader, source, bounds, &described, &part) {
-        // A decode from the start that ends early (a truncated file, a frame count the
-        // packets overstate) shortens the file's frames: the clip is what is left of it.
-        Err(ClipError::Read(ReadError::Missing(_))) => {
-            write_any(&mut reader, source, bounds, &described, &part)
+    ClipSource::open(source, read, reference)?.write(bounds, out)
+}
+
+/// A video open for writing clips of it, one after another: its frames indexed once (a pass
+/// over every packet of the file) for all of them.
+pub struct ClipSource {
+    source: Source,
+    reader: VideoReader,
+    described: Described,
+}
+
+impl ClipSource {
+    /// Open the video stream `read.stream` of `source`; seeks land only on the keyframes
+    /// `reference` (the deep pass's frame table) has, where given.
+    pub fn open(
+        source: &Source,
+        read: ReadAs,
+        reference: Option<&SeekReference>,
+    ) -> Result<ClipSource, ClipError> {
+        ffmpeg_log::init();
+        let mut reader = VideoReader::open_as(source, 1, read)?;
+        let described = describe(&reader)?;
+        if let Some(reference) = reference {
+            reader.set_reference(reference);
         }
-        other => other,
+        Ok(ClipSource {
+            source: source.clone(),
+            reader,
+            described,
+        })
     }
-    .inspect_err(|_| {
-        let _ = std::fs::remove_file(&part);
-    })?;
+
+    /// Write the frames of the clip `bounds` to `out`, as [`write_clip`] does.
+    pub fn write(&mut self, bounds: &ClipBounds, out: &Path) -> Result<ClipWritten, ClipError> {
+        let part = part_path(out);
+        let (reader, described) = (&mut self.reader, &self.described);
+        let written = match write_any(reader, &self.source, bounds, described, &part) {
+            // A decode from the start that ends early (a truncated file, a frame count the
+            // packets overstate) shortens the file's frames: the clip is what is left of it.
+            Err(ClipError::Read(ReadError::Missing(_))) => {
+                write_any(reader, &self.source, bounds, described, &part)
+            }
+            other => other,
+        }
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&part);
+        })?;
+        finish_file(&part, out, written)
+    }
+}
+
+/// Put the complete clip `part` under its name `out`.
+fn finish_file(part: &Path, out: &Path, written: ClipWritten) -> Result<ClipWritten, ClipError> {
+    let part = part.to_path_buf();
     // The bytes on disk before the name: a crash leaves the part file, never a short clip.
     let file = std::fs::File::open(&part).map_err(|e| ClipError::Io(part.clone(), e))?;
     file.sync_all()
