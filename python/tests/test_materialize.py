@@ -17,8 +17,8 @@ from conftest import ffmpeg, run
 av = pytest.importorskip("av")
 np = pytest.importorskip("numpy")
 
-# Sources with B-frames and short GOPs, open GOPs (x264's and x265's), HEVC with closed
-# GOPs, a variable frame rate with a rotation (set by a remux: this FFmpeg's encoding path
+# Sources with B-frames and short GOPs, MPEG-TS (Annex B packets, timestamps from 1.4 s),
+# open GOPs (x264's and x265's), HEVC with closed GOPs, a variable frame rate with a rotation (set by a remux: this FFmpeg's encoding path
 # drops it), as users bring them.
 SOURCES = [
     (
@@ -31,6 +31,11 @@ SOURCES = [
         ["-f", "lavfi", "-i", "mandelbrot=size=160x120:rate=30", "-t", "3",
          "-c:v", "libx264", "-g", "15", "-bf", "2", "-x264-params", "open-gop=1",
          "-pix_fmt", "yuv420p"],
+    ),
+    (
+        "closed.ts",
+        ["-f", "lavfi", "-i", "testsrc2=size=192x108:rate=25:duration=3,noise=alls=8:allf=t",
+         "-c:v", "libx264", "-g", "15", "-bf", "2", "-pix_fmt", "yuv420p", "-f", "mpegts"],
     ),
     (
         "hevc_closed.mp4",
@@ -55,7 +60,7 @@ SOURCES = [
 
 
 # Sources whose every GOP is closed (starts at an IDR): a clip of whole GOPs is copied.
-CLOSED_GOPS = {"bframes.mp4", "hevc_closed.mp4", "vfr_rotated.mp4"}
+CLOSED_GOPS = {"bframes.mp4", "closed.ts", "hevc_closed.mp4", "vfr_rotated.mp4"}
 
 
 def codec(path: Path) -> str:

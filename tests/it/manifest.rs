@@ -598,30 +598,21 @@ fn stopped_or_killed_clip_files_resume_with_nothing_half_written() {
     // Every clip file present holds its 12 frames.
     let all_whole = |files: &[std::path::PathBuf]| {
         for file in files {
-            let out = std::process::Command::new("ffprobe")
-                .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
-                .args(["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0"])
-                .arg(file)
-                .output()
-                .unwrap();
-            let frames = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            assert_eq!(frames, "12", "{} is not whole", file.display());
+            let frames = common::decoded_frames(file);
+            assert_eq!(frames, 12, "{} is not whole", file.display());
         }
+    };
+    let materialize = || {
+        let mut command = common::bin();
+        command
+            .args(["export", "--project", project, "--name", "cut"])
+            .args(["--format", "jsonl", "--materialize"])
+            .arg(&dir);
+        command
     };
     let mut interrupted = 0;
     for (run, signal) in ["TERM", "INT", "KILL"].into_iter().enumerate() {
-        let mut child = common::bin()
-            .args([
-                "export",
-                "--project",
-                project,
-                "--name",
-                "cut",
-                "--format",
-                "jsonl",
-            ])
-            .arg("--materialize")
-            .arg(&dir)
+        let mut child = materialize()
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -665,21 +656,7 @@ fn stopped_or_killed_clip_files_resume_with_nothing_half_written() {
         interrupted >= 2,
         "the runs finished before their signals; make the clips longer"
     );
-    let out = common::bin()
-        .args([
-            "export",
-            "--project",
-            project,
-            "--name",
-            "cut",
-            "--format",
-            "jsonl",
-            "--json",
-        ])
-        .arg("--materialize")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = materialize().arg("--json").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
     let report: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
     let (files, parts) = clip_files();

@@ -1227,15 +1227,6 @@ fn clip_files_of_a_bucket_hold_their_frames() {
     common::video(data.path(), name, &spec);
     let server = Server::start(&moto, None);
     server.upload(data.path(), "datasets", "odd", false);
-    let frames_of = |path: &Path| -> u64 {
-        let out = std::process::Command::new("ffprobe")
-            .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
-            .args(["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0"])
-            .arg(path)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-    };
     let mut counts = Vec::new();
     for remote in [true, false] {
         let project = tempfile::tempdir().unwrap();
@@ -1285,7 +1276,7 @@ fn clip_files_of_a_bucket_hold_their_frames() {
             .map(|e| e.unwrap().path())
             .collect();
         files.sort();
-        let mut got: Vec<u64> = files.iter().map(|f| frames_of(f)).collect();
+        let mut got: Vec<u64> = files.iter().map(|f| common::decoded_frames(f)).collect();
         got.sort();
         assert_eq!(got, vec![12, 26], "{files:?}");
         counts.push((got, copied));

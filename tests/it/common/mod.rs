@@ -218,6 +218,20 @@ pub fn groups_by_first_path(rows: &mut std::collections::BTreeMap<String, serde_
     }
 }
 
+/// The frames ffprobe decodes from the first video stream of `path`.
+pub fn decoded_frames(path: &Path) -> u64 {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+        .args(["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0"])
+        .arg(path)
+        .output()
+        .expect("ffprobe (packaging/deps.sh installs it)");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
 /// Run the ffmpeg command line (quiet, overwriting); fails the test when it fails.
 pub fn ffmpeg(args: &[&str]) {
     let out = Command::new("ffmpeg")
