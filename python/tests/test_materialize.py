@@ -17,7 +17,8 @@ from conftest import ffmpeg, run
 av = pytest.importorskip("av")
 np = pytest.importorskip("numpy")
 
-# Sources with B-frames and short GOPs, MPEG-TS (Annex B packets, timestamps from 1.4 s),
+# Sources with B-frames and short GOPs, MPEG-TS (Annex B packets, timestamps from 1.4 s), AVI
+# with B-frames (no presentation timestamps: encoded whole),
 # open GOPs (x264's and x265's), HEVC with closed GOPs, a variable frame rate with a rotation (set by a remux: this FFmpeg's encoding path
 # drops it), as users bring them.
 SOURCES = [
@@ -36,6 +37,11 @@ SOURCES = [
         "closed.ts",
         ["-f", "lavfi", "-i", "testsrc2=size=192x108:rate=25:duration=3,noise=alls=8:allf=t",
          "-c:v", "libx264", "-g", "15", "-bf", "2", "-pix_fmt", "yuv420p", "-f", "mpegts"],
+    ),
+    (
+        "no_pts.avi",
+        ["-f", "lavfi", "-i", "testsrc2=size=160x96:rate=25:duration=3,noise=alls=6:allf=t",
+         "-c:v", "mpeg4", "-g", "12", "-bf", "2", "-q:v", "3", "-f", "avi"],
     ),
     (
         "hevc_closed.mp4",
