@@ -12,8 +12,12 @@ EXPECTED = {
     "kind": "string", "start_secs": "double", "end_secs": "double", "start_frame": "int64",
     "end_frame": "int64", "start_pts": "int64", "end_pts": "int64", "time_base": "string",
     "fps": "double", "width": "int64", "height": "int64", "rotation_deg": "int64",
+    "stream_index": "int64", "color_matrix": "string", "analysis_level": "string",
     "label": "string", "tags": "list<string>", "split": "string", "group_key": "string",
     "motion": "double", "brightness": "double", "sharpness": "double", "flags": "list<string>",
+    "clip_file": "string", "clip_bytes": "int64", "clip_hash": "string",
+    "clip_fingerprint": "string", "clip_frames": "int64", "clip_copied_frames": "int64",
+    "clip_encoded_frames": "int64", "clip_note": "string",
 }
 
 path = sys.argv[1]

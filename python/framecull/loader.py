@@ -199,6 +199,7 @@ def _settings(
     checksum: bool,
     isolate: bool = True,
     worker_memory_mib: int = 4096,
+    clip_files: bool = False,
 ) -> dict:
     """The library's ``LoaderConfig`` as JSON, from keyword arguments."""
 
@@ -261,6 +262,7 @@ def _settings(
         "checksum": checksum,
         "isolate": bool(isolate),
         "worker_memory_mib": int(worker_memory_mib),
+        "clip_files": bool(clip_files),
     }
 
 
@@ -284,7 +286,9 @@ class Loader:
     ``mean``/``std``, ``"uint8"`` not normalised), ``layout``. Sharding: ``rank`` of
     ``world_size`` takes disjoint windows that together cover the epoch. ``on_error``:
     ``"skip"`` counts a missing, changed or undecodable file in :meth:`stats` and leaves it
-    out; ``"fail"`` raises :class:`framecull.FileError`.
+    out; ``"fail"`` raises :class:`framecull.FileError`. ``clip_files=True`` reads each row's
+    clip file (a version exported with ``--materialize DIR``; ``root`` then names the clip
+    folder, by default the one the version records) instead of its source.
 
     Iterate to read an epoch; call :meth:`set_epoch` before each one (as with PyTorch's
     ``DistributedSampler``). One thread at a time may use a loader.
@@ -335,6 +339,7 @@ class Loader:
         checksum: bool = False,
         isolate: bool = True,
         worker_memory_mib: int = 4096,
+        clip_files: bool = False,
     ) -> None:
         settings = _settings(
             split=split, clip_len=clip_len, stride=stride, fps=fps, max_frames=max_frames,
@@ -345,7 +350,7 @@ class Loader:
             decoder_threads=decoder_threads, prefetch=prefetch, device=device, cache=cache,
             cache_short_side=cache_short_side, on_error=on_error, verify=verify,
             window_budget_secs=window_budget_secs, checksum=checksum, isolate=isolate,
-            worker_memory_mib=worker_memory_mib,
+            worker_memory_mib=worker_memory_mib, clip_files=clip_files,
         )
         settings["split"] = None if split is None else str(split)
         self._open(manifest, version, root, settings, epoch=0,

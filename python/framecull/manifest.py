@@ -39,6 +39,15 @@ MANIFEST_SCHEMA = pa.schema(
         ("brightness", pa.float64()),
         ("sharpness", pa.float64()),
         ("flags", pa.list_(pa.string())),
+        # The clip file of a version exported with --materialize (null otherwise).
+        ("clip_file", pa.string()),
+        ("clip_bytes", pa.int64()),
+        ("clip_hash", pa.string()),
+        ("clip_fingerprint", pa.string()),
+        ("clip_frames", pa.int64()),
+        ("clip_copied_frames", pa.int64()),
+        ("clip_encoded_frames", pa.int64()),
+        ("clip_note", pa.string()),
     ]
 )
 

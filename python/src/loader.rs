@@ -167,7 +167,9 @@ impl NativeLoader {
         let (meta, rows) = manifest::open_path(&path).map_err(|e| manifest_error(py, e))?;
         let references =
             manifest::read_seek_references(&path, &meta).map_err(|e| manifest_error(py, e))?;
-        let root = root.unwrap_or_else(|| framecull_model::path_of_text(&meta.dataset_root));
+        let (rows, root) =
+            framecull_loader::rows_to_read(&meta, rows, root.as_deref(), config.clip_files)
+                .map_err(|e| loader_error(py, e))?;
         Ok(NativeLoader {
             path,
             root,

@@ -16,6 +16,12 @@ from conftest import ffmpeg, run
 
 av = pytest.importorskip("av")
 np = pytest.importorskip("numpy")
+pq = pytest.importorskip("pyarrow.parquet")
+xxhash = pytest.importorskip("xxhash")
+
+# What a row records of its clip file (docs/MANIFEST.md).
+CLIP_COLUMNS = ["clip_file", "clip_bytes", "clip_hash", "clip_fingerprint", "clip_frames",
+                "clip_copied_frames", "clip_encoded_frames", "clip_note"]
 
 # Sources with B-frames and short GOPs, MPEG-TS (Annex B packets, timestamps from 1.4 s), AVI
 # with B-frames (no presentation timestamps: encoded whole),
@@ -135,20 +141,27 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
             run("clips", "--project", str(project), "add", name, "--start", f"f{start}", "--end", f"f{end}")
     run("review", "accept", *[name for name, _ in SOURCES], "--project", str(project))
     out = tmp_path / "clips"
-    done = run("export", "--project", str(project), "--name", "cut", "--format", "jsonl",
+    done = run("export", "--project", str(project), "--name", "cut", "--format", "jsonl,parquet",
                "--json", "--materialize", str(out))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)["materialized"]
     rows = [json.loads(line) for line in
             (project / "manifests" / "cut" / "v0001.jsonl").read_text().splitlines()]
+    # The version records every clip file: the Parquet rows as the JSON lines, and where.
+    meta = json.loads((project / "manifests" / "cut" / "v0001.json").read_text())
+    assert Path(meta["clip_files"]["dir"]) == out.resolve(), meta["clip_files"]
+    assert meta["clip_files"]["files"] == len(rows) and meta["clip_files"]["missing"] == 0, meta
+    table = pq.read_table(project / "manifests" / "cut" / "v0001.parquet").to_pylist()
+    for column in CLIP_COLUMNS:
+        assert [r.get(column) for r in rows] == [r[column] for r in table], column
     checked = 0
     identical = 0
     for row in rows:
         name = row["path"]
         if (row["start_frame"], row["end_frame"]) not in wanted[name]:
             continue  # the whole-file row of a file with clips, if any
-        clip = out / f"{row['clip_id']}.mp4"
-        assert clip.exists(), f"{clip} missing"
+        clip = out / row["clip_file"]
+        assert clip == out / f"{row['clip_id']}.mp4" and clip.exists(), f"{clip} missing"
         source = frames_of(data / name)
         source_times = times_of(data / name)
         got = frames_of(clip)
@@ -160,6 +173,19 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
             assert value >= 40, f"{name} frame {start + i}: {value:.1f} dB"
             same += value == math.inf
         identical += same
+        # What the row records of its file: its bytes, hash and frames, copied ones the
+        # source's own.
+        content = clip.read_bytes()
+        assert row["clip_bytes"] == len(content), name
+        assert row["clip_hash"] == xxhash.xxh3_128_hexdigest(content), name
+        assert row["clip_frames"] == len(got), name
+        assert row["clip_copied_frames"] + row["clip_encoded_frames"] == len(got), row
+        assert same >= row["clip_copied_frames"], (name, start, end, same, row)
+        if name == "no_pts.avi":
+            assert row["clip_copied_frames"] == 0, row
+            assert row["clip_note"], row
+        elif row["clip_copied_frames"] > 0:
+            assert "clip_note" not in row, row
         if name in CLOSED_GOPS and (start, end) == (0, len(source)):
             # A whole file of closed GOPs is copied whole, in its own codec.
             assert same == end - start, (name, same)
@@ -178,12 +204,42 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
     assert report["copied_frames"] > 0, report
     assert identical >= report["copied_frames"], (identical, report)
 
-    # A rerun writes nothing new: every clip file is there.
+    # A rerun writes nothing new: every clip file is there, and its version records each as
+    # the first did (the same rows).
     again = run("export", "--project", str(project), "--name", "cut", "--format", "jsonl",
                 "--json", "--materialize", str(out))
     redo = json.loads(again.stdout)["materialized"]
     assert redo["written"] == 0 and redo["present"] == report["written"], redo
     assert not list(out.glob("*.part")), "a part file was left"
+    assert json.loads(again.stdout)["rows_hash"] == meta["rows_hash"]
+
+    # framecull's loader reads the clip files (clip_files=True) as it reads the sources: the
+    # same windows of the same clips, frames counted from the clip's start, each close to
+    # the source's, the copied ones equal.
+    import framecull
+
+    by_id = {row["clip_id"]: row for row in rows}
+
+    def windows(clip_files: bool) -> dict:
+        loader = framecull.Loader(project / "manifests" / "cut", clip_len=4, mode="all",
+                                  size=(54, 96), dtype="uint8", layout="bthwc", crop="full",
+                                  shuffle=False, workers=1, device="cpu", clip_files=clip_files)
+        out = {}
+        for batch in loader:
+            pixels = batch.numpy()
+            for i, clip_id in enumerate(batch.clip_ids):
+                n = int(batch.lengths[i])
+                offset = 0 if clip_files else by_id[clip_id]["start_frame"]
+                frames = tuple(int(f) - offset for f in batch.frame_indices[i, :n])
+                out[(clip_id, frames)] = pixels[i, :n].astype(np.float64)
+        assert loader.stats()["skipped_clips"] == {}, loader.stats()
+        return out
+
+    sources, clips = windows(False), windows(True)
+    assert len(sources) >= len(rows) and sources.keys() == clips.keys()
+    worst = min(psnr(pixels, clips[key]) for key, pixels in sources.items())
+    assert worst >= 35, worst
+    assert sum(psnr(p, clips[k]) == math.inf for k, p in sources.items()) > 0
 
 
 def luma_frames(path: Path, stream_index: int, keep: set[int]) -> tuple[int, list[int], dict]:

@@ -61,7 +61,43 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Clean);
     }
     let stop = super::stop::Stop::on_signals();
-    let meta = match manifest::export_until(&catalog, &options, stop.flag()) {
+    // The clip files, when asked for, are written once the rows are chosen and before the
+    // version is: the version records each one.
+    let mut materialized = None;
+    let writing_clips = std::cell::Cell::new(false);
+    let exported = match &args.materialize {
+        Some(dir) => {
+            let root =
+                crate::storage::Root::of_recorded(&catalog.dataset_root()?.unwrap_or_default())?;
+            let mut write =
+                |rows: &mut [manifest::ManifestRow], references: &[crate::model::SeekReference]| {
+                    writing_clips.set(true);
+                    let done = materialize(&root, rows, references, dir, &stop)?;
+                    writing_clips.set(false);
+                    let files = done.files.clone();
+                    materialized = Some(done);
+                    Ok(files)
+                };
+            manifest::export_with(&catalog, &options, stop.flag(), Some(&mut write))
+        }
+        None => manifest::export_until(&catalog, &options, stop.flag()),
+    };
+    let meta = match exported {
+        Err(manifest::ManifestError::Stopped) if writing_clips.get() => {
+            let dir = args
+                .materialize
+                .as_deref()
+                .unwrap_or(std::path::Path::new("."));
+            return Err(stop.error(
+                &format!(
+                    "clip files stopped before the version was written; the clips written \
+                     are kept: run the same command again to write the rest into {} and the \
+                     version",
+                    dir.display()
+                ),
+                false,
+            ));
+        }
         Err(manifest::ManifestError::Stopped) => {
             return Err(stop.error(
                 "export stopped before the version was written; run the same command again",
@@ -69,10 +105,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             ));
         }
         other => other?,
-    };
-    let materialized = match &args.materialize {
-        Some(dir) => Some(materialize(&catalog, &meta, dir, &stop)?),
-        None => None,
     };
     if args.json {
         let mut out = serde_json::to_value(&meta)?;
@@ -105,16 +137,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
-/// Write the clip files of version `meta` into `dir`, with a progress bar on stderr.
+/// Write the clip files of `rows` (read from `root`) into `dir`, with a progress bar on
+/// stderr, and fill their `clip_*` columns.
 fn materialize(
-    catalog: &crate::catalog::Catalog,
-    meta: &manifest::VersionMeta,
+    root: &crate::storage::Root,
+    rows: &mut [manifest::ManifestRow],
+    references: &[crate::model::SeekReference],
     dir: &std::path::Path,
     stop: &super::stop::Stop,
-) -> anyhow::Result<crate::loader::materialize::Materialized> {
+) -> Result<crate::loader::materialize::Materialized, manifest::ManifestError> {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-    let rows = manifest::read_version(catalog.project_dir(), &meta.name, meta.version)?;
-    let root = crate::storage::Root::of_recorded(std::path::Path::new(&meta.dataset_root))?;
     let bar = ProgressBar::with_draw_target(Some(rows.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template(
@@ -123,13 +155,13 @@ fn materialize(
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> "),
     );
-    let references = manifest::read_seek_references(
-        &manifest::manifest_dir(catalog.project_dir(), &meta.name),
-        meta,
-    )?;
+    let references = references
+        .iter()
+        .map(|r| (r.file_fingerprint.clone(), r.clone()))
+        .collect();
     let result = crate::loader::materialize::materialize(
-        &root,
-        &rows,
+        root,
+        rows,
         &references,
         dir,
         stop.flag(),
@@ -142,19 +174,7 @@ fn materialize(
         },
     );
     bar.finish_and_clear();
-    let done = match result {
-        Err(manifest::ManifestError::Stopped) => {
-            return Err(stop.error(
-                &format!(
-                    "clip files stopped; the clips written are kept: run the same command \
-                     again to write the rest into {}",
-                    dir.display()
-                ),
-                false,
-            ));
-        }
-        other => other?,
-    };
+    let done = result?;
     eprintln!(
         "clip files in {}: {} written ({:.1} MiB, {} frames encoded, {} copied), {} present, {} \
          failed; {:.1} s",

@@ -20,6 +20,10 @@ pub struct Args {
     /// Dataset root, a folder or a URL (s3://, gs://, az://, https://) (default: the manifest's).
     #[arg(long, value_name = "DIR|URL")]
     root: Option<PathBuf>,
+    /// Read each row's clip file (a version exported with `--materialize DIR`), not its
+    /// source; `--root` then names the clip folder (default: the one the version records).
+    #[arg(long)]
+    clip_files: bool,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     #[arg(long, default_value_t = 0)]
@@ -156,6 +160,7 @@ fn config(args: &Args) -> anyhow::Result<LoaderConfig> {
             world_size: args.world_size,
             ..Batching::default()
         },
+        clip_files: args.clip_files,
         ..LoaderConfig::default()
     };
     config.output.width = w;

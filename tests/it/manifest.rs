@@ -541,19 +541,21 @@ fn a_damaged_manifest_file_is_refused_before_it_is_decoded() {
     assert_eq!(rows.len(), 50);
 }
 
-/// Clip files (`export --materialize`) stopped by SIGTERM (exit 3) and by Ctrl-C (SIGINT,
-/// exit 2) leave only whole clip files, and killed with SIGKILL leave at most a `.part` file; each
-/// rerun writes only the clips missing, and the last one leaves every clip whole and no part
-/// file.
-#[test]
-fn stopped_or_killed_clip_files_resume_with_nothing_half_written() {
-    const CLIPS: usize = 30;
+/// A folder with one generated H.264 video `name` (25 fps, GOPs of 25 frames, noise), scanned
+/// deep into a project with the clips `clips` (frame ranges) added: (data, project).
+fn video_with_clips(
+    name: &str,
+    width: u32,
+    height: u32,
+    frames: u32,
+    clips: &[(usize, usize)],
+) -> (tempfile::TempDir, tempfile::TempDir) {
     let data = tempfile::tempdir().unwrap();
     let proj = tempfile::tempdir().unwrap();
-    let mut spec = framecull::media::synth::VideoSpec::new("libx264", 320, 180, 25, 400);
+    let mut spec = framecull::media::synth::VideoSpec::new("libx264", width, height, 25, frames);
     spec.gop = 25;
     spec.noise = 6;
-    common::video(data.path(), "long.mp4", &spec);
+    common::video(data.path(), name, &spec);
     let project = proj.path().to_str().unwrap();
     let out = common::run(&[
         "scan",
@@ -563,16 +565,14 @@ fn stopped_or_killed_clip_files_resume_with_nothing_half_written() {
         project,
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
-    // Clips of 12 frames from mid-GOP: each one encoded (nothing to copy), so each takes a
-    // while.
-    for i in 0..CLIPS {
-        let (start, end) = (format!("f{}", 3 + i * 13), format!("f{}", 15 + i * 13));
+    for (start, end) in clips {
+        let (start, end) = (format!("f{start}"), format!("f{end}"));
         let out = common::run(&[
             "clips",
             "--project",
             project,
             "add",
-            "long.mp4",
+            name,
             "--start",
             &start,
             "--end",
@@ -580,6 +580,21 @@ fn stopped_or_killed_clip_files_resume_with_nothing_half_written() {
         ]);
         assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
     }
+    (data, proj)
+}
+
+/// Clip files (`export --materialize`) stopped by SIGTERM (exit 3) and by Ctrl-C (SIGINT,
+/// exit 2) leave only whole clip files, and killed with SIGKILL leave at most a `.part` file; each
+/// rerun writes only the clips missing, and the last one leaves every clip whole and no part
+/// file.
+#[test]
+fn stopped_or_killed_clip_files_resume_with_nothing_half_written() {
+    const CLIPS: usize = 30;
+    // Clips of 12 frames from mid-GOP: each one encoded (nothing to copy), so each takes a
+    // while.
+    let clips: Vec<(usize, usize)> = (0..CLIPS).map(|i| (3 + i * 13, 15 + i * 13)).collect();
+    let (_data, proj) = video_with_clips("long.mp4", 320, 180, 400, &clips);
+    let project = proj.path().to_str().unwrap();
     let dir = proj.path().join("clip-files");
     let clip_files = || -> (Vec<std::path::PathBuf>, usize) {
         let entries: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
@@ -667,4 +682,137 @@ fn stopped_or_killed_clip_files_resume_with_nothing_half_written() {
         report["materialized"]["present"].as_u64().unwrap() >= 3,
         "{report}"
     );
+}
+
+/// The loader reads a materialized version's clip files (`clip_files`) as it reads their
+/// sources: the same windows of the same clips, frame for frame (indices and times counted
+/// from the clip's start), copied frames byte for byte and encoded ones close; a clip file
+/// deleted is a missing file, counted and left out.
+#[test]
+fn the_loader_reads_a_versions_clip_files_as_their_sources() {
+    use framecull::loader::preprocess::decode_elements;
+    use framecull::loader::{
+        Batching, Crop, DType, DeviceChoice, Layout, Loader, LoaderConfig, Mode, Sampling, Timing,
+    };
+    // Whole GOPs (copied), mid-GOP to mid-GOP over a GOP (smart cut), inside a GOP (encoded).
+    let clips = [(25, 75), (10, 60), (80, 96)];
+    let (_data, proj) = video_with_clips("cam.mp4", 192, 108, 150, &clips);
+    let project = proj.path().to_str().unwrap();
+    let dir = proj.path().join("clip-files");
+    let out = common::run(&[
+        "export",
+        "--project",
+        project,
+        "--name",
+        "cut",
+        "--materialize",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let manifest = proj.path().join("manifests/cut");
+    let rows = manifest::open_path(&manifest).unwrap().1;
+    assert_eq!(rows.len(), 3);
+    let config = |clip_files| LoaderConfig {
+        sampling: Sampling {
+            clip_len: Some(8),
+            timing: Timing::Stride(1),
+            mode: Mode::All,
+            ..Sampling::default()
+        },
+        batching: Batching {
+            batch_size: 4,
+            shuffle: false,
+            ..Batching::default()
+        },
+        crop: Crop::Full,
+        device: DeviceChoice::Cpu,
+        workers: 1,
+        clip_files,
+        ..LoaderConfig::default()
+    };
+    // Each window's pixels by (clip, first frame from the clip's start), with its frames and
+    // times from the clip's start.
+    type Windows = std::collections::BTreeMap<(String, u64), (Vec<u64>, Vec<f64>, Vec<u8>)>;
+    let windows = |clip_files: bool| -> (Windows, u64) {
+        let mut config = config(clip_files);
+        config.output.dtype = DType::U8;
+        config.output.layout = Layout::Bthwc;
+        config.output.width = 96;
+        config.output.height = 54;
+        let mut loader = Loader::open(&manifest, None, config).unwrap();
+        let mut out = Windows::new();
+        let frame = 96 * 54 * 3;
+        for batch in loader.epoch(0).collect::<Vec<_>>() {
+            let batch = batch.unwrap();
+            let bytes: Vec<u8> = decode_elements(&loader.to_host(&batch).unwrap(), DType::U8)
+                .into_iter()
+                .map(|v| v as u8)
+                .collect();
+            let t = batch.shape[1];
+            for (i, w) in batch.windows.iter().enumerate() {
+                let row = &rows[w.row];
+                let offset = if clip_files {
+                    0
+                } else {
+                    row.start_frame.unwrap() as u64
+                };
+                let first = w.secs[0];
+                let frames: Vec<u64> = w.frames.iter().map(|f| f - offset).collect();
+                let secs: Vec<f64> = w.secs.iter().map(|s| s - first).collect();
+                let pixels = bytes[i * t * frame..(i * t + w.frames.len()) * frame].to_vec();
+                out.insert((w.clip_id.clone(), frames[0]), (frames, secs, pixels));
+            }
+        }
+        let skipped = loader.stats().skipped_clips.values().sum::<u64>();
+        (out, skipped)
+    };
+    let (sources, _) = windows(false);
+    let (clips, skipped) = windows(true);
+    assert_eq!(skipped, 0);
+    assert_eq!(
+        sources.keys().collect::<Vec<_>>(),
+        clips.keys().collect::<Vec<_>>()
+    );
+    let mut identical = 0;
+    for (key, (frames, secs, pixels)) in &sources {
+        let (clip_frames, clip_secs, clip_pixels) = &clips[key];
+        assert_eq!(frames, clip_frames, "{key:?}");
+        for (a, b) in secs.iter().zip(clip_secs) {
+            assert!((a - b).abs() < 1e-3, "{key:?}: {secs:?} {clip_secs:?}");
+        }
+        let mse = pixels
+            .iter()
+            .zip(clip_pixels)
+            .map(|(&a, &b)| (f64::from(a) - f64::from(b)).powi(2))
+            .sum::<f64>()
+            / pixels.len() as f64;
+        let psnr = 10.0 * (255.0f64.powi(2) / mse.max(1e-12)).log10();
+        assert!(psnr > 35.0, "{key:?}: {psnr:.1} dB");
+        identical += usize::from(pixels == clip_pixels);
+    }
+    // The clip of whole GOPs was copied: its windows are the source's, byte for byte.
+    let copied = rows.iter().find(|r| r.start_frame == Some(25)).unwrap();
+    assert_eq!(copied.clip.copied_frames, Some(50), "{:?}", copied.clip);
+    let whole = sources
+        .keys()
+        .filter(|(id, _)| *id == copied.clip_id)
+        .count();
+    assert!(
+        identical >= whole,
+        "{identical} identical windows, {whole} copied"
+    );
+
+    // A clip file deleted: its clip is a missing file, the others are read.
+    std::fs::remove_file(dir.join(copied.clip.file.as_deref().unwrap())).unwrap();
+    let (clips, skipped) = windows(true);
+    assert_eq!(skipped, 1);
+    assert!(clips.keys().all(|(id, _)| *id != copied.clip_id));
+    // A version without clip files says so.
+    let out = common::run(&["export", "--project", project, "--name", "plain"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let err = Loader::open(&proj.path().join("manifests/plain"), None, config(true))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("--materialize"), "{err}");
 }

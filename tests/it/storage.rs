@@ -1274,6 +1274,7 @@ fn clip_files_of_a_bucket_hold_their_frames() {
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "mp4"))
             .collect();
         files.sort();
         let mut got: Vec<u64> = files.iter().map(|f| common::decoded_frames(f)).collect();

@@ -33,7 +33,7 @@ pub use plan::{Batching, Mode, Sampling, Timing};
 pub use preprocess::{DType, Filter, Layout, OutputSpec};
 pub use stream::{Delivered, EpochStream, Next, Share};
 
-use framecull_manifest::{self as manifest, ManifestRow};
+use framecull_manifest::{self as manifest, ManifestRow, VersionMeta};
 use framecull_media::source::Source;
 use framecull_model::{Matrix, MediaKind, Ratio, SeekReference, StreamChoice};
 use framecull_storage::{Root, StorageError};
@@ -110,6 +110,9 @@ pub struct LoaderConfig {
     /// clip's error, `over the 4.0 GiB memory limit`.
     #[serde(default = "worker_memory_mib")]
     pub worker_memory_mib: u64,
+    /// Read each row's clip file (a version exported with `--materialize`), not its source.
+    #[serde(default)]
+    pub clip_files: bool,
 }
 
 fn yes() -> bool {
@@ -150,6 +153,7 @@ impl Default for LoaderConfig {
             checksum: false,
             isolate: true,
             worker_memory_mib: worker_memory_mib(),
+            clip_files: false,
         }
     }
 }
@@ -360,6 +364,47 @@ impl Recycler {
     }
 }
 
+/// The rows a loader reads of version `meta` (its `rows`) and the root their paths are in:
+/// the sources under `root`, else the version's dataset root; with `clip_files`, each row's
+/// clip file (rows without one are missing files) under `root`, else the version's clip folder.
+pub fn rows_to_read(
+    meta: &VersionMeta,
+    rows: Vec<ManifestRow>,
+    root: Option<&Path>,
+    clip_files: bool,
+) -> Result<(Vec<ManifestRow>, PathBuf), LoaderError> {
+    if !clip_files {
+        let root = root.map_or_else(
+            || framecull_model::path_of_text(&meta.dataset_root),
+            Path::to_path_buf,
+        );
+        return Ok((rows, root));
+    }
+    let Some(files) = &meta.clip_files else {
+        return Err(LoaderError::Config(format!(
+            "version {} of manifest {} has no clip files: export it with --materialize DIR",
+            meta.version, meta.name
+        )));
+    };
+    let root = root.map_or_else(
+        || framecull_model::path_of_text(&files.dir),
+        Path::to_path_buf,
+    );
+    let rows = rows
+        .iter()
+        .map(|row| {
+            row.as_clip_file().unwrap_or_else(|| ManifestRow {
+                // The name it would have: a missing file, as a deleted one.
+                path: materialize::clip_file(Path::new(""), row)
+                    .to_string_lossy()
+                    .into_owned(),
+                ..row.clone()
+            })
+        })
+        .collect();
+    Ok((rows, root))
+}
+
 impl Loader {
     /// Open a manifest (a version's `.json`, `.parquet` or `.jsonl`, or a manifest folder for
     /// its latest version). Files are found under `root`, else the manifest's dataset root.
@@ -370,10 +415,7 @@ impl Loader {
     ) -> Result<Loader, LoaderError> {
         let (meta, rows) = manifest::open_path(manifest_path)?;
         let references = manifest::read_seek_references(manifest_path, &meta)?;
-        let root = root.map_or_else(
-            || framecull_model::path_of_text(&meta.dataset_root),
-            Path::to_path_buf,
-        );
+        let (rows, root) = rows_to_read(&meta, rows, root, config.clip_files)?;
         let mut loader = Loader::from_rows(&rows, &Root::of_recorded(&root)?, config)?;
         loader.set_seek_references(references);
         Ok(loader)

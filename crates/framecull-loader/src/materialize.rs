@@ -1,21 +1,29 @@
 //! A manifest version's clips as files of their own (`export --materialize DIR`): each
 //! video clip an MP4 that holds exactly its frames (`framecull_media::clip`, the frames the
 //! loader reads for the row), each picture a copy. A clip file is named by its clip id and
-//! appears only when complete; a rerun writes only the clips whose file is missing, so a
-//! stopped run resumes where it stopped.
+//! appears only when complete; each file written is then recorded in the folder's ledger
+//! (`.framecull-clips.jsonl`: its bytes, hash, fingerprint and frame counts), and the rows get
+//! those as their `clip_*` columns. A rerun writes only the clips whose file is missing, or
+//! has no ledger entry of its size (killed between the two), so a stopped run resumes where
+//! it stopped.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use framecull_manifest::{ClipFileColumns, ClipFiles};
 use framecull_media::clip::{self, ClipSource, ClipWritten};
 use framecull_media::source::Source;
 use framecull_model::{MediaKind, ReadAs, SeekReference, StreamChoice};
 use framecull_storage::Root;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use framecull_manifest::{ManifestError, ManifestRow};
+
+/// The ledger of a clip folder: one JSON line per clip file written.
+pub const LEDGER: &str = ".framecull-clips.jsonl";
 
 /// What a materialization did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -31,6 +39,8 @@ pub struct Materialized {
     /// Clips that could not be written, with the reason (`clip_id: reason`).
     pub failed: Vec<String>,
     pub secs: f64,
+    /// Every clip file of the rows, this run's and earlier ones', as the version records it.
+    pub files: ClipFiles,
 }
 
 /// Progress: clips done (written, present or failed) of `total`, bytes written so far.
@@ -57,59 +67,172 @@ pub fn clip_file(dir: &Path, row: &ManifestRow) -> PathBuf {
 
 /// Write the clip files of `rows` (read from `root`; seeks checked against `references`, the
 /// version's seek references by file fingerprint) into `dir`, skipping those present, until
-/// done or `stop` is set ([`ManifestError::Stopped`]: what was written stays).
+/// done or `stop` is set ([`ManifestError::Stopped`]: what was written stays). Each row's
+/// `clip_*` columns are set: its file, or why it has none.
 pub fn materialize(
     root: &Root,
-    rows: &[ManifestRow],
+    rows: &mut [ManifestRow],
     references: &HashMap<String, SeekReference>,
     dir: &Path,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(MaterializeProgress),
 ) -> Result<Materialized, ManifestError> {
     let started = Instant::now();
-    std::fs::create_dir_all(dir).map_err(|source| ManifestError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let mut out = Materialized::default();
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ManifestError::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let dir = std::fs::canonicalize(dir).map_err(io(dir))?;
+    let ledger_path = dir.join(LEDGER);
+    let mut ledger = read_ledger(&ledger_path);
+    let mut appender = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&ledger_path)
+        .map_err(io(&ledger_path))?;
+    let mut out = Materialized {
+        files: ClipFiles {
+            dir: framecull_model::text_of_path(&dir).into_owned(),
+            ..ClipFiles::default()
+        },
+        ..Materialized::default()
+    };
     // The source of the clip before, kept open for the next clips of the same file (rows of
     // a file follow one another): its frames are indexed once.
     let mut open: Option<(SourceKey, ClipSource)> = None;
-    for (i, row) in rows.iter().enumerate() {
+    let total = rows.len() as u64;
+    for (i, row) in rows.iter_mut().enumerate() {
         if stop.load(Ordering::Relaxed) {
             return Err(ManifestError::Stopped);
         }
-        let file = clip_file(dir, row);
-        if file.exists() {
-            out.present += 1;
-        } else {
-            match write_one(
+        let file = clip_file(&dir, row);
+        let name = file_name(&file);
+        let on_disk = std::fs::metadata(&file).ok().map(|m| m.len());
+        let entry = match ledger.get(&row.clip_id) {
+            Some(e) if e.file == name && on_disk == Some(e.bytes) => {
+                out.present += 1;
+                Ok(e.clone())
+            }
+            _ => write_one(
                 root,
                 row,
                 references.get(&row.file_fingerprint),
                 &file,
                 &mut open,
-            ) {
-                Ok(w) => {
-                    out.written += 1;
-                    out.bytes += w.bytes;
-                    out.reencoded_frames += w.reencoded;
-                    out.copied_frames += w.copied;
-                }
-                Err(reason) => out
-                    .failed
-                    .push(format!("{}: {} ({reason})", row.clip_id, row.path)),
+            )
+            .and_then(|w| {
+                let entry = Entry::of(&row.clip_id, &file, w)?;
+                let mut line = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
+                line.push(b'\n');
+                appender
+                    .write_all(&line)
+                    .and_then(|()| appender.sync_data())
+                    .map_err(|e| format!("{}: {e}", ledger_path.display()))?;
+                out.written += 1;
+                out.bytes += entry.bytes;
+                out.reencoded_frames += entry.encoded;
+                out.copied_frames += entry.copied;
+                ledger.insert(row.clip_id.clone(), entry.clone());
+                Ok(entry)
+            }),
+        };
+        row.clip = match entry {
+            Ok(e) => {
+                out.files.files += 1;
+                out.files.bytes += e.bytes;
+                out.files.copied_frames += e.copied;
+                out.files.encoded_frames += e.encoded;
+                e.columns()
             }
-        }
+            Err(reason) => {
+                out.files.missing += 1;
+                out.failed
+                    .push(format!("{}: {} ({reason})", row.clip_id, row.path));
+                ClipFileColumns {
+                    note: Some(format!("no clip file: {reason}")),
+                    ..ClipFileColumns::default()
+                }
+            }
+        };
         on_progress(MaterializeProgress {
             done: i as u64 + 1,
-            total: rows.len() as u64,
+            total,
             bytes: out.bytes,
             secs: started.elapsed().as_secs_f64(),
         });
     }
     out.secs = started.elapsed().as_secs_f64();
     Ok(out)
+}
+
+/// A clip file as the ledger records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Entry {
+    clip_id: String,
+    /// Its name in the folder.
+    file: String,
+    bytes: u64,
+    /// xxh3-128 of its bytes, and its content fingerprint.
+    hash: String,
+    fingerprint: String,
+    frames: u64,
+    copied: u64,
+    encoded: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+impl Entry {
+    /// The entry of clip `clip_id`, just written to `file`.
+    fn of(clip_id: &str, file: &Path, w: ClipWritten) -> Result<Entry, String> {
+        let bytes = std::fs::metadata(file)
+            .map_err(|e| format!("{}: {e}", file.display()))?
+            .len();
+        Ok(Entry {
+            clip_id: clip_id.to_string(),
+            file: file_name(file),
+            bytes,
+            hash: std::fs::File::open(file)
+                .and_then(framecull_media::fingerprint::whole)
+                .map_err(|e| format!("{}: {e}", file.display()))?,
+            fingerprint: framecull_media::fingerprint::fingerprint(file, bytes)
+                .map_err(|e| format!("{}: {e}", file.display()))?,
+            frames: w.frames,
+            copied: w.copied,
+            encoded: w.reencoded,
+            note: w.note,
+        })
+    }
+
+    fn columns(&self) -> ClipFileColumns {
+        let int = |v: u64| Some(i64::try_from(v).unwrap_or(i64::MAX));
+        ClipFileColumns {
+            file: Some(self.file.clone()),
+            bytes: int(self.bytes),
+            hash: Some(self.hash.clone()),
+            fingerprint: Some(self.fingerprint.clone()),
+            frames: int(self.frames),
+            copied_frames: int(self.copied),
+            encoded_frames: int(self.encoded),
+            note: self.note.clone(),
+        }
+    }
+}
+
+/// The ledger's entries by clip id (the last of each; a line cut short by a kill is skipped).
+fn read_ledger(path: &Path) -> HashMap<String, Entry> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Entry>(l).ok())
+        .map(|e| (e.clip_id.clone(), e))
+        .collect()
+}
+
+fn file_name(file: &Path) -> String {
+    file.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// What identifies a video source open for clips: its path, stream and content.
@@ -159,6 +282,7 @@ fn write_one(
                 reencoded: 0,
                 copied: 1,
                 bytes: bytes.len() as u64,
+                note: None,
             })
         }
     }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use xxhash_rust::xxh3::Xxh3;
 
 use super::{
-    ExportOptions, Format, ManifestError, ManifestRow, SCHEMA_VERSION, VersionMeta, io,
+    ClipFiles, ExportOptions, Format, ManifestError, ManifestRow, SCHEMA_VERSION, VersionMeta, io,
     manifest_dir, select_rows, versions,
 };
 use framecull_analysis::filter::Filter;
@@ -63,6 +63,24 @@ pub fn export_until(
     options: &ExportOptions,
     stop: &AtomicBool,
 ) -> Result<VersionMeta, ManifestError> {
+    export_with(catalog, options, stop, None)
+}
+
+/// Writes a version's clip files before it is published (`export --materialize`): given the
+/// rows and the seek references of their videos, it fills the rows' `clip_*` columns and says
+/// where the files are. Its error (a stop included) leaves the version unpublished.
+pub type ClipFileWriter<'a> =
+    &'a mut dyn FnMut(&mut [ManifestRow], &[SeekReference]) -> Result<ClipFiles, ManifestError>;
+
+/// [`export_until`], with the version's clip files written by `clip_files` (when given)
+/// after the rows are chosen and before anything of the version is written: the version
+/// records every clip file.
+pub fn export_with(
+    catalog: &Catalog,
+    options: &ExportOptions,
+    stop: &AtomicBool,
+    clip_files: Option<ClipFileWriter>,
+) -> Result<VersionMeta, ManifestError> {
     let check = || {
         if stop.load(Ordering::SeqCst) {
             Err(ManifestError::Stopped)
@@ -92,7 +110,13 @@ pub fn export_until(
     // as the rows say it (`[video]` now).
     let mut config = catalog.flags_config()?.unwrap_or_default();
     config.video = crate::select::reading(catalog)?;
-    let (rows, counts) = select_rows(catalog, options)?;
+    let (mut rows, counts) = select_rows(catalog, options)?;
+    check()?;
+    let references = seek_references(catalog, &rows)?;
+    let clip_files = match clip_files {
+        Some(write) => Some(write(&mut rows, &references)?),
+        None => None,
+    };
     check()?;
     let stem = format!("v{version:04}");
     let mut files = BTreeMap::new();
@@ -117,7 +141,6 @@ pub fn export_until(
         file_hashes.insert(format.extension().to_string(), io::file_hash(&tmp)?);
         files.insert(format.extension().to_string(), file);
     }
-    let references = seek_references(catalog, &rows)?;
     let frame_index = if references.is_empty() {
         None
     } else {
@@ -157,6 +180,7 @@ pub fn export_until(
         files,
         file_hashes,
         frame_index,
+        clip_files,
     };
     let meta_path = dir.join(format!("{stem}.json"));
     let meta_tmp = io::write_temp(&meta_path, |out| {

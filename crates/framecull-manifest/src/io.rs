@@ -8,7 +8,7 @@ use polars::prelude::*;
 use polars_io::SerReader;
 use polars_io::parquet::read::ParquetReader;
 
-use super::{ManifestError, ManifestRow};
+use super::{ClipFileColumns, ManifestError, ManifestRow};
 use framecull_model::MediaKind;
 
 /// Write `write`'s output to `path` through a temporary file that is synced before the
@@ -108,6 +108,14 @@ pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
             f64_col("brightness", &|r| r.brightness),
             f64_col("sharpness", &|r| r.sharpness),
             list_col("flags", &|r| &r.flags),
+            str_col("clip_file", &|r| r.clip.file.as_deref()),
+            i64_col("clip_bytes", &|r| r.clip.bytes),
+            str_col("clip_hash", &|r| r.clip.hash.as_deref()),
+            str_col("clip_fingerprint", &|r| r.clip.fingerprint.as_deref()),
+            i64_col("clip_frames", &|r| r.clip.frames),
+            i64_col("clip_copied_frames", &|r| r.clip.copied_frames),
+            i64_col("clip_encoded_frames", &|r| r.clip.encoded_frames),
+            str_col("clip_note", &|r| r.clip.note.as_deref()),
         ],
     )
 }
@@ -170,21 +178,37 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
     let (tags, flags) = (l("tags")?, l("flags")?);
     // Columns added after schema 1's first versions: absent in those, null in every row.
     let absent = |name: &str| df.column(name).is_err();
-    let stream = if absent("stream_index") {
-        Int64Chunked::full_null("stream_index".into(), df.height())
-    } else {
-        i("stream_index")?
+    let later_i = |name: &str| -> PolarsResult<Int64Chunked> {
+        if absent(name) {
+            Ok(Int64Chunked::full_null(name.into(), df.height()))
+        } else {
+            i(name)
+        }
     };
-    let matrix = if absent("color_matrix") {
-        StringChunked::full_null("color_matrix".into(), df.height())
-    } else {
-        s("color_matrix")?
+    let later_s = |name: &str| -> PolarsResult<StringChunked> {
+        if absent(name) {
+            Ok(StringChunked::full_null(name.into(), df.height()))
+        } else {
+            s(name)
+        }
     };
-    let level = if absent("analysis_level") {
-        StringChunked::full_null("analysis_level".into(), df.height())
-    } else {
-        s("analysis_level")?
-    };
+    let (stream, matrix, level) = (
+        later_i("stream_index")?,
+        later_s("color_matrix")?,
+        later_s("analysis_level")?,
+    );
+    let (clip_file, clip_bytes, clip_hash, clip_fingerprint) = (
+        later_s("clip_file")?,
+        later_i("clip_bytes")?,
+        later_s("clip_hash")?,
+        later_s("clip_fingerprint")?,
+    );
+    let (clip_frames, clip_copied, clip_encoded, clip_note) = (
+        later_i("clip_frames")?,
+        later_i("clip_copied_frames")?,
+        later_i("clip_encoded_frames")?,
+        later_s("clip_note")?,
+    );
     let owned = |v: Option<&str>| v.map(str::to_string);
     Ok((0..df.height())
         .map(|k| ManifestRow {
@@ -218,6 +242,16 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
             brightness: bright.get(k),
             sharpness: sharp.get(k),
             flags: flags[k].clone(),
+            clip: ClipFileColumns {
+                file: owned(clip_file.get(k)),
+                bytes: clip_bytes.get(k),
+                hash: owned(clip_hash.get(k)),
+                fingerprint: owned(clip_fingerprint.get(k)),
+                frames: clip_frames.get(k),
+                copied_frames: clip_copied.get(k),
+                encoded_frames: clip_encoded.get(k),
+                note: owned(clip_note.get(k)),
+            },
         })
         .collect())
 }

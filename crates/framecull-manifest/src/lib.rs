@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use export::{export, export_until, rows_hash};
+pub use export::{ClipFileWriter, export, export_until, export_with, rows_hash};
 use framecull_analysis::filter::Filter;
 use framecull_analysis::flags::Config;
 use framecull_catalog::CatalogError;
@@ -102,9 +102,83 @@ pub struct ManifestRow {
     pub brightness: Option<f64>,
     pub sharpness: Option<f64>,
     pub flags: Vec<String>,
+    /// The clip's own file, in a version exported with `--materialize` (`clip_*` columns;
+    /// left out of JSON lines, and of the rows hash, when empty).
+    #[serde(flatten)]
+    pub clip: ClipFileColumns,
+}
+
+/// The `clip_*` columns: a row's clip file in the version's clip folder
+/// ([`VersionMeta::clip_files`]), or why it has none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClipFileColumns {
+    /// Its name in the clip folder.
+    #[serde(rename = "clip_file", default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(
+        rename = "clip_bytes",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bytes: Option<i64>,
+    /// xxh3-128 of its bytes.
+    #[serde(rename = "clip_hash", default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// Its content fingerprint (as `file_fingerprint`), which the loader checks.
+    #[serde(
+        rename = "clip_fingerprint",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub fingerprint: Option<String>,
+    /// Frames it holds, of them copied packet for packet, and encoded again.
+    #[serde(
+        rename = "clip_frames",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub frames: Option<i64>,
+    #[serde(
+        rename = "clip_copied_frames",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub copied_frames: Option<i64>,
+    #[serde(
+        rename = "clip_encoded_frames",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub encoded_frames: Option<i64>,
+    /// Why every frame was encoded again, or why there is no clip file.
+    #[serde(rename = "clip_note", default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl ManifestRow {
+    /// The row as its clip file holds it (a version exported with `--materialize`): the
+    /// file's name, bytes and fingerprint, its frames from the first to the last, its time
+    /// from zero; the rest as the source's. `None` when the row has no clip file.
+    pub fn as_clip_file(&self) -> Option<ManifestRow> {
+        let file = self.clip.file.clone()?;
+        let frames = self.clip.frames?;
+        Some(ManifestRow {
+            path: file,
+            file_fingerprint: self.clip.fingerprint.clone().unwrap_or_default(),
+            size_bytes: self.clip.bytes.unwrap_or(0),
+            start_secs: 0.0,
+            end_secs: (self.end_secs - self.start_secs).max(0.0),
+            start_frame: Some(0),
+            end_frame: Some(frames),
+            start_pts: None,
+            end_pts: None,
+            time_base: None,
+            // A clip file holds one stream, its video.
+            stream_index: None,
+            ..self.clone()
+        })
+    }
+
     /// Where the clip lies in its file.
     pub fn bounds(&self) -> framecull_model::ClipBounds {
         framecull_model::ClipBounds {
@@ -152,6 +226,14 @@ impl ManifestRow {
         "brightness",
         "sharpness",
         "flags",
+        "clip_file",
+        "clip_bytes",
+        "clip_hash",
+        "clip_fingerprint",
+        "clip_frames",
+        "clip_copied_frames",
+        "clip_encoded_frames",
+        "clip_note",
     ];
 }
 
@@ -229,6 +311,24 @@ pub struct VersionMeta {
     /// tables from a deep pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame_index: Option<String>,
+    /// The clip files written with the version (`--materialize`): where, and how many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clip_files: Option<ClipFiles>,
+}
+
+/// A version's clip files (`clip_files` of `vNNNN.json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClipFiles {
+    /// The folder that holds them (as `dataset_root` is written: a local folder's path).
+    pub dir: String,
+    /// Rows with a clip file, and their bytes; rows without one (each row's `clip_note` says
+    /// why).
+    pub files: u64,
+    pub bytes: u64,
+    pub missing: u64,
+    /// Frames copied packet for packet, and encoded again, in all of them.
+    pub copied_frames: u64,
+    pub encoded_frames: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::{Counts, ExportOptions, Include, ManifestError, ManifestRow};
+use super::{ClipFileColumns, Counts, ExportOptions, Include, ManifestError, ManifestRow};
 use framecull_analysis::filter::Filter;
 use framecull_catalog::{Catalog, Project};
 use framecull_model::{
@@ -215,6 +215,7 @@ fn base_row(
             codes.dedup();
             codes
         },
+        clip: ClipFileColumns::default(),
     }
 }
 

@@ -56,7 +56,7 @@ pub enum ClipError {
 }
 
 /// What a clip file holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClipWritten {
     /// Frames in the file: the clip's length.
     pub frames: u64,
@@ -65,6 +65,8 @@ pub struct ClipWritten {
     pub reencoded: u64,
     pub copied: u64,
     pub bytes: u64,
+    /// Why every frame was encoded again (no packet copied), when none was copied.
+    pub note: Option<String>,
 }
 
 /// What the clip keeps of its source's video stream.
@@ -208,7 +210,7 @@ fn write_any(
     }
     let mut plan = smart::plan_clip(reader, source, frames.clone()).unwrap_or_else(|e| {
         tracing::debug!("{}: no smart cut: {e}", part.display());
-        smart::Plan::encode_all(frames.clone())
+        smart::Plan::encode_all(frames.clone(), format!("no smart cut: {e}"))
     });
     let mut rungs = CRF_LADDER.iter().peekable();
     while let Some(&crf) = rungs.next() {
@@ -220,6 +222,7 @@ fn write_any(
                     reencoded: cut.reencoded,
                     copied: cut.copied,
                     bytes: 0,
+                    note: plan.why_encoded,
                 });
             }
             Err(ClipError::Quality { psnr }) if rungs.peek().is_some() => {
@@ -234,7 +237,7 @@ fn write_any(
                     "{}: smart cut failed, encoding the clip whole: {e}",
                     part.display()
                 );
-                plan = smart::Plan::encode_all(frames.clone());
+                plan = smart::Plan::encode_all(frames.clone(), format!("smart cut failed: {e}"));
                 rungs = CRF_LADDER.iter().peekable();
             }
             Err(e) => return Err(e),

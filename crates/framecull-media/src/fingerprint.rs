@@ -32,6 +32,21 @@ pub fn fingerprint(path: &Path, size_bytes: u64) -> std::io::Result<String> {
     Ok(format!("{:032x}", hasher.digest128()))
 }
 
+/// xxh3-128 of every byte `reader` gives, as hex: a whole file's exact hash (duplicates, clip
+/// files), where [`fingerprint`] samples.
+pub fn whole(mut reader: impl Read) -> std::io::Result<String> {
+    let mut hasher = Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(format!("{:032x}", hasher.digest128()))
+}
+
 /// Fingerprint of an object in a store from its listing alone: xxh3-128 of its size and its
 /// ETag, else its version id (a store changes both whenever the content changes). The ETag
 /// comes first because listings and HEADs both give it, while a versioned bucket's version id

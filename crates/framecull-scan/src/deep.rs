@@ -1,13 +1,10 @@
 //! Deep analysis: one decode pass per file, in parallel, results stored in batches; then the
 //! derived data (duplicate groups, flags) is recomputed over the whole catalog.
 
-use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
-
-use xxhash_rust::xxh3::Xxh3;
 
 use super::ScanError;
 use super::worker::WorkerSlot;
@@ -475,15 +472,5 @@ fn hash_bytes(bytes: &[u8]) -> String {
 }
 
 fn hash_reader(source: &Opened) -> std::io::Result<String> {
-    let mut file = source.reader()?;
-    let mut hasher = Xxh3::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(format!("{:032x}", hasher.digest128()))
+    framecull_media::fingerprint::whole(source.reader()?)
 }

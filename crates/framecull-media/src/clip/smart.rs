@@ -362,16 +362,19 @@ pub(super) struct Plan {
     pub copy: Option<CopySource>,
     /// The clip's codec: the source's where packets are copied, else H.264.
     pub family: Family,
+    /// Why no packet is copied, when none is.
+    pub why_encoded: Option<String>,
 }
 
 impl Plan {
-    /// Every frame of `clip` encoded again.
-    pub fn encode_all(clip: Range<usize>) -> Plan {
+    /// Every frame of `clip` encoded again, for the reason `why`.
+    pub fn encode_all(clip: Range<usize>, why: impl Into<String>) -> Plan {
         Plan {
             segments: vec![Segment::Encode(clip.clone())],
             clip,
             copy: None,
             family: Family::H264,
+            why_encoded: Some(why.into()),
         }
     }
 
@@ -405,12 +408,14 @@ pub(super) fn plan_clip(
     source: &Source,
     clip: Range<usize>,
 ) -> Result<Plan, ClipError> {
-    let whole = || Ok(Plan::encode_all(clip.clone()));
-    if reader.frames().identity != Identity::Pts || clip.is_empty() {
-        return whole();
+    let whole = |why: String| Ok(Plan::encode_all(clip.clone(), why));
+    if reader.frames().identity != Identity::Pts {
+        return whole(
+            "its frames have no timestamps of their own (counted in decode order)".into(),
+        );
     }
     let Some(stream) = reader.stream() else {
-        return whole();
+        return whole("no video stream to copy from".into());
     };
     let params = stream.parameters();
     let stream_index = stream.index();
@@ -432,14 +437,22 @@ pub(super) fn plan_clip(
     // The encoded parts must match the copied ones: 8-bit 4:2:0 at even sizes, in the
     // source's codec, with its encoder here.
     let Some(family) = Family::of(params.id()) else {
-        return whole();
+        return whole(format!(
+            "{}: packets are copied from H.264 and HEVC only",
+            params.id().name()
+        ));
     };
-    if ff::encoder::find_by_name(family.encoder()).is_none()
-        || !yuv420.contains(&format)
-        || width % 2 != 0
-        || height % 2 != 0
-    {
-        return whole();
+    if ff::encoder::find_by_name(family.encoder()).is_none() {
+        return whole(format!("no {} encoder here", family.encoder()));
+    }
+    if !yuv420.contains(&format) {
+        return whole(format!(
+            "{}: packets are copied from 8-bit 4:2:0 only",
+            pixel_format_name(format)
+        ));
+    }
+    if width % 2 != 0 || height % 2 != 0 {
+        return whole(format!("odd size {width}x{height}"));
     }
     let params = params.clone();
     let (framing, parameter_sets) = family.setup(&extradata);
@@ -458,7 +471,7 @@ pub(super) fn plan_clip(
     let (packets, complete) = scan(&mut input, stream_index, seek, stop, framing, family)?;
     let segments = plan(&packets, frame_pts, clip.clone(), complete);
     if !segments.iter().any(|s| matches!(s, Segment::Copy { .. })) {
-        return whole();
+        return whole("no closed GOP lies inside the clip".into());
     }
     Ok(Plan {
         clip,
@@ -473,7 +486,27 @@ pub(super) fn plan_clip(
             params,
         }),
         family,
+        why_encoded: None,
     })
+}
+
+/// FFmpeg's name of pixel format `format` (an `AVPixelFormat` as stored in codec parameters).
+fn pixel_format_name(format: i32) -> String {
+    if format < 0 {
+        return "an unknown pixel format".into();
+    }
+    // SAFETY: `format` is a pixel format FFmpeg's demuxer stored (one of the enum's values);
+    // av_get_pix_fmt_name returns null or a static string.
+    unsafe {
+        let name = ffi::av_get_pix_fmt_name(std::mem::transmute::<i32, ffi::AVPixelFormat>(format));
+        if name.is_null() {
+            format!("pixel format {format}")
+        } else {
+            std::ffi::CStr::from_ptr(name)
+                .to_string_lossy()
+                .into_owned()
+        }
+    }
 }
 
 /// Read the stream's packets in decode order, from `seek` (else the start) until the first
