@@ -460,3 +460,105 @@ fn pictures_over_the_pixel_limits_are_flagged_too_large_not_decoded() {
         "{flags}"
     );
 }
+
+/// The deep pass gives the same rows with one decoder thread per file as with two: metrics,
+/// flags and frame tables, on clean files of several codecs and on damaged ones (bytes
+/// overwritten in the picture data, a file cut short, an MPEG-TS with broken packets), whose
+/// error counts frame threads alone would not keep.
+#[test]
+fn one_and_two_decoder_threads_per_file_give_the_same_rows() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path();
+    let lavfi = "testsrc2=size=320x180:rate=25:duration=4,noise=alls=10:allf=t";
+    let encode = |name: &str, args: &[&str]| {
+        let out = dir.join(name);
+        let mut all = vec!["-f", "lavfi", "-i", lavfi];
+        all.extend_from_slice(args);
+        all.push(out.to_str().unwrap());
+        common::ffmpeg(&all);
+        out
+    };
+    let h264 = [
+        "-c:v", "libx264", "-g", "25", "-bf", "3", "-pix_fmt", "yuv420p",
+    ];
+    encode("h264.mp4", &h264);
+    encode(
+        "hevc.mkv",
+        &[
+            "-c:v",
+            "libx265",
+            "-x265-params",
+            "keyint=25:log-level=error",
+        ],
+    );
+    encode("mpeg2.ts", &["-c:v", "mpeg2video", "-g", "12", "-bf", "2"]);
+    encode(
+        "vp9.webm",
+        &["-c:v", "libvpx-vp9", "-g", "25", "-deadline", "realtime"],
+    );
+    // Damaged copies: picture data overwritten in three places; the index first and the file
+    // cut at 60%.
+    let overwrite = |from: &Path, name: &str| {
+        let mut bytes = std::fs::read(from).unwrap();
+        let n = bytes.len();
+        for at in [n * 3 / 10, n / 2, n * 7 / 10] {
+            for (i, b) in bytes[at..at + 96].iter_mut().enumerate() {
+                *b = (i as u8).wrapping_mul(37) ^ 0xa5;
+            }
+        }
+        std::fs::write(dir.join(name), bytes).unwrap();
+    };
+    let sources = tempfile::tempdir().unwrap();
+    let h264_ts = sources.path().join("h264.ts");
+    common::ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        lavfi,
+        "-c:v",
+        "libx264",
+        "-g",
+        "25",
+        "-bf",
+        "3",
+        "-f",
+        "mpegts",
+        h264_ts.to_str().unwrap(),
+    ]);
+    overwrite(&dir.join("h264.mp4"), "h264_damaged.mp4");
+    overwrite(&dir.join("hevc.mkv"), "hevc_damaged.mkv");
+    overwrite(&dir.join("mpeg2.ts"), "mpeg2_damaged.ts");
+    overwrite(&h264_ts, "h264_damaged.ts");
+    let front = sources.path().join("front.mp4");
+    common::ffmpeg(&[
+        "-i",
+        dir.join("h264.mp4").to_str().unwrap(),
+        "-c",
+        "copy",
+        "-movflags",
+        "+faststart",
+        front.to_str().unwrap(),
+    ]);
+    let bytes = std::fs::read(&front).unwrap();
+    std::fs::write(dir.join("h264_cut.mp4"), &bytes[..bytes.len() * 3 / 5]).unwrap();
+
+    let one = common::deep_rows(dir, 1);
+    let two = common::deep_rows(dir, 2);
+    assert_eq!(one.len(), 9, "{:?}", one.keys());
+    // The damaged files are seen as such, so the comparison covers error counts.
+    for name in [
+        "h264_damaged.mp4",
+        "hevc_damaged.mkv",
+        "h264_damaged.ts",
+        "h264_cut.mp4",
+    ] {
+        let m = &one[name].0;
+        assert!(
+            m.decode_errors > 0 || m.truncated || m.decoder_messages > 0,
+            "{name}: {m:?}"
+        );
+    }
+    for (path, row) in &one {
+        assert_eq!(Some(row), two.get(path), "{path}");
+    }
+}

@@ -367,3 +367,27 @@ fn known_duplicate_groups_are_found_and_exact_groups_hold_identical_bytes() {
         }
     }
 }
+
+/// Every file of the corpus gives the same row (metrics, flags, frame table) when its video
+/// decodes on two threads as on one: codecs whose frame threads behave otherwise, damaged
+/// and broken files included.
+#[test]
+fn the_corpus_gives_the_same_rows_on_one_and_two_decoder_threads() {
+    let Some(media) = common::corpus_dir() else {
+        return;
+    };
+    // Its videos and broken files (pictures decode on one thread either way).
+    let data = tempfile::tempdir().unwrap();
+    for folder in ["video", "broken"] {
+        std::os::unix::fs::symlink(media.join(folder), data.path().join(folder)).unwrap();
+    }
+    let one = common::deep_rows(data.path(), 1);
+    let two = common::deep_rows(data.path(), 2);
+    assert!(one.len() > 80, "{} files", one.len());
+    let differ: Vec<&String> = one
+        .iter()
+        .filter(|(path, row)| two.get(*path) != Some(row))
+        .map(|(path, _)| path)
+        .collect();
+    assert!(differ.is_empty(), "rows that differ: {differ:?}");
+}

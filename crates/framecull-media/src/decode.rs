@@ -22,8 +22,11 @@ pub struct DecodeOptions {
     /// Frames are scaled to fit this width (and `max_height`), keeping the aspect ratio.
     pub max_width: u32,
     pub max_height: u32,
-    /// Decoder threads. 1 gives exact, repeatable error counts and keeps FFmpeg's messages on
-    /// the calling thread; parallelism comes from decoding several files at once.
+    /// Decoder threads (FFmpeg's frame threads). 1 gives exact, repeatable error counts and
+    /// keeps FFmpeg's messages on the calling thread; with more, the decoder's error lines are
+    /// counted wherever they are logged ([`ffmpeg_log::Sink`]), but a damaged stream's counts
+    /// may differ from one thread's: [`DecodeReport::saw_errors`] tells when to decode again
+    /// with one for exact counts.
     pub threads: usize,
     /// Allow the decoder's non-spec-compliant speedups (`AV_CODEC_FLAG2_FAST`). The loop
     /// filter is kept: skipping it shifts content scores enough to move borderline cuts.
@@ -76,6 +79,15 @@ pub struct DecodeReport {
 }
 
 impl DecodeReport {
+    /// Whether anything went wrong: a decoder error, a damaged frame, an error line, a read
+    /// that stopped early.
+    pub fn saw_errors(&self) -> bool {
+        self.decode_errors > 0
+            || self.error_messages > 0
+            || self.first_message.is_some()
+            || self.read_error.is_some()
+    }
+
     fn error(&mut self, message: String) {
         self.decode_errors += 1;
         if self.first_error.is_none() {
@@ -144,6 +156,14 @@ pub fn decode_frames(
         count: options.threads.max(1),
         ..Default::default()
     });
+    // Frame threads log on threads of their own: their error lines go to a sink. Declared
+    // before the decoder, so that it outlives it and its threads.
+    let sink = (options.threads > 1).then(ffmpeg_log::Sink::new);
+    if let Some(sink) = &sink {
+        // SAFETY: `ctx` owns a valid, not yet opened context whose `opaque` nothing else uses;
+        // the sink is dropped after the decoder made from it.
+        unsafe { sink.attach(ctx.as_mut_ptr()) };
+    }
     // SAFETY: `ctx` owns a valid, not yet opened AVCodecContext; these are plain option
     // fields that avcodec_open2 reads.
     unsafe {
@@ -207,9 +227,17 @@ pub fn decode_frames(
         let _ = decoder.send_eof();
         drain(&mut decoder, tb, options, &mut state, &mut report, on_frame);
     }
+    // The decoder's threads end with it: every line they log is in the sink by then.
+    drop(decoder);
     report.error_messages = ffmpeg_log::error_lines();
     if report.first_message.is_none() {
         report.first_message = ffmpeg_log::take_last_error();
+    }
+    if let Some(sink) = &sink {
+        report.error_messages += sink.lines();
+        if report.first_message.is_none() {
+            report.first_message = sink.first();
+        }
     }
     Ok(report)
 }

@@ -12,6 +12,83 @@ thread_local! {
     static ERROR_LINES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+/// The error lines of one decoder, whichever thread logs them: FFmpeg's frame threads log
+/// on threads of their own, where the per-thread count does not see them. A codec context
+/// whose `opaque` points at a sink ([`Sink::attach`]) counts its lines there, not on the
+/// thread.
+pub struct Sink {
+    magic: u64,
+    lines: std::sync::atomic::AtomicU64,
+    first: std::sync::Mutex<Option<String>>,
+}
+
+/// What marks a context's `opaque` as a [`Sink`].
+const SINK_MAGIC: u64 = 0x6663_6c5f_7369_6e6b;
+
+impl Sink {
+    pub fn new() -> Box<Sink> {
+        Box::new(Sink {
+            magic: SINK_MAGIC,
+            lines: std::sync::atomic::AtomicU64::new(0),
+            first: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// Have the codec context `ctx` log its errors into this sink (frame threads copy the
+    /// context, `opaque` with it).
+    ///
+    /// # Safety
+    /// `ctx` is a valid codec context whose `opaque` nothing else uses, and the sink outlives
+    /// it and every thread it starts.
+    pub unsafe fn attach(&self, ctx: *mut ffi::AVCodecContext) {
+        // SAFETY: the caller's promise: a valid context, `opaque` free.
+        unsafe { (*ctx).opaque = std::ptr::from_ref(self).cast_mut().cast() };
+    }
+
+    /// Error-level lines logged through it.
+    pub fn lines(&self) -> u64 {
+        self.lines.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The first of them, without FFmpeg's `[context @ address]` prefix.
+    pub fn first(&self) -> Option<String> {
+        self.first.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn record(&self, message: &str) {
+        self.lines.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.first
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| message.to_string());
+    }
+}
+
+/// The sink of the codec context `avcl` logs for, if it is one with a sink attached.
+///
+/// # Safety
+/// `avcl` is null or the context object FFmpeg passed to its log callback.
+unsafe fn sink_of<'a>(avcl: *mut c_void) -> Option<&'a Sink> {
+    if avcl.is_null() {
+        return None;
+    }
+    // SAFETY: every object FFmpeg logs for starts with a pointer to its AVClass; a codec
+    // context's `opaque` is a Sink where our code attached one (checked by its magic), and
+    // that sink outlives the context.
+    unsafe {
+        let class = *avcl.cast::<*const ffi::AVClass>();
+        if class != ffi::avcodec_get_class() {
+            return None;
+        }
+        let opaque = (*avcl.cast::<ffi::AVCodecContext>()).opaque;
+        if opaque.is_null() {
+            return None;
+        }
+        let sink = &*opaque.cast::<Sink>();
+        (sink.magic == SINK_MAGIC).then_some(sink)
+    }
+}
+
 /// Initialise FFmpeg once per process and install the log callback.
 pub fn init() {
     static INIT: Once = Once::new();
@@ -80,6 +157,11 @@ unsafe extern "C" fn log_callback(
     }
     if level <= ffi::AV_LOG_ERROR {
         tracing::debug!(target: "ffmpeg", "{line}");
+        // SAFETY: `avcl` is the object FFmpeg passed for this line.
+        if let Some(sink) = unsafe { sink_of(avcl) } {
+            sink.record(strip_context(line));
+            return;
+        }
         ERROR_LINES.with(|n| n.set(n.get() + 1));
         let message = strip_context(line).to_string();
         LAST_ERROR.with(|e| {

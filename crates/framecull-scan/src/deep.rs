@@ -48,6 +48,10 @@ pub struct AnalyzeOptions {
     pub level: AnalysisLevel,
     /// Only these items (a filter's choice, `analyze --where`); `None`: every item.
     pub only: Option<std::collections::HashSet<ItemId>>,
+    /// Decoder threads of each video: `None` gives a file a share of the `jobs` threads by
+    /// its share of the work left ([`file_threads`]), so that a few long files keep every
+    /// core busy; files in flight never hold more than `jobs` threads together.
+    pub file_threads: Option<usize>,
 }
 
 impl Default for AnalyzeOptions {
@@ -60,6 +64,7 @@ impl Default for AnalyzeOptions {
             isolate: true,
             level: AnalysisLevel::Deep,
             only: None,
+            file_threads: None,
         }
     }
 }
@@ -142,23 +147,40 @@ pub fn analyze(
                 // Longest jobs first, each worker taking the next one: rayon's splitting
                 // would hand each thread a contiguous half instead.
                 let next = AtomicUsize::new(0);
+                let threads = Threads::new(options.jobs.max(1), order.iter().map(|o| o.0));
                 pool.scope(|scope| {
                     for _ in 0..options.jobs.max(1) {
-                        let (tx, next) = (tx.clone(), &next);
+                        let (tx, next, threads) = (tx.clone(), &next, &threads);
                         let mut analyst = WorkerSlot::new(workers.clone());
                         scope.spawn(move |_| {
                             loop {
                                 let i = next.fetch_add(1, Ordering::SeqCst);
-                                let Some(&(_, item_index)) = order.get(i) else {
+                                let Some(&(work, item_index)) = order.get(i) else {
                                     break;
                                 };
                                 if cancel.load(Ordering::SeqCst) {
                                     break;
                                 }
                                 let item = &todo[item_index];
-                                let Some(result) =
-                                    analyse_guarded(&mut analyst, root, item, options, cancel)
-                                else {
+                                let wanted = match options.file_threads {
+                                    Some(n) => n.clamp(1, options.jobs.max(1)),
+                                    None if item.kind == MediaKind::Video => threads.share(work),
+                                    None => 1,
+                                };
+                                let held = threads.take(wanted, work);
+                                let file_options = AnalyzeOptions {
+                                    file_threads: Some(held.count()),
+                                    ..options.clone()
+                                };
+                                let result = analyse_guarded(
+                                    &mut analyst,
+                                    root,
+                                    item,
+                                    &file_options,
+                                    cancel,
+                                );
+                                drop(held);
+                                let Some(result) = result else {
                                     break;
                                 };
                                 // A network or permission failure is not this file's: the
@@ -209,6 +231,79 @@ pub fn analyze(
         cancelled: cancel.load(Ordering::SeqCst),
         elapsed_secs: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The decoder threads of an analysis: `jobs` of them, shared by the files in flight.
+struct Threads {
+    jobs: usize,
+    /// Threads free, and the work (pixels x frames) of the files not yet started.
+    state: std::sync::Mutex<(usize, f64)>,
+    freed: std::sync::Condvar,
+}
+
+impl Threads {
+    fn new(jobs: usize, work: impl Iterator<Item = f64>) -> Threads {
+        Threads {
+            jobs,
+            state: std::sync::Mutex::new((jobs, work.sum())),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    /// The threads a file of `work` is due, of the files not yet started ([`file_threads`]).
+    fn share(&self, work: f64) -> usize {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        file_threads(self.jobs, work, state.1)
+    }
+
+    /// Take up to `wanted` threads for a file of `work` (its work no longer waits): those
+    /// free, at least one, waiting for one when none is (a core never waits for a second to
+    /// free up); given back when the guard drops.
+    fn take(&self, wanted: usize, work: f64) -> HeldThreads<'_> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.1 = (state.1 - work).max(0.0);
+        while state.0 == 0 {
+            state = self.freed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        let count = wanted.clamp(1, state.0);
+        state.0 -= count;
+        HeldThreads {
+            threads: self,
+            count,
+        }
+    }
+}
+
+/// Threads one file holds.
+struct HeldThreads<'a> {
+    threads: &'a Threads,
+    count: usize,
+}
+
+impl HeldThreads<'_> {
+    fn count(&self) -> usize {
+        self.count
+    }
+}
+
+impl Drop for HeldThreads<'_> {
+    fn drop(&mut self) {
+        let mut state = self.threads.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.0 += self.count;
+        self.threads.freed.notify_all();
+    }
+}
+
+/// Decoder threads for a file of `work` (pixels x frames) when `left` is the work of every
+/// file not yet started, itself included: its share of `jobs` by its share of that work,
+/// rounded, at least one. Files come longest first, so a file that is most of what is left
+/// decodes on several threads (one long video: all of them) and a file among many like it on
+/// one, with the others beside it.
+pub fn file_threads(jobs: usize, work: f64, left: f64) -> usize {
+    if left <= 0.0 || work <= 0.0 {
+        return 1;
+    }
+    ((work / left * jobs as f64).round() as usize).clamp(1, jobs.max(1))
 }
 
 /// Analyse one file in this process; a panic becomes the file's reason.
@@ -293,7 +388,14 @@ pub fn analyse_file(
         "video" if options.level == AnalysisLevel::Triage => {
             triage_video(&source, item, deadline, base)
         }
-        "video" => analyse_video(&source, item, deadline, &options.cuts, base),
+        "video" => analyse_video(
+            &source,
+            item,
+            deadline,
+            &options.cuts,
+            base,
+            options.file_threads.unwrap_or(1),
+        ),
         _ => (base, Curves::default()),
     }
 }
@@ -347,34 +449,27 @@ fn apply_report(m: &mut Metrics, report: &DecodeReport) {
     m.first_message.clone_from(&report.first_message);
 }
 
+/// A video's deep analysis: every frame decoded, on `threads` decoder threads. The
+/// decoder's frames are the same on any number of threads, but on a damaged stream its errors
+/// are not: a file that shows any error on several threads is decoded again on one, so the
+/// row is the one a single thread gives.
 fn analyse_video(
     source: &Opened,
     item: &AnalysisTodo,
     deadline: Instant,
     cuts: &CutOptions,
     base: Metrics,
+    threads: usize,
 ) -> (Metrics, Curves) {
-    let mut analyzer = VideoAnalyzer::new(item.fps, cuts.clone());
-    // Exact decoding (no `AV_CODEC_FLAG2_FAST`): the frame table is the reference the loader
-    // checks its own (exact) frames against; MPEG-2's fast mode changes pictures.
-    let options = DecodeOptions {
-        deadline: Some(deadline),
-        fast: false,
-        stream: StreamChoice::recorded(item.stream_index),
-        ..DecodeOptions::default()
+    let decoded = match decode_video(source, item, deadline, cuts, threads) {
+        Ok((_, _, report)) if threads > 1 && report.saw_errors() && !report.timed_out => {
+            decode_video(source, item, deadline, cuts, 1)
+        }
+        Err(_) if threads > 1 => decode_video(source, item, deadline, cuts, 1),
+        other => other,
     };
-    let mut table = FrameTable::default();
-    let report = match decode_frames(source, &options, 0, &mut |f| {
-        analyzer.push(f);
-        table.frames.push(FrameRecord {
-            pts: f.pts,
-            clean_key: f.key && !f.corrupt,
-            damaged: f.corrupt,
-            hash: f.content_hash,
-        });
-        true
-    }) {
-        Ok(r) => r,
+    let (analyzer, table, report) = match decoded {
+        Ok(decoded) => decoded,
         Err(e) => return decode_failure(e, base),
     };
     let (mut metrics, mut curves) = analyzer.finish(
@@ -399,6 +494,38 @@ fn analyse_video(
         );
     }
     (metrics, curves)
+}
+
+/// Decode every frame of the video into its analysis and frame table.
+fn decode_video(
+    source: &Opened,
+    item: &AnalysisTodo,
+    deadline: Instant,
+    cuts: &CutOptions,
+    threads: usize,
+) -> Result<(VideoAnalyzer, FrameTable, DecodeReport), DecodeError> {
+    let mut analyzer = VideoAnalyzer::new(item.fps, cuts.clone());
+    // Exact decoding (no `AV_CODEC_FLAG2_FAST`): the frame table is the reference the loader
+    // checks its own (exact) frames against; MPEG-2's fast mode changes pictures.
+    let options = DecodeOptions {
+        deadline: Some(deadline),
+        fast: false,
+        stream: StreamChoice::recorded(item.stream_index),
+        threads,
+        ..DecodeOptions::default()
+    };
+    let mut table = FrameTable::default();
+    let report = decode_frames(source, &options, 0, &mut |f| {
+        analyzer.push(f);
+        table.frames.push(FrameRecord {
+            pts: f.pts,
+            clean_key: f.key && !f.corrupt,
+            damaged: f.corrupt,
+            hash: f.content_hash,
+        });
+        true
+    })?;
+    Ok((analyzer, table, report))
 }
 
 fn analyse_image(
@@ -473,4 +600,23 @@ fn hash_bytes(bytes: &[u8]) -> String {
 
 fn hash_reader(source: &Opened) -> std::io::Result<String> {
     framecull_media::fingerprint::whole(source.reader()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_threads;
+
+    #[test]
+    fn a_file_decodes_on_its_share_of_the_threads_by_its_share_of_the_work_left() {
+        // Alone, or most of what is left: every thread.
+        assert_eq!(file_threads(2, 10.0, 10.0), 2);
+        assert_eq!(file_threads(2, 8.0, 10.0), 2);
+        assert_eq!(file_threads(8, 40.0, 100.0), 3);
+        // One of two alike, one of many: one thread, the others beside it.
+        assert_eq!(file_threads(2, 5.0, 10.0), 1);
+        assert_eq!(file_threads(8, 1.0, 100.0), 1);
+        // Nothing known: one.
+        assert_eq!(file_threads(4, 0.0, 0.0), 1);
+        assert_eq!(file_threads(1, 10.0, 10.0), 1);
+    }
 }

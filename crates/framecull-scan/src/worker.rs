@@ -31,7 +31,7 @@ use framecull_model::{
 use framecull_storage::Root;
 
 /// Bump when a message changes: a worker of another protocol is not used.
-const PROTOCOL: u32 = 4;
+const PROTOCOL: u32 = 5;
 
 /// The name a worker greets with.
 const NAME: &str = "framecull_worker";
@@ -45,6 +45,8 @@ enum Request {
         budget_secs: f64,
         cuts: CutOptions,
         level: AnalysisLevel,
+        /// Decoder threads of a video.
+        threads: usize,
     },
     /// FFmpeg's probe of one file ([`framecull_media::probe_with_ffmpeg`]).
     Probe {
@@ -187,6 +189,7 @@ impl WorkerSlot {
             budget_secs: options.file_budget.as_secs_f64(),
             cuts: options.cuts.clone(),
             level: options.level,
+            threads: options.file_threads.unwrap_or(1),
         };
         let answer = self.call(
             &request,
@@ -444,6 +447,7 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
             budget_secs,
             cuts,
             level,
+            threads,
         } => {
             let root = match root.into_root(stores) {
                 Ok(root) => root,
@@ -459,6 +463,7 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
                 isolate: false,
                 level,
                 only: None,
+                file_threads: Some(threads),
             };
             let (metrics, mut curves) = super::deep::analyse_in_process(&root, &item, &options);
             let frames = std::mem::take(&mut curves.frames);

@@ -25,6 +25,10 @@ pub struct Args {
     /// one at /tmp/peers-venv); peers are skipped when it is absent.
     #[arg(long, default_value = "/tmp/peers-venv/bin/python")]
     python: PathBuf,
+    /// Where the long videos are made (once) for the long-file case: one 60 s 720p H.264
+    /// video with 2 s GOPs deep, then two at once, against `ffmpeg -threads JOBS -f null`.
+    #[arg(long, default_value = "target/bench-long")]
+    long_dir: PathBuf,
     #[arg(long, default_value_t = 3)]
     repeat: usize,
     #[arg(long)]
@@ -32,7 +36,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let r = bench_analyze(&args.videos, &args.images, &args.python, args.repeat.max(1))?;
+    let mut r = bench_analyze(&args.videos, &args.images, &args.python, args.repeat.max(1))?;
+    r.long = Some(bench_long(&args.long_dir, args.repeat.max(1))?);
     print(&r, args.json, || r.text())
 }
 
@@ -62,6 +67,21 @@ struct AnalyzeBench {
     in_process_image_secs: f64,
     isolation_cost_videos: f64,
     isolation_cost_images: f64,
+    long: Option<LongBench>,
+}
+
+/// The deep pass on long videos, where files in flight are fewer than cores.
+#[derive(Serialize)]
+struct LongBench {
+    /// One long video: framecull's scan with the deep pass, and `ffmpeg -threads JOBS -f
+    /// null` decoding it, and framecull's time over ffmpeg's.
+    one_secs: f64,
+    one_ffmpeg_secs: f64,
+    one_ratio: f64,
+    /// Two long videos.
+    two_secs: f64,
+    two_ffmpeg_secs: f64,
+    two_ratio: f64,
 }
 
 impl AnalyzeBench {
@@ -100,8 +120,69 @@ impl AnalyzeBench {
             self.in_process_video_secs,
             self.isolation_cost_images * 100.0,
             self.in_process_image_secs,
-        )
+        ) + &self.long.as_ref().map_or(String::new(), |l| {
+            format!(
+                "\nlong videos (60 s, 720p, H.264, 2 s GOPs), {} jobs: one deep {:.2} s, ffmpeg -threads {} \
+                 -f null {:.2} s -> {:.2}x its time; two deep {:.2} s, ffmpeg {:.2} s -> {:.2}x",
+                self.jobs,
+                l.one_secs,
+                self.jobs,
+                l.one_ffmpeg_secs,
+                l.one_ratio,
+                l.two_secs,
+                l.two_ffmpeg_secs,
+                l.two_ratio
+            )
+        })
     }
+}
+
+/// The long-file case: one, then two, long videos in folders of their own under `dir`.
+fn bench_long(dir: &Path, repeat: usize) -> anyhow::Result<LongBench> {
+    let options = framecull::scan::deep::AnalyzeOptions::default();
+    let videos = crate::util::long_videos(&dir.join("videos"), 2)?;
+    let folder = |name: &str, files: &[PathBuf]| -> anyhow::Result<PathBuf> {
+        let folder = dir.join(name);
+        let _ = std::fs::remove_dir_all(&folder);
+        std::fs::create_dir_all(&folder)?;
+        for f in files {
+            let name = f.file_name().context("a video file")?;
+            std::os::unix::fs::symlink(f.canonicalize()?, folder.join(name))?;
+        }
+        Ok(folder)
+    };
+    let ffmpeg = |files: &[PathBuf]| -> anyhow::Result<f64> {
+        let started = Instant::now();
+        for f in files {
+            let status = Command::new("ffmpeg")
+                .args(["-v", "quiet", "-nostdin", "-threads"])
+                .arg(options.jobs.to_string())
+                .arg("-i")
+                .arg(f)
+                .args(["-f", "null", "-"])
+                .status()
+                .context("ffmpeg is needed for this comparison")?;
+            anyhow::ensure!(status.success(), "ffmpeg failed on {}", f.display());
+        }
+        Ok(started.elapsed().as_secs_f64())
+    };
+    let (one, two) = (folder("one", &videos[..1])?, folder("two", &videos)?);
+    let (mut ours1, mut ff1, mut ours2, mut ff2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..repeat {
+        ours1.push(deep_once(&one, &options)?.0);
+        ff1.push(ffmpeg(&videos[..1])?);
+        ours2.push(deep_once(&two, &options)?.0);
+        ff2.push(ffmpeg(&videos)?);
+    }
+    let (o1, f1, o2, f2) = (median(ours1), median(ff1), median(ours2), median(ff2));
+    Ok(LongBench {
+        one_secs: o1,
+        one_ffmpeg_secs: f1,
+        one_ratio: o1 / f1,
+        two_secs: o2,
+        two_ffmpeg_secs: f2,
+        two_ratio: o2 / f2,
+    })
 }
 
 /// Cuts of one analysed video, in seconds from its first frame.
@@ -307,5 +388,6 @@ fn bench_analyze(
         cleanvision_secs: c,
         speedup_vs_cleanvision: c.map(|c| c / i),
         jobs: options.jobs,
+        long: None,
     })
 }

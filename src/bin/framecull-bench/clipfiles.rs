@@ -2,7 +2,7 @@
 //! --materialize`, smart cut) against re-encoding each clip with `ffmpeg -ss S -to E -i SRC
 //! -c:v libx264 -preset veryfast`, on generated 60 s 720p H.264 sources with 2 s GOPs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -53,41 +53,7 @@ fn mib(bytes: u64) -> f64 {
 }
 
 const SOURCES: usize = 2;
-const SECONDS: u32 = 60;
-const FPS: u32 = 30;
-
-/// The sources in `dir`, made once: 720p H.264 at x264's default quality (CRF 23, veryfast),
-/// 2 s GOPs (an IDR every 60 frames, no scene-cut keyframes), moving pattern with grain.
-fn sources(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let mut out = Vec::new();
-    for i in 0..SOURCES {
-        let path = dir.join(format!("h264_720p_{i}.mp4"));
-        if !path.exists() {
-            eprintln!("generating {}", path.display());
-            let source = format!(
-                "testsrc2=size=1280x720:rate={FPS}:duration={SECONDS},hue=h={}*t,noise=alls=6:allf=t",
-                10 + 17 * i
-            );
-            let tmp = dir.join(format!("h264_720p_{i}.tmp.mp4"));
-            let status = Command::new("ffmpeg")
-                .args([
-                    "-v", "error", "-y", "-nostdin", "-f", "lavfi", "-i", &source,
-                ])
-                .args([
-                    "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p",
-                ])
-                .args(["-g", "60", "-keyint_min", "60", "-sc_threshold", "0"])
-                .arg(&tmp)
-                .status()
-                .context("ffmpeg is needed to generate the sources")?;
-            anyhow::ensure!(status.success(), "ffmpeg failed on source {i}");
-            std::fs::rename(&tmp, &path)?;
-        }
-        out.push(path);
-    }
-    Ok(out)
-}
+use crate::util::{LONG_FPS as FPS, LONG_SECONDS as SECONDS};
 
 /// Run the `framecull` next to this benchmark with `args`; its stdout.
 fn framecull(args: &[&str]) -> anyhow::Result<String> {
@@ -107,7 +73,7 @@ fn framecull(args: &[&str]) -> anyhow::Result<String> {
 
 pub fn bench(dir: &Path, clips: usize, clip_secs: u32) -> anyhow::Result<ClipFilesBench> {
     let data = dir.join("sources");
-    let files = sources(&data)?;
+    let files = crate::util::long_videos(&data, SOURCES)?;
     let work = std::env::temp_dir().join(format!("framecull-bench-clips-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     let project = work.join("project");

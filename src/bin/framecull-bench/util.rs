@@ -5,6 +5,46 @@ use std::process::{Command, Stdio};
 
 use serde::Serialize;
 
+/// The length and rate of [`long_videos`].
+pub const LONG_SECONDS: u32 = 60;
+pub const LONG_FPS: u32 = 30;
+
+/// `count` long videos in `dir`, made once, as users bring them (a drive, a camera's hour):
+/// 60 s of 720p H.264 at x264's default quality (CRF 23, veryfast), 2 s GOPs (an IDR every
+/// 60 frames, no scene-cut keyframes), a moving pattern with grain, each its own hue.
+pub fn long_videos(dir: &Path, count: usize) -> anyhow::Result<Vec<PathBuf>> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir)?;
+    let mut out = Vec::new();
+    for i in 0..count {
+        let path = dir.join(format!("h264_720p_{i}.mp4"));
+        if !path.exists() {
+            eprintln!("generating {}", path.display());
+            let source = format!(
+                "testsrc2=size=1280x720:rate={LONG_FPS}:duration={LONG_SECONDS},hue=h={}*t,\
+                 noise=alls=6:allf=t",
+                10 + 17 * i
+            );
+            let tmp = dir.join(format!("h264_720p_{i}.tmp.mp4"));
+            let status = Command::new("ffmpeg")
+                .args([
+                    "-v", "error", "-y", "-nostdin", "-f", "lavfi", "-i", &source,
+                ])
+                .args([
+                    "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p",
+                ])
+                .args(["-g", "60", "-keyint_min", "60", "-sc_threshold", "0"])
+                .arg(&tmp)
+                .status()
+                .context("ffmpeg is needed to generate the long videos")?;
+            anyhow::ensure!(status.success(), "ffmpeg failed on long video {i}");
+            std::fs::rename(&tmp, &path)?;
+        }
+        out.push(path);
+    }
+    Ok(out)
+}
+
 /// Print a result: pretty JSON with `--json`, else the benchmark's text.
 pub fn print<T: Serialize>(r: &T, json: bool, text: impl FnOnce() -> String) -> anyhow::Result<()> {
     let out = if json {

@@ -178,6 +178,50 @@ pub fn mixed_dataset(dir: &Path) -> usize {
     8
 }
 
+/// What the deep pass stores of one file: its metrics, flags and frame table.
+pub type DeepRow = (
+    framecull::model::Metrics,
+    Vec<framecull::model::Flag>,
+    Option<framecull::model::FrameTable>,
+);
+
+/// Each file of `dir` by path, as a scan with the deep pass (two jobs) stores it when every
+/// video decodes on `threads` decoder threads.
+pub fn deep_rows(dir: &Path, threads: usize) -> std::collections::BTreeMap<String, DeepRow> {
+    use framecull::catalog::Project;
+    use framecull::scan::ScanOptions;
+    use framecull::scan::deep::AnalyzeOptions;
+    use framecull::scan::pipeline::{Dataset, IngestOptions};
+    let proj = tempfile::tempdir().unwrap();
+    let mut dataset = Dataset::open(dir, Some(Project::at(proj.path()))).unwrap();
+    let options = IngestOptions {
+        scan: Some(ScanOptions::default()),
+        analyse: Some(AnalyzeOptions {
+            jobs: 2,
+            file_threads: Some(threads),
+            ..AnalyzeOptions::default()
+        }),
+    };
+    let never = std::sync::atomic::AtomicBool::new(false);
+    dataset.ingest(&options, &never, &mut |_| {}).unwrap();
+    let catalog = &dataset.catalog;
+    let metrics = catalog.all_metrics().unwrap();
+    let mut flags = catalog.all_flags().unwrap();
+    catalog
+        .items()
+        .unwrap()
+        .into_iter()
+        .map(|item| {
+            let row = (
+                metrics.get(&item.id).cloned().unwrap_or_default(),
+                flags.remove(&item.id).unwrap_or_default(),
+                catalog.frame_table(item.id).unwrap(),
+            );
+            (item.path, row)
+        })
+        .collect()
+}
+
 pub fn corpus_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("FRAMECULL_MEDIA")
         .map(PathBuf::from)
