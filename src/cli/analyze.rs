@@ -15,7 +15,8 @@ use crate::scan::pipeline::{Dataset, IngestOptions};
 pub struct Args {
     #[command(flatten)]
     project: ProjectArg,
-    /// Files analysed at once (default: one per core).
+    /// Decoder threads, one per core by default: files analysed at once, and a long video
+    /// with the others done decodes on the threads they leave.
     #[arg(long, short)]
     jobs: Option<usize>,
     /// Seconds one file may take before its analysis stops (what was decoded is kept).

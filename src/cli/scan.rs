@@ -18,7 +18,7 @@ pub struct Args {
     dir: PathBuf,
     #[command(flatten)]
     project: ProjectArg,
-    /// Probe threads (default: one per core).
+    /// Probe threads, and the deep pass's decoder threads (default: one per core).
     #[arg(long, short)]
     jobs: Option<usize>,
     /// Requests to the object store in flight at once when scanning a URL: objects probed

@@ -168,6 +168,11 @@ pub fn analyze(
                                     None => 1,
                                 };
                                 let held = threads.take(wanted, work);
+                                tracing::debug!(
+                                    "{}: {} decoder threads (due {wanted})",
+                                    item.path,
+                                    held.count()
+                                );
                                 let file_options = AnalyzeOptions {
                                     file_threads: Some(held.count()),
                                     ..options.clone()
@@ -463,6 +468,10 @@ fn analyse_video(
 ) -> (Metrics, Curves) {
     let decoded = match decode_video(source, item, deadline, cuts, threads) {
         Ok((_, _, report)) if threads > 1 && report.saw_errors() && !report.timed_out => {
+            tracing::debug!(
+                "{}: errors on {threads} threads, decoding again on one",
+                item.path
+            );
             decode_video(source, item, deadline, cuts, 1)
         }
         Err(_) if threads > 1 => decode_video(source, item, deadline, cuts, 1),

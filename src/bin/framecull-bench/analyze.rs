@@ -29,6 +29,10 @@ pub struct Args {
     /// video with 2 s GOPs deep, then two at once, against `ffmpeg -threads JOBS -f null`.
     #[arg(long, default_value = "target/bench-long")]
     long_dir: PathBuf,
+    /// Decoder threads of every video (default: each file its share of the jobs' threads);
+    /// 1 times the deep pass as it was before files shared them.
+    #[arg(long)]
+    file_threads: Option<usize>,
     #[arg(long, default_value_t = 3)]
     repeat: usize,
     #[arg(long)]
@@ -36,8 +40,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let mut r = bench_analyze(&args.videos, &args.images, &args.python, args.repeat.max(1))?;
-    r.long = Some(bench_long(&args.long_dir, args.repeat.max(1))?);
+    let options = framecull::scan::deep::AnalyzeOptions {
+        file_threads: args.file_threads,
+        ..framecull::scan::deep::AnalyzeOptions::default()
+    };
+    let repeat = args.repeat.max(1);
+    let mut r = bench_analyze(&args.videos, &args.images, &args.python, &options, repeat)?;
+    r.long = Some(bench_long(&args.long_dir, &options, repeat)?);
     print(&r, args.json, || r.text())
 }
 
@@ -138,8 +147,11 @@ impl AnalyzeBench {
 }
 
 /// The long-file case: one, then two, long videos in folders of their own under `dir`.
-fn bench_long(dir: &Path, repeat: usize) -> anyhow::Result<LongBench> {
-    let options = framecull::scan::deep::AnalyzeOptions::default();
+fn bench_long(
+    dir: &Path,
+    options: &framecull::scan::deep::AnalyzeOptions,
+    repeat: usize,
+) -> anyhow::Result<LongBench> {
     let videos = crate::util::long_videos(&dir.join("videos"), 2)?;
     let folder = |name: &str, files: &[PathBuf]| -> anyhow::Result<PathBuf> {
         let folder = dir.join(name);
@@ -169,9 +181,9 @@ fn bench_long(dir: &Path, repeat: usize) -> anyhow::Result<LongBench> {
     let (one, two) = (folder("one", &videos[..1])?, folder("two", &videos)?);
     let (mut ours1, mut ff1, mut ours2, mut ff2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..repeat {
-        ours1.push(deep_once(&one, &options)?.0);
+        ours1.push(deep_once(&one, options)?.0);
         ff1.push(ffmpeg(&videos[..1])?);
-        ours2.push(deep_once(&two, &options)?.0);
+        ours2.push(deep_once(&two, options)?.0);
         ff2.push(ffmpeg(&videos)?);
     }
     let (o1, f1, o2, f2) = (median(ours1), median(ff1), median(ours2), median(ff2));
@@ -308,9 +320,9 @@ fn bench_analyze(
     videos: &Path,
     images: &Path,
     python: &Path,
+    options: &framecull::scan::deep::AnalyzeOptions,
     repeat: usize,
 ) -> anyhow::Result<AnalyzeBench> {
-    let options = framecull::scan::deep::AnalyzeOptions::default();
     // The same analysis with FFmpeg in this process: what the worker processes cost.
     let in_process = framecull::scan::deep::AnalyzeOptions {
         isolate: false,
@@ -323,7 +335,7 @@ fn bench_analyze(
     let mut video_cuts = Vec::new();
     let mut agreement = None;
     for _ in 0..repeat {
-        let (secs, f, cuts) = deep_once(videos, &options)?;
+        let (secs, f, cuts) = deep_once(videos, options)?;
         ours.push(secs);
         ours_in_process.push(deep_once(videos, &in_process)?.0);
         frames = f;
@@ -346,7 +358,7 @@ fn bench_analyze(
     }
     let (mut ours_img, mut cv) = (Vec::new(), Vec::new());
     for _ in 0..repeat {
-        ours_img.push(deep_once(images, &options)?.0);
+        ours_img.push(deep_once(images, options)?.0);
         images_in_process.push(deep_once(images, &in_process)?.0);
         if let Some((s, _)) = run_python(python, CLEANVISION, &[images.to_path_buf()]) {
             cv.push(s);
