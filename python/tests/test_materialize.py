@@ -24,7 +24,8 @@ CLIP_COLUMNS = ["clip_file", "clip_bytes", "clip_hash", "clip_fingerprint", "cli
                 "clip_copied_frames", "clip_encoded_frames", "clip_note"]
 
 # Sources with B-frames and short GOPs, MPEG-TS (Annex B packets, timestamps from 1.4 s), AVI
-# with B-frames (no presentation timestamps: encoded whole),
+# with B-frames (no presentation timestamps: encoded whole), intra-only codecs (Motion JPEG,
+# ProRes, Ut Video: every frame copied),
 # open GOPs (x264's and x265's), HEVC with closed GOPs, a variable frame rate with a rotation (set by a remux: this FFmpeg's encoding path
 # drops it), as users bring them.
 SOURCES = [
@@ -63,6 +64,21 @@ SOURCES = [
          "-pix_fmt", "yuv420p"],
     ),
     (
+        "mjpeg.mov",
+        ["-f", "lavfi", "-i", "testsrc2=size=192x108:rate=25:duration=3,noise=alls=8:allf=t",
+         "-c:v", "mjpeg", "-q:v", "4", "-pix_fmt", "yuvj422p"],
+    ),
+    (
+        "prores.mov",
+        ["-f", "lavfi", "-i", "testsrc2=size=192x108:rate=25:duration=2,noise=alls=8:allf=t",
+         "-c:v", "prores_ks", "-profile:v", "1"],
+    ),
+    (
+        "utvideo.mkv",
+        ["-f", "lavfi", "-i", "testsrc2=size=160x96:rate=25:duration=2,noise=alls=8:allf=t",
+         "-c:v", "utvideo", "-pix_fmt", "yuv420p"],
+    ),
+    (
         "vfr_rotated.mp4",
         ["-f", "lavfi", "-i", "testsrc=size=160x96:rate=30:duration=3,noise=alls=6:allf=t",
          "-vf", "setpts='N/30/TB+if(gte(N,40),0.2/TB,0)'", "-fps_mode", "vfr",
@@ -73,6 +89,11 @@ SOURCES = [
 
 # Sources whose every GOP is closed (starts at an IDR): a clip of whole GOPs is copied.
 CLOSED_GOPS = {"bframes.mp4", "closed.ts", "hevc_closed.mp4", "vfr_rotated.mp4"}
+
+# Intra-only sources (every frame stands alone): every frame of every clip is copied, in a
+# container that holds the codec (Motion JPEG: MP4; ProRes: QuickTime; Ut Video: Matroska,
+# with its tag, which says its layout).
+INTRA_ONLY = {"mjpeg.mov", "prores.mov", "utvideo.mkv"}
 
 
 def codec(path: Path) -> str:
@@ -161,7 +182,7 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
         if (row["start_frame"], row["end_frame"]) not in wanted[name]:
             continue  # the whole-file row of a file with clips, if any
         clip = out / row["clip_file"]
-        assert clip == out / f"{row['clip_id']}.mp4" and clip.exists(), f"{clip} missing"
+        assert clip.stem == row["clip_id"] and clip.exists(), f"{clip} missing"
         source = frames_of(data / name)
         source_times = times_of(data / name)
         got = frames_of(clip)
@@ -186,6 +207,12 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
             assert row["clip_note"], row
         elif row["clip_copied_frames"] > 0:
             assert "clip_note" not in row, row
+        if name in INTRA_ONLY:
+            # Every frame copied, in its own codec: the source's frames, bit for bit.
+            assert same == end - start == row["clip_copied_frames"], (name, start, end, same, row)
+            assert codec(clip) == codec(data / name), name
+        else:
+            assert clip.suffix == ".mp4", clip
         if name in CLOSED_GOPS and (start, end) == (0, len(source)):
             # A whole file of closed GOPs is copied whole, in its own codec.
             assert same == end - start, (name, same)

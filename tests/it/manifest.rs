@@ -699,16 +699,24 @@ fn the_loader_reads_a_versions_clip_files_as_their_sources() {
     let (_data, proj) = video_with_clips("cam.mp4", 192, 108, 150, &clips);
     let project = proj.path().to_str().unwrap();
     let dir = proj.path().join("clip-files");
-    let out = common::run(&[
-        "export",
-        "--project",
-        project,
-        "--name",
-        "cut",
-        "--materialize",
-        dir.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    // A version with its clip files: the clip files written and present.
+    let materialize = || {
+        let out = common::run(&[
+            "export",
+            "--project",
+            project,
+            "--name",
+            "cut",
+            "--json",
+            "--materialize",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        let report: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+        let counts = |k: &str| report["materialized"][k].as_u64().unwrap();
+        (counts("written"), counts("present"))
+    };
+    assert_eq!(materialize(), (3, 0));
     let manifest = proj.path().join("manifests/cut");
     let rows = manifest::open_path(&manifest).unwrap().1;
     assert_eq!(rows.len(), 3);
@@ -815,4 +823,16 @@ fn the_loader_reads_a_versions_clip_files_as_their_sources() {
         .unwrap()
         .to_string();
     assert!(err.contains("--materialize"), "{err}");
+
+    // A ledger line a kill cut short: the next entry stands on a line of its own. The clip
+    // deleted above is written again, then a run writes nothing.
+    use std::io::Write as _;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join(".framecull-clips.jsonl"))
+        .unwrap()
+        .write_all(br#"{"clip_id":"cut sh"#)
+        .unwrap();
+    assert_eq!(materialize(), (1, 2));
+    assert_eq!(materialize(), (0, 3));
 }

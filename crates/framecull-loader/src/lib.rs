@@ -394,10 +394,13 @@ pub fn rows_to_read(
         .iter()
         .map(|row| {
             row.as_clip_file().unwrap_or_else(|| ManifestRow {
-                // The name it would have: a missing file, as a deleted one.
-                path: materialize::clip_file(Path::new(""), row)
-                    .to_string_lossy()
-                    .into_owned(),
+                // A name no clip file has (the materializer writes none with a space): a
+                // missing file, with the reason in its name.
+                path: format!(
+                    "{} (no clip file: {})",
+                    row.clip_id,
+                    row.clip.note.as_deref().unwrap_or("none was written")
+                ),
                 ..row.clone()
             })
         })

@@ -52,11 +52,12 @@ pub struct MaterializeProgress {
     pub secs: f64,
 }
 
-/// The file a row's clip is written to in `dir`: its clip id, with `.mp4` for a video and the
+/// The file a row's clip is written to in `dir`: its clip id, with `video_extension` for a
+/// video (`mp4`, or the container an intra-only codec's packets are copied into) and the
 /// picture's own extension for a picture.
-pub fn clip_file(dir: &Path, row: &ManifestRow) -> PathBuf {
+pub fn clip_file(dir: &Path, row: &ManifestRow, video_extension: &str) -> PathBuf {
     let ext = match row.kind {
-        MediaKind::Video => "mp4".to_string(),
+        MediaKind::Video => video_extension.to_string(),
         _ => Path::new(&row.path)
             .extension()
             .map(|e| e.to_string_lossy().to_lowercase())
@@ -91,6 +92,14 @@ pub fn materialize(
         .append(true)
         .open(&ledger_path)
         .map_err(io(&ledger_path))?;
+    // A line a kill cut short ends here, not in the next entry.
+    let ends_whole = std::fs::read(&ledger_path)
+        .map_err(io(&ledger_path))?
+        .last()
+        .is_none_or(|&b| b == b'\n');
+    if !ends_whole {
+        appender.write_all(b"\n").map_err(io(&ledger_path))?;
+    }
     let mut out = Materialized {
         files: ClipFiles {
             dir: framecull_model::text_of_path(&dir).into_owned(),
@@ -102,26 +111,43 @@ pub fn materialize(
     // a file follow one another): its frames are indexed once.
     let mut open: Option<(SourceKey, ClipSource)> = None;
     let total = rows.len() as u64;
-    for (i, row) in rows.iter_mut().enumerate() {
+    // The clips of a file one after another (rows come by clip id, a hash), in order, so that
+    // its source is opened and indexed once.
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| {
+        let key = |r: &ManifestRow| {
+            (
+                r.path.clone(),
+                r.stream_index,
+                r.file_fingerprint.clone(),
+                r.start_frame,
+                r.start_pts,
+            )
+        };
+        key(&rows[a]).cmp(&key(&rows[b]))
+    });
+    for (i, &at) in order.iter().enumerate() {
+        let row = &mut rows[at];
         if stop.load(Ordering::Relaxed) {
             return Err(ManifestError::Stopped);
         }
-        let file = clip_file(&dir, row);
-        let name = file_name(&file);
-        let on_disk = std::fs::metadata(&file).ok().map(|m| m.len());
-        let entry = match ledger.get(&row.clip_id) {
-            Some(e) if e.file == name && on_disk == Some(e.bytes) => {
+        // The file an earlier run recorded, where it is whole.
+        let recorded = ledger
+            .get(&row.clip_id)
+            .filter(|e| std::fs::metadata(dir.join(&e.file)).is_ok_and(|m| m.len() == e.bytes));
+        let entry = match recorded {
+            Some(e) => {
                 out.present += 1;
                 Ok(e.clone())
             }
-            _ => write_one(
+            None => write_one(
                 root,
                 row,
                 references.get(&row.file_fingerprint),
-                &file,
+                &dir,
                 &mut open,
             )
-            .and_then(|w| {
+            .and_then(|(file, w)| {
                 let entry = Entry::of(&row.clip_id, &file, w)?;
                 let mut line = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
                 line.push(b'\n');
@@ -238,15 +264,15 @@ fn file_name(file: &Path) -> String {
 /// What identifies a video source open for clips: its path, stream and content.
 type SourceKey = (String, Option<i64>, String);
 
-/// Write one row's clip file, through `open` (the source of the clip before) where it is the
-/// same file.
+/// Write one row's clip file into `dir`, through `open` (the source of the clip before)
+/// where it is the same file: the file, and what it holds.
 fn write_one(
     root: &Root,
     row: &ManifestRow,
     reference: Option<&SeekReference>,
-    file: &Path,
+    dir: &Path,
     open: &mut Option<(SourceKey, ClipSource)>,
-) -> Result<ClipWritten, String> {
+) -> Result<(PathBuf, ClipWritten), String> {
     let source = Source::in_root(root, &row.path, row.size_bytes.max(0) as u64);
     match row.kind {
         MediaKind::Video => {
@@ -268,22 +294,31 @@ fn write_one(
                 }
             };
             let (_, clips) = open.insert((key, clips));
-            clips.write(&row.bounds(), file).map_err(|e| e.to_string())
+            let file = clip_file(dir, row, clips.extension());
+            let written = clips
+                .write(&row.bounds(), &file)
+                .map_err(|e| e.to_string())?;
+            Ok((file, written))
         }
         _ => {
+            let file = clip_file(dir, row, "");
+            let file = file.as_path();
             let bytes = source.open().read_all().map_err(|e| e.to_string())?;
             let part = clip::part_path(file);
             std::fs::write(&part, &bytes)
                 .and_then(|()| std::fs::File::open(&part)?.sync_all())
                 .and_then(|()| std::fs::rename(&part, file))
                 .map_err(|e| e.to_string())?;
-            Ok(ClipWritten {
-                frames: 1,
-                reencoded: 0,
-                copied: 1,
-                bytes: bytes.len() as u64,
-                note: None,
-            })
+            Ok((
+                file.to_path_buf(),
+                ClipWritten {
+                    frames: 1,
+                    reencoded: 0,
+                    copied: 1,
+                    bytes: bytes.len() as u64,
+                    note: None,
+                },
+            ))
         }
     }
 }

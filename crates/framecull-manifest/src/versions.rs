@@ -269,9 +269,11 @@ pub fn diff(a: &[ManifestRow], b: &[ManifestRow]) -> Diff {
         match ia.get(id) {
             None => d.added.push(id.clone()),
             Some(ra) => {
+                // What was chosen, not where its clip file went (`clip_file` and the rest).
+                let clip_file = |c: &str| c.starts_with("clip_") && c != "clip_id";
                 let fields: Vec<String> = ManifestRow::COLUMNS
                     .iter()
-                    .filter(|c| **c != "split" && ra[**c] != rb[**c])
+                    .filter(|c| **c != "split" && !clip_file(c) && ra[**c] != rb[**c])
                     .map(|c| c.to_string())
                     .collect();
                 if !fields.is_empty() {

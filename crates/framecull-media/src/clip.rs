@@ -21,6 +21,7 @@ use crate::reader::{Picture, ReadError, ReadTimes, VideoReader};
 use crate::source::Source;
 use framecull_model::{ClipBounds, ReadAs, SeekReference};
 
+mod intra;
 mod join;
 mod smart;
 
@@ -132,6 +133,8 @@ pub struct ClipSource {
     source: Source,
     reader: VideoReader,
     described: Described,
+    /// Where every frame's packet is copied as it is (an intra-only codec), the container.
+    whole: Option<intra::Container>,
 }
 
 impl ClipSource {
@@ -150,20 +153,27 @@ impl ClipSource {
         }
         Ok(ClipSource {
             source: source.clone(),
+            whole: intra::copies_whole(&reader),
             reader,
             described,
         })
     }
 
+    /// The extension of its clip files: `mp4`, or the container that holds an intra-only
+    /// codec's packets copied (`mov`, `mkv`) where MP4 does not.
+    pub fn extension(&self) -> &'static str {
+        self.whole.unwrap_or(intra::Container::MP4).extension
+    }
+
     /// Write the frames of the clip `bounds` to `out`, as [`write_clip`] does.
     pub fn write(&mut self, bounds: &ClipBounds, out: &Path) -> Result<ClipWritten, ClipError> {
         let part = part_path(out);
-        let (reader, described) = (&mut self.reader, &self.described);
-        let written = match write_any(reader, &self.source, bounds, described, &part) {
+        let (reader, described, whole) = (&mut self.reader, &self.described, self.whole);
+        let written = match write_any(reader, &self.source, bounds, described, whole, &part) {
             // A decode from the start that ends early (a truncated file, a frame count the
             // packets overstate) shortens the file's frames: the clip is what is left of it.
             Err(ClipError::Read(ReadError::Missing(_))) => {
-                write_any(reader, &self.source, bounds, described, &part)
+                write_any(reader, &self.source, bounds, described, whole, &part)
             }
             other => other,
         }
@@ -191,15 +201,17 @@ fn finish_file(part: &Path, out: &Path, written: ClipWritten) -> Result<ClipWrit
     Ok(ClipWritten { bytes, ..written })
 }
 
-/// Write the clip to `part`: by smart cut where a GOP of it can be copied, else encoded
+/// Write the clip to `part`: every frame's packet copied where the codec is intra-only
+/// (`whole`: the container), by smart cut where a GOP of it can be copied, else encoded
 /// whole, at the first rate factor of [`CRF_LADDER`] that keeps every encoded frame within
-/// [`MIN_PSNR`]. A smart cut that fails for any reason but a read of the source (a stream it
-/// does not expect) leaves the clip to the whole encoding.
+/// [`MIN_PSNR`]. A copy that fails for any reason but a read of the source (a stream it does
+/// not expect) leaves the clip to the whole encoding.
 fn write_any(
     reader: &mut VideoReader,
     source: &Source,
     bounds: &ClipBounds,
     described: &Described,
+    whole: Option<intra::Container>,
     part: &Path,
 ) -> Result<ClipWritten, ClipError> {
     let frames = bounds.range_in(reader.frame_pts(), reader.time_base());
@@ -208,10 +220,35 @@ fn write_any(
             frames: reader.frame_pts().len(),
         });
     }
-    let mut plan = smart::plan_clip(reader, source, frames.clone()).unwrap_or_else(|e| {
-        tracing::debug!("{}: no smart cut: {e}", part.display());
-        smart::Plan::encode_all(frames.clone(), format!("no smart cut: {e}"))
-    });
+    let copied_whole = match whole {
+        Some(container) => {
+            match intra::write(reader, source, frames.clone(), described, part, container) {
+                Ok(copied) => {
+                    return Ok(ClipWritten {
+                        frames: copied,
+                        reencoded: 0,
+                        copied,
+                        bytes: 0,
+                        note: None,
+                    });
+                }
+                Err(e @ ClipError::Read(_)) => return Err(e),
+                Err(e) => {
+                    tracing::debug!("{}: no copy of every frame: {e}", part.display());
+                    let _ = std::fs::remove_file(part);
+                    Some(format!("the copy of every frame failed: {e}"))
+                }
+            }
+        }
+        None => None,
+    };
+    let mut plan = match copied_whole {
+        Some(why) => smart::Plan::encode_all(frames.clone(), why),
+        None => smart::plan_clip(reader, source, frames.clone()).unwrap_or_else(|e| {
+            tracing::debug!("{}: no smart cut: {e}", part.display());
+            smart::Plan::encode_all(frames.clone(), format!("no smart cut: {e}"))
+        }),
+    };
     let mut rungs = CRF_LADDER.iter().peekable();
     while let Some(&crf) = rungs.next() {
         let result = join::write(reader, &plan, described, part, crf);

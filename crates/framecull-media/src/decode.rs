@@ -57,8 +57,9 @@ pub struct DecodeReport {
     pub packets: u64,
     /// Decoder calls that failed plus frames flagged as damaged.
     pub decode_errors: u64,
-    /// Error-level messages FFmpeg logged while demuxing and decoding (on this thread; the
-    /// decoder runs single-threaded unless `threads` > 1).
+    /// Error-level messages FFmpeg logged while demuxing and decoding: on this thread, and
+    /// the decoder's on its own threads when `threads` > 1 (where `first_error` has the
+    /// call's error, not FFmpeg's words, which are in `first_message`).
     pub error_messages: u64,
     /// The first of those messages.
     pub first_message: Option<String>,

@@ -14,24 +14,39 @@ thread_local! {
 
 /// The error lines of one decoder, whichever thread logs them: FFmpeg's frame threads log
 /// on threads of their own, where the per-thread count does not see them. A codec context
-/// whose `opaque` points at a sink ([`Sink::attach`]) counts its lines there, not on the
+/// whose `opaque` points at a live sink ([`Sink::attach`]) counts its lines there, not on the
 /// thread.
 pub struct Sink {
-    magic: u64,
     lines: std::sync::atomic::AtomicU64,
     first: std::sync::Mutex<Option<String>>,
 }
 
-/// What marks a context's `opaque` as a [`Sink`].
-const SINK_MAGIC: u64 = 0x6663_6c5f_7369_6e6b;
+/// The addresses of the sinks alive: a context's `opaque` is taken for a sink only when it is
+/// one of them (other code in the process, a Python package's FFmpeg binding, may put
+/// anything there).
+static SINKS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        let me = std::ptr::from_ref(self) as usize;
+        SINKS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|&s| s != me);
+    }
+}
 
 impl Sink {
     pub fn new() -> Box<Sink> {
-        Box::new(Sink {
-            magic: SINK_MAGIC,
+        let sink = Box::new(Sink {
             lines: std::sync::atomic::AtomicU64::new(0),
             first: std::sync::Mutex::new(None),
-        })
+        });
+        SINKS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(std::ptr::from_ref(&*sink) as usize);
+        sink
     }
 
     /// Have the codec context `ctx` log its errors into this sink (frame threads copy the
@@ -64,29 +79,33 @@ impl Sink {
     }
 }
 
-/// The sink of the codec context `avcl` logs for, if it is one with a sink attached.
+/// Record `message` in the sink of the codec context `avcl` logs for, if it has one attached;
+/// whether it had.
 ///
 /// # Safety
 /// `avcl` is null or the context object FFmpeg passed to its log callback.
-unsafe fn sink_of<'a>(avcl: *mut c_void) -> Option<&'a Sink> {
+unsafe fn record_in_sink(avcl: *mut c_void, message: &str) -> bool {
     if avcl.is_null() {
-        return None;
+        return false;
     }
-    // SAFETY: every object FFmpeg logs for starts with a pointer to its AVClass; a codec
-    // context's `opaque` is a Sink where our code attached one (checked by its magic), and
-    // that sink outlives the context.
-    unsafe {
+    // SAFETY: every object FFmpeg logs for starts with a pointer to its AVClass, and a codec
+    // context's `opaque` is read as an address only.
+    let opaque = unsafe {
         let class = *avcl.cast::<*const ffi::AVClass>();
         if class != ffi::avcodec_get_class() {
-            return None;
+            return false;
         }
-        let opaque = (*avcl.cast::<ffi::AVCodecContext>()).opaque;
-        if opaque.is_null() {
-            return None;
-        }
-        let sink = &*opaque.cast::<Sink>();
-        (sink.magic == SINK_MAGIC).then_some(sink)
+        (*avcl.cast::<ffi::AVCodecContext>()).opaque as usize
+    };
+    let sinks = SINKS.lock().unwrap_or_else(|p| p.into_inner());
+    if opaque == 0 || !sinks.contains(&opaque) {
+        return false;
     }
+    // SAFETY: a live sink's address (it leaves the list before it is freed, which waits for
+    // this lock).
+    let sink = unsafe { &*(opaque as *const Sink) };
+    sink.record(message);
+    true
 }
 
 /// Initialise FFmpeg once per process and install the log callback.
@@ -158,8 +177,7 @@ unsafe extern "C" fn log_callback(
     if level <= ffi::AV_LOG_ERROR {
         tracing::debug!(target: "ffmpeg", "{line}");
         // SAFETY: `avcl` is the object FFmpeg passed for this line.
-        if let Some(sink) = unsafe { sink_of(avcl) } {
-            sink.record(strip_context(line));
+        if unsafe { record_in_sink(avcl, strip_context(line)) } {
             return;
         }
         ERROR_LINES.with(|n| n.set(n.get() + 1));

@@ -177,13 +177,28 @@ pub fn analyze(
                                     file_threads: Some(held.count()),
                                     ..options.clone()
                                 };
-                                let result = analyse_guarded(
+                                let mut result = analyse_guarded(
                                     &mut analyst,
                                     root,
                                     item,
                                     &file_options,
                                     cancel,
                                 );
+                                // A worker that failed (a crash, its memory cap) on several
+                                // threads: once more on one, as a single thread would have
+                                // read it.
+                                if held.count() > 1
+                                    && result
+                                        .as_ref()
+                                        .is_some_and(|r| r.metrics.undecodable.is_some())
+                                {
+                                    let one = AnalyzeOptions {
+                                        file_threads: Some(1),
+                                        ..options.clone()
+                                    };
+                                    result =
+                                        analyse_guarded(&mut analyst, root, item, &one, cancel);
+                                }
                                 drop(held);
                                 let Some(result) = result else {
                                     break;
@@ -466,15 +481,18 @@ fn analyse_video(
     base: Metrics,
     threads: usize,
 ) -> (Metrics, Curves) {
+    // The decode again on one thread has a budget of its own, as long as the first's.
+    let budget = deadline.saturating_duration_since(Instant::now());
+    let again = || decode_video(source, item, Instant::now() + budget, cuts, 1);
     let decoded = match decode_video(source, item, deadline, cuts, threads) {
         Ok((_, _, report)) if threads > 1 && report.saw_errors() && !report.timed_out => {
             tracing::debug!(
                 "{}: errors on {threads} threads, decoding again on one",
                 item.path
             );
-            decode_video(source, item, deadline, cuts, 1)
+            again()
         }
-        Err(_) if threads > 1 => decode_video(source, item, deadline, cuts, 1),
+        Err(_) if threads > 1 => again(),
         other => other,
     };
     let (analyzer, table, report) = match decoded {

@@ -191,12 +191,12 @@ impl WorkerSlot {
             level: options.level,
             threads: options.file_threads.unwrap_or(1),
         };
-        let answer = self.call(
-            &request,
-            hard_limit(options.file_budget),
-            &item.path,
-            Some(stop),
-        );
+        // A video on several threads may be decoded again on one, with a budget of its own.
+        let budget = match options.file_threads {
+            Some(n) if n > 1 => options.file_budget * 2,
+            _ => options.file_budget,
+        };
+        let answer = self.call(&request, hard_limit(budget), &item.path, Some(stop));
         if answer.is_err() && stop.load(Ordering::SeqCst) {
             // Abandoned for the stop (or failed as it came): left to do, not recorded.
             return None;
