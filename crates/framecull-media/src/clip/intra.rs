@@ -129,7 +129,7 @@ pub(super) fn write(
     let mut ost = octx
         .add_stream(ff::encoder::find(params.id()))
         .map_err(encode_error("stream"))?;
-    ost.set_parameters(params);
+    ost.set_parameters(params.clone());
     ost.set_time_base(tb);
     keep_stream_description(&mut ost, described);
     // SAFETY: the stream's codec parameters belong to the output context, whose header is
@@ -153,6 +153,9 @@ pub(super) fn write(
         .map_err(encode_error("header"))?;
     let ost_tb = octx.stream(0).map_or(tb, |s| s.time_base());
     let mut written = 0usize;
+    // The first frame as the source's own decoder shows it (one packet: every frame stands
+    // alone), which the clip file's first frame must equal.
+    let mut first_hash = None;
     loop {
         let mut packet = ff::Packet::empty();
         if packet.read(&mut input).is_err() {
@@ -188,6 +191,9 @@ pub(super) fn write(
         out.rescale_ts(tb, ost_tb);
         out.write_interleaved(&mut octx)
             .map_err(encode_error("packet"))?;
+        if written == 0 {
+            first_hash = Some(decode_one(&params, &packet)?);
+        }
         written += 1;
     }
     if written != wanted.len() {
@@ -198,17 +204,37 @@ pub(super) fn write(
     }
     octx.write_trailer().map_err(encode_error("trailer"))?;
     drop(octx);
-    check(part, wanted.len(), (width, height, format))?;
+    check(part, wanted.len(), (width, height, format), first_hash)?;
     Ok(written as u64)
 }
 
+/// The content hash ([`crate::frames::content_hash`]) of the frame `packet` decodes to, with
+/// a decoder of the source stream's parameters `params`.
+fn decode_one(params: &ff::codec::Parameters, packet: &ff::Packet) -> Result<u64, ClipError> {
+    let mut decoder = ff::codec::context::Context::from_parameters(params.clone())
+        .and_then(|c| c.decoder().video())
+        .map_err(encode_error("check decoder"))?;
+    decoder
+        .send_packet(packet)
+        .map_err(encode_error("check decode"))?;
+    decoder.send_eof().map_err(encode_error("check decode"))?;
+    let mut frame = ff::frame::Video::empty();
+    decoder
+        .receive_frame(&mut frame)
+        .map_err(encode_error("check decode"))?;
+    Ok(crate::frames::content_hash(&frame))
+}
+
 /// Decode the clip file `part` whole: `frames` frames, each of the source's size and pixel
-/// format (as far as its parameters say), none with an error. The packets are the source's; what the container says of them
+/// format (as far as its parameters say), none with an error, the first the picture
+/// `first_hash` says (as the source's decoder shows it: a container may make a decoder read
+/// the same packets otherwise, as an AVI's Motion JPEG fields). The packets are the source's; what the container says of them
 /// (a tag, a header) could still make a decoder read them otherwise.
 fn check(
     part: &Path,
     frames: usize,
     (width, height, format): (i32, i32, i32),
+    first_hash: Option<u64>,
 ) -> Result<(), ClipError> {
     let failed = |message: String| ClipError::Encode {
         what: "check",
@@ -236,6 +262,8 @@ fn check(
                     || differs(frame.width() as i32, width)
                     || differs(frame.height() as i32, height)
                     || (format >= 0 && got != format)
+                    || (*seen == 0
+                        && first_hash.is_some_and(|h| crate::frames::content_hash(&frame) != h))
                 {
                     return Err(failed(format!(
                         "frame {seen} of the clip file does not decode as the source's"
