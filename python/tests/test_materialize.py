@@ -24,8 +24,8 @@ CLIP_COLUMNS = ["clip_file", "clip_bytes", "clip_hash", "clip_fingerprint", "cli
                 "clip_copied_frames", "clip_encoded_frames", "clip_note"]
 
 # Sources with B-frames and short GOPs, MPEG-TS (Annex B packets, timestamps from 1.4 s), AVI
-# with B-frames (no presentation timestamps: encoded whole), intra-only codecs (Motion JPEG,
-# ProRes, Ut Video: every frame copied),
+# with B-frames (no presentation timestamps: encoded whole), intra-only codecs (Motion JPEG in
+# QuickTime and in AVI, as cameras write it; ProRes; Ut Video: every frame copied),
 # open GOPs (x264's and x265's), HEVC with closed GOPs, a variable frame rate with a rotation (set by a remux: this FFmpeg's encoding path
 # drops it), as users bring them.
 SOURCES = [
@@ -69,6 +69,11 @@ SOURCES = [
          "-c:v", "mjpeg", "-q:v", "4", "-pix_fmt", "yuvj422p"],
     ),
     (
+        "mjpeg.avi",
+        ["-f", "lavfi", "-i", "testsrc2=size=176x144:rate=25:duration=2,noise=alls=8:allf=t",
+         "-c:v", "mjpeg", "-q:v", "4", "-pix_fmt", "yuvj420p", "-f", "avi"],
+    ),
+    (
         "prores.mov",
         ["-f", "lavfi", "-i", "testsrc2=size=192x108:rate=25:duration=2,noise=alls=8:allf=t",
          "-c:v", "prores_ks", "-profile:v", "1"],
@@ -93,7 +98,7 @@ CLOSED_GOPS = {"bframes.mp4", "closed.ts", "hevc_closed.mp4", "vfr_rotated.mp4"}
 # Intra-only sources (every frame stands alone): every frame of every clip is copied, in a
 # container that holds the codec (Motion JPEG: MP4; ProRes: QuickTime; Ut Video: Matroska,
 # with its tag, which says its layout).
-INTRA_ONLY = {"mjpeg.mov", "prores.mov", "utvideo.mkv"}
+INTRA_ONLY = {"mjpeg.mov", "mjpeg.avi", "prores.mov", "utvideo.mkv"}
 
 
 def codec(path: Path) -> str:

@@ -114,17 +114,15 @@ pub fn materialize(
     // The clips of a file one after another (rows come by clip id, a hash), in order, so that
     // its source is opened and indexed once.
     let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by(|&a, &b| {
-        let key = |r: &ManifestRow| {
-            (
-                r.path.clone(),
-                r.stream_index,
-                r.file_fingerprint.clone(),
-                r.start_frame,
-                r.start_pts,
-            )
-        };
-        key(&rows[a]).cmp(&key(&rows[b]))
+    order.sort_by_key(|&i| {
+        let r = &rows[i];
+        (
+            r.path.as_str(),
+            r.stream_index,
+            r.file_fingerprint.as_str(),
+            r.start_frame,
+            r.start_pts,
+        )
     });
     for (i, &at) in order.iter().enumerate() {
         let row = &mut rows[at];
