@@ -19,7 +19,6 @@ fi
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 smoke="$PWD/target/smoke"
 root="$smoke/root"
-media="${FRAMECULL_MEDIA:-$PWD/../shared/media}"
 
 log() { printf '[smoke %s] %s\n' "$(date +%T)" "$*"; }
 seconds() { date +%s.%N; }
@@ -51,21 +50,9 @@ log "  $(elapsed "$start") s"
 deb="$(ls dist/framecull_*.deb)"
 appimage="$(ls dist/framecull-*.AppImage)"
 
-# The sample: some images, videos and broken files of the corpus, or generated ones.
+# The sample: 18 files of the corpus (images, videos, broken files), or generated ones.
 data="$smoke/data"
-mkdir -p "$data"
-if [ -d "$media/video" ]; then
-  for sub in image video broken; do
-    mkdir -p "$data/$sub"
-    find "$media/$sub" -maxdepth 1 -type f -size -3M | sort | sed -n 1,6p \
-      | while read -r f; do cp "$f" "$data/$sub/"; done
-  done
-else
-  log "no corpus at $media: generated media instead"
-  ffmpeg -v error -f lavfi -i testsrc2=size=320x240:rate=25:duration=2 -pix_fmt yuv420p "$data/a.mp4"
-  ffmpeg -v error -f lavfi -i mandelbrot=size=320x240 -frames:v 1 "$data/b.png"
-  head -c 3000 "$data/a.mp4" >"$data/truncated.mp4"
-fi
+bash packaging/sample-media.sh "$data"
 files="$(find "$data" -type f | wc -l)"
 
 bootstrap_rc=0

@@ -28,4 +28,4 @@ fi
 # The loader decodes in worker processes of that binary (its default when it finds one).
 export FRAMECULL_WORKER_EXE="${FRAMECULL_WORKER_EXE:-$FRAMECULL_BIN}"
 cd python
-exec "$venv/bin/python" -m pytest -q tests
+exec "$venv/bin/python" -m pytest -q --durations=12 tests

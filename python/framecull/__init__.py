@@ -12,7 +12,10 @@
 
 from __future__ import annotations
 
-from ._framecull import __version__
+import os as _os
+
+from . import _executable
+from ._framecull import __version__, _use_worker_exe
 from .catalog import Catalog
 from .errors import (
     CacheError,
@@ -27,6 +30,12 @@ from .errors import (
 )
 from .loader import TRAIN_WHERE_SPLIT, Batch, Loader
 from .manifest import MANIFEST_SCHEMA, manifest_meta, read_manifest
+
+# The loader decodes in worker processes of the executable the wheel carries (a crashing,
+# hanging or runaway decoder costs a file, not the training run), unless FRAMECULL_WORKER_EXE
+# names another (or, empty, none).
+if _executable.bundled() is not None and "FRAMECULL_WORKER_EXE" not in _os.environ:
+    _use_worker_exe(_executable.bundled())
 
 __all__ = [
     "__version__",

@@ -4,6 +4,8 @@ from typing import Any
 
 __version__: str
 
+def _use_worker_exe(path: str) -> bool: ...
+
 class Frames:
     """A batch's pixels in host memory, exported without a copy."""
 

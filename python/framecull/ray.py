@@ -23,7 +23,8 @@ the scan with as many threads. framecull's exit codes decide what happens:
   so running the whole command again after a failure only does what is left.
 
 The work folder and the project must be on storage every Ray node sees, and the binary at
-the same path on every node (``FRAMECULL_BIN``, else ``framecull`` on each node's PATH). The
+the same path on every node (``FRAMECULL_BIN``, else the one the framecull wheel carries, else
+``framecull`` on each node's PATH). The
 tasks are shipped to the workers by value: the workers need Ray and the binary, not this
 package. This module imports Ray only when it runs.
 """
@@ -38,6 +39,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from ._executable import executable
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -118,9 +121,9 @@ def _merge(binary: str, shards: list[str], project: str) -> int:
 
 
 def _binary(binary: str | None) -> str:
-    found = binary or os.environ.get("FRAMECULL_BIN") or shutil.which("framecull")
+    found = binary or executable() or shutil.which("framecull")
     if not found:
-        raise FileNotFoundError("no framecull binary: set FRAMECULL_BIN or put framecull on PATH")
+        raise FileNotFoundError("no framecull binary: install the wheel, set FRAMECULL_BIN or put framecull on PATH")
     # An absolute path when it exists here; otherwise the name, for each node's PATH.
     return os.path.abspath(found) if os.path.exists(found) else found
 

@@ -21,9 +21,18 @@ pub(crate) fn error(py: Python<'_>, kind: &str, message: String, path: Option<St
     }
 }
 
+/// Names the executable the loader decodes in (its worker processes) when
+/// `FRAMECULL_WORKER_EXE` is not set: the one the wheel carries. False when another was named
+/// before in this process.
+#[pyfunction]
+fn _use_worker_exe(path: std::path::PathBuf) -> bool {
+    framecull_media::isolate::set_worker_exe(path)
+}
+
 #[pymodule]
 fn _framecull(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", framecull_model::VERSION)?;
+    m.add_function(wrap_pyfunction!(_use_worker_exe, m)?)?;
     m.add_class::<loader::NativeLoader>()?;
     m.add_class::<loader::NativeBatch>()?;
     m.add_class::<dlpack::Frames>()?;

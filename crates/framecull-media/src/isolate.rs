@@ -16,9 +16,9 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -420,13 +420,26 @@ pub fn keep_freed_memory() {
     }
 }
 
+/// The executable a program that embeds the library names as its worker when
+/// `FRAMECULL_WORKER_EXE` is not set: the Python package, whose wheel carries `framecull`.
+static EMBEDDED_WORKER_EXE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names `exe` as the worker executable of this process when `FRAMECULL_WORKER_EXE` is not
+/// set. The first call counts; false when an earlier call named another.
+pub fn set_worker_exe(exe: PathBuf) -> bool {
+    EMBEDDED_WORKER_EXE.get_or_init(|| exe.clone()) == &exe
+}
+
 /// The `framecull` executable that serves as a worker: `FRAMECULL_WORKER_EXE` when set (empty:
-/// none, work stays in this process), else this process's own executable when it is
-/// `framecull`, else a `framecull` beside it or one folder up (a test or benchmark binary
-/// in a Cargo target folder).
+/// none, work stays in this process), else the one named by [`set_worker_exe`], else this
+/// process's own executable when it is `framecull`, else a `framecull` beside it or one
+/// folder up (a test or benchmark binary in a Cargo target folder).
 pub fn worker_exe() -> Option<PathBuf> {
     if let Some(exe) = std::env::var_os("FRAMECULL_WORKER_EXE") {
         return (!exe.is_empty()).then(|| PathBuf::from(exe));
+    }
+    if let Some(exe) = EMBEDDED_WORKER_EXE.get() {
+        return Some(exe.clone());
     }
     let own = std::env::current_exe().ok()?;
     if own.file_stem().is_some_and(|s| s == "framecull") {

