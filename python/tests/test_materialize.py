@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 from pathlib import Path
 
@@ -307,9 +308,9 @@ def luma_psnr(got, source) -> float:
 
 
 def test_clip_files_of_the_corpus(tmp_path):
-    """Every video of the media corpus that the deep pass decodes without an error, three
-    clips each (from a keyframe, from mid-GOP, and to one frame before a keyframe): each clip
-    file holds exactly its frames, each within 40 dB of the source's luma, copied ones equal."""
+    """Every video of the media corpus that FFmpeg decodes without an error, with clips from a
+    keyframe, from mid-GOP, and to one frame before a keyframe: each clip file holds exactly
+    its frames, each within 40 dB of the source's luma, copied ones equal."""
     from test_corpus import MEDIA, need
 
     need((MEDIA / "video").is_dir(), f"no corpus at {MEDIA}: set FRAMECULL_MEDIA")
@@ -329,16 +330,20 @@ def test_clip_files_of_the_corpus(tmp_path):
         return out.returncode == 0 and not out.stderr.strip()
 
     clean = [r for r in map(json.loads, listed)
-             if r["kind"] == "video" and r["status"] == "ok" and r["decode_errors"] == 0
-             and ffmpeg_clean(r)]
+             if r["kind"] == "video" and r["status"] == "ok" and ffmpeg_clean(r)]
     assert len(clean) >= 30, len(clean)
+    # The three kinds of clip in turn, one per file (each kind on a third of the files);
+    # FRAMECULL_CORPUS_CLIPS=all cuts all three from every file (the exactness target of
+    # docs/EXPORT.md: 148 clips, about three times as long).
+    every_kind = os.environ.get("FRAMECULL_CORPUS_CLIPS") == "all"
     wanted = {}
-    for row in clean:
+    for n, row in enumerate(clean):
         count, keys, _ = luma_frames(data / row["path"], row["stream_index"], set())
         if count < 3:
             continue
         key = next((k for k in keys if k >= 5), next((k for k in keys if k >= 2), count // 2))
-        clips = {(key, min(key + 9, count)), (key // 2 + 1, min(key + 4, count)), (1, key)}
+        kinds = [(key, min(key + 9, count)), (key // 2 + 1, min(key + 4, count)), (1, key)]
+        clips = kinds if every_kind else [kinds[n % 3]]
         wanted[row["path"]] = {(s, e) for s, e in clips if e > s}
         for start, end in wanted[row["path"]]:
             run("clips", "--project", str(project), "add", row["path"],
