@@ -26,7 +26,7 @@ smoke="$PWD/target/wheel-smoke"
 suites=(bookworm trixie)
 # What a user's system has: Python with venv, and the libraries the window loads (X11 and
 # Wayland clients, a Vulkan loader with a software driver, fonts are not needed).
-packages=python3,python3-venv,ca-certificates,libxkbcommon-x11-0,libx11-xcb1,libxcursor1,libxrandr2,libxi6,libwayland-client0,libegl1,libvulkan1,mesa-vulkan-drivers
+packages=python3,python3-venv,libxkbcommon-x11-0,libx11-xcb1,libxcursor1,libxrandr2,libxi6,libwayland-client0,libegl1,libvulkan1,mesa-vulkan-drivers
 
 log() { printf '[wheel-smoke %s] %s\n' "$(date +%T)" "$*"; }
 

@@ -2,6 +2,7 @@
 # The Python wheel a user installs with pip, with nothing to compile and no FFmpeg to install:
 #   bash packaging/wheel.sh                 # release build, then
 #     dist/framecull-VERSION-cp310-abi3-manylinux_2_NN_x86_64.whl
+#     dist/framecull-VERSION.tar.gz         # the sdist (builds where Rust and FFmpeg's headers are)
 #   bash packaging/wheel.sh --profile dev   # the same from the dev profile (CI's smoke test)
 # The wheel holds the extension module (python/), the `framecull` executable with the window
 # (framecull/bin/framecull, put on the environment's PATH by a launcher script, and the
@@ -80,5 +81,9 @@ esac
 mkdir -p dist
 rm -f dist/framecull-*.whl
 python3 packaging/wheel_repair.py --pack "$unpacked" "$tag" "$compression" dist >/dev/null
+# The source distribution, for platforms without a wheel: the package's crate and the library
+# crates it builds on; pip builds it where Rust, FFmpeg's headers and libclang exist.
+rm -f dist/framecull-*.tar.gz
+maturin sdist --manifest-path python/Cargo.toml --out dist >/dev/null 2>&1
 rm -rf "$work/raw" "$work/stage" "$work/packed"
-ls -l dist/framecull-*.whl
+ls -l dist/framecull-*.whl dist/framecull-*.tar.gz
