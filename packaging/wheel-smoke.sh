@@ -56,7 +56,9 @@ for suite in "${suites[@]}"; do
 done
 
 if [ "${1:-}" = "--wheel" ]; then
-  wheel="$2"
+  wheel="$(realpath "${2:?--wheel needs a file}")"
+  # auditwheel, from wheel.sh's tools.
+  bash packaging/wheel.sh --tools-only
 else
   log "wheel (packaging/wheel.sh $*)"
   bash packaging/wheel.sh "$@" >"$smoke/wheel.log" 2>&1 || {
@@ -131,7 +133,12 @@ for suite in "${suites[@]}"; do
   cp -r "$data" "$root/data"
   cp "$smoke/frames.py" "$root/tmp/frames.py"
   install -d -m 0700 "$root/tmp/xdg"
-  in_root() { chroot "$root" /usr/bin/env -i HOME=/root PATH=/v/bin:/usr/bin:/bin LANG=C.UTF-8 "$@"; }
+  # A proxy, where this host has one, for pip.
+  proxy=()
+  for name in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY PIP_INDEX_URL; do
+    if [ -n "${!name:-}" ]; then proxy+=("$name=${!name}"); fi
+  done
+  in_root() { chroot "$root" /usr/bin/env -i HOME=/root PATH=/v/bin:/usr/bin:/bin LANG=C.UTF-8 "${proxy[@]}" "$@"; }
   log "$suite: python3 -m venv /v && /v/bin/pip install $(basename "$wheel") numpy pyarrow"
   in_root sh -c "python3 -m venv /v && /v/bin/pip install -q --disable-pip-version-check --cert /tmp/host-ca.crt /tmp/$(basename "$wheel") numpy pyarrow" \
     >"$smoke/$suite-pip.log" 2>&1 || {
@@ -139,7 +146,12 @@ for suite in "${suites[@]}"; do
     exit 1
   }
   # Every FFmpeg library from the wheel, for the extension and for the executable.
-  for elf in $(in_root sh -c 'ls /v/lib/python3*/site-packages/framecull/_framecull*.so /v/lib/python3*/site-packages/framecull/bin/framecull'); do
+  mapfile -t elves < <(in_root sh -c 'ls /v/lib/python3*/site-packages/framecull/_framecull*.so /v/lib/python3*/site-packages/framecull/bin/framecull')
+  if ((${#elves[@]} != 2)); then
+    echo "wheel-smoke.sh: $suite: the installed wheel's extension and executable: ${elves[*]}" >&2
+    exit 1
+  fi
+  for elf in "${elves[@]}"; do
     in_root ldd "$elf" >"$smoke/$suite-ldd.txt"
     if grep -q "not found" "$smoke/$suite-ldd.txt"; then
       grep "not found" "$smoke/$suite-ldd.txt" >&2
@@ -202,6 +214,7 @@ done
 # first root's manifest and files.
 venv="${FRAMECULL_VENV:-target/python-venv}"
 bash scripts/python.sh --no-test
+cargo build --bin framecull
 FRAMECULL_WORKER_EXE="$PWD/target/debug/framecull" "$venv/bin/python" "$smoke/frames.py" \
   "$smoke/${suites[0]}/root/project/manifests/smoke" "$smoke/${suites[0]}/data" >"$smoke/source-frames.json"
 log "source build: loader $(cat "$smoke/source-frames.json")"
@@ -209,7 +222,7 @@ python3 - "$smoke" "${suites[@]}" <<'EOF'
 import json, sys
 smoke, suites = sys.argv[1], sys.argv[2:]
 source = json.load(open(f"{smoke}/source-frames.json"))
-assert source["batches"] > 0, source
+assert source["batches"] > 0 and source["worker_processes"] >= 1, source
 for suite in suites:
     got = json.load(open(f"{smoke}/{suite}-frames.json"))
     assert got["worker_processes"] >= 1, (suite, got)

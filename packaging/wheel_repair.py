@@ -83,30 +83,40 @@ def patch(elf: Path, renamed: dict[str, str], rpath: str, soname: str | None = N
 
 
 def package_of(path: Path) -> str | None:
-    for candidate in (path, path.resolve()):
+    """The Debian package that installed `path` (with its architecture, `libfoo1:amd64`), by
+    the path as found, as resolved, or under /usr (a merged /usr lists /lib's files there)."""
+    resolved = path.resolve()
+    candidates = [path, resolved]
+    for p in (path, resolved):
+        if str(p).startswith("/lib"):
+            candidates.append(Path("/usr" + str(p)))
+    for candidate in candidates:
         out = subprocess.run(["dpkg-query", "-S", str(candidate)], capture_output=True, text=True)
-        if out.returncode == 0:
-            return out.stdout.splitlines()[0].split(":")[0]
+        for line in out.stdout.splitlines() if out.returncode == 0 else []:
+            if not line.startswith("diversion by"):
+                return line.split(": ", 1)[0].split(", ")[0]
     return None
 
 
 def write_licences(root: Path, bundled: dict[str, tuple[Path, str]]) -> None:
+    """Every bundled library's package, version and copyright file, or an error: a library
+    whose licence cannot be named is not shipped."""
     licences = root / "framecull" / "licenses"
     rows = []
     for soname, (path, private) in sorted(bundled.items()):
         package = package_of(path)
         if package is None:
-            rows.append(f"{soname}\t{private}\t(not from a Debian package)\t-")
-            continue
+            sys.exit(f"wheel_repair: {path} ({soname}) is not from a Debian package: no licence to ship")
         version = subprocess.run(
             ["dpkg-query", "-W", "-f=${Version}", package], check=True, capture_output=True, text=True
         ).stdout
         rows.append(f"{soname}\t{private}\t{package}\t{version}")
-        copyright_file = Path("/usr/share/doc") / package / "copyright"
-        if copyright_file.is_file():
-            target = licences / "third-party" / package / "copyright"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(copyright_file, target)
+        copyright_file = Path("/usr/share/doc") / package.split(":")[0] / "copyright"
+        if not copyright_file.is_file():
+            sys.exit(f"wheel_repair: {package} has no {copyright_file}: no licence to ship for {soname}")
+        target = licences / "third-party" / package.split(":")[0] / "copyright"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(copyright_file, target)
     text = [
         "Shared libraries bundled in this wheel (framecull.libs), as built by Debian.",
         "Library, its name in the wheel, the Debian package it came from, that package's version.",
@@ -125,6 +135,13 @@ def pack(root: Path, platform: str, level: int, out: Path) -> Path:
     with a new RECORD, compressed at zlib `level` (0: stored). Modes are kept (the executable's)."""
     name_version = root.name
     dist_info = root / f"{name_version}.dist-info"
+    # The wheel as a whole is the GPL's: it carries FFmpeg as Debian builds it.
+    metadata = dist_info / "METADATA"
+    meta = [line for line in metadata.read_text().split("\n") if not line.startswith(("License:", "License-Expression:"))]
+    meta.insert(next(i for i, line in enumerate(meta) if line.startswith("Version:")) + 1,
+                "License: GPL-2.0-or-later (framecull's own code: MIT OR Apache-2.0; FFmpeg and the "
+                "libraries in framecull.libs as Debian builds them: framecull/licenses/)")
+    metadata.write_text("\n".join(meta))
     wheel_file = dist_info / "WHEEL"
     lines = wheel_file.read_text().splitlines()
     tags = [line.split(": ", 1)[1] for line in lines if line.startswith("Tag: ")]
@@ -178,6 +195,13 @@ def main() -> None:
     for elf in tops:
         relative = os.path.relpath(libs, elf.parent)
         patch(elf, renamed, f"$ORIGIN/{relative}")
+    # Every name any file of the wheel asks for is now one of the wheel's or the system's C
+    # library and compiler runtime: a second soname of one file (ldd lists a file once) would
+    # otherwise be left to the system.
+    for elf in [*tops, *(libs / p for p in renamed.values())]:
+        stray = [n for n in needed(elf) if n not in renamed.values() and not HOST.match(n)]
+        if stray:
+            sys.exit(f"wheel_repair: {elf} still asks the system for {stray}")
     write_licences(root, bundled)
     size = sum(p.stat().st_size for p in libs.iterdir())
     print(f"wheel_repair: {len(renamed)} libraries bundled ({size / 2**20:.1f} MiB) for {len(tops)} ELF files")

@@ -20,7 +20,8 @@ def main() -> None:
             "or install the wheel (packaging/wheel.sh)\n"
         )
         sys.exit(2)
-    os.execv(exe, [exe, *sys.argv[1:]])
+    # A bare name (FRAMECULL_BIN=framecull) is looked up on PATH.
+    os.execvp(exe, [exe, *sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ def test_a_source_build_without_an_executable_says_what_to_do():
 
 def test_the_worker_named_by_the_package_is_used_when_the_environment_names_none(tmp_path):
     # What a wheel's import does with its bundled executable, in a fresh interpreter: the
-    # native module takes the first name, and FRAMECULL_WORKER_EXE still comes first.
+    # native module keeps the first name it is given. (That the wheel's loader then decodes
+    # in its workers, with no variable set, packaging/wheel-smoke.sh checks.)
     code = (
         "import framecull, framecull._framecull as n, sys;"
         "print(n._use_worker_exe(sys.argv[1]), n._use_worker_exe(sys.argv[1]), n._use_worker_exe('/elsewhere'))"
