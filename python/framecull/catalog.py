@@ -58,6 +58,8 @@ ITEMS_SCHEMA = pa.schema(
         ("decision", pa.string()),
         ("tags", pa.list_(pa.string())),
         ("note", pa.string()),
+        ("label", pa.string()),
+        ("clip_labels", pa.list_(pa.string())),
     ]
 )
 
@@ -85,6 +87,7 @@ REVIEWS_SCHEMA = pa.schema(
         ("decision", pa.string()),
         ("tags", pa.list_(pa.string())),
         ("note", pa.string()),
+        ("label", pa.string()),
     ]
 )
 
@@ -131,7 +134,7 @@ class Catalog:
         return pa.Table.from_pylist(rows, schema=CLIPS_SCHEMA)
 
     def decisions(self) -> pa.Table:
-        """Every file's review: decision, tags, note."""
+        """Every file's review: decision, tags, note, label."""
         return pa.Table.from_pylist(_jsonl(_framecull.catalog_reviews(self.project)), schema=REVIEWS_SCHEMA)
 
     def manifests(self) -> dict[str, list[dict]]:

@@ -78,7 +78,13 @@ pub fn catalog_items(
         .map_err(catalog_error)?;
     let metrics = by_item(&items, &analysis.metrics);
     let chosen: Vec<usize> = match &filter {
-        Some(f) => f.select_items(&items, &metrics, &analysis.flags, &analysis.reviews),
+        Some(f) => f.select_items(
+            &items,
+            &metrics,
+            &analysis.flags,
+            &analysis.reviews,
+            &analysis.clip_labels,
+        ),
         None => (0..items.len()).collect(),
     };
     let others = if all && filter.is_none() {

@@ -53,7 +53,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         let filter = Filter::parse(text)?;
         let (items, analysis) = dataset.catalog.items_and(ItemFields::All, Analysis::load)?;
         let metrics = by_item(&items, &analysis.metrics);
-        let chosen = filter.select_items(&items, &metrics, &analysis.flags, &analysis.reviews);
+        let chosen = filter.select_items(
+            &items,
+            &metrics,
+            &analysis.flags,
+            &analysis.reviews,
+            &analysis.clip_labels,
+        );
         analyse.only = Some(chosen.into_iter().map(|i| items[i].id).collect());
     }
     let options = IngestOptions {

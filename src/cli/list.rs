@@ -59,7 +59,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let matched = match &filter {
         Some(f) => {
             let mut matched = vec![false; items.len()];
-            for i in f.select_items(&items, &metrics, &analysis.flags, &analysis.reviews) {
+            for i in f.select_items(
+                &items,
+                &metrics,
+                &analysis.flags,
+                &analysis.reviews,
+                &analysis.clip_labels,
+            ) {
                 matched[i] = true;
             }
             matched

@@ -6,6 +6,7 @@ mod demo;
 mod dups;
 mod export;
 mod flags;
+mod labels;
 mod list;
 mod load_bench;
 mod manifests;
@@ -74,6 +75,8 @@ enum Command {
     Note(review::NoteArgs),
     /// Clips: add, list, rm, split-at-cuts.
     Clips(review::ClipsArgs),
+    /// Labels: import (CSV, JSON lines, Kinetics layout, class folders), export, set.
+    Labels(labels::Args),
     /// Undo the last review operation.
     Undo(review::UndoArgs),
     /// Redo the last undone operation.
@@ -201,6 +204,7 @@ pub fn main() -> ExitCode {
         Command::Tag(args) => review::tag(args),
         Command::Clips(args) => review::clips(args),
         Command::Note(args) => review::note(args),
+        Command::Labels(args) => labels::run(args),
         Command::Undo(args) => review::undo(args, false),
         Command::Redo(args) => review::undo(args, true),
         Command::EditBurst(args) => review::edit_burst(args),

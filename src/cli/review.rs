@@ -6,11 +6,7 @@ use std::path::{Path, PathBuf};
 use super::{Outcome, ProjectArg};
 use crate::analysis::proposals::{ProposalOptions, motion_ranges, shot_ranges};
 use crate::catalog::Catalog;
-use crate::media::Source;
-use crate::media::decode::frame_timestamps;
-use crate::model::{
-    ClipOrigin, Decision, Edit, FrameTimeline, Item, ItemId, MediaKind, StreamChoice, count,
-};
+use crate::model::{ClipOrigin, Decision, Edit, FrameTimeline, Item, ItemId, MediaKind, count};
 use crate::storage::Root;
 
 #[derive(clap::Args, Debug)]
@@ -409,20 +405,18 @@ fn require_analysed(videos: u64, analysed: u64) -> anyhow::Result<()> {
 
 /// A video's frame timeline, read from its packets.
 fn read_frames(root: &Root, item: &Item) -> anyhow::Result<FrameTimeline> {
-    let source = Source::in_root(root, &item.path, item.size_bytes);
-    let location = source.location();
-    let (pts, time_base) =
-        frame_timestamps(&source, StreamChoice::recorded(item.info.stream_index))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", location.display()))?;
-    anyhow::ensure!(!pts.is_empty(), "{}: no frames", location.display());
-    Ok(FrameTimeline { pts, time_base })
+    crate::scan::labels::frame_timeline(root, item).map_err(anyhow::Error::msg)
 }
 
 /// Item ids of path arguments, read the way git reads them: relative to the current folder
 /// when it is inside the dataset (`cd street && framecull review accept cam01.mp4`), absolute
 /// inside the dataset, or relative to the dataset root as `list` shows them. An absolute path
 /// outside the dataset is an error that says so.
-fn resolve(catalog: &Catalog, items: &[Item], paths: &[String]) -> anyhow::Result<Vec<ItemId>> {
+pub(super) fn resolve(
+    catalog: &Catalog,
+    items: &[Item],
+    paths: &[String],
+) -> anyhow::Result<Vec<ItemId>> {
     // A local dataset's root as the file system names it (a bucket's has no current folder).
     let root = catalog
         .dataset_root()?

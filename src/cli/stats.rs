@@ -10,6 +10,7 @@ use super::{Outcome, ProjectArg};
 use crate::analysis::histogram::{
     HISTOGRAMS, Histogram, ResolutionGrid, histogram, resolution_grid,
 };
+use crate::analysis::labels::{LabelCount, label_counts};
 use crate::catalog::items_frame;
 use crate::model::{OtherStatus, count, noun_for};
 
@@ -62,12 +63,21 @@ pub struct Stats {
     /// Histograms of the measures (deep-analysis ones once `analyze` has run).
     pub histograms: Vec<Histogram>,
     pub resolution: ResolutionGrid,
+    /// Files and clips by label (the unlabelled last, `label` null).
+    pub by_label: Vec<LabelCount>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let catalog = args.project.open()?;
     let items = catalog.items()?;
     let mut stats = compute(&items_frame(&items, &catalog.all_metrics()?)?)?;
+    let (reviews, clips) = (catalog.all_reviews()?, catalog.all_clips()?);
+    stats.by_label = label_counts(items.iter().map(|i| {
+        (
+            reviews.get(&i.id).and_then(|r| r.label.as_deref()),
+            clips.get(&i.id).map_or(&[][..], Vec::as_slice),
+        )
+    }));
     let (not_files, others): (Vec<_>, Vec<_>) = catalog
         .other_files()?
         .into_iter()
@@ -118,6 +128,7 @@ pub fn compute(df: &DataFrame) -> PolarsResult<Stats> {
         by_analysis_level: groups(df, "analysis_level")?,
         by_codec: groups(df, "codec")?,
         by_container: groups(df, "container")?,
+        by_label: Vec::new(),
         distributions,
     })
 }
@@ -229,6 +240,21 @@ pub fn render(stats: &Stats) -> String {
                 g.files,
                 noun_for(g.files, "file"),
                 human_bytes(g.size_bytes)
+            );
+        }
+    }
+    // Labelled catalogs only: a list of one line, "- N files", says nothing.
+    if stats.by_label.iter().any(|l| l.label.is_some()) {
+        let _ = writeln!(s, "\nby label:");
+        for l in &stats.by_label {
+            let _ = writeln!(
+                s,
+                "  {:<28} {:>8} {:<5} {:>8} {}",
+                l.label.as_deref().unwrap_or("(none)"),
+                l.files,
+                noun_for(l.files, "file"),
+                l.clips,
+                noun_for(l.clips, "clip")
             );
         }
     }

@@ -42,6 +42,8 @@ pub struct ReviewState {
     pub decisions: HashMap<ItemId, Decision>,
     pub tags: HashMap<ItemId, Vec<String>>,
     pub notes: HashMap<ItemId, String>,
+    /// File labels.
+    pub labels: HashMap<ItemId, String>,
     pub clips: HashMap<ItemId, Vec<Clip>>,
 }
 
@@ -215,6 +217,10 @@ pub fn review_state(catalog: &Catalog) -> Result<ReviewState, crate::catalog::Ca
         notes: reviews
             .iter()
             .filter_map(|(id, r)| r.note.clone().map(|n| (*id, n)))
+            .collect(),
+        labels: reviews
+            .iter()
+            .filter_map(|(id, r)| r.label.clone().map(|l| (*id, l)))
             .collect(),
         decisions: reviews
             .into_iter()

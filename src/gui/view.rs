@@ -8,9 +8,10 @@ use rayon::prelude::*;
 
 use std::collections::HashMap;
 
+use super::edits::ReviewState;
 use crate::analysis::dups::{BestBy, DEFAULT_BEST_ORDER};
-use crate::analysis::filter::Rows;
 pub use crate::analysis::filter::{Filter, MeasureColumns};
+use crate::analysis::filter::{Rows, labelled};
 use crate::analysis::flags::Config;
 use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram_of};
 use crate::analysis::rules::{self, Setting};
@@ -141,7 +142,7 @@ pub struct View {
     /// Files with an error or warning flag.
     pub flagged: usize,
     /// Decisions and clips, as committed.
-    pub review: super::edits::ReviewState,
+    pub review: ReviewState,
     /// Each measure as a column over `rows` (NaN where a file has none): filters and
     /// histogram subsets run over these, not row by row.
     pub columns: MeasureColumns,
@@ -167,7 +168,8 @@ pub struct Caught {
 /// The view's files as the filter sees them.
 pub struct ViewRows<'a> {
     pub rows: &'a [ViewRow],
-    pub decisions: &'a HashMap<ItemId, Decision>,
+    /// Decisions, labels and clips as they now stand.
+    pub review: &'a ReviewState,
 }
 
 impl Rows for ViewRows<'_> {
@@ -184,7 +186,8 @@ impl Rows for ViewRows<'_> {
     }
 
     fn decision(&self, row: usize) -> Decision {
-        self.decisions
+        self.review
+            .decisions
             .get(&self.rows[row].id)
             .copied()
             .unwrap_or_default()
@@ -192,6 +195,20 @@ impl Rows for ViewRows<'_> {
 
     fn level(&self, row: usize) -> AnalysisLevel {
         self.rows[row].level
+    }
+
+    fn has_label(&self, row: usize, label: Option<&str>) -> bool {
+        let id = self.rows[row].id;
+        labelled(
+            self.review.labels.get(&id).map(String::as_str),
+            self.review
+                .clips
+                .get(&id)
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.label.as_deref()),
+            label,
+        )
     }
 }
 
@@ -248,7 +265,7 @@ impl View {
     pub fn select(&self, filter: &Filter) -> Vec<usize> {
         let rows = ViewRows {
             rows: &self.rows,
-            decisions: &self.review.decisions,
+            review: &self.review,
         };
         filter.select(&rows, &self.columns)
     }
@@ -606,10 +623,13 @@ mod tests {
             r.id = i as i64;
         }
         let columns = columns_of(&rows);
-        let decisions = HashMap::from([(2, Decision::Accepted)]);
+        let review = ReviewState {
+            decisions: HashMap::from([(2, Decision::Accepted)]),
+            ..ReviewState::default()
+        };
         let rows_of = ViewRows {
             rows: &rows,
-            decisions: &decisions,
+            review: &review,
         };
         let mut f = Filter::default();
         assert_eq!(f.select(&rows_of, &columns), vec![0, 1, 2]);

@@ -259,3 +259,31 @@ fn clips_exports_and_diffs() {
         insta::assert_snapshot!("diff_bad_version", f.run(&["diff", "x", "v1", "v9"]));
     });
 }
+
+/// The report of a label import: counts, then each kind of row not applied; and the labels
+/// written back.
+#[test]
+fn labels_import_report() {
+    timing_filters().bind(|| {
+        let (f, _) = Fixture::triaged();
+        let csv = f.project.with_file_name("labels.csv");
+        std::fs::write(
+            &csv,
+            "path,start,end,label\n\
+             shots,,,street\n\
+             clips/shots.mp4,f0,f16,intro\n\
+             images/a.png,,,cat\n\
+             missing.mp4,,,ghost\n\
+             images/b.jpg,,,x\n\
+             images/b.jpg,,,y\n",
+        )
+        .unwrap();
+        let csv = csv.to_str().unwrap();
+        insta::assert_snapshot!(
+            "labels_import_dry_run",
+            f.run(&["labels", "import", csv, "--dry-run"])
+        );
+        insta::assert_snapshot!("labels_import", f.run(&["labels", "import", csv]));
+        insta::assert_snapshot!("labels_export", f.run(&["labels", "export"]));
+    });
+}

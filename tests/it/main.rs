@@ -15,6 +15,7 @@ mod gui;
 #[cfg(feature = "fault-injection")]
 mod isolation;
 mod kill;
+mod labels;
 mod library;
 mod loader;
 mod loader_gpu;

@@ -41,6 +41,22 @@ pub trait Rows {
     fn has_flag(&self, row: usize, code: &str) -> bool;
     fn decision(&self, row: usize) -> Decision;
     fn level(&self, row: usize) -> AnalysisLevel;
+    /// Whether the file's label or one of its clips' labels is `label`; with `None`, whether
+    /// it has any label at all.
+    fn has_label(&self, row: usize, label: Option<&str>) -> bool;
+}
+
+/// Whether a file with `file_label` and clips labelled `clip_labels` has `label` (any label,
+/// with `None`): [`Rows::has_label`] of every kind of rows.
+pub fn labelled<'a>(
+    file_label: Option<&str>,
+    mut clip_labels: impl Iterator<Item = &'a str>,
+    label: Option<&str>,
+) -> bool {
+    match label {
+        Some(l) => file_label == Some(l) || clip_labels.any(|c| c == l),
+        None => file_label.is_some() || clip_labels.next().is_some(),
+    }
 }
 
 /// Files as the catalog holds them.
@@ -50,6 +66,8 @@ pub struct CatalogRows<'a> {
     pub metrics: &'a [Option<&'a Metrics>],
     pub flags: &'a HashMap<ItemId, Vec<Flag>>,
     pub reviews: &'a HashMap<ItemId, Review>,
+    /// The labels of each file's clips ([`framecull_model`]'s clip labels by item).
+    pub clip_labels: &'a HashMap<ItemId, Vec<String>>,
 }
 
 impl Rows for CatalogRows<'_> {
@@ -77,6 +95,29 @@ impl Rows for CatalogRows<'_> {
     fn level(&self, row: usize) -> AnalysisLevel {
         self.metrics[row].map_or(AnalysisLevel::None, |m| m.level)
     }
+
+    fn has_label(&self, row: usize, label: Option<&str>) -> bool {
+        let id = self.items[row].id;
+        labelled(
+            self.reviews.get(&id).and_then(|r| r.label.as_deref()),
+            self.clip_labels
+                .get(&id)
+                .into_iter()
+                .flatten()
+                .map(String::as_str),
+            label,
+        )
+    }
+}
+
+/// A filter's label term: `label:NAME`, or `label:none` for files without any label.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LabelTerm {
+    /// No label on the file nor on any of its clips.
+    None,
+    /// This label on the file or on one of its clips.
+    Is(String),
 }
 
 /// Rows must match all parts; an empty filter keeps everything.
@@ -89,6 +130,7 @@ pub struct Filter {
     pub decision: Option<Decision>,
     /// How far the file is analysed.
     pub level: Option<AnalysisLevel>,
+    pub label: Option<LabelTerm>,
     /// Case-insensitive text the path must contain.
     pub search: String,
 }
@@ -96,7 +138,7 @@ pub struct Filter {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FilterError {
     #[error(
-        "{term:?}: not a filter term (measure comparisons like motion_mean>2 or 1<=fps<=30, flag:CODE, decision:accepted|rejected|unreviewed, level:none|triage|deep, path:TEXT)"
+        "{term:?}: not a filter term (measure comparisons like motion_mean>2 or 1<=fps<=30, flag:CODE, decision:accepted|rejected|unreviewed, level:none|triage|deep, label:NAME|none, path:TEXT)"
     )]
     Term { term: String },
     #[error("{name:?} is not a measure; measures: {known}")]
@@ -115,6 +157,7 @@ impl Filter {
             && self.flag.is_none()
             && self.decision.is_none()
             && self.level.is_none()
+            && self.label.is_none()
             && self.search.is_empty()
     }
 
@@ -150,6 +193,10 @@ impl Filter {
                 *k && self.flag.as_ref().is_none_or(|code| rows.has_flag(i, code))
                     && self.decision.is_none_or(|d| rows.decision(i) == d)
                     && self.level.is_none_or(|l| rows.level(i) == l)
+                    && self.label.as_ref().is_none_or(|l| match l {
+                        LabelTerm::None => !rows.has_label(i, None),
+                        LabelTerm::Is(name) => rows.has_label(i, Some(name)),
+                    })
                     && (search.is_empty() || rows.path(i).to_lowercase().contains(&search))
             })
             .map(|(i, _)| i)
@@ -164,6 +211,7 @@ impl Filter {
         metrics: &[Option<&Metrics>],
         flags: &HashMap<ItemId, Vec<Flag>>,
         reviews: &HashMap<ItemId, Review>,
+        clip_labels: &HashMap<ItemId, Vec<String>>,
     ) -> Vec<usize> {
         if self.is_empty() {
             return (0..items.len()).collect();
@@ -173,6 +221,7 @@ impl Filter {
             metrics,
             flags,
             reviews,
+            clip_labels,
         };
         self.select(&rows, &measure_columns(items, metrics))
     }
@@ -204,6 +253,14 @@ impl Filter {
                                 text: value.to_string(),
                             })?,
                         )
+                }
+                "label" if !value.is_empty() => {
+                    let name = unquote(value);
+                    self.label = Some(if value == "none" {
+                        LabelTerm::None
+                    } else {
+                        LabelTerm::Is(name)
+                    });
                 }
                 "path" => self.search = unquote(value),
                 _ => {
@@ -268,6 +325,13 @@ impl Filter {
         }
         if let Some(l) = self.level {
             terms.push(format!("level:{}", l.as_str()));
+        }
+        match &self.label {
+            Some(LabelTerm::None) => terms.push("label:none".into()),
+            // A label named "none" is written quoted, which reads back as the name.
+            Some(LabelTerm::Is(name)) if name == "none" => terms.push("label:\"none\"".into()),
+            Some(LabelTerm::Is(name)) => terms.push(format!("label:{}", quote(name))),
+            None => {}
         }
         if !self.search.is_empty() {
             terms.push(format!("path:{}", quote(&self.search)));
@@ -438,6 +502,15 @@ mod tests {
                 AnalysisLevel::Deep
             }
         }
+        /// Row 0 is labelled `dog` as a file, row 2 has clips labelled `cat` and `dog`.
+        fn has_label(&self, row: usize, label: Option<&str>) -> bool {
+            let (file, clips): (Option<&str>, &[&str]) = match row {
+                0 => (Some("dog"), &[]),
+                2 => (None, &["cat", "dog"]),
+                _ => (None, &[]),
+            };
+            labelled(file, clips.iter().copied(), label)
+        }
     }
 
     #[test]
@@ -512,6 +585,35 @@ mod tests {
                 .select(&rows, &columns)
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn label_terms_match_file_or_clip_labels_and_none_matches_the_unlabelled() {
+        let rows = Fake(vec![
+            ("a/dog.mp4", "", Decision::Accepted),
+            ("a/plain.mp4", "", Decision::Accepted),
+            ("b/both.mp4", "", Decision::Accepted),
+            ("b/plain.jpg", "", Decision::Rejected),
+        ]);
+        let columns = MeasureColumns::new();
+        let sel = |t: &str| Filter::parse(t).unwrap().select(&rows, &columns);
+        assert_eq!(sel("label:dog"), vec![0, 2]);
+        assert_eq!(sel("label:cat"), vec![2]);
+        assert_eq!(sel("label:none"), vec![1, 3]);
+        assert_eq!(sel("label:none and decision:rejected"), vec![3]);
+        assert!(sel("label:bird").is_empty());
+        for label in [
+            LabelTerm::None,
+            LabelTerm::Is("none".into()),
+            LabelTerm::Is("playing guitar".into()),
+            LabelTerm::Is("a and b, c".into()),
+        ] {
+            let f = Filter {
+                label: Some(label),
+                ..Filter::default()
+            };
+            assert_eq!(Filter::parse(&f.to_text()).unwrap(), f, "{}", f.to_text());
+        }
     }
 
     #[test]

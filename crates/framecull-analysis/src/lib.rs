@@ -7,6 +7,7 @@ pub mod filter;
 pub mod flags;
 pub mod histogram;
 pub mod image;
+pub mod labels;
 pub mod motion;
 pub mod outliers;
 pub mod phash;

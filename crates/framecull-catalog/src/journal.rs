@@ -5,7 +5,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{Catalog, Result, unix_now};
-use framecull_model::{Clip, Decision, Edit, ItemId};
+use framecull_model::{Clip, Decision, Edit, ItemId, label_of};
 
 impl Catalog {
     /// Apply edits as one operation (one transaction). Clips added without an id get one;
@@ -66,6 +66,16 @@ impl Catalog {
             item,
             before,
             after,
+        }])
+    }
+
+    /// Replace a file's label (none when `label` is empty) as one operation.
+    pub fn set_label(&mut self, item: ItemId, label: Option<&str>) -> Result<i64> {
+        let before = self.all_reviews()?.remove(&item).and_then(|r| r.label);
+        self.apply(vec![Edit::Label {
+            item,
+            before,
+            after: label.and_then(label_of),
         }])
     }
 
@@ -131,6 +141,21 @@ fn apply_edit(tx: &Transaction, edit: Edit) -> Result<Edit> {
         } => {
             set_review(tx, item, ReviewColumn::Note, after)?;
         }
+        Edit::Label {
+            item, ref after, ..
+        } => {
+            set_review(tx, item, ReviewColumn::Label, after)?;
+        }
+        Edit::ClipLabel {
+            clip, ref after, ..
+        } => {
+            let changed = tx
+                .prepare_cached("UPDATE clips SET label = ?2 WHERE id = ?1")?
+                .execute(params![clip, after])?;
+            if changed == 0 {
+                return Err(rusqlite::Error::QueryReturnedNoRows.into());
+            }
+        }
         Edit::AddClip { mut clip } => {
             insert_clip(tx, &mut clip)?;
             return Ok(Edit::AddClip { clip });
@@ -148,6 +173,7 @@ enum ReviewColumn {
     Decision,
     Tags,
     Note,
+    Label,
 }
 
 /// Set one review field of `item` (creating its review row), stamping the update time.
@@ -161,15 +187,15 @@ fn set_review(
         ReviewColumn::Decision => "decision",
         ReviewColumn::Tags => "tags",
         ReviewColumn::Note => "note",
+        ReviewColumn::Label => "label",
     };
-    tx.execute(
-        &format!(
-            "INSERT INTO reviews(item_id, {column}, updated_at) VALUES (?1, ?2, ?3)
+    // Cached: an import sets a hundred thousand labels in one operation.
+    tx.prepare_cached(&format!(
+        "INSERT INTO reviews(item_id, {column}, updated_at) VALUES (?1, ?2, ?3)
              ON CONFLICT(item_id) DO UPDATE SET {column} = excluded.{column},
                 updated_at = excluded.updated_at"
-        ),
-        params![item, value, unix_now()],
-    )?;
+    ))?
+    .execute(params![item, value, unix_now()])?;
     Ok(())
 }
 

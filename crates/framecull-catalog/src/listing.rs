@@ -58,6 +58,10 @@ pub struct Row<'a> {
     pub decision: &'static str,
     pub tags: Vec<&'a str>,
     pub note: Option<&'a str>,
+    /// The file's label.
+    pub label: Option<&'a str>,
+    /// The distinct labels of the file's clips, sorted.
+    pub clip_labels: Vec<&'a str>,
 }
 
 /// The fields of a `list` row that a triage estimates (docs/ANALYSIS.md): the picture and
@@ -104,6 +108,8 @@ pub struct Analysis {
     pub dups: HashMap<ItemId, DupInfo>,
     pub flags: HashMap<ItemId, Vec<Flag>>,
     pub reviews: HashMap<ItemId, Review>,
+    /// The labels of each file's clips ([`Catalog::clip_labels`]).
+    pub clip_labels: HashMap<ItemId, Vec<String>>,
 }
 
 impl Analysis {
@@ -114,6 +120,7 @@ impl Analysis {
             dups: catalog.all_dups()?,
             flags: catalog.all_flags()?,
             reviews: catalog.all_reviews()?,
+            clip_labels: catalog.clip_labels()?,
         })
     }
 }
@@ -202,6 +209,12 @@ impl<'a> Row<'a> {
                 .map(|r| r.tags.iter().map(String::as_str).collect())
                 .unwrap_or_default(),
             note: review.and_then(|r| r.note.as_deref()),
+            label: review.and_then(|r| r.label.as_deref()),
+            clip_labels: a
+                .clip_labels
+                .get(&item.id)
+                .map(|l| l.iter().map(String::as_str).collect())
+                .unwrap_or_default(),
         }
     }
 }

@@ -271,11 +271,12 @@ impl Catalog {
         }
         // Review decisions: the later of the shard's and this catalog's wins.
         tx.execute(
-            "INSERT INTO main.reviews(item_id, decision, tags, note, updated_at)
-             SELECT ?2 * ?1 + item_id, decision, tags, note, updated_at FROM shard.reviews
+            "INSERT INTO main.reviews(item_id, decision, tags, note, label, updated_at)
+             SELECT ?2 * ?1 + item_id, decision, tags, note, label, updated_at FROM shard.reviews
              WHERE true
              ON CONFLICT(item_id) DO UPDATE SET decision = excluded.decision,
-                 tags = excluded.tags, note = excluded.note, updated_at = excluded.updated_at
+                 tags = excluded.tags, note = excluded.note, label = excluded.label,
+                 updated_at = excluded.updated_at
              WHERE excluded.updated_at > main.reviews.updated_at",
             params![block, i],
         )?;

@@ -11,7 +11,7 @@ impl Catalog {
     pub fn all_reviews(&self) -> Result<HashMap<ItemId, Review>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT item_id, decision, tags, note FROM reviews")?;
+            .prepare("SELECT item_id, decision, tags, note, label FROM reviews")?;
         let rows = stmt.query_map([], |r| {
             let decision: String = r.get(1)?;
             let tags: String = r.get(2)?;
@@ -21,6 +21,7 @@ impl Catalog {
                     decision: Decision::parse(&decision).unwrap_or_default(),
                     tags: serde_json::from_str(&tags).unwrap_or_default(),
                     note: r.get(3)?,
+                    label: r.get(4)?,
                 },
             ))
         })?;
@@ -56,6 +57,22 @@ impl Catalog {
         for c in rows {
             let c = c?;
             out.entry(c.item_id).or_default().push(c);
+        }
+        Ok(out)
+    }
+
+    /// The labels of each file's clips, distinct and sorted (files whose clips have none are
+    /// not in it).
+    pub fn clip_labels(&self) -> Result<HashMap<ItemId, Vec<String>>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT item_id, label FROM clips WHERE label IS NOT NULL
+             ORDER BY item_id, label",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, ItemId>(0)?, r.get::<_, String>(1)?)))?;
+        let mut out: HashMap<ItemId, Vec<String>> = HashMap::new();
+        for row in rows {
+            let (item, label) = row?;
+            out.entry(item).or_default().push(label);
         }
         Ok(out)
     }
@@ -97,8 +114,9 @@ impl Catalog {
             "SELECT item_id || '|' || code || '|' || severity FROM flags ORDER BY item_id, code",
             "SELECT item_id || '|' || dup_group FROM dups ORDER BY item_id",
             // A review row at its defaults (left by an undo) reads as no row.
-            "SELECT item_id || '|' || decision || '|' || tags FROM reviews
-             WHERE decision != 'unreviewed' OR tags != '[]' ORDER BY item_id",
+            "SELECT item_id || '|' || decision || '|' || tags || '|' || COALESCE(label, '')
+             FROM reviews WHERE decision != 'unreviewed' OR tags != '[]' OR label IS NOT NULL
+             ORDER BY item_id",
             "SELECT id || '|' || item_id || '|' || start_pts || '|' || end_pts || '|' || COALESCE(label, '') || '|' || decision FROM clips ORDER BY id",
         ] {
             let mut stmt = self.conn.prepare(sql)?;

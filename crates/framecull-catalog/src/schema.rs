@@ -224,4 +224,8 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE metrics ADD COLUMN discarded_frames INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 13: a file's label (its class; clips without a label of their own take it).
+    r#"
+    ALTER TABLE reviews ADD COLUMN label TEXT;
+    "#,
 ];

@@ -110,7 +110,19 @@ fn matched_by_filter(tables: &Tables, filter: Option<&Filter>) -> Vec<bool> {
             .iter()
             .map(|i| tables.metrics.get(&i.id))
             .collect();
-        for i in f.select_items(&tables.items, &metrics, &tables.flags, &tables.reviews) {
+        let clip_labels: HashMap<ItemId, Vec<String>> = tables
+            .clips
+            .iter()
+            .map(|(id, clips)| (*id, clips.iter().filter_map(|c| c.label.clone()).collect()))
+            .collect();
+        let chosen = f.select_items(
+            &tables.items,
+            &metrics,
+            &tables.flags,
+            &tables.reviews,
+            &clip_labels,
+        );
+        for i in chosen {
             matched[i] = true;
         }
     }
@@ -202,7 +214,7 @@ fn base_row(
                 .as_str()
                 .to_string(),
         ),
-        label: None,
+        label: review.label.clone(),
         tags: review.tags.clone(),
         split: None,
         group_key,
@@ -347,7 +359,8 @@ fn outside_rejected(whole: ManifestRow, rejected: &[&Clip]) -> Vec<ManifestRow> 
         .collect()
 }
 
-/// The row of one chosen clip of a video, with its boundaries and label.
+/// The row of one chosen clip of a video, with its boundaries and label (its file's when it
+/// has none).
 fn clip_row(base: &ManifestRow, c: &Clip) -> ManifestRow {
     let range = format!("{}-{}@{}", c.start_pts, c.end_pts, c.time_base.to_text());
     ManifestRow {
@@ -359,7 +372,8 @@ fn clip_row(base: &ManifestRow, c: &Clip) -> ManifestRow {
         start_pts: Some(c.start_pts),
         end_pts: Some(c.end_pts),
         time_base: Some(c.time_base.to_text()),
-        label: c.label.clone(),
+        // A clip without a label of its own takes its file's.
+        label: c.label.clone().or_else(|| base.label.clone()),
         ..base.clone()
     }
 }

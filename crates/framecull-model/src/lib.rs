@@ -43,7 +43,7 @@ pub use measure::{Measure, Measured};
 pub use metrics::{AnalysisLevel, Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
 pub use names::{local_path, path_as_text, path_bytes, path_of_text, path_text, text_of_path};
 pub use reading::{Matrix, MatrixGuess, ReadAs, StreamChoice};
-pub use review::{Clip, ClipOrigin, Decision, Edit, Review};
+pub use review::{Clip, ClipOrigin, Decision, Edit, Review, label_of};
 pub use units::{
     Ratio, count, human_bit_rate, human_bytes, human_duration, human_number, noun_for,
 };

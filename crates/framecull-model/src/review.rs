@@ -40,6 +40,15 @@ pub struct Review {
     pub decision: Decision,
     pub tags: Vec<String>,
     pub note: Option<String>,
+    /// The file's label (a class), given to its clips that have none of their own.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// A label as typed or imported: trimmed; empty is no label.
+pub fn label_of(text: &str) -> Option<String> {
+    let t = text.trim();
+    (!t.is_empty()).then(|| t.to_string())
 }
 
 /// How a clip was made.
@@ -116,6 +125,18 @@ pub enum Edit {
         before: Option<String>,
         after: Option<String>,
     },
+    /// A file's label.
+    Label {
+        item: ItemId,
+        before: Option<String>,
+        after: Option<String>,
+    },
+    /// A clip's label.
+    ClipLabel {
+        clip: i64,
+        before: Option<String>,
+        after: Option<String>,
+    },
     AddClip {
         clip: Clip,
     },
@@ -152,6 +173,24 @@ impl Edit {
                 after,
             } => Edit::Note {
                 item: *item,
+                before: after.clone(),
+                after: before.clone(),
+            },
+            Edit::Label {
+                item,
+                before,
+                after,
+            } => Edit::Label {
+                item: *item,
+                before: after.clone(),
+                after: before.clone(),
+            },
+            Edit::ClipLabel {
+                clip,
+                before,
+                after,
+            } => Edit::ClipLabel {
+                clip: *clip,
                 before: after.clone(),
                 after: before.clone(),
             },

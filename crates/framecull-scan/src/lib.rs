@@ -5,6 +5,7 @@ pub mod curate;
 pub mod deep;
 pub mod demo;
 pub mod derive;
+pub mod labels;
 pub mod merge;
 pub mod pipeline;
 pub mod shard;
