@@ -2,7 +2,7 @@
 
 use super::{Outcome, ProjectArg};
 use crate::analysis::filter::Filter;
-use crate::manifest::{self, ExportOptions, Format, Include, SplitSpec};
+use crate::manifest::{self, ExportOptions, Format, Include, SplitSpec, Stratify};
 use crate::model::count;
 
 #[derive(clap::Args, Debug)]
@@ -21,6 +21,10 @@ pub struct Args {
     /// Seed of the split assignment.
     #[arg(long, default_value_t = 0)]
     split_seed: u64,
+    /// Give each label its share of every split (within one file of it), keeping the
+    /// previous version's splits wherever the shares allow (needs --split).
+    #[arg(long, value_enum, requires = "split")]
+    stratify: Option<Stratify>,
     /// `unreviewed`: accepted files and unreviewed files without error or warning flags;
     /// `accepted`: accepted files only. Rejected files never go in.
     #[arg(long, value_enum, default_value = "unreviewed")]
@@ -43,7 +47,12 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let catalog = args.project.open()?;
-    let split = args.split.as_deref().map(SplitSpec::parse).transpose()?;
+    let split = args
+        .split
+        .as_deref()
+        .map(SplitSpec::parse)
+        .transpose()?
+        .map(|s| s.stratified(args.stratify));
     let options = ExportOptions {
         name: args.name,
         formats: args.format,

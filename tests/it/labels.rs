@@ -424,3 +424,115 @@ fn folders_clips_tags_problems_dry_run_undo_and_the_round_trip() {
     assert_eq!(label_of("dog/c.png"), vec!["puppy"]);
     assert_eq!(label_of("loose.png"), vec!["-"]);
 }
+
+/// The rows of version `v` of manifest `name`: (path, label, split).
+fn manifest_rows(proj: &Path, name: &str, v: u32) -> Vec<(String, String, String)> {
+    std::fs::read_to_string(proj.join(format!("manifests/{name}/v{v:04}.jsonl")))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            let text = |k: &str| r[k].as_str().unwrap_or("-").to_string();
+            (text("path"), text("label"), text("split"))
+        })
+        .collect()
+}
+
+#[test]
+fn stratified_splits_give_a_rare_class_its_share_never_leak_and_stay_put() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, proj) = (tmp.path().join("data"), tmp.path().join("proj"));
+    // 50 common pictures, 10 rare ones (sizes of their own: no two are copies), and a video
+    // whose two clips carry other labels.
+    let picture = |class: &str, i: u32| {
+        let w = 16 + 2 * i;
+        common::image(
+            &data,
+            &format!("{class}/{i:03}.png"),
+            ImageKind::Png,
+            w,
+            w,
+            None,
+        );
+    };
+    (0..50).for_each(|i| picture("common", i));
+    (50..60).for_each(|i| picture("rare", i));
+    short_video(&data, "mixed/v.mp4", 50);
+    scan(&data, &proj);
+    expect(&proj, 0, &["labels", "import", "--from-folders"]);
+    let csv = tmp.path().join("clips.csv");
+    std::fs::write(
+        &csv,
+        "mixed/v.mp4,f0,f25,rare\nmixed/v.mp4,f25,f50,common\n",
+    )
+    .unwrap();
+    expect(&proj, 0, &["labels", "import", csv.to_str().unwrap()]);
+    let export = |extra: &[&str]| {
+        let mut args = vec![
+            "export",
+            "--name",
+            "s",
+            "--format",
+            "jsonl",
+            "--split",
+            "train=0.8,val=0.1,test=0.1",
+            "--stratify",
+            "label",
+        ];
+        args.extend(extra);
+        expect(&proj, 0, &args);
+    };
+    export(&[]);
+    let count = |rows: &[(String, String, String)], label: &str, split: &str| {
+        rows.iter()
+            .filter(|(p, l, s)| l == label && s == split && !p.starts_with("mixed/"))
+            .count()
+    };
+    let v1 = manifest_rows(&proj, "s", 1);
+    // Each label's share of every split, to the file: the rare class is in all three.
+    assert_eq!(
+        ["train", "val", "test"].map(|s| count(&v1, "rare", s)),
+        [8, 1, 1],
+        "{v1:?}"
+    );
+    assert_eq!(
+        ["train", "val", "test"].map(|s| count(&v1, "common", s)),
+        [40, 5, 5]
+    );
+    // The two clips of one video are in one split, whatever their labels.
+    let video: Vec<&String> = v1
+        .iter()
+        .filter(|(p, ..)| p == "mixed/v.mp4")
+        .map(|(.., s)| s)
+        .collect();
+    assert_eq!(video.len(), 2);
+    assert_eq!(video[0], video[1]);
+    // Without stratification a seeded hash decides: the rare class need not get its share.
+    // With it, 10 more rare pictures: every earlier file keeps its split, and the rare class
+    // its share of 20.
+    (60..70).for_each(|i| picture("rare", i));
+    scan(&data, &proj);
+    expect(&proj, 0, &["labels", "import", "--from-folders"]);
+    export(&[]);
+    let v2 = manifest_rows(&proj, "s", 2);
+    for row in &v1 {
+        let now = v2.iter().find(|r| r.0 == row.0 && r.1 == row.1).unwrap();
+        assert_eq!(now.2, row.2, "{} moved", row.0);
+    }
+    assert_eq!(
+        ["train", "val", "test"].map(|s| count(&v2, "rare", s)),
+        [16, 2, 2]
+    );
+    // A label changed between versions is a changed field in `diff`.
+    expect(&proj, 0, &["labels", "set", "common", "rare/060.png"]);
+    export(&[]);
+    let diff: serde_json::Value = serde_json::from_str(&common::stdout(&expect(
+        &proj,
+        0,
+        &["diff", "s", "2", "3", "--json"],
+    )))
+    .unwrap();
+    let changed = diff["changed"].as_array().unwrap();
+    assert_eq!(changed.len(), 1, "{diff}");
+    assert!(changed[0]["fields"].to_string().contains("label"), "{diff}");
+}

@@ -27,7 +27,7 @@ use framecull_catalog::CatalogError;
 use framecull_model::MediaKind;
 pub use io::{read_jsonl, read_parquet};
 pub use select::select_rows;
-pub use split::SplitSpec;
+pub use split::{SplitSpec, Stratify};
 pub use versions::{
     ChangedClip, ClipRef, Diff, DiffReport, MovedClip, diff, diff_report, names, open_path,
     read_seek_references, read_version, versions,

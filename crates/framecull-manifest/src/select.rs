@@ -73,7 +73,11 @@ pub fn select_rows(
         }
         counts.files += 1;
     }
-    assign_splits(&mut rows, options);
+    let previous = match options.split.as_ref().and_then(|s| s.stratify) {
+        Some(_) => previous_splits(catalog, options)?,
+        None => HashMap::new(),
+    };
+    assign_splits(&mut rows, options, &previous);
     Ok(sort_and_count(rows, counts))
 }
 
@@ -378,12 +382,71 @@ fn clip_row(base: &ManifestRow, c: &Clip) -> ManifestRow {
     }
 }
 
-/// Give every row its split (from its group key and the seed) when the options ask for splits.
-fn assign_splits(rows: &mut [ManifestRow], options: &ExportOptions) {
-    if let Some(spec) = &options.split {
+/// The split of each group (by group key) in the latest version of the manifest, when it was
+/// split with the same shares, stratification and seed: what a stratified split keeps.
+fn previous_splits(
+    catalog: &Catalog,
+    options: &ExportOptions,
+) -> Result<HashMap<String, String>, ManifestError> {
+    let project = catalog.project_dir();
+    let Some(last) = crate::versions(project, &options.name)?.pop() else {
+        return Ok(HashMap::new());
+    };
+    if last.split != options.split || last.split_seed != options.split_seed {
+        return Ok(HashMap::new());
+    }
+    let rows = crate::read_version(project, &options.name, last.version)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| Some((r.group_key, r.split?)))
+        .collect())
+}
+
+/// Give every row its split when the options ask for splits: from its group key and the seed,
+/// or, stratified by label, from its group's label and the shares of that label
+/// ([`crate::SplitSpec::assign_stratified`]; a group's label is the one most of its rows
+/// have, the first in order on a tie; `previous` holds the parent version's splits).
+fn assign_splits(
+    rows: &mut [ManifestRow],
+    options: &ExportOptions,
+    previous: &HashMap<String, String>,
+) {
+    let Some(spec) = &options.split else {
+        return;
+    };
+    if spec.stratify.is_none() {
         for r in rows {
             r.split = Some(spec.assign(&r.group_key, options.split_seed).to_string());
         }
+        return;
+    }
+    let mut labels: HashMap<&str, HashMap<Option<&str>, usize>> = HashMap::new();
+    for r in rows.iter() {
+        *labels
+            .entry(&r.group_key)
+            .or_default()
+            .entry(r.label.as_deref())
+            .or_default() += 1;
+    }
+    let mut groups: Vec<(&str, Option<&str>)> = labels
+        .iter()
+        .map(|(key, counts)| {
+            let label = counts
+                .iter()
+                .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                .and_then(|(l, _)| *l);
+            (*key, label)
+        })
+        .collect();
+    groups.sort_unstable();
+    let splits = spec.assign_stratified(&groups, options.split_seed, previous);
+    let split_of: HashMap<String, String> = groups
+        .iter()
+        .zip(splits)
+        .map(|((key, _), split)| (key.to_string(), split.to_string()))
+        .collect();
+    for r in rows {
+        r.split = split_of.get(&r.group_key).cloned();
     }
 }
 

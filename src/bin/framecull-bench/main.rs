@@ -10,6 +10,7 @@ mod content;
 mod export;
 #[cfg(feature = "gui")]
 mod gui;
+mod labels;
 mod load;
 mod merge;
 #[cfg(feature = "gui")]
@@ -48,6 +49,9 @@ enum Which {
     /// Export a manifest of N clips from a generated catalog (no media files needed); with
     /// `--clip-files N`, write N clips as files of their own against `ffmpeg` re-encoding.
     Export(export::Args),
+    /// Import N label rows (CSV, by path and by file stem) into a generated catalog of N
+    /// items, and export them back.
+    Labels(labels::Args),
     /// The data loader's CPU path on a manifest of generated 720p H.264 clips, against
     /// `ffmpeg -threads 2 -f null` and PyAV (frame threading) plus a numpy resize and
     /// normalisation over the same frames.
@@ -100,6 +104,7 @@ fn main() -> ExitCode {
         Which::Scan(args) => scan::run_scan(args),
         Which::Analyze(args) => analyze::run(args),
         Which::Export(args) => export::run(args),
+        Which::Labels(args) => labels::run(args),
         Which::Load(args) => load::run(args),
         Which::Merge(args) => merge::run(args),
         #[cfg(feature = "gui")]
