@@ -86,6 +86,8 @@ pub(super) struct Shown {
     /// Counts of the filtered files in each histogram's bins, recomputed when the filter
     /// changes (not every frame).
     pub(super) subsets: Vec<Vec<u64>>,
+    /// Of the filtered files, those with each label (`View::labels`' names), and with none.
+    pub(super) label_subsets: (Vec<u64>, u64),
     /// Every row in the table's sort order (see `resort`).
     pub(super) sort_order: Option<Vec<usize>>,
     /// Histogram being brushed: the measure and the screen x where the button went down.
@@ -115,8 +117,9 @@ pub(super) struct Drafts {
     pub(super) open_text: String,
     /// Label given to the clips made next.
     pub(super) clip_label: String,
-    /// The tags and note fields of the inspector, and the file they were filled for.
+    /// The tags, note and label fields of the inspector, and the file they were filled for.
     pub(super) tags_text: (Option<crate::model::ItemId>, String, String),
+    pub(super) label_text: String,
     /// A clip edge being dragged on the timeline: (clip index, start edge).
     pub(super) clip_drag: Option<(usize, bool)>,
     /// Thresholds edited in the flag panel and not yet saved (`None`: as saved).
@@ -325,6 +328,10 @@ impl App {
                 self.shown.filter.ranges.retain(|r| r.0 != measure);
                 self.refilter();
             }
+            Command::FilterLabel(label) => {
+                self.shown.filter.label = label;
+                self.refilter();
+            }
             Command::FilterFlag(code) => {
                 if code != self.shown.filter.flag {
                     // Edited thresholds belong to the flag they were made on.
@@ -503,6 +510,12 @@ impl App {
             Command::ToggleHelp => self.help = !self.help,
             Command::SplitAtCuts => self.split_at_cuts(),
             Command::ProposeClips => self.propose_clips(),
+            Command::SetLabel(text) => {
+                if let Some(item) = self.selected_row().map(|r| r.id) {
+                    let label = crate::model::label_of(&text);
+                    self.send_edit(EditRequest::Label { item, label });
+                }
+            }
             Command::SetNote(note) => {
                 if let Some(item) = self.selected_row().map(|r| r.id) {
                     self.send_edit(EditRequest::Note { item, note });
@@ -578,6 +591,10 @@ impl App {
                 .map(|(h, bins)| binned(bins, h.counts.len(), &self.shown.filtered))
                 .collect(),
             None => Vec::new(),
+        };
+        self.shown.label_subsets = match &self.view {
+            Some(v) => v.labels.shown(&self.shown.filtered),
+            None => Default::default(),
         };
         self.shown.shallow = self.shallow_shown().count();
         let filtered = &self.shown.filtered;
@@ -690,10 +707,16 @@ impl App {
             }
             if let (Some(state), Some(view)) = (done.state, &mut self.view) {
                 view.review = state;
-                if self.state.sort.is_some_and(|(c, _)| c == SortKey::Review) {
+                view.labels = super::view::RowLabels::new(&view.rows, &view.review);
+                let sorted_by_review = self
+                    .state
+                    .sort
+                    .is_some_and(|(c, _)| matches!(c, SortKey::Review | SortKey::Label));
+                if sorted_by_review {
                     self.resort();
-                    self.refilter();
                 }
+                // What a filter on decisions or labels shows, and the label chart's counts.
+                self.refilter();
             }
         }
     }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::view::SortKey;
+use crate::analysis::filter::LabelTerm;
 use crate::model::{Clip, Decision, ItemId, Measure};
 
 /// Everything the UI can ask for.
@@ -24,6 +25,9 @@ pub enum Command {
     },
     ClearRange(Measure),
     FilterFlag(Option<String>),
+    /// Show files with this label (`label:NAME`), or with none (`label:none`); `None` drops
+    /// the label term.
+    FilterLabel(Option<LabelTerm>),
     /// Edit a threshold of the flag being explained (`quality.dark_below`; `None` turns an
     /// optional rule off). Not saved: the flag panel previews what it would catch.
     DraftSetting {
@@ -94,6 +98,8 @@ pub enum Command {
     SetTags(String),
     /// Replace the selected file's note (empty: none).
     SetNote(String),
+    /// Replace the selected file's label (empty: none).
+    SetLabel(String),
     /// Ctrl+click: add a file to the selection, or take it out.
     TogglePick(usize),
     /// Shift+click: select every shown file from the selected one to this one.

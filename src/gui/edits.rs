@@ -27,6 +27,10 @@ pub enum EditRequest {
         item: ItemId,
         note: String,
     },
+    Label {
+        item: ItemId,
+        label: Option<String>,
+    },
     /// Keep the best member of each duplicate group (of `only`) and reject the others.
     KeepBest {
         order: Vec<BestBy>,
@@ -173,6 +177,13 @@ fn apply(catalog: &mut Catalog, request: EditRequest) -> Result<String, String> 
         EditRequest::Note { item, note } => catalog
             .set_note(item, Some(note))
             .map(|op| format!("note (operation {op})"))
+            .map_err(e),
+        EditRequest::Label { item, label } => catalog
+            .set_label(item, label.as_deref())
+            .map(|op| match label {
+                Some(l) => format!("label {l} (operation {op})"),
+                None => format!("label removed (operation {op})"),
+            })
             .map_err(e),
         EditRequest::Undo => catalog
             .undo()

@@ -11,7 +11,9 @@ use super::jobs::{Job, take_finished};
 use super::theme;
 use crate::analysis::filter::Filter;
 use crate::catalog::Catalog;
-use crate::manifest::{self, Counts, Diff, ExportOptions, Format, Include, SplitSpec, VersionMeta};
+use crate::manifest::{
+    self, Counts, Diff, ExportOptions, Format, Include, SplitSpec, Stratify, VersionMeta,
+};
 use crate::model::count;
 
 type Background<T> = Option<Job<Result<T, String>>>;
@@ -32,6 +34,8 @@ pub struct ExportDialog {
     name: String,
     formats: [bool; 3],
     split: String,
+    /// Give each label its share of every split (`--stratify label`).
+    stratify: bool,
     seed: u64,
     accepted_only: bool,
     /// Export only the files the window's filter shows.
@@ -51,6 +55,7 @@ impl Default for ExportDialog {
             name: "train".into(),
             formats: [true, false, false],
             split: "train=0.8,val=0.1,test=0.1".into(),
+            stratify: false,
             seed: 0,
             accepted_only: false,
             only_shown: true,
@@ -73,7 +78,8 @@ impl ExportDialog {
         let split = if self.split.trim().is_empty() {
             None
         } else {
-            Some(SplitSpec::parse(&self.split).map_err(|e| e.to_string())?)
+            let spec = SplitSpec::parse(&self.split).map_err(|e| e.to_string())?;
+            Some(spec.stratified(self.stratify.then_some(Stratify::Label)))
         };
         Ok(ExportOptions {
             name: self.name.trim().to_string(),
@@ -145,7 +151,14 @@ impl ExportDialog {
                     });
                     ui.end_row();
                     ui.label("splits");
-                    ui.text_edit_singleline(&mut self.split);
+                    ui.horizontal(|ui| {
+                        ui.text_edit_singleline(&mut self.split);
+                        ui.checkbox(&mut self.stratify, "each label its share")
+                            .on_hover_text(
+                                "--stratify label: every label gets its share of each split, \
+                                 within one file, and files keep the previous version's split",
+                            );
+                    });
                     ui.end_row();
                     ui.label("split seed");
                     ui.add(egui::DragValue::new(&mut self.seed));

@@ -14,6 +14,11 @@ pub const INFO: Color32 = Color32::from_rgb(0x8A, 0x94, 0xA6);
 /// Axis labels and tick values.
 pub const AXIS: Color32 = Color32::from_rgb(0xA8, 0xB1, 0xC0);
 pub const CARD_BG: Color32 = Color32::from_rgb(0x20, 0x24, 0x2B);
+/// Behind a label written over a picture.
+pub const LABEL_BG: Color32 = Color32::from_rgba_premultiplied(12, 14, 18, 200);
+/// The label chart's bars: every file of a label, and those the filter shows.
+pub const LABEL_BAR: Color32 = Color32::from_rgb(0x34, 0x3C, 0x48);
+pub const LABEL_BAR_SHOWN: Color32 = Color32::from_rgb(0x2B, 0x55, 0x8C);
 pub const SPACING: f32 = 8.0;
 pub const HISTOGRAM_SIZE: egui::Vec2 = egui::vec2(260.0, 110.0);
 

@@ -14,6 +14,7 @@ pub use crate::analysis::filter::{Filter, MeasureColumns};
 use crate::analysis::filter::{Rows, labelled};
 use crate::analysis::flags::Config;
 use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram_of};
+use crate::analysis::labels::{LabelCount, label_counts};
 use crate::analysis::rules::{self, Setting};
 use crate::catalog::{Catalog, ItemFields, Project, by_item, sort_by_path};
 use crate::media::Source;
@@ -143,6 +144,8 @@ pub struct View {
     pub flagged: usize,
     /// Decisions and clips, as committed.
     pub review: ReviewState,
+    /// Each row's labels and the label chart's counts, as `review` has them.
+    pub labels: RowLabels,
     /// Each measure as a column over `rows` (NaN where a file has none): filters and
     /// histogram subsets run over these, not row by row.
     pub columns: MeasureColumns,
@@ -165,11 +168,105 @@ pub struct Caught {
     pub bins: BTreeMap<Measure, Vec<u64>>,
 }
 
+/// Each row's labels (its own and its clips', distinct) as indices into `names`, laid out
+/// flat (a list per row cost an allocation each at a million files), and what the label
+/// chart counts. Made again when the review changes.
+#[derive(Debug, Clone, Default)]
+pub struct RowLabels {
+    /// Every label in use, sorted.
+    pub names: Vec<String>,
+    /// Row `r`'s labels are `ids[start[r]..start[r + 1]]`.
+    start: Vec<u32>,
+    ids: Vec<u32>,
+    /// Files and clips per label (the unlabelled last), over every row.
+    pub counts: Vec<LabelCount>,
+}
+
+impl RowLabels {
+    pub fn new(rows: &[ViewRow], review: &ReviewState) -> Self {
+        let no_clips: &[crate::model::Clip] = &[];
+        let clips_of = |id: &ItemId| review.clips.get(id).map_or(no_clips, Vec::as_slice);
+        let mut names: Vec<String> = review.labels.values().cloned().collect();
+        names.extend(
+            review
+                .clips
+                .values()
+                .flatten()
+                .filter_map(|c| c.label.clone()),
+        );
+        names.sort_unstable();
+        names.dedup();
+        let index: HashMap<&str, u32> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i as u32))
+            .collect();
+        let mut start = Vec::with_capacity(rows.len() + 1);
+        let mut ids = Vec::new();
+        start.push(0);
+        for r in rows {
+            let first = ids.len();
+            let own = review.labels.get(&r.id).map(String::as_str);
+            let clip_labels = clips_of(&r.id).iter().filter_map(|c| c.label.as_deref());
+            for l in own.into_iter().chain(clip_labels) {
+                if let Some(&i) = index.get(l)
+                    && !ids[first..].contains(&i)
+                {
+                    ids.push(i);
+                }
+            }
+            start.push(ids.len() as u32);
+        }
+        let counts = label_counts(rows.iter().map(|r| {
+            (
+                review.labels.get(&r.id).map(String::as_str),
+                clips_of(&r.id),
+            )
+        }));
+        RowLabels {
+            names,
+            start,
+            ids,
+            counts,
+        }
+    }
+
+    /// The labels of row `row`.
+    pub fn of(&self, row: usize) -> impl Iterator<Item = &str> {
+        let (a, b) = match (self.start.get(row), self.start.get(row + 1)) {
+            (Some(&a), Some(&b)) => (a as usize, b as usize),
+            _ => (0, 0),
+        };
+        self.ids[a..b]
+            .iter()
+            .map(|&i| self.names[i as usize].as_str())
+    }
+
+    /// Of the rows `shown`, how many carry each label of `names`, and how many none.
+    pub fn shown(&self, shown: &[usize]) -> (Vec<u64>, u64) {
+        let mut per = vec![0u64; self.names.len()];
+        let mut none = 0;
+        for &row in shown {
+            let (Some(&a), Some(&b)) = (self.start.get(row), self.start.get(row + 1)) else {
+                continue;
+            };
+            if a == b {
+                none += 1;
+            }
+            for &i in &self.ids[a as usize..b as usize] {
+                per[i as usize] += 1;
+            }
+        }
+        (per, none)
+    }
+}
+
 /// The view's files as the filter sees them.
 pub struct ViewRows<'a> {
     pub rows: &'a [ViewRow],
-    /// Decisions, labels and clips as they now stand.
+    /// Decisions as they now stand.
     pub review: &'a ReviewState,
+    pub labels: &'a RowLabels,
 }
 
 impl Rows for ViewRows<'_> {
@@ -198,17 +295,7 @@ impl Rows for ViewRows<'_> {
     }
 
     fn has_label(&self, row: usize, label: Option<&str>) -> bool {
-        let id = self.rows[row].id;
-        labelled(
-            self.review.labels.get(&id).map(String::as_str),
-            self.review
-                .clips
-                .get(&id)
-                .into_iter()
-                .flatten()
-                .filter_map(|c| c.label.as_deref()),
-            label,
-        )
+        labelled(None, self.labels.of(row), label)
     }
 }
 
@@ -266,6 +353,7 @@ impl View {
         let rows = ViewRows {
             rows: &self.rows,
             review: &self.review,
+            labels: &self.labels,
         };
         filter.select(&rows, &self.columns)
     }
@@ -395,7 +483,9 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         read.as_secs_f64(),
         (made_rows - read).as_secs_f64()
     );
+    let labels = RowLabels::new(&rows, &review);
     let view = View {
+        labels,
         triage_estimates,
         worst,
         row_bins,
@@ -501,12 +591,13 @@ pub enum SortKey {
     Codec,
     Resolution,
     Review,
+    Label,
     Flags,
     Measure(Measure),
 }
 
 impl SortKey {
-    const TEXT: [(SortKey, &'static str); 8] = [
+    const TEXT: [(SortKey, &'static str); 9] = [
         (SortKey::Path, "path"),
         (SortKey::Kind, "kind"),
         (SortKey::Status, "status"),
@@ -514,6 +605,7 @@ impl SortKey {
         (SortKey::Codec, "codec"),
         (SortKey::Resolution, "resolution"),
         (SortKey::Review, "review"),
+        (SortKey::Label, "label"),
         (SortKey::Flags, "flags"),
     ];
 
@@ -577,6 +669,15 @@ pub fn sort_rows(view: &View, rows: &mut [usize], key: SortKey, ascending: bool)
                 .unwrap_or_default()
                 .as_str()
                 .to_string(),
+            // Labelled first, by their labels.
+            SortKey::Label => {
+                let labels: Vec<&str> = view.labels.of(i).collect();
+                if labels.is_empty() {
+                    "\u{10ffff}".into()
+                } else {
+                    labels.join(";")
+                }
+            }
             SortKey::Flags => format!("{:04}", r.flags.len()),
             SortKey::Path | SortKey::Measure(_) => r.path.clone(),
         }
@@ -627,9 +728,11 @@ mod tests {
             decisions: HashMap::from([(2, Decision::Accepted)]),
             ..ReviewState::default()
         };
+        let labels = RowLabels::new(&rows, &review);
         let rows_of = ViewRows {
             rows: &rows,
             review: &review,
+            labels: &labels,
         };
         let mut f = Filter::default();
         assert_eq!(f.select(&rows_of, &columns), vec![0, 1, 2]);

@@ -1266,3 +1266,87 @@ fn analyse_the_files_shown_deeply_runs_the_deep_pass_on_the_filter() {
     h.run();
     h.get_by_label(&label(4 - shown));
 }
+
+/// The label chart filters as the histograms do (`label:NAME`, `label:none`), and the
+/// inspector sets a file's label, offering the labels in use as it is typed.
+#[test]
+fn label_chart_filters_and_the_inspector_sets_a_label_from_those_in_use() {
+    use eframe::egui::accesskit::Role;
+    use framecull::media::synth::ImageKind;
+    let data = tempfile::tempdir().unwrap();
+    for (n, name) in [
+        "cat/a.png",
+        "cat/b.png",
+        "cat/c.png",
+        "dog/d.png",
+        "loose.png",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let w = 32 + 8 * n as u32;
+        common::image(data.path(), name, ImageKind::Png, w, w * 3 / 4, None);
+    }
+    let out = common::run(&["scan", data.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let project = data.path().join(".framecull");
+    let out = common::run(&[
+        "labels",
+        "import",
+        "--from-folders",
+        "--project",
+        project.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+
+    let mut h = harness(data.path());
+    wait(&mut h, "the project to load", App::is_idle);
+    assert_eq!(h.state().shown(), 5);
+    h.get_by_label_contains("label cat:").click();
+    h.run();
+    assert_eq!(
+        h.state().shown_paths(),
+        ["cat/a.png", "cat/b.png", "cat/c.png"]
+    );
+    assert!(h.query_by_label("label cat  x").is_some());
+    assert!(h.query_by_label_contains("label:cat").is_some());
+    h.get_by_label_contains("label (no label):").click();
+    h.run();
+    assert_eq!(h.state().shown_paths(), ["loose.png"]);
+
+    // The unlabelled file gets a label from those in use: typed in part, then picked.
+    h.get_by_label("loose.png").click();
+    h.run();
+    h.get_by_role_and_label(Role::TextInput, "label:").focus();
+    h.run_steps(5);
+    h.get_by_role_and_label(Role::TextInput, "label:")
+        .type_text("DO");
+    h.run_steps(5);
+    assert!(
+        h.query_by_label("cat").is_none(),
+        "only labels holding the text"
+    );
+    h.get_by_label("dog").click();
+    h.step();
+    wait(&mut h, "the label", |a| a.pending_edits() == 0);
+    let reviews = framecull::catalog::Catalog::open(&project)
+        .unwrap()
+        .all_reviews()
+        .unwrap();
+    let labelled: Vec<_> = reviews
+        .values()
+        .filter_map(|r| r.label.as_deref())
+        .filter(|l| *l == "dog")
+        .collect();
+    assert_eq!(labelled.len(), 2);
+    // The filter (label:none) no longer shows it, and the chart counts it under dog.
+    assert!(h.state().shown_paths().is_empty());
+    h.get_by_label("label (none)  x").click();
+    h.run();
+    assert!(h.query_by_label_contains("label dog: 2 files").is_some());
+    // Undo takes the label back.
+    h.state_mut().apply(Command::Undo);
+    wait(&mut h, "the undo", |a| a.pending_edits() == 0);
+    h.run();
+    assert!(h.query_by_label_contains("label dog: 1 file,").is_some());
+}

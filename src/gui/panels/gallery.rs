@@ -81,6 +81,21 @@ pub(super) fn gallery_ui(
                             egui::FontId::proportional(11.0),
                             ui.visuals().text_color(),
                         );
+                        // The label on the picture's corner, as a tag on a print.
+                        let labels: Vec<&str> = view.labels.of(index).collect();
+                        if !labels.is_empty() {
+                            let text = painter.layout_no_wrap(
+                                labels.join(", "),
+                                egui::FontId::proportional(11.0),
+                                egui::Color32::WHITE,
+                            );
+                            let at = image_rect.left_top() + egui::vec2(4.0, 4.0);
+                            let back = egui::Rect::from_min_size(at, text.size())
+                                .expand(2.0)
+                                .intersect(image_rect);
+                            painter.rect_filled(back, 3.0, theme::LABEL_BG);
+                            painter.galley(at, text, egui::Color32::WHITE);
+                        }
                         if response.clicked() {
                             commands.push(click_command(ui.ctx(), index));
                         }

@@ -13,6 +13,9 @@ use crate::model::{AnalysisLevel, Clip, Decision};
 pub(super) struct Fields<'a> {
     pub(super) tags: &'a mut String,
     pub(super) note: &'a mut String,
+    /// The file's label being edited.
+    pub(super) file_label: &'a mut String,
+    /// The label given to new clips.
     pub(super) label: &'a mut String,
     pub(super) drag: &'a mut Option<(usize, bool)>,
 }
@@ -64,6 +67,7 @@ pub(super) fn inspector_ui(
             commands.push(Command::SetTags(fields.tags.clone()));
         }
     });
+    label_ui(ui, fields.file_label, &view.labels.names, commands);
     ui.horizontal(|ui| {
         let label = ui.label("note:");
         let edit = ui
@@ -100,6 +104,54 @@ pub(super) fn inspector_ui(
     }
     ui.separator();
     ui.label(RichText::new(view.source(row).location().display().to_string()).small());
+}
+
+/// How many labels in use are offered while the label is typed.
+const SUGGESTIONS: usize = 8;
+
+/// The file's label: a text field, and while it has focus the labels in use that hold what
+/// is typed (any case), a click on one sets it.
+fn label_ui(ui: &mut egui::Ui, text: &mut String, names: &[String], commands: &mut Vec<Command>) {
+    let mut focused = false;
+    ui.horizontal(|ui| {
+        let label = ui.label("label:");
+        let edit = ui
+            .add(
+                egui::TextEdit::singleline(text)
+                    .hint_text("class")
+                    .desired_width(160.0),
+            )
+            .labelled_by(label.id);
+        focused = edit.has_focus();
+        let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        if ui.small_button("Set label").clicked() || enter {
+            commands.push(Command::SetLabel(text.clone()));
+        }
+    });
+    let typed = text.trim().to_lowercase();
+    let id = ui.scope_id().with("label suggestions");
+    // Kept open a moment after the field loses focus: the click on a suggestion takes it.
+    let open = ui.ctx().animate_bool_with_time(id, focused, 0.3) > 0.0;
+    if !open || names.is_empty() {
+        return;
+    }
+    let matching: Vec<&String> = names
+        .iter()
+        .filter(|n| n.to_lowercase().contains(&typed) && n.as_str() != text.trim())
+        .take(SUGGESTIONS)
+        .collect();
+    if matching.is_empty() {
+        return;
+    }
+    ui.horizontal_wrapped(|ui| {
+        ui.label(RichText::new("labels in use:").small());
+        for name in matching {
+            if ui.small_button(name.as_str()).clicked() {
+                *text = name.clone();
+                commands.push(Command::SetLabel(name.clone()));
+            }
+        }
+    });
 }
 
 /// The player, its timeline and the clips of the video.

@@ -76,7 +76,16 @@ impl App {
                 .resizable(true)
                 .default_size(260.0)
                 .show(ui, |ui| {
-                    side_ui(ui, view, shown, picked, &self.shown.filter, &mut commands)
+                    let labels = &self.shown.label_subsets;
+                    side_ui(
+                        ui,
+                        view,
+                        shown,
+                        picked,
+                        &self.shown.filter,
+                        labels,
+                        &mut commands,
+                    )
                 });
             if let Some(sel) = self.selection.selected.and_then(|s| view.rows.get(s)) {
                 let clips = view
@@ -96,10 +105,13 @@ impl App {
                     let tags = view.review.tags.get(&sel.id).cloned().unwrap_or_default();
                     let note = view.review.notes.get(&sel.id).cloned().unwrap_or_default();
                     self.drafts.tags_text = (Some(sel.id), tags.join(", "), note);
+                    self.drafts.label_text =
+                        view.review.labels.get(&sel.id).cloned().unwrap_or_default();
                 }
                 let fields = Fields {
                     tags: &mut self.drafts.tags_text.1,
                     note: &mut self.drafts.tags_text.2,
+                    file_label: &mut self.drafts.label_text,
                     label: &mut self.drafts.clip_label,
                     drag,
                 };

@@ -3,6 +3,7 @@
 
 use eframe::egui::{self, RichText, Sense};
 
+use crate::analysis::filter::LabelTerm;
 use crate::gui::command::Command;
 use crate::gui::theme;
 use crate::gui::view::{Filter, View};
@@ -23,12 +24,14 @@ pub(super) fn card_ui(ui: &mut egui::Ui, title: &str, value: String) {
         });
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn side_ui(
     ui: &mut egui::Ui,
     view: &View,
     shown: usize,
     picked: usize,
     filter: &Filter,
+    label_subsets: &(Vec<u64>, u64),
     commands: &mut Vec<Command>,
 ) {
     egui::Grid::new("cards").num_columns(2).show(ui, |ui| {
@@ -77,6 +80,8 @@ pub(super) fn side_ui(
         }
     });
     ui.separator();
+    labels_ui(ui, view, filter, label_subsets, commands);
+    ui.separator();
     ui.label(RichText::new("Flags").strong());
     egui::ScrollArea::vertical()
         .id_salt("flags")
@@ -87,6 +92,104 @@ pub(super) fn side_ui(
                     .color(theme::severity_color(*severity));
                 if ui.selectable_label(selected, text).clicked() {
                     commands.push(Command::FilterFlag((!selected).then(|| code.clone())));
+                }
+            }
+        });
+}
+
+/// Height of one bar of the label chart.
+const LABEL_ROW: f32 = 18.0;
+
+/// The label chart: a bar per label (files, the shown ones over them) with its files and
+/// clips, the unlabelled last; a click filters on it (`label:NAME`, `label:none`), again
+/// drops the term. Rows are drawn only where the list is scrolled (thousands of classes).
+fn labels_ui(
+    ui: &mut egui::Ui,
+    view: &View,
+    filter: &Filter,
+    (shown, shown_none): &(Vec<u64>, u64),
+    commands: &mut Vec<Command>,
+) {
+    let counts = &view.labels.counts;
+    let labelled = counts.iter().filter(|c| c.label.is_some()).count();
+    ui.label(RichText::new(format!("Labels ({labelled})")).strong());
+    if labelled == 0 {
+        ui.label(RichText::new("none yet: framecull labels import, or the inspector").small());
+        return;
+    }
+    let peak = counts.iter().map(|c| c.files).max().unwrap_or(1).max(1);
+    egui::ScrollArea::vertical()
+        .id_salt("labels")
+        .max_height(LABEL_ROW * 10.0)
+        .show_rows(ui, LABEL_ROW, counts.len(), |ui, range| {
+            for c in &counts[range] {
+                let term = match &c.label {
+                    Some(l) => LabelTerm::Is(l.clone()),
+                    None => LabelTerm::None,
+                };
+                let on = filter.label.as_ref() == Some(&term);
+                let shown_files = match &c.label {
+                    Some(l) => view
+                        .labels
+                        .names
+                        .binary_search(l)
+                        .ok()
+                        .and_then(|i| shown.get(i).copied())
+                        .unwrap_or(0),
+                    None => *shown_none,
+                };
+                let name = c.label.as_deref().unwrap_or("(no label)");
+                let width = ui.available_width();
+                let (rect, response) =
+                    ui.allocate_exact_size(egui::vec2(width, LABEL_ROW - 2.0), Sense::click());
+                response.widget_info(|| {
+                    egui::WidgetInfo::selected(
+                        egui::Role::Button,
+                        true,
+                        on,
+                        format!(
+                            "label {name}: {}, {shown_files} shown, {}",
+                            files(c.files),
+                            crate::model::count(c.clips, "clip")
+                        ),
+                    )
+                });
+                let painter = ui.painter_at(rect);
+                let bar = |n: u64| {
+                    egui::Rect::from_min_size(
+                        rect.min,
+                        egui::vec2(rect.width() * n as f32 / peak as f32, rect.height()),
+                    )
+                };
+                painter.rect_filled(bar(c.files), 2.0, theme::LABEL_BAR);
+                painter.rect_filled(bar(shown_files), 2.0, theme::LABEL_BAR_SHOWN);
+                if on {
+                    painter.rect_stroke(
+                        rect,
+                        2.0,
+                        egui::Stroke::new(1.0, theme::ACCENT),
+                        egui::StrokeKind::Inside,
+                    );
+                }
+                let clips = if c.clips > 0 {
+                    format!(" · {}", crate::model::count(c.clips, "clip"))
+                } else {
+                    String::new()
+                };
+                painter.text(
+                    rect.left_center() + egui::vec2(4.0, 0.0),
+                    egui::Align2::LEFT_CENTER,
+                    format!("{name}  {}{clips}", c.files),
+                    egui::FontId::proportional(12.0),
+                    ui.visuals().text_color(),
+                );
+                let response = response.on_hover_text(format!(
+                    "{}, {shown_files} shown; {} clips",
+                    files(c.files),
+                    c.clips
+                ));
+                if response.clicked() {
+                    commands.push(Command::FilterLabel((!on).then_some(term)));
                 }
             }
         });
@@ -111,6 +214,16 @@ pub(super) fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut
             && ui.button(format!("flag {code}  x")).clicked()
         {
             commands.push(Command::FilterFlag(None));
+        }
+        let label = match &filter.label {
+            Some(LabelTerm::Is(name)) => Some(name.as_str()),
+            Some(LabelTerm::None) => Some("(none)"),
+            None => None,
+        };
+        if let Some(name) = label
+            && ui.button(format!("label {name}  x")).clicked()
+        {
+            commands.push(Command::FilterLabel(None));
         }
     });
     // The same filter on the command line (`list --where`, `export --where`).

@@ -25,6 +25,7 @@ pub(super) const TABLE_COLUMNS: &[(SortKey, &str)] = &[
     (SortKey::Measure(Measure::Brightness), "brightness"),
     (SortKey::Measure(Measure::Sharpness), "sharpness"),
     (SortKey::Review, "review"),
+    (SortKey::Label, "label"),
     (SortKey::Flags, "flags"),
 ];
 
@@ -134,6 +135,10 @@ pub(super) fn table_ui(
                     if d != Decision::Unreviewed {
                         ui.colored_label(theme::decision_color(d), d.as_str());
                     }
+                });
+                row.col(|ui| {
+                    let labels: Vec<&str> = view.labels.of(index).collect();
+                    ui.label(labels.join(", "));
                 });
                 row.col(|ui| {
                     cut(ui);
