@@ -1,7 +1,7 @@
 //! `gui`: the window on a generated catalog of N items: apply a brush filter (file size, about
 //! half the items) and lay out one frame (table, then gallery; the scatter draws a dot per
-//! item), then drag a flag's threshold in the flag panel (its preview counts every item), with
-//! egui's layout and tessellation, no GPU.
+//! item), then drag a flag's threshold in the flag panel (its preview counts every item), then
+//! click the label chart (a label each frame), with egui's layout and tessellation, no GPU.
 
 use std::time::Instant;
 
@@ -32,7 +32,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "window on {} items (load {:.2} s off the UI thread), the scatter drawing {} \
              dots: brush + one frame, table: median {:.2} ms, p95 {:.2} ms; gallery: median \
              {:.2} ms, p95 {:.2} ms; flag panel with a threshold dragged: median {:.2} ms, \
-             p95 {:.2} ms; {} .. {} files shown; peak RSS {}",
+             p95 {:.2} ms; label chart clicked ({CLASSES} labels): median {:.2} ms, p95 \
+             {:.2} ms; {} .. {} files shown; peak RSS {}",
             r.items,
             r.load_secs,
             r.scatter_dots,
@@ -42,6 +43,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             r.gallery_p95_ms,
             r.flag_panel_median_ms,
             r.flag_panel_p95_ms,
+            r.label_chart_median_ms,
+            r.label_chart_p95_ms,
             r.shown_min,
             r.shown_max,
             r.peak_rss_mb
@@ -64,9 +67,38 @@ struct GuiBench {
     flag_panel_ms: Vec<f64>,
     flag_panel_median_ms: f64,
     flag_panel_p95_ms: f64,
+    label_chart_ms: Vec<f64>,
+    label_chart_median_ms: f64,
+    label_chart_p95_ms: f64,
     shown_min: usize,
     shown_max: usize,
     peak_rss_mb: Option<f64>,
+}
+
+/// Labels of the generated catalog: as many as Kinetics-400 has classes.
+const CLASSES: usize = 400;
+
+/// The label of class `k`.
+fn class(k: usize) -> String {
+    format!("class {:03}", k % CLASSES)
+}
+
+/// Label the generated items (one in ten left without), as `labels import` does.
+fn label_items(catalog: &mut framecull::catalog::Catalog, items: usize) -> anyhow::Result<()> {
+    use framecull::model::Edit;
+    let edits = catalog
+        .items()?
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| items == 0 || i % 10 != 9)
+        .map(|(i, item)| Edit::Label {
+            item: item.id,
+            before: None,
+            after: Some(class(i * 7919)),
+        })
+        .collect();
+    catalog.apply(edits)?;
+    Ok(())
 }
 
 /// Brush, then one whole frame (layout and tessellation) at 1400x860, as the window does on
@@ -85,7 +117,8 @@ fn bench_gui(
         let _ = std::fs::remove_dir_all(&project);
     }
     if !framecull::catalog::Project::at(&project).exists() {
-        drop(generated_catalog(&project, items)?);
+        let mut catalog = generated_catalog(&project, items)?;
+        label_items(&mut catalog, items)?;
     }
     let ctx = egui::Context::default();
     let input = || egui::RawInput {
@@ -159,6 +192,16 @@ fn bench_gui(
             value: Some(10.0 + k as f64),
         },
     );
+    // The label chart clicked: each frame filters on another label (a class's files, or
+    // the unlabelled), then counts the shown files of each label for the chart.
+    let labels = measure(&mut app, vec![Command::FilterFlag(None)], &|k| {
+        use framecull::analysis::filter::LabelTerm;
+        Command::FilterLabel(Some(if k % 5 == 4 {
+            LabelTerm::None
+        } else {
+            LabelTerm::Is(class(k * 37))
+        }))
+    });
     let p95 = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
@@ -181,6 +224,9 @@ fn bench_gui(
         flag_panel_median_ms: median(flag_panel.clone()),
         flag_panel_p95_ms: p95(&flag_panel),
         flag_panel_ms: flag_panel,
+        label_chart_median_ms: median(labels.clone()),
+        label_chart_p95_ms: p95(&labels),
+        label_chart_ms: labels,
         shown_min: shown.iter().copied().min().unwrap_or(0),
         shown_max: shown.iter().copied().max().unwrap_or(0),
         peak_rss_mb: peak_rss_mb(),
