@@ -3,6 +3,7 @@
 //! place per frame.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eframe::egui::{self};
@@ -120,6 +121,8 @@ pub(super) struct Drafts {
     /// The tags, note and label fields of the inspector, and the file they were filled for.
     pub(super) tags_text: (Option<crate::model::ItemId>, String, String),
     pub(super) label_text: String,
+    /// Fill the inspector's fields again from the review state the writer sends next.
+    pub(super) refill: bool,
     /// A clip edge being dragged on the timeline: (clip index, start edge).
     pub(super) clip_drag: Option<(usize, bool)>,
     /// Thresholds edited in the flag panel and not yet saved (`None`: as saved).
@@ -511,9 +514,12 @@ impl App {
             Command::SplitAtCuts => self.split_at_cuts(),
             Command::ProposeClips => self.propose_clips(),
             Command::SetLabel(text) => {
-                if let Some(item) = self.selected_row().map(|r| r.id) {
+                if let (Some(item), Some(view)) = (self.selected_row().map(|r| r.id), &self.view) {
                     let label = crate::model::label_of(&text);
-                    self.send_edit(EditRequest::Label { item, label });
+                    // The same label again is no operation (it would clear what can be redone).
+                    if view.review.labels.get(&item) != label.as_ref() {
+                        self.send_edit(EditRequest::Label { item, label });
+                    }
                 }
             }
             Command::SetNote(note) => {
@@ -549,8 +555,14 @@ impl App {
                     self.apply(Command::Select(Some(i)));
                 }
             }
-            Command::Undo => self.send_edit(EditRequest::Undo),
-            Command::Redo => self.send_edit(EditRequest::Redo),
+            Command::Undo => {
+                self.drafts.refill = true;
+                self.send_edit(EditRequest::Undo);
+            }
+            Command::Redo => {
+                self.drafts.refill = true;
+                self.send_edit(EditRequest::Redo);
+            }
         }
     }
 
@@ -648,6 +660,9 @@ impl App {
                     self.edits = Some(EditWriter::start(view.project.clone()));
                     self.player = None;
                 }
+                if let Some(edits) = &self.edits {
+                    edits.set_rows(Arc::clone(&view.row_ids));
+                }
                 if self.drafts.settings.as_ref() == Some(&view.config) {
                     // Saved: the edits are the settings now.
                     self.drafts.settings = None;
@@ -705,9 +720,25 @@ impl App {
                 Ok(m) => self.status = Some(m),
                 Err(e) => self.message = Some(format!("not saved: {e}")),
             }
-            if let (Some(state), Some(view)) = (done.state, &mut self.view) {
-                view.review = state;
-                view.labels = super::view::RowLabels::new(&view.rows, &view.review);
+            if let (Some(update), Some(view)) = (done.state, &mut self.view) {
+                let labels = if Arc::ptr_eq(&update.row_ids, &view.row_ids) {
+                    update.labels
+                } else {
+                    // Made for the rows of a view since reloaded.
+                    super::view::RowLabels::new(&view.row_ids, &update.review)
+                };
+                let old = (
+                    std::mem::replace(&mut view.review, update.review),
+                    std::mem::replace(&mut view.labels, labels),
+                );
+                // Freeing a million reviews takes a tenth of a second or more: not here.
+                let _ = std::thread::Builder::new()
+                    .name("framecull-free".into())
+                    .spawn(move || drop(old));
+                // After an undo or redo the inspector's fields show what is stored again.
+                if std::mem::take(&mut self.drafts.refill) {
+                    self.drafts.tags_text.0 = None;
+                }
                 let sorted_by_review = self
                     .state
                     .sort

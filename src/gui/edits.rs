@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::sync::{Arc, Mutex};
 
 use crate::analysis::dups::BestBy;
 use crate::catalog::Catalog;
@@ -43,7 +44,11 @@ pub enum EditRequest {
 /// The review state after an operation.
 #[derive(Debug, Clone, Default)]
 pub struct ReviewState {
+    /// Files accepted or rejected (unreviewed ones are not in it).
     pub decisions: HashMap<ItemId, Decision>,
+    /// How many files `decisions` accepts and rejects (the side panel shows them each frame).
+    pub accepted: usize,
+    pub rejected: usize,
     pub tags: HashMap<ItemId, Vec<String>>,
     pub notes: HashMap<ItemId, String>,
     /// File labels.
@@ -53,7 +58,16 @@ pub struct ReviewState {
 
 pub struct EditDone {
     pub result: Result<String, String>,
-    pub state: Option<ReviewState>,
+    pub state: Option<ReviewUpdate>,
+}
+
+/// The review state after an operation, with the rows' labels made from it (off the UI
+/// thread: at a million labelled files that takes a few hundred milliseconds) for the rows
+/// `row_ids` had then.
+pub struct ReviewUpdate {
+    pub review: ReviewState,
+    pub labels: super::view::RowLabels,
+    pub row_ids: Arc<Vec<ItemId>>,
 }
 
 /// The writer thread of one project.
@@ -62,12 +76,16 @@ pub struct EditWriter {
     rx: Receiver<EditDone>,
     /// Requests sent and not yet reported.
     pending: usize,
+    /// The window's rows (item ids in row order), whose labels each update carries.
+    rows: Arc<Mutex<Arc<Vec<ItemId>>>>,
 }
 
 impl EditWriter {
     pub fn start(project: PathBuf) -> EditWriter {
         let (tx, requests) = channel::<EditRequest>();
         let (done, rx) = channel();
+        let rows: Arc<Mutex<Arc<Vec<ItemId>>>> = Arc::default();
+        let rows_now = Arc::clone(&rows);
         let spawned = std::thread::Builder::new()
             .name("framecull-edits".into())
             .spawn(move || {
@@ -84,7 +102,14 @@ impl EditWriter {
                 };
                 for request in requests {
                     let result = apply(&mut catalog, request);
-                    let state = review_state(&catalog).ok();
+                    let state = review_state(&catalog).ok().map(|review| {
+                        let row_ids = rows_now.lock().map(|r| Arc::clone(&r)).unwrap_or_default();
+                        ReviewUpdate {
+                            labels: super::view::RowLabels::new(&row_ids, &review),
+                            review,
+                            row_ids,
+                        }
+                    });
                     if done.send(EditDone { result, state }).is_err() {
                         return;
                     }
@@ -93,7 +118,20 @@ impl EditWriter {
         if let Err(e) = spawned {
             tracing::error!("cannot start the edit writer: {e}");
         }
-        EditWriter { tx, rx, pending: 0 }
+        EditWriter {
+            tx,
+            rx,
+            pending: 0,
+            rows,
+        }
+    }
+
+    /// The rows the window shows now (a view loaded): the labels of the updates that follow
+    /// are made for them.
+    pub fn set_rows(&self, row_ids: Arc<Vec<ItemId>>) {
+        if let Ok(mut rows) = self.rows.lock() {
+            *rows = row_ids;
+        }
     }
 
     pub fn send(&mut self, request: EditRequest) {
@@ -220,9 +258,20 @@ fn describe(edits: &[Edit]) -> String {
 
 pub fn review_state(catalog: &Catalog) -> Result<ReviewState, crate::catalog::CatalogError> {
     let reviews = catalog.all_reviews()?;
+    // Only what differs from a file's defaults: labelled files have review rows too, and a
+    // map of a million unreviewed decisions costs every frame that counts them.
+    let decisions: HashMap<ItemId, Decision> = reviews
+        .iter()
+        .filter(|(_, r)| r.decision != Decision::Unreviewed)
+        .map(|(id, r)| (*id, r.decision))
+        .collect();
+    let count = |d: Decision| decisions.values().filter(|v| **v == d).count();
     Ok(ReviewState {
+        accepted: count(Decision::Accepted),
+        rejected: count(Decision::Rejected),
         tags: reviews
             .iter()
+            .filter(|(_, r)| !r.tags.is_empty())
             .map(|(id, r)| (*id, r.tags.clone()))
             .collect(),
         notes: reviews
@@ -233,10 +282,7 @@ pub fn review_state(catalog: &Catalog) -> Result<ReviewState, crate::catalog::Ca
             .iter()
             .filter_map(|(id, r)| r.label.clone().map(|l| (*id, l)))
             .collect(),
-        decisions: reviews
-            .into_iter()
-            .map(|(id, r)| (id, r.decision))
-            .collect(),
+        decisions,
         clips: catalog.all_clips()?,
     })
 }

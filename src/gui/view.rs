@@ -154,6 +154,9 @@ pub struct View {
     pub best_order: Vec<BestBy>,
     /// Row of each item id.
     pub row_of: HashMap<ItemId, usize>,
+    /// Each row's item id, in row order (shared with the edit writer, which makes the rows'
+    /// labels off the UI thread).
+    pub row_ids: std::sync::Arc<Vec<ItemId>>,
     /// The project's settings (`framecull.toml`) as loaded, and why they could not be read
     /// (then `config` holds the defaults).
     pub config: Config,
@@ -183,19 +186,25 @@ pub struct RowLabels {
 }
 
 impl RowLabels {
-    pub fn new(rows: &[ViewRow], review: &ReviewState) -> Self {
+    /// The labels of the rows whose item ids are `rows`, in order.
+    pub fn new(rows: &[ItemId], review: &ReviewState) -> Self {
         let no_clips: &[crate::model::Clip] = &[];
         let clips_of = |id: &ItemId| review.clips.get(id).map_or(no_clips, Vec::as_slice);
-        let mut names: Vec<String> = review.labels.values().cloned().collect();
-        names.extend(
-            review
-                .clips
-                .values()
-                .flatten()
-                .filter_map(|c| c.label.clone()),
-        );
+        // Distinct first: a million labelled files have a few hundred labels.
+        let distinct: std::collections::HashSet<&str> = review
+            .labels
+            .values()
+            .map(String::as_str)
+            .chain(
+                review
+                    .clips
+                    .values()
+                    .flatten()
+                    .filter_map(|c| c.label.as_deref()),
+            )
+            .collect();
+        let mut names: Vec<String> = distinct.into_iter().map(str::to_string).collect();
         names.sort_unstable();
-        names.dedup();
         let index: HashMap<&str, u32> = names
             .iter()
             .enumerate()
@@ -204,10 +213,10 @@ impl RowLabels {
         let mut start = Vec::with_capacity(rows.len() + 1);
         let mut ids = Vec::new();
         start.push(0);
-        for r in rows {
+        for id in rows {
             let first = ids.len();
-            let own = review.labels.get(&r.id).map(String::as_str);
-            let clip_labels = clips_of(&r.id).iter().filter_map(|c| c.label.as_deref());
+            let own = review.labels.get(id).map(String::as_str);
+            let clip_labels = clips_of(id).iter().filter_map(|c| c.label.as_deref());
             for l in own.into_iter().chain(clip_labels) {
                 if let Some(&i) = index.get(l)
                     && !ids[first..].contains(&i)
@@ -217,12 +226,10 @@ impl RowLabels {
             }
             start.push(ids.len() as u32);
         }
-        let counts = label_counts(rows.iter().map(|r| {
-            (
-                review.labels.get(&r.id).map(String::as_str),
-                clips_of(&r.id),
-            )
-        }));
+        let counts = label_counts(
+            rows.iter()
+                .map(|id| (review.labels.get(id).map(String::as_str), clips_of(id))),
+        );
         RowLabels {
             names,
             start,
@@ -483,8 +490,10 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         read.as_secs_f64(),
         (made_rows - read).as_secs_f64()
     );
-    let labels = RowLabels::new(&rows, &review);
+    let row_ids = std::sync::Arc::new(rows.iter().map(|r| r.id).collect::<Vec<_>>());
+    let labels = RowLabels::new(&row_ids, &review);
     let view = View {
+        row_ids,
         labels,
         triage_estimates,
         worst,
@@ -728,7 +737,8 @@ mod tests {
             decisions: HashMap::from([(2, Decision::Accepted)]),
             ..ReviewState::default()
         };
-        let labels = RowLabels::new(&rows, &review);
+        let ids: Vec<ItemId> = rows.iter().map(|r| r.id).collect();
+        let labels = RowLabels::new(&ids, &review);
         let rows_of = ViewRows {
             rows: &rows,
             review: &review,

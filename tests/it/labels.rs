@@ -536,3 +536,82 @@ fn stratified_splits_give_a_rare_class_its_share_never_leak_and_stay_put() {
     assert_eq!(changed.len(), 1, "{diff}");
     assert!(changed[0]["fields"].to_string().contains("label"), "{diff}");
 }
+
+/// Label files as spreadsheets and framecull write them: a byte-order mark, a manifest's
+/// columns (seconds and frames: the frames win), names with a backslash or a leading space
+/// (taken as written, and written back so); and a stratified export after a CSV-only
+/// version (which it cannot read back: it splits afresh).
+#[test]
+fn byte_order_marks_manifest_columns_odd_names_and_csv_only_parents() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, proj) = (tmp.path().join("data"), tmp.path().join("proj"));
+    short_video(&data, "v.mp4", 50);
+    for (n, name) in ["a\\b.png", " lead.png", "a/b.png"].into_iter().enumerate() {
+        let w = 32 + 8 * n as u32;
+        common::image(&data, name, ImageKind::Png, w, w, None);
+    }
+    scan(&data, &proj);
+    let csv = tmp.path().join("excel.csv");
+    std::fs::write(
+        &csv,
+        "\u{feff}path,start_secs,end_secs,start_frame,end_frame,label\n\
+         v.mp4,0.2,0.8,5,21,kick\n\
+         a\\b.png,,,,,slash\n\
+         \" lead.png\",,,,,space\n\
+         a/b.png,,,,,real\n",
+    )
+    .unwrap();
+    let r = report(&expect(
+        &proj,
+        0,
+        &["labels", "import", csv.to_str().unwrap(), "--json"],
+    ));
+    assert_eq!(
+        (r["matched"].as_u64(), r["clips_added"].as_u64()),
+        (Some(4), Some(1))
+    );
+    let by_path: std::collections::BTreeMap<String, (String, Vec<String>)> = labels(&proj)
+        .into_iter()
+        .map(|(p, l, c)| (p, (l, c)))
+        .collect();
+    assert_eq!(by_path["a\\b.png"].0, "slash");
+    assert_eq!(by_path[" lead.png"].0, "space");
+    assert_eq!(by_path["a/b.png"].0, "real");
+    assert_eq!(by_path["v.mp4"].1, vec!["kick".to_string()]);
+    let clips = common::stdout(&expect(&proj, 0, &["clips", "list"]));
+    assert!(clips.contains("frames 5..21"), "{clips}");
+    // Written back and read into a fresh scan: the same labels, names as they are.
+    let exported = tmp.path().join("labels.csv");
+    expect(
+        &proj,
+        0,
+        &["labels", "export", "--output", exported.to_str().unwrap()],
+    );
+    let fresh = tmp.path().join("fresh");
+    scan(&data, &fresh);
+    expect(&fresh, 0, &["labels", "import", exported.to_str().unwrap()]);
+    assert_eq!(
+        common::stdout(&expect(&fresh, 0, &["labels", "export"])).trim_end(),
+        std::fs::read_to_string(&exported).unwrap().trim_end()
+    );
+    // Stratified, as CSV only, twice: the second cannot read the first back, and splits
+    // afresh rather than failing.
+    for _ in 0..2 {
+        expect(
+            &proj,
+            0,
+            &[
+                "export",
+                "--name",
+                "c",
+                "--format",
+                "csv",
+                "--split",
+                "a=0.5,b=0.5",
+                "--stratify",
+                "label",
+            ],
+        );
+    }
+    assert!(proj.join("manifests/c/v0002.csv").exists());
+}

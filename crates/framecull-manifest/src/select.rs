@@ -395,7 +395,19 @@ fn previous_splits(
     if last.split != options.split || last.split_seed != options.split_seed {
         return Ok(HashMap::new());
     }
-    let rows = crate::read_version(project, &options.name, last.version)?;
+    // A version that cannot be read back (written as CSV only, or damaged since) keeps no
+    // splits: this one is assigned afresh, as a first version is.
+    let rows = match crate::read_version(project, &options.name, last.version) {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::warn!(
+                "{} v{:04}: its splits are not kept ({e})",
+                options.name,
+                last.version
+            );
+            return Ok(HashMap::new());
+        }
+    };
     Ok(rows
         .into_iter()
         .filter_map(|r| Some((r.group_key, r.split?)))
@@ -405,7 +417,8 @@ fn previous_splits(
 /// Give every row its split when the options ask for splits: from its group key and the seed,
 /// or, stratified by label, from its group's label and the shares of that label
 /// ([`crate::SplitSpec::assign_stratified`]; a group's label is the one most of its rows
-/// have, the first in order on a tie; `previous` holds the parent version's splits).
+/// have, on a tie a label rather than none, then the first in order; `previous` holds the
+/// parent version's splits).
 fn assign_splits(
     rows: &mut [ManifestRow],
     options: &ExportOptions,
@@ -433,7 +446,11 @@ fn assign_splits(
         .map(|(key, counts)| {
             let label = counts
                 .iter()
-                .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                .max_by(|a, b| {
+                    a.1.cmp(b.1)
+                        .then_with(|| a.0.is_some().cmp(&b.0.is_some()))
+                        .then_with(|| b.0.cmp(a.0))
+                })
                 .and_then(|(l, _)| *l);
             (*key, label)
         })

@@ -133,6 +133,10 @@ pub fn read_rows(
         path: shown.clone(),
         source,
     })?;
+    // Spreadsheets write a byte-order mark first; bytes that are not UTF-8 become U+FFFD in
+    // their row (which then names no file and is reported), not an error for the file.
+    let text = String::from_utf8_lossy(&bytes);
+    let bytes = text.strip_prefix('\u{feff}').unwrap_or(&text).as_bytes();
     let template = options
         .path_template
         .as_deref()
@@ -146,7 +150,7 @@ pub fn read_rows(
     let mut notes = Vec::new();
     let rows = if json {
         jsonl_rows(
-            &bytes,
+            bytes,
             &shown,
             template.as_ref(),
             options.as_tags,
@@ -154,7 +158,7 @@ pub fn read_rows(
         )?
     } else {
         csv_rows(
-            &bytes,
+            bytes,
             &shown,
             template.as_ref(),
             options.as_tags,
@@ -191,7 +195,7 @@ fn csv_rows(
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .trim(csv::Trim::All)
+        .trim(csv::Trim::Headers)
         .from_reader(bytes);
     let bad = |line: u64, why: String| LabelError::Format {
         path: file.to_string(),
@@ -203,6 +207,7 @@ fn csv_rows(
         return Ok(Vec::new());
     };
     let first = first.map_err(|e| bad(1, e.to_string()))?;
+    let first_line = first.position().map_or(1, |p| p.line());
     let lower: Vec<String> = first.iter().map(|c| c.to_ascii_lowercase()).collect();
     let find = |names: &[&str]| lower.iter().position(|c| names.contains(&c.as_str()));
     let header =
@@ -213,9 +218,13 @@ fn csv_rows(
     let columns = if header {
         Columns {
             path: find(&PATH_COLUMNS),
-            start: find(&START_COLUMNS),
-            end: find(&END_COLUMNS),
-            frames: [find(&["start_frame"]), find(&["end_frame"])],
+            // Frames when the file has them (a manifest has both): exact, not rounded.
+            start: find(&["start_frame"]).or_else(|| find(&START_COLUMNS)),
+            end: find(&["end_frame"]).or_else(|| find(&END_COLUMNS)),
+            frames: [
+                find(&["start_frame"]).is_some(),
+                find(&["end_frame"]).is_some(),
+            ],
             label: find(&LABEL_COLUMNS).unwrap_or_default(),
             names: lower.clone(),
         }
@@ -258,22 +267,26 @@ fn csv_rows(
         if record.iter().all(str::is_empty) {
             return Ok(());
         }
-        let cell = |i: Option<usize>| i.and_then(|i| record.get(i)).filter(|c| !c.is_empty());
+        // Cells trimmed, but a path as written: a file's name may start or end with spaces.
+        let cell = |i: Option<usize>| {
+            i.and_then(|i| record.get(i))
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+        };
         let path = match template {
             Some(t) => t.render(|name| {
-                columns
-                    .names
-                    .iter()
-                    .position(|n| n == name)
-                    .and_then(|i| record.get(i))
-                    .unwrap_or_default()
-                    .to_string()
+                let i = columns.names.iter().position(|n| n == name);
+                cell(i).unwrap_or_default().to_string()
             }),
-            None => cell(columns.path).unwrap_or_default().to_string(),
+            None => columns
+                .path
+                .and_then(|i| record.get(i))
+                .unwrap_or_default()
+                .to_string(),
         };
-        let frames = |i: Option<usize>, is_frames: Option<usize>| {
+        let frames = |i: Option<usize>, is_frames: bool| {
             cell(i).map(|c| {
-                if is_frames.is_some() && !c.starts_with('f') {
+                if is_frames && !c.starts_with('f') {
                     format!("f{c}")
                 } else {
                     c.to_string()
@@ -290,7 +303,7 @@ fn csv_rows(
         Ok(())
     };
     if !header {
-        convert(&first, 1)?;
+        convert(&first, first_line)?;
     }
     for record in records {
         let record = record.map_err(|e| {
@@ -308,8 +321,8 @@ struct Columns {
     path: Option<usize>,
     start: Option<usize>,
     end: Option<usize>,
-    /// The start and end columns named `start_frame` and `end_frame` (numbers are frames).
-    frames: [Option<usize>; 2],
+    /// The start and end columns are `start_frame` and `end_frame` (numbers are frames).
+    frames: [bool; 2],
     label: usize,
     /// The header's names, lower case (empty without a header).
     names: Vec<String>,
@@ -321,7 +334,7 @@ impl Columns {
             path: Some(0),
             start: span.map(|s| s.0),
             end: span.map(|s| s.1),
-            frames: [None, None],
+            frames: [false, false],
             label: if span.is_some() { 3 } else { 1 },
             names: Vec::new(),
         }
@@ -386,21 +399,26 @@ fn jsonl_rows(
             Some(v) => labels_of(&text_of(v), multi),
             None => Vec::new(),
         };
-        let span = |names: &[&str], frames: &str| {
-            field(names).filter(|v| !v.is_null()).map(|v| {
-                let t = text_of(v);
-                if field(&[frames]).is_some() && !t.starts_with('f') {
-                    format!("f{t}")
-                } else {
-                    t
+        // Frames when the row has them (a manifest row has both): exact, not rounded.
+        let span = |frames: &str, names: &[&str]| {
+            let given = |names: &[&str]| field(names).filter(|v| !v.is_null());
+            match given(&[frames]) {
+                Some(v) => {
+                    let t = text_of(v);
+                    Some(if t.starts_with('f') {
+                        t
+                    } else {
+                        format!("f{t}")
+                    })
                 }
-            })
+                None => given(names).map(text_of),
+            }
         };
         rows.push(LabelRow {
             line: line_no,
             path,
-            start: span(&START_COLUMNS, "start_frame"),
-            end: span(&END_COLUMNS, "end_frame"),
+            start: span("start_frame", &START_COLUMNS),
+            end: span("end_frame", &END_COLUMNS),
             labels,
         });
     }
@@ -631,8 +649,11 @@ pub fn import(
             path: row.path.clone(),
             why,
         };
-        let path = normalise(&row.path, root.as_deref());
-        let found = index.find(&path);
+        // The path as written first (any name a file system allows), then tidied.
+        let mut found = index.find(&row.path);
+        if found.is_empty() {
+            found = index.find(&normalise(&row.path, root.as_deref()));
+        }
         let item = match found.as_slice() {
             [] => {
                 report
@@ -855,10 +876,15 @@ pub fn export(catalog: &Catalog, out: &mut dyn Write) -> Result<u64, LabelError>
             n += 1;
         }
         for c in clips.get(&item.id).into_iter().flatten() {
-            let (Some(label), Some(s), Some(e)) = (&c.label, c.start_frame, c.end_frame) else {
+            let Some(label) = &c.label else {
                 continue;
             };
-            w.write_record([&item.path, &format!("f{s}"), &format!("f{e}"), label])
+            // Frames, exact; a clip stored without them, its seconds in full.
+            let (start, end) = match (c.start_frame, c.end_frame) {
+                (Some(s), Some(e)) => (format!("f{s}"), format!("f{e}")),
+                _ => (format!("{:?}", c.start_secs), format!("{:?}", c.end_secs)),
+            };
+            w.write_record([&item.path, &start, &end, label])
                 .map_err(err)?;
             n += 1;
         }

@@ -33,7 +33,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
              dots: brush + one frame, table: median {:.2} ms, p95 {:.2} ms; gallery: median \
              {:.2} ms, p95 {:.2} ms; flag panel with a threshold dragged: median {:.2} ms, \
              p95 {:.2} ms; label chart clicked ({CLASSES} labels): median {:.2} ms, p95 \
-             {:.2} ms; {} .. {} files shown; peak RSS {}",
+             {:.2} ms; a label edit, its slowest frame: median {:.2} ms; {} .. {} files shown; \
+             peak RSS {}",
             r.items,
             r.load_secs,
             r.scatter_dots,
@@ -45,6 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             r.flag_panel_p95_ms,
             r.label_chart_median_ms,
             r.label_chart_p95_ms,
+            r.label_edit_median_ms,
             r.shown_min,
             r.shown_max,
             r.peak_rss_mb
@@ -70,6 +72,8 @@ struct GuiBench {
     label_chart_ms: Vec<f64>,
     label_chart_median_ms: f64,
     label_chart_p95_ms: f64,
+    label_edit_ms: Vec<f64>,
+    label_edit_median_ms: f64,
     shown_min: usize,
     shown_max: usize,
     peak_rss_mb: Option<f64>,
@@ -202,6 +206,30 @@ fn bench_gui(
             LabelTerm::Is(class(k * 37))
         }))
     });
+    // A label set in the inspector: the frame that takes the committed edit rebuilds each
+    // row's labels and the chart's counts, and filters again (the slowest frame from the
+    // edit until it is committed is measured).
+    let mut label_edit = Vec::new();
+    app.apply(Command::FilterLabel(None));
+    for k in 0..frames.min(10) {
+        app.apply(Command::Select(Some(k)));
+        // A label of this run's own (a kept catalog has the last run's).
+        app.apply(Command::SetLabel(format!(
+            "edited {k} {}",
+            std::process::id()
+        )));
+        let mut slowest = 0f64;
+        let waiting = Instant::now();
+        while app.pending_edits() > 0 {
+            anyhow::ensure!(waiting.elapsed().as_secs() < 120, "the label edit hung");
+            let t = Instant::now();
+            let out = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+            let _ = ctx.tessellate(out.shapes, out.pixels_per_point);
+            slowest = slowest.max(t.elapsed().as_secs_f64() * 1e3);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        label_edit.push(slowest);
+    }
     let p95 = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
@@ -227,6 +255,8 @@ fn bench_gui(
         label_chart_median_ms: median(labels.clone()),
         label_chart_p95_ms: p95(&labels),
         label_chart_ms: labels,
+        label_edit_median_ms: median(label_edit.clone()),
+        label_edit_ms: label_edit,
         shown_min: shown.iter().copied().min().unwrap_or(0),
         shown_max: shown.iter().copied().max().unwrap_or(0),
         peak_rss_mb: peak_rss_mb(),

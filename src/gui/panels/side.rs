@@ -48,11 +48,9 @@ pub(super) fn side_ui(
     });
     ui.separator();
     ui.label(RichText::new("Review").strong());
-    let count = |d: Decision| view.review.decisions.values().filter(|v| **v == d).count();
     ui.label(format!(
         "{} accepted, {} rejected",
-        count(Decision::Accepted),
-        count(Decision::Rejected)
+        view.review.accepted, view.review.rejected
     ));
     if picked > 1 {
         ui.colored_label(
