@@ -500,6 +500,26 @@ impl App {
             Command::RemoveClip(clip) => {
                 self.send_edit(EditRequest::Apply(vec![Edit::RemoveClip { clip }]))
             }
+            Command::LabelClip { clip, label } => {
+                let before = self.view.as_ref().and_then(|v| {
+                    v.review
+                        .clips
+                        .values()
+                        .flatten()
+                        .find(|c| c.id == clip)
+                        .map(|c| c.label.clone())
+                });
+                if let Some(before) = before {
+                    let after = crate::model::label_of(&label);
+                    if before != after {
+                        self.send_edit(EditRequest::Apply(vec![Edit::ClipLabel {
+                            clip,
+                            before,
+                            after,
+                        }]));
+                    }
+                }
+            }
             Command::ReshapeClip { clip, start, end } => {
                 if let Some(t) = self.player.as_ref().and_then(|p| p.timeline.as_ref()) {
                     let mut new = t.clip(clip.item_id, start, end, clip.label.clone(), clip.origin);

@@ -79,6 +79,11 @@ pub enum Command {
     /// Bulk: every file the filter shows.
     DecideShown(Decision),
     RemoveClip(Clip),
+    /// Give a clip (by id) a label.
+    LabelClip {
+        clip: i64,
+        label: String,
+    },
     ReshapeClip {
         clip: Clip,
         start: usize,

@@ -545,6 +545,33 @@ fn split_at_cuts_with_a_label_and_tags_from_the_inspector() {
     assert_eq!(frames, [(0, 25), (25, 50), (50, 75)]);
     assert!(clips.iter().all(|c| c.label.as_deref() == Some("interview")
         && c.origin == framecull::model::ClipOrigin::Cuts));
+    // Another label in the field, and "label it" on one clip: that clip alone changes.
+    h.get_by_role_and_label(Role::TextInput, "label for new clips:")
+        .focus();
+    h.run_steps(5);
+    for _ in 0.."interview".len() {
+        h.key_press(eframe::egui::Key::Backspace);
+        h.step();
+    }
+    h.get_by_role_and_label(Role::TextInput, "label for new clips:")
+        .type_text("broll");
+    h.run_steps(5);
+    h.get_all_by_label("label it").next().unwrap().click();
+    h.step();
+    wait(&mut h, "the clip's label", |a| a.pending_edits() == 0);
+    let mut labels: Vec<_> = catalog_clips(&project)
+        .into_iter()
+        .map(|c| (c.start_frame, c.label))
+        .collect();
+    labels.sort();
+    assert_eq!(
+        labels,
+        [
+            (Some(0), Some("broll".to_string())),
+            (Some(25), Some("interview".to_string())),
+            (Some(50), Some("interview".to_string())),
+        ]
+    );
 
     h.get_by_role_and_label(Role::TextInput, "tags:").focus();
     h.run_steps(5);

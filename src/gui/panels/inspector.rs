@@ -231,6 +231,19 @@ pub(super) fn player_ui(
             {
                 commands.push(Command::SeekFrame(clip_frames(clip, t).0));
             }
+            let text = label.trim();
+            if !text.is_empty()
+                && clip.label.as_deref() != Some(text)
+                && ui
+                    .small_button("label it")
+                    .on_hover_text(format!("give this clip the label {text:?}"))
+                    .clicked()
+            {
+                commands.push(Command::LabelClip {
+                    clip: clip.id,
+                    label: text.to_string(),
+                });
+            }
             if ui.small_button("remove").clicked() {
                 commands.push(Command::RemoveClip(clip.clone()));
             }
