@@ -615,3 +615,89 @@ fn byte_order_marks_manifest_columns_odd_names_and_csv_only_parents() {
     }
     assert!(proj.join("manifests/c/v0002.csv").exists());
 }
+
+/// A DALI list line as the test reads it: path, label, span in frames.
+type ListLine = (String, Option<String>, Option<(i64, i64)>);
+
+/// `export --format dali`: DALI's `file_list` per split read by a parser as strict as DALI's
+/// (whitespace-separated `PATH LABEL [START END]`, integer labels of 0 or more, no comments),
+/// every line checked against the manifest, what DALI cannot read left out and counted.
+#[test]
+fn dali_file_lists_hold_every_video_row_in_frames_with_numbered_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, proj) = (tmp.path().join("data"), tmp.path().join("proj"));
+    short_video(&data, "clips/v.mp4", 50);
+    short_video(&data, "clips/w x.mp4", 25);
+    // Another length: copies would be duplicates, which an export leaves out.
+    short_video(&data, "clips/z.mp4", 30);
+    common::image(&data, "p.png", ImageKind::Png, 32, 24, None);
+    scan(&data, &proj);
+    let csv = tmp.path().join("l.csv");
+    std::fs::write(
+        &csv,
+        "clips/v.mp4,f5,f20,run\nclips/v.mp4,f20,f45,jump\nclips/w x.mp4,,,walk\n",
+    )
+    .unwrap();
+    expect(&proj, 0, &["labels", "import", csv.to_str().unwrap()]);
+    expect(
+        &proj,
+        0,
+        &["export", "--name", "d", "--format", "jsonl,dali"],
+    );
+    let dir = proj.join("manifests/d");
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("v0001.dali.json")).unwrap())
+            .unwrap();
+    let labels: Vec<Option<String>> = serde_json::from_value(index["labels"].clone()).unwrap();
+    assert_eq!(labels, [Some("jump".into()), Some("run".into()), None]);
+    assert_eq!(index["lists"]["all"], "v0001.dali.all.txt");
+    let left_out: u64 = index["left_out"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        left_out, 2,
+        "the picture and the path with a space: {index}"
+    );
+    let text = std::fs::read_to_string(dir.join("v0001.dali.all.txt")).unwrap();
+    let mut lines = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        assert!(matches!(fields.len(), 2 | 4), "{line}");
+        let path = Path::new(fields[0]);
+        assert!(path.is_absolute() && path.is_file(), "{line}");
+        let label: usize = fields[1].parse().unwrap();
+        let span = (fields.len() == 4).then(|| {
+            let (s, e): (i64, i64) = (fields[2].parse().unwrap(), fields[3].parse().unwrap());
+            assert!(s < e, "{line}");
+            (s, e)
+        });
+        let rel = path.strip_prefix(data.canonicalize().unwrap()).unwrap();
+        lines.push((
+            rel.to_str().unwrap().to_string(),
+            labels[label].clone(),
+            span,
+        ));
+    }
+    lines.sort();
+    // Every video row of the manifest whose path DALI can read, and nothing else.
+    let mut rows: Vec<ListLine> = std::fs::read_to_string(dir.join("v0001.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["kind"] == "video" && !r["path"].as_str().unwrap().contains(' '))
+        .map(|r| {
+            let frames = r["start_frame"].as_i64().zip(r["end_frame"].as_i64());
+            (
+                r["path"].as_str().unwrap().to_string(),
+                r["label"].as_str().map(str::to_string),
+                frames,
+            )
+        })
+        .collect();
+    rows.sort();
+    assert_eq!(lines, rows);
+    assert!(lines.contains(&("clips/v.mp4".into(), Some("run".into()), Some((5, 20)))));
+}

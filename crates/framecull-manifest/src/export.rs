@@ -123,6 +123,11 @@ pub fn export_with(
     let mut file_hashes = BTreeMap::new();
     let mut staged = Staged(Vec::new());
     for format in &options.formats {
+        if *format == Format::Dali {
+            write_dali(catalog, &dir, &stem, &rows, &mut staged, &mut files)?;
+            check()?;
+            continue;
+        }
         let file = format!("{stem}.{}", format.extension());
         let path = dir.join(&file);
         if path.exists() {
@@ -135,6 +140,7 @@ pub fn export_with(
             Format::Parquet => io::write_parquet(out, &rows),
             Format::Jsonl => io::write_jsonl(out, &rows),
             Format::Csv => io::write_csv(out, &rows),
+            Format::Dali => Ok(()),
         })?;
         staged.0.push((tmp.clone(), path));
         check()?;
@@ -203,6 +209,54 @@ pub fn export_with(
         &meta.catalog_fingerprint,
     )?;
     Ok(meta)
+}
+
+/// DALI's lists of `rows` (one per split) and their index (`vNNNN.dali.json`), staged; the
+/// files recorded as `dali` (the index) and `dali.SPLIT`.
+fn write_dali(
+    catalog: &Catalog,
+    dir: &Path,
+    stem: &str,
+    rows: &[ManifestRow],
+    staged: &mut Staged,
+    files: &mut BTreeMap<String, String>,
+) -> Result<(), ManifestError> {
+    let root = catalog
+        .dataset_root()?
+        // A bucket's root is a URL (s3://, gs://, az://, https://).
+        .filter(|r| !framecull_model::text_of_path(r).contains("://"))
+        .ok_or_else(|| {
+            ManifestError::Invalid(
+                "DALI reads local files: --format dali needs a dataset in a local folder".into(),
+            )
+        })?;
+    let (lists, index) = crate::dali::lists(rows, &root, stem);
+    let mut stage = |file: &str, bytes: &[u8]| -> Result<(), ManifestError> {
+        let path = dir.join(file);
+        if path.exists() {
+            return Err(ManifestError::Invalid(format!(
+                "{} already exists",
+                path.display()
+            )));
+        }
+        let tmp = io::write_temp(&path, |out| {
+            out.write_all(bytes)
+                .map_err(|e| ManifestError::io(&path, e))
+        })?;
+        staged.0.push((tmp, path));
+        Ok(())
+    };
+    for (split, text) in &lists {
+        let file = &index.lists[split];
+        stage(file, text.as_bytes())?;
+        files.insert(format!("dali.{split}"), file.clone());
+    }
+    let file = format!("{stem}.dali.json");
+    let json =
+        serde_json::to_vec_pretty(&index).map_err(|e| ManifestError::Encode(e.to_string()))?;
+    stage(&file, &json)?;
+    files.insert("dali".into(), file);
+    Ok(())
 }
 
 /// The seek references of the videos in `rows` that have a frame table, one per file.

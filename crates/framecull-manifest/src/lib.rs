@@ -9,6 +9,7 @@
 //! - `versions`: reading versions back, opening a manifest by path, [`diff`];
 //! - `io`: the Parquet, JSON-lines and CSV files; [`split`]: the seeded split assignment.
 
+pub mod dali;
 mod export;
 mod io;
 mod select;
@@ -244,6 +245,8 @@ pub enum Format {
     Parquet,
     Jsonl,
     Csv,
+    /// DALI's video reader `file_list`, per split ([`dali`]).
+    Dali,
 }
 
 impl Format {
@@ -252,6 +255,7 @@ impl Format {
             Format::Parquet => "parquet",
             Format::Jsonl => "jsonl",
             Format::Csv => "csv",
+            Format::Dali => "dali.json",
         }
     }
 }
