@@ -34,3 +34,24 @@ def test_a_dali_span_is_the_decoders_frames_start_included_end_excluded(tmp_path
     taken = pts[start:end]
     assert len(taken) == end - start == 24
     assert taken[0] == row["start_pts"] and pts[end] == row["end_pts"]
+
+
+def test_frame_maps_hold_every_frames_pts_and_key_flag_as_pyav_reads_the_packets(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    project = make_dataset(root, SOURCES[:3])
+    run("clips", "add", "a_testsrc2.mp4", "--start", "f3", "--end", "f40", cwd=root)
+    run("export", "--name", "m", "--format", "jsonl,frame-maps", cwd=root)
+    folder = project / "manifests" / "m"
+    index = json.loads((folder / "v0001.frame-maps.json").read_text())
+    rows = [json.loads(l) for l in (folder / "v0001.jsonl").read_text().splitlines()]
+    videos = sorted({r["path"] for r in rows if r["kind"] == "video"})
+    assert sorted(index["maps"]) == videos and not index["left_out"]
+    for path in videos:
+        frames = json.loads((folder / index["maps"][path]).read_text())["frames"]
+        with av.open(str(root / path)) as container:
+            stream = container.streams.video[0]
+            packets = sorted(
+                (p.pts, p.is_keyframe) for p in container.demux(stream) if p.pts is not None and p.size
+            )
+        assert [(f["pts"], bool(f["key_frame"])) for f in frames] == packets, path
+        assert all(f["duration"] > 0 for f in frames), path

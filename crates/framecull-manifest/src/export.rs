@@ -128,6 +128,11 @@ pub fn export_with(
             check()?;
             continue;
         }
+        if *format == Format::FrameMaps {
+            write_frame_maps(catalog, &dir, &stem, &rows, &mut staged, &mut files)?;
+            check()?;
+            continue;
+        }
         let file = format!("{stem}.{}", format.extension());
         let path = dir.join(&file);
         if path.exists() {
@@ -140,7 +145,7 @@ pub fn export_with(
             Format::Parquet => io::write_parquet(out, &rows),
             Format::Jsonl => io::write_jsonl(out, &rows),
             Format::Csv => io::write_csv(out, &rows),
-            Format::Dali => Ok(()),
+            Format::Dali | Format::FrameMaps => Ok(()),
         })?;
         staged.0.push((tmp.clone(), path));
         check()?;
@@ -231,31 +236,87 @@ fn write_dali(
             )
         })?;
     let (lists, index) = crate::dali::lists(rows, &root, stem);
-    let mut stage = |file: &str, bytes: &[u8]| -> Result<(), ManifestError> {
-        let path = dir.join(file);
-        if path.exists() {
-            return Err(ManifestError::Invalid(format!(
-                "{} already exists",
-                path.display()
-            )));
-        }
-        let tmp = io::write_temp(&path, |out| {
-            out.write_all(bytes)
-                .map_err(|e| ManifestError::io(&path, e))
-        })?;
-        staged.0.push((tmp, path));
-        Ok(())
-    };
     for (split, text) in &lists {
         let file = &index.lists[split];
-        stage(file, text.as_bytes())?;
+        stage(dir, file, text.as_bytes(), staged)?;
         files.insert(format!("dali.{split}"), file.clone());
     }
     let file = format!("{stem}.dali.json");
     let json =
         serde_json::to_vec_pretty(&index).map_err(|e| ManifestError::Encode(e.to_string()))?;
-    stage(&file, &json)?;
+    stage(dir, &file, &json, staged)?;
     files.insert("dali".into(), file);
+    Ok(())
+}
+
+/// A file of a version written to a temporary name, to be published with it.
+fn stage(dir: &Path, file: &str, bytes: &[u8], staged: &mut Staged) -> Result<(), ManifestError> {
+    let path = dir.join(file);
+    if path.exists() {
+        return Err(ManifestError::Invalid(format!(
+            "{} already exists",
+            path.display()
+        )));
+    }
+    let tmp = io::write_temp(&path, |out| {
+        out.write_all(bytes)
+            .map_err(|e| ManifestError::io(&path, e))
+    })?;
+    staged.0.push((tmp, path));
+    Ok(())
+}
+
+/// torchcodec's frame map of each video of `rows` with a frame table, and their index
+/// (`vNNNN.frame-maps.json`, recorded as `frame-maps`), staged.
+fn write_frame_maps(
+    catalog: &Catalog,
+    dir: &Path,
+    stem: &str,
+    rows: &[ManifestRow],
+    staged: &mut Staged,
+    files: &mut BTreeMap<String, String>,
+) -> Result<(), ManifestError> {
+    use crate::frame_maps::{FrameMapIndex, file_name, map_of};
+    let ids: HashMap<String, i64> = catalog
+        .items()?
+        .into_iter()
+        .filter(|i| i.kind == MediaKind::Video)
+        .map(|i| (i.path, i.id))
+        .collect();
+    let mut index = FrameMapIndex::default();
+    let mut seen = std::collections::HashSet::new();
+    for row in rows.iter().filter(|r| r.kind == MediaKind::Video) {
+        // A video's clips: one map.
+        if !seen.insert(row.path.as_str()) {
+            continue;
+        }
+        let Some(&id) = ids.get(&row.path) else {
+            continue;
+        };
+        let why = match catalog.frame_table(id)? {
+            None => "no frame table (framecull analyze makes one)",
+            Some(table) => match map_of(&table) {
+                Ok(map) => {
+                    let file = file_name(stem, &row.file_fingerprint);
+                    let json = serde_json::to_vec(&map)
+                        .map_err(|e| ManifestError::Encode(e.to_string()))?;
+                    // Two paths with the same bytes share a map.
+                    if !staged.0.iter().any(|(_, p)| p.ends_with(&file)) {
+                        stage(dir, &file, &json, staged)?;
+                    }
+                    index.maps.insert(row.path.clone(), file);
+                    continue;
+                }
+                Err(why) => why,
+            },
+        };
+        *index.left_out.entry(why.into()).or_default() += 1;
+    }
+    let file = format!("{stem}.frame-maps.json");
+    let json =
+        serde_json::to_vec_pretty(&index).map_err(|e| ManifestError::Encode(e.to_string()))?;
+    stage(dir, &file, &json, staged)?;
+    files.insert("frame-maps".into(), file);
     Ok(())
 }
 
@@ -298,9 +359,9 @@ fn clean_leftovers(dir: &Path) {
         .collect();
     for name in &names {
         let stem = name.split('.').next().unwrap_or_default();
-        let orphan = name.starts_with('v')
-            && !name.ends_with(".json")
-            && !names.contains(&format!("{stem}.json"));
+        // Every file of a version but its metadata, which is published last.
+        let meta = format!("{stem}.json");
+        let orphan = name.starts_with('v') && *name != meta && !names.contains(&meta);
         if (name.starts_with('.') && name.ends_with(".tmp")) || orphan {
             let _ = std::fs::remove_file(dir.join(name));
         }

@@ -11,6 +11,7 @@
 
 pub mod dali;
 mod export;
+pub mod frame_maps;
 mod io;
 mod select;
 pub mod split;
@@ -247,6 +248,8 @@ pub enum Format {
     Csv,
     /// DALI's video reader `file_list`, per split ([`dali`]).
     Dali,
+    /// torchcodec's frame map of each video with a frame table ([`frame_maps`]).
+    FrameMaps,
 }
 
 impl Format {
@@ -256,6 +259,7 @@ impl Format {
             Format::Jsonl => "jsonl",
             Format::Csv => "csv",
             Format::Dali => "dali.json",
+            Format::FrameMaps => "frame-maps.json",
         }
     }
 }
