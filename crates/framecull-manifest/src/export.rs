@@ -277,12 +277,7 @@ fn write_frame_maps(
     files: &mut BTreeMap<String, String>,
 ) -> Result<(), ManifestError> {
     use crate::frame_maps::{FrameMapIndex, file_name, map_of};
-    let ids: HashMap<String, i64> = catalog
-        .items()?
-        .into_iter()
-        .filter(|i| i.kind == MediaKind::Video)
-        .map(|i| (i.path, i.id))
-        .collect();
+    let ids = video_ids(catalog)?;
     let mut index = FrameMapIndex::default();
     let mut seen = std::collections::HashSet::new();
     for row in rows.iter().filter(|r| r.kind == MediaKind::Video) {
@@ -325,12 +320,7 @@ fn seek_references(
     catalog: &Catalog,
     rows: &[ManifestRow],
 ) -> Result<Vec<SeekReference>, ManifestError> {
-    let ids: HashMap<String, i64> = catalog
-        .items()?
-        .into_iter()
-        .filter(|i| i.kind == MediaKind::Video)
-        .map(|i| (i.path, i.id))
-        .collect();
+    let ids = video_ids(catalog)?;
     let mut done = std::collections::HashSet::new();
     let mut out = Vec::new();
     for row in rows {
@@ -345,6 +335,16 @@ fn seek_references(
         }
     }
     Ok(out)
+}
+
+/// The item id of each video of the catalog, by path.
+fn video_ids(catalog: &Catalog) -> Result<HashMap<String, i64>, ManifestError> {
+    Ok(catalog
+        .items()?
+        .into_iter()
+        .filter(|i| i.kind == MediaKind::Video)
+        .map(|i| (i.path, i.id))
+        .collect())
 }
 
 /// Remove what an interrupted export left: temporary files, and data files of a version
