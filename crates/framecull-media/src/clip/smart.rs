@@ -48,7 +48,16 @@ pub(super) enum Segment {
 /// The parts of clip `clip` (frames, display order) of a source whose frames show at
 /// `frame_pts` (ascending, unique: one per packet), given the packets scanned in decode order
 /// (from a keyframe at or before the clip's start; `complete`: to the end of the stream, else
-/// to the first sync packet shown at or after the clip's end).
+/// to the first sync packet shown at or after the clip's end, or the first packet decoded
+/// after it).
+///
+/// A GOP that lies inside the clip is copied whole. Of a GOP that starts inside the clip but
+/// does not stand alone there (it runs past the clip's end, or its next GOP's leading
+/// pictures show inside its span), the longest run of packets from its keyframe, in decode
+/// order, that shows exactly its first frames is copied where it holds most of what the clip
+/// shows of the GOP: every packet decoded before one of them is one of them, so they decode
+/// alone to the very pictures of the source. Only the frames after that run, a few
+/// B-frames' worth, are encoded again.
 pub(super) fn plan(
     packets: &[ScannedPacket],
     frame_pts: &[i64],
@@ -57,40 +66,41 @@ pub(super) fn plan(
 ) -> Vec<Segment> {
     let syncs: Vec<usize> = (0..packets.len()).filter(|&i| packets[i].sync).collect();
     let frame_of = |pts: i64| frame_pts.binary_search(&pts).ok();
-    // Copyable GOPs: (frames, packets).
+    // Copyable GOPs, or their first frames: (frames, packets).
     let mut copies: Vec<(Range<usize>, Range<usize>)> = Vec::new();
     for (n, &first) in syncs.iter().enumerate() {
         let next = syncs.get(n + 1).copied();
-        if next.is_none() && !complete {
-            break; // the GOP was not read to its end
-        }
         let end = next.unwrap_or(packets.len());
         let Some(a) = frame_of(packets[first].pts) else {
             continue;
         };
-        let b = match next {
-            Some(k) => match frame_of(packets[k].pts) {
-                Some(b) => b,
-                None => continue,
-            },
-            None => frame_pts.len(),
-        };
-        if a < clip.start || b > clip.end || b <= a {
+        if a < clip.start || a >= clip.end {
             continue;
         }
         let gop = &packets[first..end];
-        // Pts are unique, so as many packets as frames, all within the GOP's display span,
-        // are exactly its frames.
-        let (lo, hi) = (frame_pts[a], frame_pts[b - 1]);
-        if gop.len() != b - a || gop.iter().any(|p| p.pts < lo || p.pts > hi || p.discard) {
-            continue;
-        }
-        match copies.last_mut() {
-            Some((frames, run)) if frames.end == a && run.end == first => {
-                frames.end = b;
-                run.end = end;
+        let whole = whole_gop(gop, frame_pts, a, next.map(|k| packets[k].pts), complete)
+            .filter(|b| *b <= clip.end);
+        let (frames, run) = match whole {
+            Some(b) => (a..b, first..end),
+            None => {
+                // What the clip holds of the GOP's span: worth a run of its own where the
+                // run copies more of it than it leaves to encode.
+                let span = next
+                    .and_then(|k| frame_of(packets[k].pts))
+                    .unwrap_or(frame_pts.len())
+                    .min(clip.end);
+                match shown_first(gop, frame_pts, a, clip.end) {
+                    k if k > 0 && 2 * k > span.saturating_sub(a) => (a..a + k, first..first + k),
+                    _ => continue,
+                }
             }
-            _ if packets[first].fresh => copies.push((a..b, first..end)),
+        };
+        match copies.last_mut() {
+            Some((f, r)) if f.end == frames.start && r.end == run.start => {
+                f.end = frames.end;
+                r.end = run.end;
+            }
+            _ if packets[first].fresh => copies.push((frames, run)),
             _ => {}
         }
     }
@@ -110,6 +120,54 @@ pub(super) fn plan(
         segments.push(Segment::Encode(at..clip.end));
     }
     segments
+}
+
+/// The end (a display index) of the GOP `gop` (its packets, decode order) whose keyframe is
+/// frame `a`, where it stands alone: read to its end (`next_pts`, the next GOP's keyframe,
+/// or `complete`), and its packets exactly the frames shown from its keyframe to the next's,
+/// none to be discarded.
+fn whole_gop(
+    gop: &[ScannedPacket],
+    frame_pts: &[i64],
+    a: usize,
+    next_pts: Option<i64>,
+    complete: bool,
+) -> Option<usize> {
+    let b = match next_pts {
+        Some(pts) => frame_pts.binary_search(&pts).ok()?,
+        None if complete => frame_pts.len(),
+        None => return None,
+    };
+    if b <= a {
+        return None;
+    }
+    // Pts are unique, so as many packets as frames, all within the GOP's display span, are
+    // exactly its frames.
+    let (lo, hi) = (frame_pts[a], frame_pts[b - 1]);
+    (gop.len() == b - a && gop.iter().all(|p| p.pts >= lo && p.pts <= hi && !p.discard))
+        .then_some(b)
+}
+
+/// How many of the GOP's packets (`gop`, decode order, its keyframe frame `a`), from its
+/// first, show exactly frames `a..a + k` of the clip ending at frame `end`, at most: the
+/// packets are taken until one shows outside `a..end` or is to be discarded, and the longest
+/// of those runs whose frames leave no gap counts.
+fn shown_first(gop: &[ScannedPacket], frame_pts: &[i64], a: usize, end: usize) -> usize {
+    let mut best = 0;
+    let mut last = a;
+    for (i, p) in gop.iter().enumerate() {
+        let Some(f) = frame_pts.binary_search(&p.pts).ok() else {
+            break;
+        };
+        if f < a || f >= end || p.discard {
+            break;
+        }
+        last = last.max(f);
+        if last - a == i {
+            best = i + 1;
+        }
+    }
+    best
 }
 
 /// How many places the packets of a run (timestamps in decode order) come before their place

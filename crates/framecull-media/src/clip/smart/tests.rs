@@ -18,6 +18,8 @@ fn closed_gops_inside_the_clip_are_copied_and_the_ends_encoded() {
     let list: Vec<(i64, bool)> = (0..3).flat_map(|g| gop(g * 4)).collect();
     let frame_pts: Vec<i64> = (0..12).collect();
     let scanned = packets(&list);
+    // The last GOP runs past the clip's end: its keyframe alone shows a gap-free start of
+    // it, one of the three frames the clip has of it, too few for a run.
     assert_eq!(
         plan(&scanned, &frame_pts, 2..11, true),
         vec![
@@ -37,9 +39,17 @@ fn closed_gops_inside_the_clip_are_copied_and_the_ends_encoded() {
             packets: 0..12
         }]
     );
-    // The last GOP not read to its end is not copied.
+    // The last GOP not read to its end is copied as far as its packets show the first
+    // frames of it without a gap: here all of them.
     assert_eq!(
         plan(&scanned, &frame_pts, 4..12, false),
+        vec![Segment::Copy {
+            frames: 4..12,
+            packets: 4..12
+        }]
+    );
+    assert_eq!(
+        plan(&scanned[..11], &frame_pts, 4..12, false),
         vec![
             Segment::Copy {
                 frames: 4..8,
@@ -74,17 +84,85 @@ fn an_open_gop_is_encoded() {
     let frame_pts: Vec<i64> = (0..10).collect();
     let scanned = packets(&list);
     // The first GOP's display span (0 to 5) holds frames of the second's packets: neither
-    // stands alone.
+    // stands alone. The first's own frames (0 to 2) decode alone from its packets and are
+    // copied; of the second's frames in the clip (5 to 7) only its keyframe would: one of
+    // three is not worth a run of its own.
     assert_eq!(
         plan(&scanned, &frame_pts, 0..10, true),
         vec![
-            Segment::Encode(0..8),
+            Segment::Copy {
+                frames: 0..3,
+                packets: 0..3
+            },
+            Segment::Encode(3..8),
             Segment::Copy {
                 frames: 8..10,
                 packets: 8..10
             },
         ]
     );
+}
+
+#[test]
+fn a_gop_past_the_clips_end_is_copied_up_to_its_first_gap() {
+    // One GOP with a B-pyramid, decode order I0 P8 B4 b2 b1 b3 b6 b5 b7, then the next
+    // GOP at 9.
+    let list = [
+        (0, true),
+        (8, false),
+        (4, false),
+        (2, false),
+        (1, false),
+        (3, false),
+        (6, false),
+        (5, false),
+        (7, false),
+        (9, true),
+    ];
+    let frame_pts: Vec<i64> = (0..10).collect();
+    let scanned = packets(&list);
+    let first_frames = |end: usize| {
+        plan(&scanned, &frame_pts, 0..end, true)
+            .into_iter()
+            .find_map(|s| match s {
+                Segment::Copy { frames, packets } => {
+                    assert_eq!(frames, packets, "one packet a frame, from the keyframe");
+                    Some(frames.end)
+                }
+                Segment::Encode(_) => None,
+            })
+    };
+    // P8 shows past the clip's end: the packets before it (the keyframe) alone show a gap-free
+    // start, too little of the clip's frames to be worth a run.
+    assert_eq!(first_frames(8), None);
+    assert_eq!(first_frames(3), None);
+    assert_eq!(first_frames(1), Some(1));
+    // The whole GOP: its nine packets show frames 0 to 8.
+    assert_eq!(first_frames(9), Some(9));
+    assert_eq!(first_frames(10), Some(10));
+    // Two mini-GOPs of B-frames in one GOP (I0 P4 B2 b1 b3 P8 B6 b5 b7): a clip to frame 7
+    // copies I0 to b3, frames 0 to 4, and encodes 5 and 6, which need P8.
+    let list = [0, 4, 2, 1, 3, 8, 6, 5, 7, 9].map(|p| (p, p % 9 == 0));
+    assert_eq!(
+        plan(&packets(&list), &frame_pts, 0..7, true),
+        vec![
+            Segment::Copy {
+                frames: 0..5,
+                packets: 0..5
+            },
+            Segment::Encode(5..7),
+        ]
+    );
+    // Every run that is copied shows, in decode order, no frame before one it needs.
+    for end in 1..=10 {
+        for segment in plan(&scanned, &frame_pts, 0..end, true) {
+            if let Segment::Copy { frames, packets } = segment {
+                let mut shown: Vec<i64> = scanned[packets].iter().map(|p| p.pts).collect();
+                shown.sort_unstable();
+                assert_eq!(shown, frame_pts[frames].to_vec());
+            }
+        }
+    }
 }
 
 #[test]
