@@ -41,6 +41,9 @@ pub struct Args {
     /// present from an earlier run are kept, so a rerun writes only new clips.
     #[arg(long, value_name = "DIR")]
     materialize: Option<std::path::PathBuf>,
+    /// Clip files written at once, one per core by default.
+    #[arg(long, short, requires = "materialize")]
+    jobs: Option<usize>,
     #[arg(long)]
     json: bool,
 }
@@ -78,10 +81,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Some(dir) => {
             let root =
                 crate::storage::Root::of_recorded(&catalog.dataset_root()?.unwrap_or_default())?;
+            let jobs = args.jobs.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+            });
             let mut write =
                 |rows: &mut [manifest::ManifestRow], references: &[crate::model::SeekReference]| {
                     writing_clips.set(true);
-                    let done = materialize(&root, rows, references, dir, &stop)?;
+                    let done = materialize(&root, rows, references, dir, jobs, &stop)?;
                     writing_clips.set(false);
                     let files = done.files.clone();
                     materialized = Some(done);
@@ -153,6 +159,7 @@ fn materialize(
     rows: &mut [manifest::ManifestRow],
     references: &[crate::model::SeekReference],
     dir: &std::path::Path,
+    jobs: usize,
     stop: &super::stop::Stop,
 ) -> Result<crate::loader::materialize::Materialized, manifest::ManifestError> {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -173,6 +180,7 @@ fn materialize(
         rows,
         &references,
         dir,
+        jobs,
         stop.flag(),
         &mut |p| {
             bar.set_position(p.done);

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use framecull_manifest::{ClipFileColumns, ClipFiles};
@@ -67,14 +67,19 @@ pub fn clip_file(dir: &Path, row: &ManifestRow, video_extension: &str) -> PathBu
 }
 
 /// Write the clip files of `rows` (read from `root`; seeks checked against `references`, the
-/// version's seek references by file fingerprint) into `dir`, skipping those present, until
-/// done or `stop` is set ([`ManifestError::Stopped`]: what was written stays). Each row's
-/// `clip_*` columns are set: its file, or why it has none.
+/// version's seek references by file fingerprint) into `dir` on `jobs` threads, skipping
+/// those present, until done or `stop` is set ([`ManifestError::Stopped`]: what was written
+/// stays). Each row's `clip_*` columns are set: its file, or why it has none.
+///
+/// The clips of a file are written one after another by one thread, its source opened and
+/// indexed once for them; a file with many clips is cut into runs that threads share, so
+/// the threads stay busy to the end.
 pub fn materialize(
     root: &Root,
     rows: &mut [ManifestRow],
     references: &HashMap<String, SeekReference>,
     dir: &Path,
+    jobs: usize,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(MaterializeProgress),
 ) -> Result<Materialized, ManifestError> {
@@ -86,7 +91,7 @@ pub fn materialize(
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let dir = std::fs::canonicalize(dir).map_err(io(dir))?;
     let ledger_path = dir.join(LEDGER);
-    let mut ledger = read_ledger(&ledger_path);
+    let ledger = read_ledger(&ledger_path);
     let mut appender = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -107,46 +112,70 @@ pub fn materialize(
         },
         ..Materialized::default()
     };
-    // The source of the clip before, kept open for the next clips of the same file (rows of
-    // a file follow one another): its frames are indexed once.
-    let mut open: Option<(SourceKey, ClipSource)> = None;
     let total = rows.len() as u64;
-    // The clips of a file one after another (rows come by clip id, a hash), in order, so that
-    // its source is opened and indexed once.
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by_key(|&i| {
-        let r = &rows[i];
-        (
-            r.path.as_str(),
-            r.stream_index,
-            r.file_fingerprint.as_str(),
-            r.start_frame,
-            r.start_pts,
-        )
+    // Each row's file: the one an earlier run recorded, where it is whole, else written now.
+    let mut results: Vec<Option<Result<Entry, String>>> = rows
+        .iter()
+        .map(|row| {
+            ledger
+                .get(&row.clip_id)
+                .filter(|e| std::fs::metadata(dir.join(&e.file)).is_ok_and(|m| m.len() == e.bytes))
+                .map(|e| Ok(e.clone()))
+        })
+        .collect();
+    out.present = results.iter().filter(|r| r.is_some()).count() as u64;
+    // The clips to write, those of a file one after another (rows come by clip id, a hash),
+    // in order, in runs of one source each.
+    let mut order: Vec<usize> = (0..rows.len()).filter(|&i| results[i].is_none()).collect();
+    order.sort_by_key(|&i| (source_of(&rows[i]), rows[i].start_frame, rows[i].start_pts));
+    let jobs = jobs.max(1);
+    let longest = order.len().div_ceil(jobs * 4).max(1);
+    let mut runs: Vec<&[usize]> = Vec::new();
+    for same in order.chunk_by(|&a, &b| source_of(&rows[a]) == source_of(&rows[b])) {
+        runs.extend(same.chunks(longest));
+    }
+    let next = AtomicUsize::new(0);
+    let mut done = out.present;
+    on_progress(MaterializeProgress {
+        done,
+        total,
+        bytes: 0,
+        secs: started.elapsed().as_secs_f64(),
     });
-    for (i, &at) in order.iter().enumerate() {
-        let row = &mut rows[at];
-        if stop.load(Ordering::Relaxed) {
-            return Err(ManifestError::Stopped);
+    let shared: &[ManifestRow] = rows;
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Entry, String>)>();
+        for _ in 0..jobs.min(runs.len()) {
+            let (tx, runs, next, dir) = (tx.clone(), &runs, &next, dir.as_path());
+            scope.spawn(move || {
+                while let Some(run) = runs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    // The source of the clip before, kept open for the next clips of the
+                    // same file: its frames are indexed once.
+                    let mut open: Option<(SourceKey, ClipSource)> = None;
+                    for &at in *run {
+                        if stop.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        let row = &shared[at];
+                        let entry = write_one(
+                            root,
+                            row,
+                            references.get(&row.file_fingerprint),
+                            dir,
+                            &mut open,
+                        )
+                        .and_then(|(file, w)| Entry::of(&row.clip_id, &file, w));
+                        if tx.send((at, entry)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
         }
-        // The file an earlier run recorded, where it is whole.
-        let recorded = ledger
-            .get(&row.clip_id)
-            .filter(|e| std::fs::metadata(dir.join(&e.file)).is_ok_and(|m| m.len() == e.bytes));
-        let entry = match recorded {
-            Some(e) => {
-                out.present += 1;
-                Ok(e.clone())
-            }
-            None => write_one(
-                root,
-                row,
-                references.get(&row.file_fingerprint),
-                &dir,
-                &mut open,
-            )
-            .and_then(|(file, w)| {
-                let entry = Entry::of(&row.clip_id, &file, w)?;
+        drop(tx);
+        // Each file written is recorded here, one thread appending to the ledger.
+        for (at, entry) in rx {
+            let entry = entry.and_then(|entry| {
                 let mut line = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
                 line.push(b'\n');
                 appender
@@ -157,11 +186,23 @@ pub fn materialize(
                 out.bytes += entry.bytes;
                 out.reencoded_frames += entry.encoded;
                 out.copied_frames += entry.copied;
-                ledger.insert(row.clip_id.clone(), entry.clone());
                 Ok(entry)
-            }),
-        };
-        row.clip = match entry {
+            });
+            results[at] = Some(entry);
+            done += 1;
+            on_progress(MaterializeProgress {
+                done,
+                total,
+                bytes: out.bytes,
+                secs: started.elapsed().as_secs_f64(),
+            });
+        }
+    });
+    if results.iter().any(Option::is_none) {
+        return Err(ManifestError::Stopped);
+    }
+    for (row, result) in rows.iter_mut().zip(results.into_iter().flatten()) {
+        row.clip = match result {
             Ok(e) => {
                 out.files.files += 1;
                 out.files.bytes += e.bytes;
@@ -179,12 +220,6 @@ pub fn materialize(
                 }
             }
         };
-        on_progress(MaterializeProgress {
-            done: i as u64 + 1,
-            total,
-            bytes: out.bytes,
-            secs: started.elapsed().as_secs_f64(),
-        });
     }
     out.secs = started.elapsed().as_secs_f64();
     Ok(out)
@@ -261,6 +296,11 @@ fn file_name(file: &Path) -> String {
 
 /// What identifies a video source open for clips: its path, stream and content.
 type SourceKey = (String, Option<i64>, String);
+
+/// The source of a row's clip, as [`SourceKey`] holds it.
+fn source_of(row: &ManifestRow) -> (&str, Option<i64>, &str) {
+    (&row.path, row.stream_index, &row.file_fingerprint)
+}
 
 /// Write one row's clip file into `dir`, through `open` (the source of the clip before)
 /// where it is the same file: the file, and what it holds.
