@@ -475,12 +475,18 @@ fn reader_hands_out_the_frames_of_a_sequential_decode() {
             let mut reader = VideoReader::open(&path, 1).unwrap();
             let times = read_windows(case.name, how, &mut reader, windows, &reference);
             eprintln!(
-                "{:32} {how:9} {:3} windows: {:5} frames decoded, {:3} seeks",
+                "{:32} {how:9} {:3} windows: {:5} frames decoded, {:4} left undecoded, {:3} seeks",
                 case.name,
                 windows.len(),
                 times.frames_decoded,
+                times.frames_skipped,
                 times.seeks
             );
+            // H.264 B-frames that nothing refers to, on the way from a keyframe to a window,
+            // are not decoded (and the frames handed out are still the sequential decode's).
+            if case.name == "h264_open_gop_bframes.mkv" && how == "random" {
+                assert!(times.frames_skipped > 0, "{}: {times:?}", case.name);
+            }
             for w in windows.iter().take(6) {
                 let mut fresh = VideoReader::open(&path, 1).unwrap();
                 read_windows(

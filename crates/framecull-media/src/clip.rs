@@ -396,7 +396,12 @@ impl Encoder {
         opts.set("preset", "veryfast");
         opts.set("crf", &crf.to_string());
         match family {
-            smart::Family::H264 => opts.set("x264-params", "log-level=error"),
+            // No sub-partitions and the quickest sub-pixel search: 40% less time a frame
+            // than `veryfast` alone, for about a tenth more bytes at the same rate factor
+            // and quality (docs/PERFORMANCE.md).
+            smart::Family::H264 => {
+                opts.set("x264-params", "log-level=error:partitions=none:subme=1")
+            }
             // x265 is lossless at rate factor 0 only when told.
             smart::Family::Hevc => opts.set(
                 "x265-params",

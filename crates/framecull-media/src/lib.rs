@@ -11,6 +11,7 @@ pub mod fingerprint;
 pub mod frames;
 mod image_probe;
 pub mod isolate;
+mod nal;
 pub mod packets;
 pub mod picture;
 pub mod reader;

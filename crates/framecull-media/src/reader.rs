@@ -15,6 +15,7 @@ use ffmpeg_next as ff;
 use crate::decode::{DecodeError, video_stream};
 use crate::ffmpeg_log;
 use crate::frames::{FrameIndex, Identity, SeekPoint, content_hash, is_damaged, stream_frame_step};
+use crate::nal::{Family, Framing, nal_units};
 use crate::picture::Matrix;
 use crate::source::{Opened, Source};
 use framecull_model::{MatrixGuess, ReadAs};
@@ -108,6 +109,9 @@ pub struct ReadTimes {
     pub convert_secs: f64,
     /// Frames decoded, including those decoded only to reach the wanted ones.
     pub frames_decoded: u64,
+    /// Packets on the way to the wanted frames left undecoded: pictures nothing refers to.
+    #[serde(default)]
+    pub frames_skipped: u64,
     pub seeks: u64,
 }
 
@@ -117,6 +121,7 @@ impl ReadTimes {
         self.decode_secs += other.decode_secs;
         self.convert_secs += other.convert_secs;
         self.frames_decoded += other.frames_decoded;
+        self.frames_skipped += other.frames_skipped;
         self.seeks += other.seeks;
     }
 }
@@ -205,6 +210,9 @@ pub struct VideoReader {
     matrix_guess: MatrixGuess,
     /// The matrix of every picture, whatever it declares ([`VideoReader::set_matrix`]).
     matrix: Option<Matrix>,
+    /// How an H.264 stream's packets frame their NAL units: its pictures that nothing refers
+    /// to are not decoded where they show before the frames wanted ([`Family::unreferenced`]).
+    unreferenced: Option<Framing>,
 }
 
 /// How one attempt ended.
@@ -249,6 +257,11 @@ impl VideoReader {
             .ok_or_else(|| DecodeError::Setup("the stream has no time base".into()))?;
         let step = stream_frame_step(&stream, time_base);
         let decoder = open_decoder(&stream, threads)?;
+        let unreferenced = (stream.parameters().id() == ff::codec::Id::H264).then(|| {
+            Family::H264
+                .setup(&crate::nal::extradata(&stream.parameters()))
+                .0
+        });
         let frames = FrameIndex::read(&mut input, stream_index, step);
         // Open again rather than seek back: picture demuxers cannot seek.
         let input = open_input(&opened)?;
@@ -272,6 +285,7 @@ impl VideoReader {
             zero_copy: false,
             matrix_guess: read.color_matrix_guess,
             matrix: None,
+            unreferenced,
         })
     }
 
@@ -581,6 +595,10 @@ impl VideoReader {
                         }
                         self.skip_before = None;
                     }
+                    if self.unneeded(&packet, wanted[next], attempt) {
+                        times.frames_skipped += 1;
+                        continue;
+                    }
                     let t = Instant::now();
                     // A packet the decoder rejects is skipped; missing frames are reported.
                     let _ = self.decoder.send_packet(&packet);
@@ -592,6 +610,25 @@ impl VideoReader {
                 }
             }
         }
+    }
+
+    /// Whether `packet` holds a picture that nothing refers to and that shows before frame
+    /// `want` (the next wanted, which every frame still to hand out follows): decoding it
+    /// would give a frame no one is handed and no other frame needs, as on the way from a
+    /// keyframe to a window. Not in a decode from the start, which counts every frame.
+    fn unneeded(&self, packet: &ff::Packet, want: usize, attempt: Attempt) -> bool {
+        let Some(framing) = self.unreferenced else {
+            return false;
+        };
+        if attempt.from_start || self.frames.identity != Identity::Pts {
+            return false;
+        }
+        let (Some(pts), Some(&until)) = (packet.pts(), self.frames.pts.get(want)) else {
+            return false;
+        };
+        pts < until
+            && nal_units(packet.data().unwrap_or_default(), framing)
+                .is_some_and(|units| Family::H264.unreferenced(&units))
     }
 
     /// Copy a decoded frame into a packed picture, converting formats other than 8-bit

@@ -250,6 +250,13 @@ fn hevc_parameter_sets_and_sync_units() {
     assert!(Family::Hevc.is_sync(&[21 << 1, 1]));
     assert!(!Family::Hevc.is_sync(&[1 << 1, 1]));
     assert!(Family::Hevc.is_parameter_set(&[32 << 1, 1]));
+    // A picture nothing refers to: non-IDR slices with nal_ref_idc 0, with a delimiter and
+    // SEI; not with a parameter set, a referenced slice, or in HEVC.
+    assert!(Family::H264.unreferenced(&[&[0x09, 0x10], &[0x06, 5], &[0x01, 0x9a]]));
+    assert!(!Family::H264.unreferenced(&[&[0x41, 0x9a]]));
+    assert!(!Family::H264.unreferenced(&[&[0x68, 1], &[0x01, 0x9a]]));
+    assert!(!Family::H264.unreferenced(&[&[0x06, 5]]));
+    assert!(!Family::Hevc.unreferenced(&[&[0, 1]]));
     assert!(Family::H264.is_sync(&[0x65]));
     assert!(!Family::H264.is_sync(&[0x41]));
 }
