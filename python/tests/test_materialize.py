@@ -27,8 +27,9 @@ CLIP_COLUMNS = ["clip_file", "clip_bytes", "clip_hash", "clip_fingerprint", "cli
 # Sources with B-frames and short GOPs, MPEG-TS (Annex B packets, timestamps from 1.4 s), AVI
 # with B-frames (no presentation timestamps: encoded whole), intra-only codecs (Motion JPEG in
 # QuickTime and in AVI, as cameras write it; ProRes; Ut Video: every frame copied),
-# open GOPs (x264's and x265's), HEVC with closed GOPs, a variable frame rate with a rotation (set by a remux: this FFmpeg's encoding path
-# drops it), as users bring them.
+# open GOPs (x264's and x265's), HEVC with closed GOPs, VP9, AV1 and 10-bit HEVC (encoded whole
+# to 8-bit H.264), a variable frame rate with a rotation (set by a remux: this FFmpeg's encoding
+# path drops it), as users bring them.
 SOURCES = [
     (
         "bframes.mp4",
@@ -85,6 +86,24 @@ SOURCES = [
          "-c:v", "utvideo", "-pix_fmt", "yuv420p"],
     ),
     (
+        "vp9.webm",
+        ["-f", "lavfi", "-i", "testsrc2=size=160x96:rate=25:duration=2,noise=alls=8:allf=t",
+         "-c:v", "libvpx-vp9", "-g", "12", "-deadline", "realtime", "-cpu-used", "8",
+         "-pix_fmt", "yuv420p"],
+    ),
+    (
+        "av1.mkv",
+        ["-f", "lavfi", "-i", "testsrc2=size=160x96:rate=25:duration=2,noise=alls=8:allf=t",
+         "-c:v", "libaom-av1", "-g", "12", "-cpu-used", "8", "-crf", "30",
+         "-pix_fmt", "yuv420p"],
+    ),
+    (
+        "hevc_10bit.mkv",
+        ["-f", "lavfi", "-i", "testsrc2=size=192x108:rate=25:duration=2,noise=alls=8:allf=t",
+         "-c:v", "libx265", "-x265-params", "keyint=12:bframes=3:log-level=error",
+         "-pix_fmt", "yuv420p10le"],
+    ),
+    (
         "vfr_rotated.mp4",
         ["-f", "lavfi", "-i", "testsrc=size=160x96:rate=30:duration=3,noise=alls=6:allf=t",
          "-vf", "setpts='N/30/TB+if(gte(N,40),0.2/TB,0)'", "-fps_mode", "vfr",
@@ -95,6 +114,10 @@ SOURCES = [
 
 # Sources whose every GOP is closed (starts at an IDR): a clip of whole GOPs is copied.
 CLOSED_GOPS = {"bframes.mp4", "closed.ts", "hevc_closed.mp4", "vfr_rotated.mp4"}
+
+# Sources encoded whole, with the reason in clip_note: frames without timestamps of their own,
+# codecs whose packets are not copied (VP9, AV1), 10-bit pictures.
+ENCODED_WHOLE = {"no_pts.avi", "vp9.webm", "av1.mkv", "hevc_10bit.mkv"}
 
 # Intra-only sources (every frame stands alone): every frame of every clip is copied, in a
 # container that holds the codec (Motion JPEG: MP4; ProRes: QuickTime; Ut Video: Matroska,
@@ -208,7 +231,7 @@ def test_clip_files_hold_exactly_their_frames(tmp_path):
         assert row["clip_frames"] == len(got), name
         assert row["clip_copied_frames"] + row["clip_encoded_frames"] == len(got), row
         assert same >= row["clip_copied_frames"], (name, start, end, same, row)
-        if name == "no_pts.avi":
+        if name in ENCODED_WHOLE:
             assert row["clip_copied_frames"] == 0, row
             assert row["clip_note"], row
         elif row["clip_copied_frames"] > 0:
