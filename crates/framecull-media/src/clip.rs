@@ -21,6 +21,7 @@ use crate::reader::{Picture, ReadError, ReadTimes, VideoReader};
 use crate::source::Source;
 use framecull_model::{ClipBounds, ReadAs, SeekReference};
 
+mod audio;
 mod intra;
 mod join;
 mod smart;
@@ -220,9 +221,35 @@ fn write_any(
             frames: reader.frame_pts().len(),
         });
     }
+    // The sound of the same span, on the container's clock: from the first frame's time to
+    // the end of the last one's.
+    let tb = reader.time_base().as_f64();
+    let pts = reader.frame_pts();
+    let span = pts[frames.start] as f64 * tb
+        ..(pts[frames.end - 1] + frame_duration(pts, frames.end - 1)) as f64 * tb;
+    let sound = if reader.has_audio() {
+        audio::Sound::read(source, span).unwrap_or_else(|e| {
+            tracing::warn!(
+                "{}: the clip is written without its sound: {e}",
+                part.display()
+            );
+            None
+        })
+    } else {
+        None
+    };
+    let sound = sound.as_ref();
     let copied_whole = match whole {
         Some(container) => {
-            match intra::write(reader, source, frames.clone(), described, part, container) {
+            match intra::write(
+                reader,
+                source,
+                frames.clone(),
+                described,
+                sound,
+                part,
+                container,
+            ) {
                 Ok(copied) => {
                     return Ok(ClipWritten {
                         frames: copied,
@@ -251,7 +278,7 @@ fn write_any(
     };
     let mut rungs = CRF_LADDER.iter().peekable();
     while let Some(&crf) = rungs.next() {
-        let result = join::write(reader, &plan, described, part, crf);
+        let result = join::write(reader, &plan, described, sound, part, crf);
         match result {
             Ok(cut) => {
                 return Ok(ClipWritten {

@@ -304,6 +304,11 @@ impl VideoReader {
         self.input.stream(self.stream_index)
     }
 
+    /// Whether the file has an audio stream beside the video.
+    pub fn has_audio(&self) -> bool {
+        self.input.streams().best(ff::media::Type::Audio).is_some()
+    }
+
     /// The file's frames: timestamps in display order, and how they are recognised.
     pub fn frames(&self) -> &FrameIndex {
         &self.frames

@@ -8,6 +8,7 @@ use std::path::Path;
 use ff::ffi;
 use ffmpeg_next as ff;
 
+use super::audio::{Sound, SoundOut};
 use super::smart::seek_to;
 use super::{ClipError, Described, encode_error, frame_duration, keep_stream_description};
 use crate::frames::Identity;
@@ -94,6 +95,7 @@ pub(super) fn write(
     source: &Source,
     clip: Range<usize>,
     described: &Described,
+    sound: Option<&Sound>,
     part: &Path,
     container: Container,
 ) -> Result<u64, ClipError> {
@@ -145,6 +147,13 @@ pub(super) fn write(
             (*par).codec_tag = 0;
         }
     }
+    let mut sound = match sound {
+        Some(sound) => {
+            sound.add_stream(&mut octx)?;
+            Some(SoundOut::new(sound, 1))
+        }
+        None => None,
+    };
     let mut mux = ff::Dictionary::new();
     if container.muxer != "matroska" {
         mux.set("movflags", "faststart");
@@ -182,6 +191,9 @@ pub(super) fn write(
                 clip.start + written
             )));
         }
+        if let Some(sound) = &mut sound {
+            sound.write_until(&mut octx, Some((pts - first) as f64 * f64::from(tb)))?;
+        }
         let mut out = ff::Packet::copy(packet.data().unwrap_or_default());
         out.set_stream(0);
         out.set_pts(Some(pts - first));
@@ -201,6 +213,9 @@ pub(super) fn write(
             "{written} packets for the clip's {} frames",
             wanted.len()
         )));
+    }
+    if let Some(sound) = &mut sound {
+        sound.write_until(&mut octx, None)?;
     }
     octx.write_trailer().map_err(encode_error("trailer"))?;
     drop(octx);

@@ -11,6 +11,7 @@ use std::path::Path;
 use ff::ffi;
 use ffmpeg_next as ff;
 
+use super::audio::{Sound, SoundOut};
 use super::smart::{CopySource, Family, Framing, Plan, Segment, annex_b, nal_units, seek_to};
 use super::{
     ClipError, Described, Encoder, each_picture, encode_error, frame_duration,
@@ -24,12 +25,13 @@ pub(super) struct Cut {
     pub copied: u64,
 }
 
-/// Write the clip `plan` describes, of `reader`'s video, to `part`, encoded parts at rate
-/// factor `crf`.
+/// Write the clip `plan` describes, of `reader`'s video, with `sound`, to `part`, encoded
+/// parts at rate factor `crf`.
 pub(super) fn write(
     reader: &mut VideoReader,
     plan: &Plan,
     described: &Described,
+    sound: Option<&Sound>,
     part: &Path,
     crf: u32,
 ) -> Result<Cut, ClipError> {
@@ -58,6 +60,8 @@ pub(super) fn write(
         first_pts,
         time_base,
         ost_tb: time_base,
+        sound,
+        sound_out: None,
     };
     // The copied packets: read from where the scan started, counted as it counted them.
     let mut input = match &plan.copy {
@@ -248,6 +252,9 @@ struct Joiner<'a> {
     /// The source's time base (every timestamp here), and the output stream's.
     time_base: ff::Rational,
     ost_tb: ff::Rational,
+    /// The clip's sound, and its packets written so far, once the header has its stream.
+    sound: Option<&'a Sound>,
+    sound_out: Option<SoundOut<'a>>,
 }
 
 impl Joiner<'_> {
@@ -297,6 +304,9 @@ impl Joiner<'_> {
         if !self.header {
             self.write_header(&data)?;
         }
+        if let Some(sound) = &mut self.sound_out {
+            sound.write_until(&mut self.octx, Some(dts as f64 * f64::from(self.time_base)))?;
+        }
         let mut packet = ff::Packet::copy(&data);
         packet.set_stream(0);
         packet.set_pts(Some(pts));
@@ -333,6 +343,7 @@ impl Joiner<'_> {
         }
         ost.set_time_base(self.time_base);
         keep_stream_description(&mut ost, self.described);
+        let video = ost.index();
         // SAFETY: the stream's codec parameters are owned by the output context, whose header
         // is not written yet; the extradata is allocated with FFmpeg's padding and filled.
         unsafe {
@@ -351,6 +362,10 @@ impl Joiner<'_> {
             (*par).extradata_size = sets.len() as i32;
             (*par).codec_tag = u32::from_le_bytes(*self.tag);
         }
+        if let Some(sound) = self.sound {
+            sound.add_stream(&mut self.octx)?;
+            self.sound_out = Some(SoundOut::new(sound, video + 1));
+        }
         let mut mux = ff::Dictionary::new();
         mux.set("movflags", "faststart");
         self.octx
@@ -358,7 +373,7 @@ impl Joiner<'_> {
             .map_err(encode_error("header"))?;
         self.ost_tb = self
             .octx
-            .stream(0)
+            .stream(video)
             .map_or(self.time_base, |s| s.time_base());
         self.header = true;
         Ok(())
@@ -375,6 +390,9 @@ impl Joiner<'_> {
                     self.shown.len()
                 ),
             });
+        }
+        if let Some(sound) = &mut self.sound_out {
+            sound.write_until(&mut self.octx, None)?;
         }
         self.octx.write_trailer().map_err(encode_error("trailer"))
     }
