@@ -171,14 +171,10 @@ fn materialize(
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> "),
     );
-    let references = references
-        .iter()
-        .map(|r| (r.file_fingerprint.clone(), r.clone()))
-        .collect();
     let result = crate::loader::materialize::materialize(
         root,
         rows,
-        &references,
+        references,
         dir,
         jobs,
         stop.flag(),

@@ -443,6 +443,7 @@ impl App {
                     self.export.start_export(&v.project);
                 }
             }
+            Command::CancelExport => self.export.cancel_export(),
             Command::DiffManifests { name, from, to } => {
                 if let Some(v) = &self.view {
                     self.history.start_diff(&v.project, name, from, to);

@@ -50,6 +50,8 @@ pub enum Command {
     PreviewExport,
     /// Write a new manifest version with the export dialog's settings.
     Export,
+    /// Stop the export running (its clip files, between clips).
+    CancelExport,
     /// Open the duplicate groups window.
     ShowDuplicates,
     /// Keep the best member of a duplicate group (every group when `None`), reject the rest.

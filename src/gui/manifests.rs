@@ -7,10 +7,11 @@ use std::path::Path;
 use eframe::egui::{self, RichText};
 
 use super::command::Command;
-use super::jobs::{Job, take_finished};
+use super::jobs::{Job, Polled, Reporter, take_finished};
 use super::theme;
 use crate::analysis::filter::Filter;
 use crate::catalog::Catalog;
+use crate::loader::materialize::{MaterializeProgress, Materialized};
 use crate::manifest::{
     self, Counts, Diff, ExportOptions, Format, Include, SplitSpec, Stratify, VersionMeta,
 };
@@ -42,11 +43,20 @@ pub struct ExportDialog {
     only_shown: bool,
     /// The window's filter, as of the last frame.
     filter: Filter,
+    /// Also write each clip as a file of its own (`--materialize`), into `clip_dir` (empty:
+    /// the project's `clip-files/NAME`).
+    clip_files: bool,
+    clip_dir: String,
     preview: Option<Result<Counts, String>>,
-    done: Option<Result<VersionMeta, String>>,
+    done: Option<Result<Exported, String>>,
     preview_job: Background<Counts>,
-    export_job: Background<VersionMeta>,
+    export_job: Option<Job<Result<Exported, String>, MaterializeProgress>>,
+    /// The clip files' progress, as the export job last reported it.
+    clip_progress: Option<MaterializeProgress>,
 }
+
+/// A version written, with its clip files where asked for.
+type Exported = (VersionMeta, Option<Materialized>);
 
 impl Default for ExportDialog {
     fn default() -> Self {
@@ -60,10 +70,13 @@ impl Default for ExportDialog {
             accepted_only: false,
             only_shown: true,
             filter: Filter::default(),
+            clip_files: false,
+            clip_dir: String::new(),
             preview: None,
             done: None,
             preview_job: None,
             export_job: None,
+            clip_progress: None,
         }
     }
 }
@@ -109,16 +122,51 @@ impl ExportDialog {
         }));
     }
 
-    /// Write a new version with the dialog's settings (in the background).
+    /// Write a new version with the dialog's settings (in the background), its clip files
+    /// first where asked for (as `export --materialize`: progress reported, stopped by
+    /// Cancel with the files written kept and no version).
     pub fn start_export(&mut self, project: &Path) {
         let (Ok(o), None) = (self.options(), &self.export_job) else {
             return;
         };
         let p = project.to_path_buf();
-        self.export_job = Some(background("framecull-export", move || {
-            let catalog = Catalog::open(&p).map_err(|e| e.to_string())?;
-            manifest::export(&catalog, &o).map_err(|e| e.to_string())
-        }));
+        let clip_dir = self.clip_files.then(|| match self.clip_dir.trim() {
+            "" => p.join("clip-files").join(&o.name),
+            dir => std::path::PathBuf::from(dir),
+        });
+        self.clip_progress = None;
+        self.export_job = Some(Job::spawn(
+            "framecull-export",
+            move |r: &Reporter<_, MaterializeProgress>| {
+                export_version(&p, &o, clip_dir.as_deref(), r).map_err(|e| e.to_string())
+            },
+        ));
+    }
+
+    /// Stop a running export (its clip files: between clips).
+    pub fn cancel_export(&self) {
+        if let Some(job) = &self.export_job {
+            job.cancel();
+        }
+    }
+
+    /// Take what the export job reported: progress, then its result once it is done.
+    fn poll_export(&mut self) {
+        let Some(job) = &mut self.export_job else {
+            return;
+        };
+        let progress = &mut self.clip_progress;
+        match job.poll_with(|p| *progress = Some(p)) {
+            Polled::Running => {}
+            Polled::Done(r) => {
+                self.done = Some(r);
+                self.export_job = None;
+            }
+            Polled::Lost => {
+                self.done = Some(Err("the background job stopped".into()));
+                self.export_job = None;
+            }
+        }
     }
 
     pub fn ui(&mut self, ctx: &egui::Context, filter: &Filter, commands: &mut Vec<Command>) {
@@ -129,9 +177,7 @@ impl ExportDialog {
         if let Some(r) = poll(&mut self.preview_job) {
             self.preview = Some(r);
         }
-        if let Some(r) = poll(&mut self.export_job) {
-            self.done = Some(r);
-        }
+        self.poll_export();
         if self.preview_job.is_some() || self.export_job.is_some() {
             ctx.request_repaint_after(std::time::Duration::from_millis(50));
         }
@@ -140,8 +186,9 @@ impl ExportDialog {
             .open(&mut open)
             .show(ctx, |ui| {
                 egui::Grid::new("export").num_columns(2).show(ui, |ui| {
-                    ui.label("name");
-                    ui.text_edit_singleline(&mut self.name);
+                    let label = ui.label("name");
+                    ui.text_edit_singleline(&mut self.name)
+                        .labelled_by(label.id);
                     ui.end_row();
                     ui.label("formats");
                     ui.horizontal(|ui| {
@@ -150,9 +197,10 @@ impl ExportDialog {
                         ui.checkbox(&mut self.formats[2], "CSV");
                     });
                     ui.end_row();
-                    ui.label("splits");
+                    let label = ui.label("splits");
                     ui.horizontal(|ui| {
-                        ui.text_edit_singleline(&mut self.split);
+                        ui.text_edit_singleline(&mut self.split)
+                            .labelled_by(label.id);
                         ui.checkbox(&mut self.stratify, "each label its share")
                             .on_hover_text(
                                 "--stratify label: every label gets its share of each split, \
@@ -160,8 +208,9 @@ impl ExportDialog {
                             );
                     });
                     ui.end_row();
-                    ui.label("split seed");
-                    ui.add(egui::DragValue::new(&mut self.seed));
+                    let label = ui.label("split seed");
+                    ui.add(egui::DragValue::new(&mut self.seed))
+                        .labelled_by(label.id);
                     ui.end_row();
                     ui.label("include");
                     ui.horizontal(|ui| {
@@ -171,6 +220,24 @@ impl ExportDialog {
                             "accepted + clean unreviewed",
                         );
                         ui.radio_value(&mut self.accepted_only, true, "accepted only");
+                    });
+                    ui.end_row();
+                    let label = ui.label("clip files");
+                    ui.horizontal(|ui| {
+                        ui.checkbox(&mut self.clip_files, "each clip as a file of its own")
+                            .on_hover_text(
+                                "--materialize: every clip as an MP4 holding exactly its \
+                                 frames (GOPs copied, the ends encoded again) and its sound; \
+                                 files already there are kept",
+                            );
+                        if self.clip_files {
+                            ui.add(
+                                egui::TextEdit::singleline(&mut self.clip_dir)
+                                    .hint_text(format!("project/clip-files/{}", self.name.trim()))
+                                    .desired_width(220.0),
+                            )
+                            .labelled_by(label.id);
+                        }
                     });
                     ui.end_row();
                     if !self.filter.is_empty() {
@@ -208,7 +275,17 @@ impl ExportDialog {
                     if self.preview_job.is_some() || self.export_job.is_some() {
                         ui.spinner();
                     }
+                    if self.export_job.is_some() && self.clip_files && ui.button("Cancel").clicked()
+                    {
+                        commands.push(Command::CancelExport);
+                    }
                 });
+                if let (Some(p), Some(_)) = (&self.clip_progress, &self.export_job) {
+                    ui.add(
+                        egui::ProgressBar::new(p.done as f32 / p.total.max(1) as f32)
+                            .text(clip_progress_text(p)),
+                    );
+                }
                 match &self.preview {
                     Some(Ok(c)) => {
                         ui.label(format!(
@@ -239,7 +316,7 @@ impl ExportDialog {
                     }
                 }
                 match &self.done {
-                    Some(Ok(m)) => {
+                    Some(Ok((m, clips))) => {
                         ui.colored_label(
                             theme::ACCENT,
                             format!(
@@ -249,6 +326,21 @@ impl ExportDialog {
                                 count(m.counts.rows, "clip")
                             ),
                         );
+                        if let Some(c) = clips {
+                            ui.label(format!(
+                                "clip files in {}: {} written ({:.1} MiB, {} frames copied, {} \
+                                 encoded), {} there before",
+                                c.files.dir,
+                                c.written,
+                                c.bytes as f64 / (1 << 20) as f64,
+                                c.copied_frames,
+                                c.reencoded_frames,
+                                c.present
+                            ));
+                            for failure in c.failed.iter().take(5) {
+                                ui.colored_label(theme::ERROR, failure);
+                            }
+                        }
                     }
                     Some(Err(e)) => {
                         ui.colored_label(theme::ERROR, e);
@@ -258,6 +350,66 @@ impl ExportDialog {
             });
         self.open = open;
     }
+}
+
+/// Write a version of `options` in `project`, with its clip files in `clip_dir` where given,
+/// reporting their progress to `r` and stopping when it is cancelled.
+fn export_version(
+    project: &Path,
+    options: &ExportOptions,
+    clip_dir: Option<&Path>,
+    r: &Reporter<Result<Exported, String>, MaterializeProgress>,
+) -> anyhow::Result<Exported> {
+    let catalog = Catalog::open(project)?;
+    let stop = r.cancel_flag();
+    let Some(dir) = clip_dir else {
+        return Ok((manifest::export_until(&catalog, options, stop)?, None));
+    };
+    let root = crate::storage::Root::of_recorded(&catalog.dataset_root()?.unwrap_or_default())?;
+    let jobs = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let mut materialized = None;
+    let mut write = |rows: &mut [manifest::ManifestRow],
+                     references: &[crate::model::SeekReference]| {
+        let done = crate::loader::materialize::materialize(
+            &root,
+            rows,
+            references,
+            dir,
+            jobs,
+            stop,
+            &mut |p| r.report(p, false),
+        )?;
+        let files = done.files.clone();
+        materialized = Some(done);
+        Ok(files)
+    };
+    let meta =
+        manifest::export_with(&catalog, options, stop, Some(&mut write)).map_err(|e| match e {
+            manifest::ManifestError::Stopped => anyhow::anyhow!(
+                "cancelled: the clip files written are kept, no version was written; export \
+                 again to write the rest"
+            ),
+            e => e.into(),
+        })?;
+    Ok((meta, materialized))
+}
+
+/// Clips done of all, bytes, rate and time left.
+fn clip_progress_text(p: &MaterializeProgress) -> String {
+    let rate = p.done as f64 / p.secs.max(1e-3);
+    let left = p.total.saturating_sub(p.done) as f64 / rate.max(1e-9);
+    format!(
+        "clip files {}/{}, {:.1} MiB, {:.1} clips/s, {}",
+        p.done,
+        p.total,
+        p.bytes as f64 / (1 << 20) as f64,
+        rate,
+        if p.done == 0 {
+            "ETA ...".to_string()
+        } else {
+            format!("ETA {:.0} s", left)
+        }
+    )
 }
 
 /// A diff between two versions of one manifest: name, older and newer version.

@@ -1377,3 +1377,70 @@ fn label_chart_filters_and_the_inspector_sets_a_label_from_those_in_use() {
     h.run();
     assert!(h.query_by_label_contains("label dog: 1 file,").is_some());
 }
+
+/// Step the UI until a widget whose label contains `text` shows.
+fn wait_for_label(h: &mut Harness<'static, App>, text: &str) {
+    let start = Instant::now();
+    while h.query_by_label_contains(text).is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "timed out waiting for {text:?}"
+        );
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_export_dialog_writes_clip_files_with_the_version() {
+    let data = tempfile::tempdir().unwrap();
+    let mut spec = framecull::media::synth::VideoSpec::new("libx264", 160, 96, 25, 60);
+    spec.gop = 25;
+    common::video(data.path(), "v.mp4", &spec);
+    let out = common::run(&["scan", data.path().to_str().unwrap(), "--deep"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let project = data.path().join(".framecull");
+    let project_arg = project.to_str().unwrap();
+    for (start, end) in [("f3", "f30"), ("f25", "f55")] {
+        let out = common::run(&[
+            "clips",
+            "--project",
+            project_arg,
+            "add",
+            "v.mp4",
+            "--start",
+            start,
+            "--end",
+            end,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    }
+    let mut h = harness(data.path());
+    wait(&mut h, "the project to load", App::is_idle);
+    h.state_mut().apply(Command::ShowExport);
+    h.run();
+    h.get_by_label("each clip as a file of its own").click();
+    h.run();
+    h.get_by_label("Preview").click();
+    h.step();
+    wait_for_label(&mut h, "2 clips from 1 file");
+    h.get_by_label("Export").click();
+    h.step();
+    wait_for_label(&mut h, "clip files in");
+    // The version records each clip file, written where the dialog said.
+    let dir = project.join("clip-files").join("train");
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(project.join("manifests/train/v0001.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["clip_files"]["files"], 2, "{meta}");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mp4"))
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let mut frames: Vec<u64> = files.iter().map(|f| common::decoded_frames(f)).collect();
+    frames.sort_unstable();
+    assert_eq!(frames, [27, 30]);
+}

@@ -67,7 +67,7 @@ pub fn clip_file(dir: &Path, row: &ManifestRow, video_extension: &str) -> PathBu
 }
 
 /// Write the clip files of `rows` (read from `root`; seeks checked against `references`, the
-/// version's seek references by file fingerprint) into `dir` on `jobs` threads, skipping
+/// version's seek references, by file fingerprint) into `dir` on `jobs` threads, skipping
 /// those present, until done or `stop` is set ([`ManifestError::Stopped`]: what was written
 /// stays). Each row's `clip_*` columns are set: its file, or why it has none.
 ///
@@ -77,13 +77,17 @@ pub fn clip_file(dir: &Path, row: &ManifestRow, video_extension: &str) -> PathBu
 pub fn materialize(
     root: &Root,
     rows: &mut [ManifestRow],
-    references: &HashMap<String, SeekReference>,
+    references: &[SeekReference],
     dir: &Path,
     jobs: usize,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(MaterializeProgress),
 ) -> Result<Materialized, ManifestError> {
     let started = Instant::now();
+    let references: HashMap<&str, &SeekReference> = references
+        .iter()
+        .map(|r| (r.file_fingerprint.as_str(), r))
+        .collect();
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ManifestError::Io { path, source }
@@ -146,7 +150,8 @@ pub fn materialize(
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Entry, String>)>();
         for _ in 0..jobs.min(runs.len()) {
-            let (tx, runs, next, dir) = (tx.clone(), &runs, &next, dir.as_path());
+            let (tx, runs, next, dir, references) =
+                (tx.clone(), &runs, &next, dir.as_path(), &references);
             scope.spawn(move || {
                 while let Some(run) = runs.get(next.fetch_add(1, Ordering::Relaxed)) {
                     // The source of the clip before, kept open for the next clips of the
@@ -160,7 +165,7 @@ pub fn materialize(
                         let entry = write_one(
                             root,
                             row,
-                            references.get(&row.file_fingerprint),
+                            references.get(row.file_fingerprint.as_str()).copied(),
                             dir,
                             &mut open,
                         )
