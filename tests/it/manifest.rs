@@ -837,3 +837,81 @@ fn the_loader_reads_a_versions_clip_files_as_their_sources() {
     assert_eq!(materialize(), (1, 2));
     assert_eq!(materialize(), (0, 3));
 }
+
+/// Class folders and Hugging Face folders lay out clip files: without `--materialize` the
+/// export is refused with that reason and writes no version; with it, each labelled clip is
+/// a hard link to its clip file (the reading back is `python/tests/test_layouts.py`).
+#[test]
+fn class_and_hugging_face_folders_lay_out_the_clip_files() {
+    let (_data, proj) = video_with_clips("v.mp4", 160, 96, 50, &[(2, 20), (25, 45)]);
+    let project = proj.path().to_str().unwrap();
+    for format in ["folders", "hf"] {
+        let out = common::run(&[
+            "export",
+            "--project",
+            project,
+            "--name",
+            "x",
+            "--format",
+            format,
+        ]);
+        assert!(!out.status.success());
+        let err = common::stderr(&out);
+        assert!(
+            err.starts_with("error:") && err.contains("add --materialize DIR"),
+            "{err}"
+        );
+    }
+    assert!(!proj.path().join("manifests/x/v0001.json").exists());
+    let out = common::run(&["labels", "set", "walk", "v.mp4", "--project", project]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let clips = proj.path().join("clip-files");
+    let out = common::run(&[
+        "export",
+        "--project",
+        project,
+        "--name",
+        "x",
+        "--format",
+        "jsonl,folders,hf",
+        "--json",
+        "--materialize",
+        clips.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let meta: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    let dir = proj.path().join("manifests/x");
+    for format in ["folders", "hf"] {
+        let index: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(meta["files"][format].as_str().unwrap())).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(index["linked"], 2, "{format}: {index}");
+        assert_eq!(
+            index["dir"],
+            meta["files"][format!("{format}.dir")],
+            "{index}"
+        );
+    }
+    let folders = dir.join("v0001.folders/all/walk");
+    let mut names: Vec<String> = std::fs::read_dir(&folders)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut clip_names: Vec<String> = std::fs::read_dir(&clips)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".mp4"))
+        .collect();
+    clip_names.sort();
+    assert_eq!(names, clip_names);
+    // No temporary folder is left beside the version.
+    assert!(
+        std::fs::read_dir(&dir).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp"))
+    );
+}

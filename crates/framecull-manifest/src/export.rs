@@ -45,8 +45,15 @@ struct Staged(Vec<(std::path::PathBuf, std::path::PathBuf)>);
 impl Drop for Staged {
     fn drop(&mut self) {
         for (tmp, _) in &self.0 {
-            let _ = std::fs::remove_file(tmp);
+            remove_any(tmp);
         }
+    }
+}
+
+/// Remove a file, or a folder with what it holds.
+fn remove_any(path: &Path) {
+    if std::fs::remove_file(path).is_err() {
+        let _ = std::fs::remove_dir_all(path);
     }
 }
 
@@ -133,6 +140,19 @@ pub fn export_with(
             check()?;
             continue;
         }
+        if matches!(format, Format::Folders | Format::Hf) {
+            write_layout(
+                *format,
+                &dir,
+                &stem,
+                &rows,
+                clip_files.as_ref(),
+                &mut staged,
+                &mut files,
+            )?;
+            check()?;
+            continue;
+        }
         let file = format!("{stem}.{}", format.extension());
         let path = dir.join(&file);
         if path.exists() {
@@ -145,7 +165,7 @@ pub fn export_with(
             Format::Parquet => io::write_parquet(out, &rows),
             Format::Jsonl => io::write_jsonl(out, &rows),
             Format::Csv => io::write_csv(out, &rows),
-            Format::Dali | Format::FrameMaps => Ok(()),
+            Format::Dali | Format::FrameMaps | Format::Folders | Format::Hf => Ok(()),
         })?;
         staged.0.push((tmp.clone(), path));
         check()?;
@@ -246,6 +266,55 @@ fn write_dali(
         serde_json::to_vec_pretty(&index).map_err(|e| ManifestError::Encode(e.to_string()))?;
     stage(dir, &file, &json, staged)?;
     files.insert("dali".into(), file);
+    Ok(())
+}
+
+/// The clip files of `rows` laid out as `format` asks (class folders, Hugging Face folders)
+/// in a folder `vNNNN.FORMAT` and its index `vNNNN.FORMAT.json`, staged (the folder built
+/// under a temporary name, renamed with the version); recorded as `FORMAT` (the index) and
+/// `FORMAT.dir`.
+fn write_layout(
+    format: Format,
+    dir: &Path,
+    stem: &str,
+    rows: &[ManifestRow],
+    clip_files: Option<&ClipFiles>,
+    staged: &mut Staged,
+    files: &mut BTreeMap<String, String>,
+) -> Result<(), ManifestError> {
+    let name = match format {
+        Format::Folders => "folders",
+        _ => "hf",
+    };
+    let clips = clip_files.ok_or_else(|| {
+        ManifestError::Invalid(format!(
+            "--format {name} lays out the version's clip files: add --materialize DIR"
+        ))
+    })?;
+    let folder = format!("{stem}.{name}");
+    let path = dir.join(&folder);
+    if path.exists() {
+        return Err(ManifestError::Invalid(format!(
+            "{} already exists",
+            path.display()
+        )));
+    }
+    let tmp = dir.join(format!(".{folder}.tmp"));
+    remove_any(&tmp);
+    // Staged before it is written: a failure part way removes what was made.
+    staged.0.push((tmp.clone(), path));
+    let clip_dir = Path::new(&clips.dir);
+    let mut index = match format {
+        Format::Folders => crate::layouts::write_folders(rows, clip_dir, &tmp)?,
+        _ => crate::layouts::write_hf(rows, clip_dir, &tmp)?,
+    };
+    index.dir = folder.clone();
+    files.insert(format!("{name}.dir"), folder);
+    let file = format!("{stem}.{name}.json");
+    let json =
+        serde_json::to_vec_pretty(&index).map_err(|e| ManifestError::Encode(e.to_string()))?;
+    stage(dir, &file, &json, staged)?;
+    files.insert(name.into(), file);
     Ok(())
 }
 
@@ -363,7 +432,7 @@ fn clean_leftovers(dir: &Path) {
         let meta = format!("{stem}.json");
         let orphan = name.starts_with('v') && *name != meta && !names.contains(&meta);
         if (name.starts_with('.') && name.ends_with(".tmp")) || orphan {
-            let _ = std::fs::remove_file(dir.join(name));
+            remove_any(&dir.join(name));
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod dali;
 mod export;
 pub mod frame_maps;
 mod io;
+pub mod layouts;
 mod select;
 pub mod split;
 mod versions;
@@ -250,6 +251,11 @@ pub enum Format {
     Dali,
     /// torchcodec's frame map of each video with a frame table ([`frame_maps`]).
     FrameMaps,
+    /// Class folders of the clip files, `SPLIT/LABEL/KEY.EXT` ([`layouts`]).
+    Folders,
+    /// Hugging Face image and video folders of the clip files, with `metadata.jsonl`
+    /// ([`layouts`]).
+    Hf,
 }
 
 impl Format {
@@ -260,6 +266,8 @@ impl Format {
             Format::Csv => "csv",
             Format::Dali => "dali.json",
             Format::FrameMaps => "frame-maps.json",
+            Format::Folders => "folders.json",
+            Format::Hf => "hf.json",
         }
     }
 }
