@@ -19,6 +19,42 @@ use crate::model::count;
 
 type Background<T> = Option<Job<Result<T, String>>>;
 
+/// The formats the dialog offers, with their names there and what each is for.
+const FORMATS: [(Format, &str, &str); 7] = [
+    (
+        Format::Parquet,
+        "Parquet",
+        "the rows, for framecull's loader, pandas, Polars, Spark",
+    ),
+    (
+        Format::Jsonl,
+        "JSON lines",
+        "the rows, one JSON object a line",
+    ),
+    (Format::Csv, "CSV", "the rows, for spreadsheets"),
+    (
+        Format::Dali,
+        "DALI lists",
+        "--format dali: DALI's video reader file_list per split, in frames",
+    ),
+    (
+        Format::FrameMaps,
+        "frame maps",
+        "--format frame-maps: torchcodec's frame map of each video, to seek without a scan",
+    ),
+    (
+        Format::Folders,
+        "class folders",
+        "--format folders: the clip files as SPLIT/LABEL/CLIP.EXT (needs clip files)",
+    ),
+    (
+        Format::Hf,
+        "Hugging Face",
+        "--format hf: the clip files as imagefolder and videofolder folders with \
+         metadata.jsonl (needs clip files)",
+    ),
+];
+
 fn background<T: Send + 'static>(
     name: &str,
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
@@ -33,7 +69,8 @@ fn poll<T: Send + 'static>(slot: &mut Background<T>) -> Option<Result<T, String>
 pub struct ExportDialog {
     pub open: bool,
     name: String,
-    formats: [bool; 3],
+    /// The formats ticked, in the order of [`FORMATS`].
+    formats: [bool; FORMATS.len()],
     split: String,
     /// Give each label its share of every split (`--stratify label`).
     stratify: bool,
@@ -63,7 +100,7 @@ impl Default for ExportDialog {
         ExportDialog {
             open: false,
             name: "train".into(),
-            formats: [true, false, false],
+            formats: [true, false, false, false, false, false, false],
             split: "train=0.8,val=0.1,test=0.1".into(),
             stratify: false,
             seed: 0,
@@ -83,11 +120,22 @@ impl Default for ExportDialog {
 
 impl ExportDialog {
     fn options(&self) -> Result<ExportOptions, String> {
-        let formats: Vec<Format> = [Format::Parquet, Format::Jsonl, Format::Csv]
-            .into_iter()
+        let formats: Vec<Format> = FORMATS
+            .iter()
             .zip(self.formats)
-            .filter_map(|(f, on)| on.then_some(f))
+            .filter_map(|(f, on)| on.then_some(f.0))
             .collect();
+        if !self.clip_files
+            && let Some((_, name, _)) = FORMATS
+                .iter()
+                .zip(self.formats)
+                .find(|(f, on)| *on && matches!(f.0, Format::Folders | Format::Hf))
+                .map(|(f, _)| f)
+        {
+            return Err(format!(
+                "{name} lay out the clip files: tick \"clip files\" too"
+            ));
+        }
         let split = if self.split.trim().is_empty() {
             None
         } else {
@@ -191,10 +239,10 @@ impl ExportDialog {
                         .labelled_by(label.id);
                     ui.end_row();
                     ui.label("formats");
-                    ui.horizontal(|ui| {
-                        ui.checkbox(&mut self.formats[0], "Parquet");
-                        ui.checkbox(&mut self.formats[1], "JSON lines");
-                        ui.checkbox(&mut self.formats[2], "CSV");
+                    ui.horizontal_wrapped(|ui| {
+                        for ((_, name, what), on) in FORMATS.iter().zip(&mut self.formats) {
+                            ui.checkbox(on, *name).on_hover_text(*what);
+                        }
                     });
                     ui.end_row();
                     let label = ui.label("splits");

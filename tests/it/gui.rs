@@ -1392,7 +1392,7 @@ fn wait_for_label(h: &mut Harness<'static, App>, text: &str) {
 }
 
 #[test]
-fn the_export_dialog_writes_clip_files_with_the_version() {
+fn the_export_dialog_writes_clip_files_and_their_folders_with_the_version() {
     let data = tempfile::tempdir().unwrap();
     let mut spec = framecull::media::synth::VideoSpec::new("libx264", 160, 96, 25, 60);
     spec.gop = 25;
@@ -1419,8 +1419,19 @@ fn the_export_dialog_writes_clip_files_with_the_version() {
     wait(&mut h, "the project to load", App::is_idle);
     h.state_mut().apply(Command::ShowExport);
     h.run();
+    // Hugging Face folders lay out clip files: asked for alone, the dialog says so.
+    h.get_by_label("Hugging Face").click();
+    h.run();
+    assert!(
+        h.query_by_label_contains("lay out the clip files")
+            .is_some()
+    );
     h.get_by_label("each clip as a file of its own").click();
     h.run();
+    assert!(
+        h.query_by_label_contains("lay out the clip files")
+            .is_none()
+    );
     h.get_by_label("Preview").click();
     h.step();
     wait_for_label(&mut h, "2 clips from 1 file");
@@ -1443,4 +1454,18 @@ fn the_export_dialog_writes_clip_files_with_the_version() {
     let mut frames: Vec<u64> = files.iter().map(|f| common::decoded_frames(f)).collect();
     frames.sort_unstable();
     assert_eq!(frames, [27, 30]);
+    // And the Hugging Face folders of them: a metadata line for each clip.
+    let hf = project
+        .join("manifests/train")
+        .join(meta["files"]["hf.dir"].as_str().unwrap());
+    let lines: usize = std::fs::read_dir(hf.join("videos"))
+        .unwrap()
+        .map(|split| {
+            std::fs::read_to_string(split.unwrap().path().join("metadata.jsonl"))
+                .unwrap()
+                .lines()
+                .count()
+        })
+        .sum();
+    assert_eq!(lines, 2);
 }

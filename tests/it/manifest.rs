@@ -914,4 +914,23 @@ fn class_and_hugging_face_folders_lay_out_the_clip_files() {
             .to_string_lossy()
             .ends_with(".tmp"))
     );
+    // The formats' indexes beside a version (vNNNN.folders.json, vNNNN.dali.json) are not
+    // versions: the next export reads the versions and follows them.
+    for formats in ["jsonl,dali,folders,hf", "jsonl"] {
+        let out = common::run(&[
+            "export",
+            "--project",
+            project,
+            "--name",
+            "x",
+            "--format",
+            formats,
+            "--materialize",
+            clips.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    }
+    assert!(dir.join("v0003.json").exists());
+    let listed = common::run(&["manifests", "--project", project]);
+    assert_eq!(listed.status.code(), Some(0), "{}", common::stderr(&listed));
 }

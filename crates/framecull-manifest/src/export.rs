@@ -50,6 +50,17 @@ impl Drop for Staged {
     }
 }
 
+/// A layout's folder name: `vNNNN.folders`, `vNNNN.hf`.
+fn is_layout(name: &str) -> bool {
+    name.strip_prefix('v')
+        .and_then(|n| n.split_once('.'))
+        .is_some_and(|(number, format)| {
+            !number.is_empty()
+                && number.bytes().all(|b| b.is_ascii_digit())
+                && matches!(format, "folders" | "hf")
+        })
+}
+
 /// Remove a file, or a folder with what it holds.
 fn remove_any(path: &Path) {
     if std::fs::remove_file(path).is_err() {
@@ -432,7 +443,14 @@ fn clean_leftovers(dir: &Path) {
         let meta = format!("{stem}.json");
         let orphan = name.starts_with('v') && *name != meta && !names.contains(&meta);
         if (name.starts_with('.') && name.ends_with(".tmp")) || orphan {
-            remove_any(&dir.join(name));
+            let path = dir.join(name);
+            // Folders only where a layout of a version made them (`.vNNNN.hf.tmp`,
+            // `vNNNN.folders`), never another folder that happens to be there.
+            if !path.is_dir() {
+                let _ = std::fs::remove_file(&path);
+            } else if is_layout(name.trim_start_matches('.').trim_end_matches(".tmp")) {
+                let _ = std::fs::remove_dir_all(&path);
+            }
         }
     }
 }

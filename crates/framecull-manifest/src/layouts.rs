@@ -30,18 +30,21 @@ pub struct LayoutIndex {
     pub left_out: BTreeMap<String, u64>,
 }
 
-/// The split folder of a row: its split, `all` without splits.
-fn split_of(row: &ManifestRow) -> &str {
-    row.split.as_deref().unwrap_or("all")
+/// The split folder of a row: its split, `all` without splits, as a folder name.
+fn split_of(row: &ManifestRow) -> String {
+    folder_name(row.split.as_deref().unwrap_or("all"))
 }
 
-/// A label as a folder name: path separators, NUL and other control characters become `_`;
-/// a name of dots only or an empty one gets a `_` in front (no `.`, `..` or hidden folder).
+/// A label (or a split) as a folder name that stays inside its parent: path separators, `:`,
+/// and control characters become `_`, a name that is empty or starts with a dot gets a `_`
+/// in front (no `.`, `..` or hidden folder), and a long one is cut to 200 bytes. A name so
+/// changed ends with `~` and 8 hex digits of the label's hash, so two labels never share a
+/// folder ("a/b" is `a_b~…`, "a_b" is `a_b`).
 pub fn folder_name(label: &str) -> String {
-    let name: String = label
+    let mut name: String = label
         .chars()
         .map(|c| {
-            if c == '/' || c == '\\' || c.is_control() {
+            if matches!(c, '/' | '\\' | ':') || c.is_control() {
                 '_'
             } else {
                 c
@@ -49,9 +52,20 @@ pub fn folder_name(label: &str) -> String {
         })
         .collect();
     if name.is_empty() || name.starts_with('.') {
-        format!("_{name}")
-    } else {
+        name.insert(0, '_');
+    }
+    if name.len() > 200 {
+        let mut cut = 200;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name.truncate(cut);
+    }
+    if name == label {
         name
+    } else {
+        let hash = xxhash_rust::xxh3::xxh3_64(label.as_bytes());
+        format!("{name}~{:08x}", hash >> 32)
     }
 }
 
@@ -124,11 +138,11 @@ pub fn write_folders(
         };
         let split = split_of(row);
         let to = out
-            .join(split)
+            .join(&split)
             .join(&label)
             .join(format!("{}.{ext}", row.clip_id));
         index.place(&from, &to)?;
-        index.count(split, &label);
+        index.count(&split, &label);
     }
     Ok(index)
 }
@@ -177,7 +191,7 @@ pub fn write_hf(
         let folder = out.join(kind).join(split_of(row));
         let file_name = format!("{}.{ext}", row.clip_id);
         index.place(&from, &folder.join(&file_name))?;
-        index.count(split_of(row), kind);
+        index.count(&split_of(row), kind);
         let line = Metadata {
             file_name,
             label: row.label.as_deref(),
@@ -221,10 +235,27 @@ mod tests {
     #[test]
     fn labels_become_folder_names_that_stay_inside() {
         assert_eq!(folder_name("cat"), "cat");
-        assert_eq!(folder_name("a/b"), "a_b");
-        assert_eq!(folder_name(".."), "_..");
-        assert_eq!(folder_name(""), "_");
-        assert_eq!(folder_name("tab\there"), "tab_here");
         assert_eq!(folder_name("été"), "été");
+        assert_eq!(folder_name("a_b"), "a_b");
+        // Changed names carry the label's hash: two labels never share a folder.
+        for (label, stem) in [
+            ("a/b", "a_b~"),
+            ("..", "_..~"),
+            ("", "_~"),
+            ("tab\there", "tab_here~"),
+        ] {
+            let name = folder_name(label);
+            assert!(
+                name.starts_with(stem) && name.len() == stem.len() + 8,
+                "{label}: {name}"
+            );
+        }
+        assert_ne!(folder_name("a/b"), folder_name("a\\b"));
+        let long = "é".repeat(150);
+        assert!(
+            folder_name(&long).len() <= 209,
+            "{}",
+            folder_name(&long).len()
+        );
     }
 }

@@ -19,7 +19,13 @@ pub fn versions(project: &Path, name: &str) -> Result<Vec<VersionMeta>, Manifest
     let mut out = Vec::new();
     for e in entries.flatten() {
         let file = e.file_name().to_string_lossy().into_owned();
-        if file.starts_with('v') && file.ends_with(".json") {
+        // `vNNNN.json` only: the formats' indexes beside it (`vNNNN.dali.json`,
+        // `vNNNN.folders.json`, ...) are not versions.
+        let is_version = file
+            .strip_prefix('v')
+            .and_then(|f| f.strip_suffix(".json"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if is_version {
             let path = e.path();
             let text = std::fs::read_to_string(&path).map_err(|e| ManifestError::io(&path, e))?;
             let meta: VersionMeta = serde_json::from_str(&text)

@@ -257,11 +257,14 @@ impl VideoReader {
             .ok_or_else(|| DecodeError::Setup("the stream has no time base".into()))?;
         let step = stream_frame_step(&stream, time_base);
         let decoder = open_decoder(&stream, threads)?;
-        let unreferenced = (stream.parameters().id() == ff::codec::Id::H264).then(|| {
-            Family::H264
-                .setup(&crate::nal::extradata(&stream.parameters()))
-                .0
-        });
+        // Without an `avcC` record (MPEG-TS, raw streams) packets carry start codes.
+        let unreferenced =
+            (stream.parameters().id() == ff::codec::Id::H264).then(|| match crate::nal::extradata(
+                &stream.parameters(),
+            ) {
+                e if e.is_empty() => Framing::StartCodes,
+                e => Family::H264.setup(&e).0,
+            });
         let frames = FrameIndex::read(&mut input, stream_index, step);
         // Open again rather than seek back: picture demuxers cannot seek.
         let input = open_input(&opened)?;
@@ -503,6 +506,8 @@ impl VideoReader {
         // From the start: how many frames came out, while they are frames 0, 1, 2, ... in
         // order (the file's real frame count when the decoder then runs dry).
         let mut prefix = attempt.from_start.then_some(0usize);
+        // The packet before was left undecoded ([`VideoReader::unneeded`]).
+        let mut skipped = false;
         loop {
             if deadline.is_some_and(|d| Instant::now() > d) {
                 self.position = None;
@@ -600,10 +605,12 @@ impl VideoReader {
                         }
                         self.skip_before = None;
                     }
-                    if self.unneeded(&packet, wanted[next], attempt) {
+                    if self.unneeded(&packet, wanted[next], attempt, skipped) {
+                        skipped = true;
                         times.frames_skipped += 1;
                         continue;
                     }
+                    skipped = false;
                     let t = Instant::now();
                     // A packet the decoder rejects is skipped; missing frames are reported.
                     let _ = self.decoder.send_packet(&packet);
@@ -620,18 +627,28 @@ impl VideoReader {
     /// Whether `packet` holds a picture that nothing refers to and that shows before frame
     /// `want` (the next wanted, which every frame still to hand out follows): decoding it
     /// would give a frame no one is handed and no other frame needs, as on the way from a
-    /// keyframe to a window. Not in a decode from the start, which counts every frame.
-    fn unneeded(&self, packet: &ff::Packet, want: usize, attempt: Attempt) -> bool {
+    /// keyframe to a window. A packet without a timestamp right after one left undecoded
+    /// (`after_skip`: an interlaced picture's second field, which MPEG-TS carries apart) goes
+    /// with it. Not in a decode from the start, which counts every frame.
+    fn unneeded(
+        &self,
+        packet: &ff::Packet,
+        want: usize,
+        attempt: Attempt,
+        after_skip: bool,
+    ) -> bool {
         let Some(framing) = self.unreferenced else {
             return false;
         };
         if attempt.from_start || self.frames.identity != Identity::Pts {
             return false;
         }
-        let (Some(pts), Some(&until)) = (packet.pts(), self.frames.pts.get(want)) else {
-            return false;
+        let shows_before = match (packet.pts(), self.frames.pts.get(want)) {
+            (Some(pts), Some(&until)) => pts < until,
+            (None, _) => after_skip,
+            _ => false,
         };
-        pts < until
+        shows_before
             && nal_units(packet.data().unwrap_or_default(), framing)
                 .is_some_and(|units| Family::H264.unreferenced(&units))
     }

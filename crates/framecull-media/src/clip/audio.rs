@@ -39,9 +39,13 @@ impl Sound {
         };
         let index = stream.index();
         let tb = f64::from(stream.time_base());
-        let mut decoder = ff::codec::context::Context::from_parameters(stream.parameters())
-            .and_then(|c| c.decoder().audio())
-            .map_err(encode_error("audio decoder"))?;
+        let mut opening = ff::codec::context::Context::from_parameters(stream.parameters())
+            .map_err(encode_error("audio decoder"))?
+            .decoder();
+        // Its packets' time base, so that the decoder moves the timestamps of frames it trims
+        // (an encoder's priming samples).
+        opening.set_packet_time_base(stream.time_base());
+        let mut decoder = opening.audio().map_err(encode_error("audio decoder"))?;
         // Half a second early: a decoder's first frames after a seek may lack what the
         // packets before them carried.
         let from = ((span.start - 0.5) / tb).floor() as i64;
@@ -83,7 +87,7 @@ impl Sound {
             }
         }
         match pcm {
-            Some(pcm) if pcm.samples() > 0 => pcm.encode().map(Some),
+            Some(pcm) if pcm.samples() > 0 => pcm.finish().map(Some),
             _ => Ok(None),
         }
     }
@@ -149,19 +153,29 @@ impl<'a> SoundOut<'a> {
     }
 }
 
-/// Decoded samples of the span, as 32-bit float planes.
+/// The span's sound as it is decoded: its samples (as 32-bit float planes) encoded a
+/// packet's worth at a time, so that a long clip holds its encoded sound, not its samples.
 struct Pcm {
     span: Range<f64>,
     rate: u32,
     layout: ChannelLayout,
+    /// Samples not yet encoded (fewer than a packet's).
     planes: Vec<Vec<f32>>,
+    /// Samples taken so far, encoded or not.
+    taken: usize,
     /// Samples of silence before the first one (the sound starts after the clip does).
     lead: usize,
     /// Where the next decoded frame starts, in seconds, when frames lack timestamps.
     next_at: Option<f64>,
+    encoder: ff::encoder::Audio,
+    /// Samples a packet holds.
+    size: usize,
+    time_base: ff::Rational,
+    packets: Vec<ff::Packet>,
 }
 
 impl Pcm {
+    /// Ready for the sound of `span`, laid out as `first` (the first decoded frame).
     fn new(first: &ff::frame::Audio, span: &Range<f64>) -> Result<Pcm, ClipError> {
         let channels = usize::from(first.channels());
         if channels == 0 || channels > 8 || first.rate() == 0 {
@@ -174,18 +188,40 @@ impl Pcm {
             l if l.channels() == channels as i32 => l,
             _ => ChannelLayout::default(channels as i32),
         };
+        let rate = first.rate();
+        let codec = ff::encoder::find(ff::codec::Id::AAC).ok_or(ClipError::NoEncoder("aac"))?;
+        let mut enc = ff::codec::context::Context::new_with_codec(codec)
+            .encoder()
+            .audio()
+            .map_err(encode_error("sound encoder"))?;
+        let time_base = ff::Rational::new(1, rate as i32);
+        enc.set_rate(rate as i32);
+        enc.set_channel_layout(layout);
+        enc.set_channels(channels as i32);
+        enc.set_format(Sample::F32(SampleType::Planar));
+        enc.set_bit_rate(BITS_PER_CHANNEL * channels);
+        enc.set_time_base(time_base);
+        // The muxers here (MP4, QuickTime, Matroska) want the codec's set-up in the header.
+        enc.set_flags(ff::codec::Flags::GLOBAL_HEADER);
+        let encoder = enc.open_as(codec).map_err(encode_error("sound encoder"))?;
+        let size = (encoder.frame_size() as usize).max(1);
         Ok(Pcm {
             span: span.clone(),
-            rate: first.rate(),
+            rate,
             layout,
             planes: vec![Vec::new(); channels],
+            taken: 0,
             lead: 0,
             next_at: None,
+            encoder,
+            size,
+            time_base,
+            packets: Vec::new(),
         })
     }
 
     fn samples(&self) -> usize {
-        self.planes.first().map_or(0, Vec::len)
+        self.taken
     }
 
     /// Keep the samples of `frame` (timestamps in `tb` seconds) that fall in the span:
@@ -209,27 +245,32 @@ impl Pcm {
         if at >= self.span.end {
             return Ok(false);
         }
-        // The frame's samples from the span's start (or where this span's sound reached)
-        // to its end.
+        // The frame's samples from the span's start to its end.
         let first = ((self.span.start - at) * rate).round().max(0.0) as usize;
         let last = (((self.span.end - at) * rate).round().max(0.0) as usize).min(n);
         if first >= last {
             return Ok(true);
         }
-        if self.samples() == 0 {
-            self.lead = ((at - self.span.start) * rate).round().max(0.0) as usize;
-            return self.append(frame, first..last).map(|()| true);
+        // Where the frame's first sample taken belongs, from the span's start.
+        let due = (((at - self.span.start) * rate).round() + first as f64).max(0.0) as usize;
+        if self.taken == 0 {
+            self.lead = due;
+            self.append(frame, first..last)?;
+            return Ok(true);
         }
-        // Where this frame's samples belong after the ones before: a gap (a packet the
-        // decoder rejected) is filled with silence, an overlap cut; timestamps coarser than
-        // a sample (Matroska's milliseconds) are read as continuous.
-        let due = ((at - self.span.start) * rate).round().max(0.0) as usize + first;
-        let have = self.lead + self.samples();
+        // After the samples before: a gap (a packet the decoder rejected) is filled with
+        // silence, an overlap cut; timestamps coarser than a sample (Matroska's
+        // milliseconds) are read as continuous.
+        let have = self.lead + self.taken;
         if due.abs_diff(have) <= self.rate as usize / 100 {
-            return self.append(frame, first..last).map(|()| true);
+            self.append(frame, first..last)?;
+            return Ok(true);
         }
-        for plane in &mut self.planes {
-            plane.resize(plane.len() + due.saturating_sub(have), 0.0);
+        if due > have {
+            for plane in &mut self.planes {
+                plane.resize(plane.len() + (due - have), 0.0);
+            }
+            self.taken += due - have;
         }
         let skip = have.saturating_sub(due);
         if first + skip < last {
@@ -238,7 +279,7 @@ impl Pcm {
         Ok(true)
     }
 
-    /// Append samples `range` of `frame`, as floats.
+    /// Append samples `range` of `frame`, as floats, and encode every whole packet's worth.
     fn append(&mut self, frame: &ff::frame::Audio, range: Range<usize>) -> Result<(), ClipError> {
         let channels = self.planes.len();
         let (kind, planar) = match frame.format() {
@@ -270,57 +311,56 @@ impl Pcm {
                 plane.push(kind.value(bytes));
             }
         }
-        Ok(())
+        self.taken += range.len();
+        self.encode(false)
     }
 
-    /// Encode the samples as AAC, timestamps from the span's start.
-    fn encode(self) -> Result<Sound, ClipError> {
-        let codec = ff::encoder::find(ff::codec::Id::AAC).ok_or(ClipError::NoEncoder("aac"))?;
-        let mut enc = ff::codec::context::Context::new_with_codec(codec)
-            .encoder()
-            .audio()
-            .map_err(encode_error("sound encoder"))?;
-        let channels = self.planes.len();
-        let time_base = ff::Rational::new(1, self.rate as i32);
-        enc.set_rate(self.rate as i32);
-        enc.set_channel_layout(self.layout);
-        enc.set_channels(channels as i32);
-        enc.set_format(Sample::F32(SampleType::Planar));
-        enc.set_bit_rate(BITS_PER_CHANNEL * channels);
-        enc.set_time_base(time_base);
-        // The muxers here (MP4, QuickTime, Matroska) want the codec's set-up in the header.
-        enc.set_flags(ff::codec::Flags::GLOBAL_HEADER);
-        let mut encoder = enc.open_as(codec).map_err(encode_error("sound encoder"))?;
-        let size = (encoder.frame_size() as usize).max(1);
-        let mut packets = Vec::new();
-        let mut drain = |encoder: &mut ff::encoder::Audio| {
-            let mut packet = ff::Packet::empty();
-            while encoder.receive_packet(&mut packet).is_ok() {
-                packets.push(std::mem::replace(&mut packet, ff::Packet::empty()));
-            }
-        };
-        let total = self.samples();
-        let mut at = 0;
-        while at < total {
-            let n = size.min(total - at);
+    /// Encode the samples waiting, a packet's worth at a time; the rest too (a shorter last
+    /// packet) when `all`.
+    fn encode(&mut self, all: bool) -> Result<(), ClipError> {
+        loop {
+            let waiting = self.planes.first().map_or(0, Vec::len);
+            let n = if waiting >= self.size {
+                self.size
+            } else if all && waiting > 0 {
+                waiting
+            } else {
+                return Ok(());
+            };
             let mut frame = ff::frame::Audio::new(Sample::F32(SampleType::Planar), n, self.layout);
             frame.set_rate(self.rate);
-            frame.set_pts(Some((self.lead + at) as i64));
-            for (c, plane) in self.planes.iter().enumerate() {
-                frame.plane_mut::<f32>(c)[..n].copy_from_slice(&plane[at..at + n]);
+            // The first sample of these, from the clip's start.
+            frame.set_pts(Some((self.lead + self.taken - waiting) as i64));
+            for (c, plane) in self.planes.iter_mut().enumerate() {
+                frame.plane_mut::<f32>(c)[..n].copy_from_slice(&plane[..n]);
+                plane.drain(..n);
             }
-            encoder
+            self.encoder
                 .send_frame(&frame)
                 .map_err(encode_error("sound encode"))?;
-            drain(&mut encoder);
-            at += n;
+            self.drain();
         }
-        encoder.send_eof().map_err(encode_error("sound encode"))?;
-        drain(&mut encoder);
+    }
+
+    fn drain(&mut self) {
+        let mut packet = ff::Packet::empty();
+        while self.encoder.receive_packet(&mut packet).is_ok() {
+            self.packets
+                .push(std::mem::replace(&mut packet, ff::Packet::empty()));
+        }
+    }
+
+    /// The sound encoded to its end.
+    fn finish(mut self) -> Result<Sound, ClipError> {
+        self.encode(true)?;
+        self.encoder
+            .send_eof()
+            .map_err(encode_error("sound encode"))?;
+        self.drain();
         Ok(Sound {
-            params: ff::codec::Parameters::from(&encoder),
-            time_base,
-            packets,
+            params: ff::codec::Parameters::from(&self.encoder),
+            time_base: self.time_base,
+            packets: self.packets,
         })
     }
 }
