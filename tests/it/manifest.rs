@@ -845,16 +845,24 @@ fn the_loader_reads_a_versions_clip_files_as_their_sources() {
 fn class_and_hugging_face_folders_lay_out_the_clip_files() {
     let (_data, proj) = video_with_clips("v.mp4", 160, 96, 50, &[(2, 20), (25, 45)]);
     let project = proj.path().to_str().unwrap();
-    for format in ["folders", "hf"] {
-        let out = common::run(&[
+    let clips = proj.path().join("clip-files");
+    // An export of `formats`, with `more` arguments.
+    let export = |formats: &str, more: &[&str]| {
+        let mut args = vec![
             "export",
             "--project",
             project,
             "--name",
             "x",
             "--format",
-            format,
-        ]);
+            formats,
+        ];
+        args.extend_from_slice(more);
+        common::run(&args)
+    };
+    let materialize = ["--materialize", clips.to_str().unwrap()];
+    for format in ["folders", "hf"] {
+        let out = export(format, &[]);
         assert!(!out.status.success());
         let err = common::stderr(&out);
         assert!(
@@ -865,19 +873,10 @@ fn class_and_hugging_face_folders_lay_out_the_clip_files() {
     assert!(!proj.path().join("manifests/x/v0001.json").exists());
     let out = common::run(&["labels", "set", "walk", "v.mp4", "--project", project]);
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
-    let clips = proj.path().join("clip-files");
-    let out = common::run(&[
-        "export",
-        "--project",
-        project,
-        "--name",
-        "x",
-        "--format",
+    let out = export(
         "jsonl,folders,hf",
-        "--json",
-        "--materialize",
-        clips.to_str().unwrap(),
-    ]);
+        &["--json", materialize[0], materialize[1]],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
     let meta: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
     let dir = proj.path().join("manifests/x");
@@ -917,17 +916,7 @@ fn class_and_hugging_face_folders_lay_out_the_clip_files() {
     // The formats' indexes beside a version (vNNNN.folders.json, vNNNN.dali.json) are not
     // versions: the next export reads the versions and follows them.
     for formats in ["jsonl,dali,folders,hf", "jsonl"] {
-        let out = common::run(&[
-            "export",
-            "--project",
-            project,
-            "--name",
-            "x",
-            "--format",
-            formats,
-            "--materialize",
-            clips.to_str().unwrap(),
-        ]);
+        let out = export(formats, &materialize);
         assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
     }
     assert!(dir.join("v0003.json").exists());
