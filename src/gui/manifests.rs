@@ -133,7 +133,7 @@ impl ExportDialog {
                 .map(|(f, _)| f)
         {
             return Err(format!(
-                "{name} lay out the clip files: tick \"clip files\" too"
+                "{name}: folders of the clip files; tick \"clip files\" too"
             ));
         }
         let split = if self.split.trim().is_empty() {
@@ -239,9 +239,15 @@ impl ExportDialog {
                         .labelled_by(label.id);
                     ui.end_row();
                     ui.label("formats");
-                    ui.horizontal_wrapped(|ui| {
-                        for ((_, name, what), on) in FORMATS.iter().zip(&mut self.formats) {
-                            ui.checkbox(on, *name).on_hover_text(*what);
+                    // The rows (framecull's own formats), then what other stacks read.
+                    ui.vertical(|ui| {
+                        let mut formats = FORMATS.iter().zip(&mut self.formats);
+                        for line in [3, FORMATS.len() - 3] {
+                            ui.horizontal(|ui| {
+                                for ((_, name, what), on) in formats.by_ref().take(line) {
+                                    ui.checkbox(on, *name).on_hover_text(*what);
+                                }
+                            });
                         }
                     });
                     ui.end_row();

@@ -1423,13 +1423,13 @@ fn the_export_dialog_writes_clip_files_and_their_folders_with_the_version() {
     h.get_by_label("Hugging Face").click();
     h.run();
     assert!(
-        h.query_by_label_contains("lay out the clip files")
+        h.query_by_label_contains("folders of the clip files")
             .is_some()
     );
     h.get_by_label("each clip as a file of its own").click();
     h.run();
     assert!(
-        h.query_by_label_contains("lay out the clip files")
+        h.query_by_label_contains("folders of the clip files")
             .is_none()
     );
     h.get_by_label("Preview").click();
