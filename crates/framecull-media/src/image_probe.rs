@@ -243,8 +243,13 @@ fn apng_frame_count(buf: &[u8]) -> Option<u32> {
         let len = u32::from_be_bytes(buf[pos..pos + 4].try_into().ok()?) as usize;
         let kind = &buf[pos + 4..pos + 8];
         if kind == b"acTL" {
+            // Its frame count, where the chunk holds one: an `acTL` shorter than its 8 bytes,
+            // or one that counts no frame (the spec forbids 0), says nothing.
+            if len < 8 {
+                return None;
+            }
             let data = buf.get(pos + 8..pos + 12)?;
-            return Some(u32::from_be_bytes(data.try_into().ok()?));
+            return Some(u32::from_be_bytes(data.try_into().ok()?)).filter(|&n| n > 0);
         }
         if kind == b"IDAT" {
             return None;
