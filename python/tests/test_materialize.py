@@ -112,12 +112,13 @@ SOURCES = [
 ]
 
 
-# Sources whose every GOP is closed (starts at an IDR): a clip of whole GOPs is copied.
-CLOSED_GOPS = {"bframes.mp4", "closed.ts", "hevc_closed.mp4", "vfr_rotated.mp4"}
+# Sources whose every GOP is closed (starts at an IDR, a VP9 or AV1 key frame): a clip of
+# whole GOPs is copied, in the source's codec.
+CLOSED_GOPS = {"bframes.mp4", "closed.ts", "hevc_closed.mp4", "vfr_rotated.mp4", "vp9.webm", "av1.mkv"}
 
 # Sources encoded whole, with the reason in clip_note: frames without timestamps of their own,
-# codecs whose packets are not copied (VP9, AV1), 10-bit pictures.
-ENCODED_WHOLE = {"no_pts.avi", "vp9.webm", "av1.mkv", "hevc_10bit.mkv"}
+# 10-bit pictures.
+ENCODED_WHOLE = {"no_pts.avi", "hevc_10bit.mkv"}
 
 # Intra-only sources (every frame stands alone): every frame of every clip is copied, in a
 # container that holds the codec (Motion JPEG: MP4; ProRes: QuickTime; Ut Video: Matroska,

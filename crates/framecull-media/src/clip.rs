@@ -16,12 +16,14 @@ use ffmpeg_next as ff;
 
 use crate::decode::DecodeError;
 use crate::ffmpeg_log;
+use crate::nal::Family;
 use crate::picture::Matrix;
 use crate::reader::{Picture, ReadError, ReadTimes, VideoReader};
 use crate::source::Source;
 use framecull_model::{ClipBounds, ReadAs, SeekReference};
 
 mod audio;
+mod codec;
 mod intra;
 mod join;
 mod smart;
@@ -385,10 +387,10 @@ impl Encoder {
         first: &Picture,
         time_base: ff::Rational,
         described: &Described,
-        family: smart::Family,
+        kind: smart::Codec,
         crf: u32,
     ) -> Result<Encoder, ClipError> {
-        let name = family.encoder();
+        let name = kind.encoder();
         let codec = ff::encoder::find_by_name(name).ok_or(ClipError::NoEncoder(name))?;
         let mut enc = ff::codec::context::Context::new_with_codec(codec)
             .encoder()
@@ -423,18 +425,20 @@ impl Encoder {
             };
         }
         let mut opts = ff::Dictionary::new();
-        opts.set("preset", "veryfast");
         opts.set("crf", &crf.to_string());
-        match family {
+        if let smart::Codec::Nal(_) = kind {
+            opts.set("preset", "veryfast");
+        }
+        match kind {
             // No sub-partitions, the quickest sub-pixel and motion search, B-frames placed
             // without a search: half the time a frame of `veryfast` alone, at the same
             // quality (rate factor) and about the same bytes (docs/PERFORMANCE.md).
-            smart::Family::H264 => opts.set(
+            smart::Codec::Nal(Family::H264) => opts.set(
                 "x264-params",
                 "log-level=error:partitions=none:subme=1:me=dia:b-adapt=0",
             ),
             // x265 is lossless at rate factor 0 only when told.
-            smart::Family::Hevc => opts.set(
+            smart::Codec::Nal(Family::Hevc) => opts.set(
                 "x265-params",
                 if crf == 0 {
                     "log-level=error:repeat-headers=1:lossless=1"
@@ -442,6 +446,25 @@ impl Encoder {
                     "log-level=error:repeat-headers=1"
                 },
             ),
+            // Constant quality (no bit rate), no frame looked ahead (no hidden frames: one
+            // packet a frame, in order), the quickest settings; lossless at rate factor 0.
+            smart::Codec::Vp9 | smart::Codec::Av1 => {
+                enc.set_bit_rate(0);
+                let vp9 = kind == smart::Codec::Vp9;
+                opts.set(if vp9 { "deadline" } else { "usage" }, "realtime");
+                opts.set("cpu-used", "8");
+                opts.set("lag-in-frames", "0");
+                opts.set("row-mt", "1");
+                if vp9 {
+                    opts.set("auto-alt-ref", "0");
+                }
+                if crf == 0 {
+                    opts.set(
+                        if vp9 { "lossless" } else { "aom-params" },
+                        if vp9 { "1" } else { "lossless=1" },
+                    );
+                }
+            }
         }
         let encoder = enc.open_with(opts).map_err(encode_error("encoder"))?;
         let scaler = if first.yuv420 {
@@ -487,7 +510,7 @@ impl Encoder {
             encoder,
             frame: ff::frame::Video::new(Pixel::YUV420P, width.max(2), height.max(2)),
             scaler,
-            check: Check::new(family.id())?,
+            check: Check::new(kind.id())?,
         })
     }
 

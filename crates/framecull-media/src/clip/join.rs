@@ -12,7 +12,7 @@ use ff::ffi;
 use ffmpeg_next as ff;
 
 use super::audio::{Sound, SoundOut};
-use super::smart::{CopySource, Family, Framing, Plan, Segment, annex_b, nal_units, seek_to};
+use super::smart::{Codec, CopySource, Plan, Segment, seek_to};
 use super::{
     ClipError, Described, Encoder, each_picture, encode_error, frame_duration,
     keep_stream_description,
@@ -43,8 +43,8 @@ pub(super) fn write(
     let mut joiner = Joiner {
         octx: ff::format::output_as(&part, "mp4").map_err(encode_error("output container"))?,
         params: plan.copy.as_ref().map(|c| c.params.clone()),
-        family: plan.family,
-        tag: plan.family.tag(plan.copies()),
+        codec: plan.codec,
+        tag: plan.codec.tag(plan.copies()),
         described,
         header: false,
         shown: frame_pts[clip.clone()]
@@ -138,7 +138,7 @@ fn encode_part(
                 picture,
                 time_base,
                 described,
-                joiner.family,
+                joiner.codec,
                 crf,
             )?),
         };
@@ -179,7 +179,7 @@ fn copy_run(
     read: &mut usize,
     joiner: &mut Joiner<'_>,
 ) -> Result<(), ClipError> {
-    let family = joiner.family;
+    let codec = joiner.codec;
     let failed = |message: String| ClipError::Encode {
         what: "copy",
         message,
@@ -204,24 +204,16 @@ fn copy_run(
                 packet.pts()
             )));
         }
-        let units = nal_units(packet.data().unwrap_or_default(), copy.framing)
-            .ok_or_else(|| failed(format!("packet {at} is not whole NAL units")))?;
-        // The run's first packet gets every parameter set of the source's header (an encoded
-        // part before it brought other ones), after its delimiter if it has one and before
-        // its own units (its own sets, where it has them, come after and win).
+        // The run's first packet gets what it needs of the source's header (an encoded part
+        // before it brought other parameter sets, or another sequence header).
         let lead = if at == run.start {
             copy.parameter_sets.as_slice()
         } else {
             &[]
         };
-        let delimiter = units.first().filter(|u| family.is_delimiter(u)).copied();
-        let rest = &units[usize::from(delimiter.is_some())..];
-        let bytes = annex_b(
-            delimiter
-                .into_iter()
-                .chain(lead.iter().map(Vec::as_slice))
-                .chain(rest.iter().copied()),
-        );
+        let bytes = codec
+            .copied(packet.data().unwrap_or_default(), copy.framing, lead)
+            .ok_or_else(|| failed(format!("packet {at} is not what its stream holds")))?;
         // Sync samples where a GOP starts, whatever the demuxer marked.
         let key = copy.packets[at].sync;
         joiner.write(bytes, expected - joiner.first_pts, key)?;
@@ -235,7 +227,7 @@ struct Joiner<'a> {
     /// The stream's parameters (size, format, colour) for the header: the source's where
     /// packets are copied, else the first encoder's.
     params: Option<ff::codec::Parameters>,
-    family: Family,
+    codec: Codec,
     /// The sample entry: `avc3` or `hev1` (parameter sets in the stream, which change
     /// between parts) where packets are copied, else `avc1`.
     tag: &'static [u8; 4],
@@ -323,17 +315,14 @@ impl Joiner<'_> {
         Ok(())
     }
 
-    /// The header, with the parameter sets that lead the first packet (Annex B) as the
-    /// stream's extradata: the muxer writes them as the `avcC` record and stores every
-    /// packet's units, parameter sets included, length-prefixed.
+    /// The header, with what the first packet holds of the stream's header as its extradata
+    /// ([`Codec::header`]): H.264 and HEVC parameter sets (Annex B), which the muxer writes
+    /// as the `avcC` or `hvcC` record, storing every packet's units, parameter sets included,
+    /// length-prefixed; AV1's sequence header, written as `av1C` (where the first packet has
+    /// none, the source's record stays).
     fn write_header(&mut self, first: &[u8]) -> Result<(), ClipError> {
-        let sets = annex_b(
-            nal_units(first, Framing::StartCodes)
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|u| self.family.is_parameter_set(u)),
-        );
-        let codec = ff::encoder::find(self.family.id());
+        let sets = self.codec.header(first);
+        let codec = ff::encoder::find(self.codec.id());
         let mut ost = self
             .octx
             .add_stream(codec)
@@ -348,19 +337,21 @@ impl Joiner<'_> {
         // is not written yet; the extradata is allocated with FFmpeg's padding and filled.
         unsafe {
             let par = (*ost.as_mut_ptr()).codecpar;
-            ffi::av_freep(std::ptr::addr_of_mut!((*par).extradata).cast());
-            let padded = sets.len() + ffi::AV_INPUT_BUFFER_PADDING_SIZE as usize;
-            let data = ffi::av_mallocz(padded).cast::<u8>();
-            if data.is_null() {
-                return Err(ClipError::Encode {
-                    what: "header",
-                    message: "out of memory".into(),
-                });
-            }
-            std::ptr::copy_nonoverlapping(sets.as_ptr(), data, sets.len());
-            (*par).extradata = data;
-            (*par).extradata_size = sets.len() as i32;
             (*par).codec_tag = u32::from_le_bytes(*self.tag);
+            if let Some(sets) = sets {
+                ffi::av_freep(std::ptr::addr_of_mut!((*par).extradata).cast());
+                let padded = sets.len() + ffi::AV_INPUT_BUFFER_PADDING_SIZE as usize;
+                let data = ffi::av_mallocz(padded).cast::<u8>();
+                if data.is_null() {
+                    return Err(ClipError::Encode {
+                        what: "header",
+                        message: "out of memory".into(),
+                    });
+                }
+                std::ptr::copy_nonoverlapping(sets.as_ptr(), data, sets.len());
+                (*par).extradata = data;
+                (*par).extradata_size = sets.len() as i32;
+            }
         }
         if let Some(sound) = self.sound {
             sound.add_stream(&mut self.octx)?;

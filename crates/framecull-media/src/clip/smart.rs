@@ -15,9 +15,10 @@ use std::ops::Range;
 use ff::ffi;
 use ffmpeg_next as ff;
 
+pub(super) use super::codec::Codec;
 use super::{ClipError, encode_error};
 use crate::frames::Identity;
-pub(super) use crate::nal::{Family, Framing, annex_b, nal_units};
+pub(super) use crate::nal::Framing;
 use crate::reader::VideoReader;
 use crate::source::{Opened, Source};
 
@@ -203,8 +204,9 @@ pub(super) struct Plan {
     pub clip: Range<usize>,
     pub segments: Vec<Segment>,
     pub copy: Option<CopySource>,
-    /// The clip's codec: the source's where packets are copied, else H.264.
-    pub family: Family,
+    /// The clip's codec: the source's where its encoder is here and its pictures are 8-bit
+    /// 4:2:0, else H.264.
+    pub codec: Codec,
     /// Why no packet is copied, when none is.
     pub why_encoded: Option<String>,
 }
@@ -216,7 +218,7 @@ impl Plan {
             segments: vec![Segment::Encode(clip.clone())],
             clip,
             copy: None,
-            family: Family::H264,
+            codec: Codec::Nal(crate::nal::Family::H264),
             why_encoded: Some(why.into()),
         }
     }
@@ -236,8 +238,7 @@ impl Plan {
                     let pts: Vec<i64> = copy.packets[run.clone()].iter().map(|p| p.pts).collect();
                     reorder_delay(&pts)
                 }
-                // libx264's and libx265's B-frames with a pyramid: two, and one to spare.
-                _ => 3,
+                _ => self.codec.encoder_delay(),
             });
         }
         delay
@@ -274,14 +275,14 @@ pub(super) fn plan_clip(
     ];
     // The encoded parts must match the copied ones: 8-bit 4:2:0 at even sizes, in the
     // source's codec, with its encoder here.
-    let Some(family) = Family::of(params.id()) else {
+    let Some(codec) = Codec::of(params.id()) else {
         return whole(format!(
-            "{}: packets are copied from H.264 and HEVC only",
+            "{}: packets are copied from H.264, HEVC, VP9 and AV1 only",
             params.id().name()
         ));
     };
-    if ff::encoder::find_by_name(family.encoder()).is_none() {
-        return whole(format!("no {} encoder here", family.encoder()));
+    if ff::encoder::find_by_name(codec.encoder()).is_none() {
+        return whole(format!("no {} encoder here", codec.encoder()));
     }
     if !yuv420.contains(&format) {
         return whole(format!(
@@ -293,7 +294,7 @@ pub(super) fn plan_clip(
         return whole(format!("odd size {width}x{height}"));
     }
     let params = params.clone();
-    let (framing, parameter_sets) = family.setup(&extradata);
+    let (framing, parameter_sets) = codec.setup(&extradata);
     let frame_pts = reader.frame_pts();
     // Read from the keyframe at or before the clip's start.
     let seek = reader
@@ -306,10 +307,14 @@ pub(super) fn plan_clip(
     let opened = source.open_streaming();
     let mut input = opened.input(|| false).map_err(encode_error("source"))?;
     let stop = frame_pts.get(clip.end).copied();
-    let (packets, complete) = scan(&mut input, stream_index, seek, stop, framing, family)?;
+    let (packets, complete) = scan(&mut input, stream_index, seek, stop, framing, codec)?;
     let segments = plan(&packets, frame_pts, clip.clone(), complete);
     if !segments.iter().any(|s| matches!(s, Segment::Copy { .. })) {
-        return whole("no closed GOP lies inside the clip".into());
+        // Encoded whole, in the source's codec all the same.
+        return Ok(Plan {
+            codec,
+            ..Plan::encode_all(clip, "no closed GOP lies inside the clip")
+        });
     }
     Ok(Plan {
         clip,
@@ -323,7 +328,7 @@ pub(super) fn plan_clip(
             packets,
             params,
         }),
-        family,
+        codec,
         why_encoded: None,
     })
 }
@@ -356,7 +361,7 @@ fn scan(
     seek: Option<i64>,
     stop: Option<i64>,
     framing: Framing,
-    family: Family,
+    codec: Codec,
 ) -> Result<(Vec<ScannedPacket>, bool), ClipError> {
     if let Some(target) = seek {
         seek_to(input, stream, target);
@@ -376,14 +381,16 @@ fn scan(
                 message: "a packet without a timestamp".into(),
             });
         };
-        let units = nal_units(packet.data().unwrap_or_default(), framing).ok_or_else(|| {
-            ClipError::Encode {
+        let (sync, fresh) = codec
+            .starts(packet.data().unwrap_or_default(), framing)
+            .ok_or_else(|| ClipError::Encode {
                 what: "copy",
-                message: format!("the packet at {pts} is not whole NAL units"),
-            }
-        })?;
-        let sync = packet.is_key() && units.iter().any(|u| family.is_sync(u));
-        let fresh = sync && units.iter().any(|u| family.is_fresh(u));
+                message: format!(
+                    "the packet at {pts} is not what a {} stream holds",
+                    codec.id().name()
+                ),
+            })?;
+        let (sync, fresh) = (sync && packet.is_key(), fresh && packet.is_key());
         // SAFETY: a plain field of the packet just read.
         let discard =
             unsafe { (*ff::packet::Ref::as_ptr(&packet)).flags } & ffi::AV_PKT_FLAG_DISCARD != 0;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::nal::{Family, nal_units};
 
 fn packets(list: &[(i64, bool)]) -> Vec<ScannedPacket> {
     list.iter()
