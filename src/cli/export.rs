@@ -36,9 +36,10 @@ pub struct Args {
     /// Count what would go in, per split, without writing.
     #[arg(long)]
     dry_run: bool,
-    /// Also write each clip of the version as a file of its own in DIR: a video clip as an
-    /// MP4 holding exactly its frames, a picture as a copy, named by clip id. Clip files
-    /// present from an earlier run are kept, so a rerun writes only new clips.
+    /// Also write each clip of the version as a file of its own in DIR (a folder, or a bucket
+    /// prefix: s3://bucket/prefix and the other dataset URLs): a video clip as an MP4
+    /// holding exactly its frames, a picture as a copy, named by clip id. Clip files present
+    /// from an earlier run are kept, so a rerun writes only new clips.
     #[arg(long, value_name = "DIR")]
     materialize: Option<std::path::PathBuf>,
     /// Clip files written at once, one per core by default.
@@ -64,6 +65,20 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         include: args.include,
         filter: args.filter.as_deref().map(Filter::parse).transpose()?,
     };
+    if args
+        .materialize
+        .as_deref()
+        .is_some_and(crate::storage::Root::is_url)
+        && options
+            .formats
+            .iter()
+            .any(|f| matches!(f, manifest::Format::Folders | manifest::Format::Hf))
+    {
+        anyhow::bail!(
+            "--format folders and hf link clip files in a local folder: give --materialize a \
+             folder, not a bucket"
+        );
+    }
     if args.dry_run && args.materialize.is_some() {
         anyhow::bail!("--dry-run writes nothing: leave out --materialize, or --dry-run");
     }

@@ -1216,15 +1216,32 @@ fn clips_of_a_bucket_project_are_the_clips_of_the_local_folder() {
 
 /// Clip files of a bucket's video (an odd name: a space and an accent) are written from
 /// ranged reads of the object: each holds its clip's frames, as many as from the local file.
+/// A 60-frame H.264 video with a keyframe every 12 frames at `name` in `dir`.
+fn gops_of_12(dir: &Path, name: &str) {
+    let mut spec = framecull::media::synth::VideoSpec::new("libx264", 128, 72, 25, 60);
+    spec.gop = 12;
+    spec.noise = 6;
+    common::video(dir, name, &spec);
+}
+
+/// Clips of frames 5 to 31 and 12 to 24 of `name` (frames 12 to 24 a closed GOP in both).
+fn add_two_clips(server: &Server, project: &str, name: &str) {
+    for (start, end) in [("f5", "f31"), ("f12", "f24")] {
+        let out = framecull(server, "test")
+            .args(["clips", "--project", project, "add", name])
+            .args(["--start", start, "--end", end])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    }
+}
+
 #[test]
 fn clip_files_of_a_bucket_hold_their_frames() {
     let Some(moto) = moto_server() else { return };
     let data = tempfile::tempdir().unwrap();
-    let mut spec = framecull::media::synth::VideoSpec::new("libx264", 128, 72, 25, 60);
-    spec.gop = 12;
-    spec.noise = 6;
     let name = "clips/odd name é.mp4";
-    common::video(data.path(), name, &spec);
+    gops_of_12(data.path(), name);
     let server = Server::start(&moto, None);
     server.upload(data.path(), "datasets", "odd", false);
     let mut counts = Vec::new();
@@ -1243,14 +1260,7 @@ fn clip_files_of_a_bucket_hold_their_frames() {
         };
         assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
         let project_arg = project.path().to_str().unwrap();
-        for (start, end) in [("f5", "f31"), ("f12", "f24")] {
-            let out = framecull(&server, "test")
-                .args(["clips", "--project", project_arg, "add", name])
-                .args(["--start", start, "--end", end])
-                .output()
-                .unwrap();
-            assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
-        }
+        add_two_clips(&server, project_arg, name);
         let dir = project.path().join("clip-files");
         let out = framecull(&server, "test")
             .args([
@@ -1283,4 +1293,116 @@ fn clip_files_of_a_bucket_hold_their_frames() {
         counts.push((got, copied));
     }
     assert_eq!(counts[0], counts[1]);
+}
+
+/// Clip files written to a bucket prefix: each an object holding exactly its clip's frames,
+/// the version recording the prefix and the ledger copied beside them; a rerun from another
+/// machine (another staging folder) writes nothing, and the loader reads the clip files from
+/// the bucket.
+#[test]
+fn clip_files_go_to_a_bucket_prefix_and_a_rerun_elsewhere_writes_nothing() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let name = "clips/a.mp4";
+    gops_of_12(data.path(), name);
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "datasets", "src", false);
+    let project = tempfile::tempdir().unwrap();
+    let project_arg = project.path().to_str().unwrap();
+    let out = scan(&server, "s3://datasets/src", project.path(), &["--deep"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    add_two_clips(&server, project_arg, name);
+    let prefix = "s3://datasets/out/cut";
+    let export = |staging: &Path| {
+        let out = framecull(&server, "test")
+            .env("TMPDIR", staging)
+            .args(["export", "--name", "cut", "--format", "jsonl", "--json"])
+            .args(["--materialize", prefix, "--project", project_arg])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report
+    };
+    let first_machine = tempfile::tempdir().unwrap();
+    let report = export(first_machine.path());
+    let done = &report["materialized"];
+    assert_eq!(done["written"], 2, "{report}");
+    assert_eq!(report["clip_files"]["dir"], prefix, "{report}");
+    // Nothing stays in the staging folder but the ledger.
+    let left: Vec<_> = walkdir::WalkDir::new(first_machine.path())
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file() && e.file_name() != ".framecull-clips.jsonl")
+        .map(|e| e.path().to_path_buf())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // The objects: each clip's frames, its bytes as the row records them.
+    let root = server.root(prefix);
+    let remote = root.as_remote().unwrap();
+    let rows: Vec<Value> =
+        std::fs::read_to_string(project.path().join("manifests/cut/v0001.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let listed = remote.list().unwrap();
+    assert_eq!(listed.len(), rows.len(), "{listed:?}");
+    let local = tempfile::tempdir().unwrap();
+    let mut frames = Vec::new();
+    for row in &rows {
+        let file = row["clip_file"].as_str().unwrap();
+        let bytes = remote.get_all(file).unwrap().expect("the clip's object");
+        assert_eq!(
+            bytes.len() as u64,
+            row["clip_bytes"].as_u64().unwrap(),
+            "{row}"
+        );
+        let path = local.path().join(file);
+        std::fs::write(&path, &bytes).unwrap();
+        let got = common::decoded_frames(&path);
+        assert_eq!(got, row["clip_frames"].as_u64().unwrap(), "{row}");
+        assert_eq!(
+            got,
+            (row["end_frame"].as_i64().unwrap() - row["start_frame"].as_i64().unwrap()) as u64
+        );
+        frames.push(got);
+    }
+    frames.sort();
+    assert_eq!(frames, vec![12, 26]);
+    let ledger = remote.get_all(".framecull-clips.jsonl").unwrap().unwrap();
+    assert_eq!(String::from_utf8_lossy(&ledger).lines().count(), 2);
+    // A file over one part's size goes up in parts, and comes back whole.
+    let big: Vec<u8> = (0..framecull::storage::PART_BYTES + (1 << 20) + 7)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let big_file = local.path().join("big.bin");
+    std::fs::write(&big_file, &big).unwrap();
+    let sent = remote.put_file("big/big.bin", &big_file).unwrap();
+    assert_eq!(sent, big.len() as u64);
+    assert!(remote.get_all("big/big.bin").unwrap() == Some(big));
+
+    // Another machine: no staging folder, the bucket's ledger says what is there.
+    let second_machine = tempfile::tempdir().unwrap();
+    let again = export(second_machine.path());
+    assert_eq!(again["materialized"]["written"], 0, "{again}");
+    assert_eq!(again["materialized"]["present"], 2, "{again}");
+    assert_eq!(again["rows_hash"], report["rows_hash"], "{again}");
+
+    // The loader reads the version's clip files from the bucket.
+    let mut cmd = framecull(&server, "test");
+    cmd.arg("load-bench")
+        .arg(project.path().join("manifests/cut"))
+        .args(["--device", "cpu", "--workers", "1", "--batches", "0"])
+        .args([
+            "--clip-len",
+            "4",
+            "--size",
+            "32x32",
+            "--clip-files",
+            "--json",
+        ]);
+    let loaded = report_of(&cmd.output().unwrap(), 0);
+    assert_eq!(loaded["clips"], 2, "{loaded}");
+    assert_eq!(loaded["skipped_clips"], serde_json::json!({}), "{loaded}");
 }

@@ -6,10 +6,17 @@
 //! those as their `clip_*` columns. A rerun writes only the clips whose file is missing, or
 //! has no ledger entry of its size (killed between the two), so a stopped run resumes where
 //! it stopped.
+//!
+//! A bucket prefix (`s3://bucket/prefix`, as for datasets) takes the clip files as objects:
+//! each is written in a local staging folder, uploaded (an object appears only when whole)
+//! and removed there. The ledger is kept in the staging folder and copied to the prefix
+//! (`PREFIX/.framecull-clips.jsonl`) as the run goes and when it ends, so a rerun on another
+//! machine resumes from it; an object counts as present where the ledger has its size.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -17,7 +24,7 @@ use framecull_manifest::{ClipFileColumns, ClipFiles};
 use framecull_media::clip::{self, ClipSource, ClipWritten};
 use framecull_media::source::Source;
 use framecull_model::{MediaKind, ReadAs, SeekReference, StreamChoice};
-use framecull_storage::Root;
+use framecull_storage::{Remote, Root};
 use serde::{Deserialize, Serialize};
 
 use framecull_manifest::{ManifestError, ManifestRow};
@@ -92,10 +99,12 @@ pub fn materialize(
         let path = path.to_path_buf();
         move |source| ManifestError::Io { path, source }
     };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let dir = std::fs::canonicalize(dir).map_err(io(dir))?;
-    let ledger_path = dir.join(LEDGER);
-    let ledger = read_ledger(&ledger_path);
+    let output = Output::open(root, dir)?;
+    let work = output.work_dir();
+    std::fs::create_dir_all(work).map_err(io(work))?;
+    let ledger_path = work.join(LEDGER);
+    let mut ledger = output.remote_ledger()?;
+    ledger.extend(read_ledger(&ledger_path));
     let mut appender = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -111,19 +120,20 @@ pub fn materialize(
     }
     let mut out = Materialized {
         files: ClipFiles {
-            dir: framecull_model::text_of_path(&dir).into_owned(),
+            dir: output.recorded(),
             ..ClipFiles::default()
         },
         ..Materialized::default()
     };
     let total = rows.len() as u64;
     // Each row's file: the one an earlier run recorded, where it is whole, else written now.
+    let listing = output.listing()?;
     let mut results: Vec<Option<Result<Entry, String>>> = rows
         .iter()
         .map(|row| {
             ledger
                 .get(&row.clip_id)
-                .filter(|e| std::fs::metadata(dir.join(&e.file)).is_ok_and(|m| m.len() == e.bytes))
+                .filter(|e| output.size_of(&e.file, listing.as_ref()) == Some(e.bytes))
                 .map(|e| Ok(e.clone()))
         })
         .collect();
@@ -150,8 +160,8 @@ pub fn materialize(
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Entry, String>)>();
         for _ in 0..jobs.min(runs.len()) {
-            let (tx, runs, next, dir, references) =
-                (tx.clone(), &runs, &next, dir.as_path(), &references);
+            let (tx, runs, next, output, references) =
+                (tx.clone(), &runs, &next, &output, &references);
             scope.spawn(move || {
                 while let Some(run) = runs.get(next.fetch_add(1, Ordering::Relaxed)) {
                     // The source of the clip before, kept open for the next clips of the
@@ -166,10 +176,16 @@ pub fn materialize(
                             root,
                             row,
                             references.get(row.file_fingerprint.as_str()).copied(),
-                            dir,
+                            output.work_dir(),
                             &mut open,
                         )
-                        .and_then(|(file, w)| Entry::of(&row.clip_id, &file, w));
+                        .and_then(|(file, w)| {
+                            let mut entry = Entry::of(&row.clip_id, &file, w)?;
+                            if let Some(fingerprint) = output.deliver(&file)? {
+                                entry.fingerprint = fingerprint;
+                            }
+                            Ok(entry)
+                        });
                         if tx.send((at, entry)).is_err() {
                             return;
                         }
@@ -191,8 +207,14 @@ pub fn materialize(
                 out.bytes += entry.bytes;
                 out.reencoded_frames += entry.encoded;
                 out.copied_frames += entry.copied;
+                ledger.insert(entry.clip_id.clone(), entry.clone());
                 Ok(entry)
             });
+            // A bucket's copy of the ledger, now and then (a rerun elsewhere resumes from
+            // it; this machine's rerun from the staging folder's).
+            if output.ledger_due() {
+                output.publish_ledger(&ledger);
+            }
             results[at] = Some(entry);
             done += 1;
             on_progress(MaterializeProgress {
@@ -203,6 +225,7 @@ pub fn materialize(
             });
         }
     });
+    output.publish_ledger(&ledger);
     if results.iter().any(Option::is_none) {
         return Err(ManifestError::Stopped);
     }
@@ -228,6 +251,173 @@ pub fn materialize(
     }
     out.secs = started.elapsed().as_secs_f64();
     Ok(out)
+}
+
+/// Where clip files go: a local folder, or a bucket prefix they are uploaded to from a local
+/// staging folder.
+enum Output {
+    Folder(PathBuf),
+    Bucket {
+        remote: Arc<Remote>,
+        staging: PathBuf,
+        /// When the ledger's copy in the bucket was last written.
+        published: std::sync::Mutex<Instant>,
+    },
+}
+
+/// How often a bucket's copy of the ledger is written again while clips are written.
+const LEDGER_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Output {
+    /// `dir` as a folder, or as a bucket prefix (a URL: opened with the settings of the
+    /// dataset's store, where the dataset is in one, else from the environment).
+    fn open(root: &Root, dir: &Path) -> Result<Output, ManifestError> {
+        if !Root::is_url(dir) {
+            std::fs::create_dir_all(dir).map_err(|source| ManifestError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            let canonical = std::fs::canonicalize(dir).map_err(|source| ManifestError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            return Ok(Output::Folder(canonical));
+        }
+        let url = dir.to_string_lossy();
+        let url = url.trim_end_matches('/');
+        let settings: Vec<(&str, &str)> = root
+            .as_remote()
+            .map(|r| {
+                r.settings()
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let remote = Remote::open_with(url, &settings).map_err(storage)?;
+        // One staging folder a prefix, as one folder a local output: its ledger survives a
+        // kill for this machine's rerun.
+        let key = xxhash_rust::xxh3::xxh3_64(url.as_bytes());
+        let staging = std::env::temp_dir().join(format!("framecull-clips-{key:016x}"));
+        Ok(Output::Bucket {
+            remote: Arc::new(remote),
+            staging,
+            published: std::sync::Mutex::new(Instant::now()),
+        })
+    }
+
+    /// Where clip files are written: the folder, or the staging folder.
+    fn work_dir(&self) -> &Path {
+        match self {
+            Output::Folder(dir) => dir,
+            Output::Bucket { staging, .. } => staging,
+        }
+    }
+
+    /// The folder or the URL, as the version records it.
+    fn recorded(&self) -> String {
+        match self {
+            Output::Folder(dir) => framecull_model::text_of_path(dir).into_owned(),
+            Output::Bucket { remote, .. } => remote.url().to_string(),
+        }
+    }
+
+    /// The objects under a bucket prefix now, by name: their sizes (one listing); `None` for
+    /// a folder, whose files are looked at one by one ([`Output::size_of`]).
+    fn listing(&self) -> Result<Option<HashMap<String, u64>>, ManifestError> {
+        match self {
+            Output::Folder(_) => Ok(None),
+            Output::Bucket { remote, .. } => Ok(Some(
+                remote
+                    .list()
+                    .map_err(storage)?
+                    .into_iter()
+                    .map(|l| (l.rel_path, l.size_bytes))
+                    .collect(),
+            )),
+        }
+    }
+
+    /// The size of clip file `name` there: a folder's file, or the object `listing` has.
+    fn size_of(&self, name: &str, listing: Option<&HashMap<String, u64>>) -> Option<u64> {
+        match (self, listing) {
+            (_, Some(listed)) => listed.get(name).copied(),
+            (Output::Folder(dir), None) => std::fs::metadata(dir.join(name)).ok().map(|m| m.len()),
+            (Output::Bucket { .. }, None) => None,
+        }
+    }
+
+    /// The ledger a bucket prefix holds (none for a folder, whose ledger is its own file).
+    fn remote_ledger(&self) -> Result<HashMap<String, Entry>, ManifestError> {
+        match self {
+            Output::Folder(_) => Ok(HashMap::new()),
+            Output::Bucket { remote, .. } => Ok(remote
+                .get_all(LEDGER)
+                .map_err(storage)?
+                .map(|bytes| parse_ledger(&String::from_utf8_lossy(&bytes)))
+                .unwrap_or_default()),
+        }
+    }
+
+    /// Put the clip file `file`, complete in the work folder, where it goes: a bucket's is
+    /// uploaded and its local copy removed, and its fingerprint is then the object's (its
+    /// size and ETag, as a scan or the loader finds it), where the store gives one.
+    fn deliver(&self, file: &Path) -> Result<Option<String>, String> {
+        let Output::Bucket { remote, .. } = self else {
+            return Ok(None);
+        };
+        let name = file_name(file);
+        let uploaded = remote
+            .put_file(&name, file)
+            .and_then(|_| remote.head(&name));
+        let _ = std::fs::remove_file(file);
+        let object = uploaded.map_err(|e| e.to_string())?;
+        Ok(framecull_media::fingerprint::of_listing(
+            object.size_bytes,
+            object.e_tag.as_deref(),
+            object.version.as_deref(),
+        ))
+    }
+
+    /// Whether a bucket's copy of the ledger is due again.
+    fn ledger_due(&self) -> bool {
+        match self {
+            Output::Folder(_) => false,
+            Output::Bucket { published, .. } => published
+                .lock()
+                .is_ok_and(|at| at.elapsed() >= LEDGER_EVERY),
+        }
+    }
+
+    /// Write a bucket's copy of the ledger: every entry known (a failure only warns: the
+    /// staging folder's ledger has them, and a rerun elsewhere writes those clips again).
+    fn publish_ledger(&self, ledger: &HashMap<String, Entry>) {
+        let Output::Bucket {
+            remote, published, ..
+        } = self
+        else {
+            return;
+        };
+        let mut entries: Vec<&Entry> = ledger.values().collect();
+        entries.sort_by(|a, b| a.clip_id.cmp(&b.clip_id));
+        let mut text = Vec::new();
+        for entry in entries {
+            if serde_json::to_writer(&mut text, entry).is_ok() {
+                text.push(b'\n');
+            }
+        }
+        if let Err(e) = remote.put(LEDGER, text) {
+            tracing::warn!("the clip files' ledger was not copied to the bucket: {e}");
+        }
+        if let Ok(mut at) = published.lock() {
+            *at = Instant::now();
+        }
+    }
+}
+
+/// A bucket's error as the export's.
+fn storage(e: framecull_storage::StorageError) -> ManifestError {
+    ManifestError::Invalid(e.to_string())
 }
 
 /// A clip file as the ledger records it.
@@ -286,7 +476,10 @@ impl Entry {
 
 /// The ledger's entries by clip id (the last of each; a line cut short by a kill is skipped).
 fn read_ledger(path: &Path) -> HashMap<String, Entry> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    parse_ledger(&std::fs::read_to_string(path).unwrap_or_default())
+}
+
+fn parse_ledger(text: &str) -> HashMap<String, Entry> {
     text.lines()
         .filter_map(|l| serde_json::from_str::<Entry>(l).ok())
         .map(|e| (e.clip_id.clone(), e))

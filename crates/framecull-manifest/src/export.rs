@@ -302,6 +302,13 @@ fn write_layout(
             "--format {name} lays out the version's clip files: add --materialize DIR"
         ))
     })?;
+    let clip_dir = Path::new(&clips.dir);
+    if !clip_dir.is_dir() {
+        return Err(ManifestError::Invalid(format!(
+            "--format {name} links the clip files of a local folder; {} is not one",
+            clips.dir
+        )));
+    }
     let folder = format!("{stem}.{name}");
     let path = dir.join(&folder);
     if path.exists() {
@@ -314,7 +321,6 @@ fn write_layout(
     remove_any(&tmp);
     // Staged before it is written: a failure part way removes what was made.
     staged.0.push((tmp.clone(), path));
-    let clip_dir = Path::new(&clips.dir);
     let mut index = match format {
         Format::Folders => crate::layouts::write_folders(rows, clip_dir, &tmp)?,
         _ => crate::layouts::write_hf(rows, clip_dir, &tmp)?,

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use cache::{BLOCK_BYTES, CachedObject, ObjectReader};
-pub use remote::{Listed, Object, PendingRange, Remote, RequestCounts, StorageError};
+pub use remote::{Listed, Object, PART_BYTES, PendingRange, Remote, RequestCounts, StorageError};
 
 /// A dataset root: a local folder or an object-storage prefix.
 #[derive(Debug, Clone)]

@@ -322,6 +322,9 @@ fn runtime(url: &str) -> Result<&'static tokio::runtime::Runtime, StorageError> 
         })
 }
 
+/// The size of an upload's parts ([`Remote::put_file`]); a file up to it goes in one request.
+pub const PART_BYTES: usize = 16 << 20;
+
 /// One object as a listing gave it.
 #[derive(Debug, Clone)]
 pub struct Listed {
@@ -629,6 +632,77 @@ impl Remote {
             .block_on(self.store.get_range(&location, range))
             .map(|bytes| bytes.to_vec())
             .map_err(|e| self.failed(StorageError::of(self.url_of(rel_path), &e)))
+    }
+
+    /// An object's bytes, whole; `Ok(None)` where there is no such object.
+    pub fn get_all(&self, rel_path: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        let location = self.location(rel_path);
+        let got = runtime(&self.url)?.block_on(async {
+            match self.store.get(&location).await {
+                Ok(result) => result.bytes().await.map(Some),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        });
+        got.map(|b| b.map(|b| b.to_vec()))
+            .map_err(|e| self.failed(StorageError::of(self.url_of(rel_path), &e)))
+    }
+
+    /// Write `bytes` as object `rel_path`: it appears, or is replaced, only when whole.
+    pub fn put(&self, rel_path: &str, bytes: Vec<u8>) -> Result<(), StorageError> {
+        let location = self.location(rel_path);
+        runtime(&self.url)?
+            .block_on(self.store.put(&location, bytes.into()))
+            .map(|_| ())
+            .map_err(|e| self.failed(StorageError::of(self.url_of(rel_path), &e)))
+    }
+
+    /// Upload the local file `file` as object `rel_path`: in one request up to
+    /// [`PART_BYTES`], else in parts of that size (a multipart upload, aborted where a part
+    /// fails). Either way the object appears, or is replaced, only when whole.
+    pub fn put_file(&self, rel_path: &str, file: &std::path::Path) -> Result<u64, StorageError> {
+        use std::io::Read;
+        let url = self.url_of(rel_path);
+        let local = |e: std::io::Error| StorageError::Other {
+            url: url.clone(),
+            cause: format!("{}: {e}", file.display()),
+        };
+        let mut reader = std::fs::File::open(file).map_err(local)?;
+        let size = reader.metadata().map_err(local)?.len();
+        if size <= PART_BYTES as u64 {
+            let mut bytes = Vec::with_capacity(size as usize);
+            reader.read_to_end(&mut bytes).map_err(local)?;
+            self.put(rel_path, bytes)?;
+            return Ok(size);
+        }
+        let location = self.location(rel_path);
+        let failed = |e: object_store::Error| self.failed(StorageError::of(url.clone(), &e));
+        let runtime = runtime(&self.url)?;
+        let upload = runtime
+            .block_on(self.store.put_multipart(&location))
+            .map_err(failed)?;
+        // The parts are sent by tasks spawned on the storage threads as they fill.
+        let _inside = runtime.enter();
+        let mut writer = object_store::WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
+        let mut buffer = vec![0u8; PART_BYTES];
+        loop {
+            let n = match reader.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = runtime.block_on(writer.abort());
+                    return Err(local(e));
+                }
+            };
+            // At most two parts in flight, each held in memory until sent.
+            if let Err(e) = runtime.block_on(writer.wait_for_capacity(2)) {
+                let _ = runtime.block_on(writer.abort());
+                return Err(failed(e));
+            }
+            writer.write(&buffer[..n]);
+        }
+        runtime.block_on(writer.finish()).map_err(failed)?;
+        Ok(size)
     }
 
     /// Start GETting bytes `range` of an object in the background (a read-ahead): the
