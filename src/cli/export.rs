@@ -42,6 +42,10 @@ pub struct Args {
     /// from an earlier run are kept, so a rerun writes only new clips.
     #[arg(long, value_name = "DIR")]
     materialize: Option<std::path::PathBuf>,
+    /// The size WebDataset shards are kept under (`--format webdataset`): bytes, or with a
+    /// unit (`500MB`, `1GiB`, `64k`); 1 GiB by default.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    shard_size: Option<u64>,
     /// Clip files written at once, one per core by default.
     #[arg(long, short, requires = "materialize")]
     jobs: Option<usize>,
@@ -64,19 +68,22 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         split_seed: args.split_seed,
         include: args.include,
         filter: args.filter.as_deref().map(Filter::parse).transpose()?,
+        shard_size: args.shard_size,
     };
     if args
         .materialize
         .as_deref()
         .is_some_and(crate::storage::Root::is_url)
-        && options
-            .formats
-            .iter()
-            .any(|f| matches!(f, manifest::Format::Folders | manifest::Format::Hf))
+        && options.formats.iter().any(|f| {
+            matches!(
+                f,
+                manifest::Format::Folders | manifest::Format::Hf | manifest::Format::Webdataset
+            )
+        })
     {
         anyhow::bail!(
-            "--format folders and hf link clip files in a local folder: give --materialize a \
-             folder, not a bucket"
+            "--format folders, hf and webdataset use clip files in a local folder: give \
+             --materialize a folder, not a bucket"
         );
     }
     if args.dry_run && args.materialize.is_some() {
@@ -219,4 +226,38 @@ fn materialize(
         eprintln!("error: {failure}");
     }
     Ok(done)
+}
+
+/// A size in bytes: a number, with a unit where given (`k`, `M`, `G`, `T` and their `B`
+/// forms are powers of 1000; `KiB`, `MiB`, `GiB`, `TiB` powers of 1024).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (e.g. 500MB, 1GiB)"))?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "t" | "tb" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} (k, M, G, T, KiB, MiB, GiB, TiB)"
+            ));
+        }
+    };
+    let bytes = number * scale;
+    if bytes < 1.0 || !bytes.is_finite() {
+        return Err(format!("{text:?}: a size of at least one byte"));
+    }
+    Ok(bytes as u64)
 }

@@ -153,6 +153,7 @@ impl ExportDialog {
                 Include::Unreviewed
             },
             filter: Some(self.filter.clone()).filter(|f| self.only_shown && !f.is_empty()),
+            shard_size: None,
         })
     }
 

@@ -521,6 +521,7 @@ mod manifest {
             split_seed: seed,
             include: Include::Unreviewed,
             filter: None,
+            shard_size: None,
         }
     }
 

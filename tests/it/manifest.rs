@@ -80,6 +80,7 @@ fn options(name: &str) -> ExportOptions {
         split_seed: 11,
         include: Include::Unreviewed,
         filter: None,
+        shard_size: None,
     }
 }
 
@@ -683,6 +684,139 @@ fn stopped_or_killed_clip_files_resume_with_nothing_half_written() {
         report["materialized"]["present"].as_u64().unwrap() >= 3,
         "{report}"
     );
+}
+
+/// WebDataset shards (`--format webdataset`) stopped by SIGTERM part way (exit 3, nothing
+/// published, no part file) are kept: the rerun writes only the shards missing, and every
+/// sample is then in one shard, once, its clip file's bytes and its metadata beside it.
+#[test]
+fn a_stopped_shard_write_resumes_with_every_sample_once() {
+    const CLIPS: usize = 8;
+    let clips: Vec<(usize, usize)> = (0..CLIPS).map(|i| (i * 10, i * 10 + 8)).collect();
+    let (_data, proj) = video_with_clips("walk.mp4", 64, 48, 100, &clips);
+    let project = proj.path().to_str().unwrap();
+    let dir = proj.path().join("clip-files");
+    // One sample a shard (a shard size of one byte), each made slow to write.
+    let export = |slow: bool| {
+        let mut command = common::bin();
+        command
+            .args(["export", "--project", project, "--name", "set", "--json"])
+            .args([
+                "--format",
+                "jsonl,webdataset",
+                "--shard-size",
+                "1",
+                "--materialize",
+            ])
+            .arg(&dir);
+        if slow {
+            command.env("FRAMECULL_FAULT_SLOW_SHARD_MS", "400");
+        }
+        command
+    };
+    let manifests = proj.path().join("manifests/set");
+    let tmp = manifests.join(".v0001.webdataset.tmp");
+    let tars = |folder: &Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(folder)
+            .map(|d| {
+                d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".tar") || n.ends_with(".part"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let mut child = export(true)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while tars(&tmp).iter().filter(|n| n.ends_with(".tar")).count() < 2
+        && child.try_wait().unwrap().is_none()
+        && started.elapsed() < std::time::Duration::from_secs(120)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    crate::kill::send("TERM", child.id());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", common::stderr(&out));
+    let finished = tars(&tmp);
+    assert!(
+        finished.len() >= 2 && finished.len() < CLIPS,
+        "{finished:?}"
+    );
+    assert!(finished.iter().all(|n| n.ends_with(".tar")), "{finished:?}");
+    assert!(!manifests.join("v0001.json").exists());
+    let stamps: Vec<std::time::SystemTime> = finished
+        .iter()
+        .map(|n| std::fs::metadata(tmp.join(n)).unwrap().modified().unwrap())
+        .collect();
+
+    let out = export(false).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let meta: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    let shards = manifests.join(meta["files"]["webdataset.dir"].as_str().unwrap());
+    let index: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(manifests.join(meta["files"]["webdataset"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(index["kept"], finished.len(), "{index}");
+    assert_eq!(index["written"], CLIPS - finished.len(), "{index}");
+    assert!(!tmp.exists());
+    // The finished shards were kept as they were.
+    for (name, stamp) in finished.iter().zip(stamps) {
+        let now = std::fs::metadata(shards.join(name))
+            .unwrap()
+            .modified()
+            .unwrap();
+        assert_eq!(now, stamp, "{name} was written again");
+    }
+    // Every sample once (GNU tar reads the shards): a clip file and its metadata.
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(manifests.join("v0001.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut members: Vec<(String, String)> = Vec::new();
+    for name in tars(&shards) {
+        let listed = std::process::Command::new("tar")
+            .arg("-tf")
+            .arg(shards.join(&name))
+            .output()
+            .unwrap();
+        assert!(listed.status.success(), "{name}");
+        members.extend(
+            common::stdout(&listed)
+                .lines()
+                .map(|m| (m.to_string(), name.clone())),
+        );
+    }
+    members.sort();
+    let mut expected: Vec<String> = rows
+        .iter()
+        .flat_map(|r| {
+            let id = r["clip_id"].as_str().unwrap();
+            [format!("{id}.json"), format!("{id}.mp4")]
+        })
+        .collect();
+    expected.sort();
+    let names: Vec<&String> = members.iter().map(|(m, _)| m).collect();
+    assert_eq!(names, expected.iter().collect::<Vec<_>>());
+    // Each clip file's very bytes.
+    for (member, shard) in members.iter().filter(|(m, _)| m.ends_with(".mp4")) {
+        let extracted = std::process::Command::new("tar")
+            .arg("-xOf")
+            .arg(shards.join(shard))
+            .arg(member)
+            .output()
+            .unwrap();
+        assert!(
+            extracted.stdout == std::fs::read(dir.join(member)).unwrap(),
+            "{member}"
+        );
+    }
 }
 
 /// The loader reads a materialized version's clip files (`clip_files`) as it reads their

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::webdataset::DEFAULT_SHARD_BYTES;
+
 use super::{
     ClipFiles, ExportOptions, Format, ManifestError, ManifestRow, SCHEMA_VERSION, VersionMeta, io,
     manifest_dir, select_rows, versions,
@@ -40,24 +42,30 @@ pub fn rows_hash(rows: &[ManifestRow]) -> String {
 
 /// The temporary files of a version being written, removed when the export stops before
 /// publishing them (an error such as a full disk), so they do not hold the space.
-struct Staged(Vec<(std::path::PathBuf, std::path::PathBuf)>);
+struct Staged(
+    Vec<(std::path::PathBuf, std::path::PathBuf)>,
+    /// Temporary folders a failure leaves for the next run to resume (WebDataset shards).
+    Vec<std::path::PathBuf>,
+);
 
 impl Drop for Staged {
     fn drop(&mut self) {
         for (tmp, _) in &self.0 {
-            remove_any(tmp);
+            if !self.1.contains(tmp) {
+                remove_any(tmp);
+            }
         }
     }
 }
 
-/// A layout's folder name: `vNNNN.folders`, `vNNNN.hf`.
+/// A layout's folder name: `vNNNN.folders`, `vNNNN.hf`, `vNNNN.webdataset`.
 fn is_layout(name: &str) -> bool {
     name.strip_prefix('v')
         .and_then(|n| n.split_once('.'))
         .is_some_and(|(number, format)| {
             !number.is_empty()
                 && number.bytes().all(|b| b.is_ascii_digit())
-                && matches!(format, "folders" | "hf")
+                && matches!(format, "folders" | "hf" | "webdataset")
         })
 }
 
@@ -139,7 +147,7 @@ pub fn export_with(
     let stem = format!("v{version:04}");
     let mut files = BTreeMap::new();
     let mut file_hashes = BTreeMap::new();
-    let mut staged = Staged(Vec::new());
+    let mut staged = Staged(Vec::new(), Vec::new());
     for format in &options.formats {
         if *format == Format::Dali {
             write_dali(catalog, &dir, &stem, &rows, &mut staged, &mut files)?;
@@ -151,13 +159,14 @@ pub fn export_with(
             check()?;
             continue;
         }
-        if matches!(format, Format::Folders | Format::Hf) {
+        if matches!(format, Format::Folders | Format::Hf | Format::Webdataset) {
             write_layout(
                 *format,
                 &dir,
                 &stem,
                 &rows,
                 clip_files.as_ref(),
+                (options.shard_size.unwrap_or(DEFAULT_SHARD_BYTES), stop),
                 &mut staged,
                 &mut files,
             )?;
@@ -176,7 +185,11 @@ pub fn export_with(
             Format::Parquet => io::write_parquet(out, &rows),
             Format::Jsonl => io::write_jsonl(out, &rows),
             Format::Csv => io::write_csv(out, &rows),
-            Format::Dali | Format::FrameMaps | Format::Folders | Format::Hf => Ok(()),
+            Format::Dali
+            | Format::FrameMaps
+            | Format::Folders
+            | Format::Hf
+            | Format::Webdataset => Ok(()),
         })?;
         staged.0.push((tmp.clone(), path));
         check()?;
@@ -280,32 +293,36 @@ fn write_dali(
     Ok(())
 }
 
-/// The clip files of `rows` laid out as `format` asks (class folders, Hugging Face folders)
-/// in a folder `vNNNN.FORMAT` and its index `vNNNN.FORMAT.json`, staged (the folder built
-/// under a temporary name, renamed with the version); recorded as `FORMAT` (the index) and
-/// `FORMAT.dir`.
+/// The clip files of `rows` laid out as `format` asks (class folders, Hugging Face folders,
+/// WebDataset shards of `shard_size` bytes) in a folder `vNNNN.FORMAT` and its index
+/// `vNNNN.FORMAT.json`, staged (the folder built under a temporary name, renamed with the
+/// version); recorded as `FORMAT` (the index) and `FORMAT.dir`. The shards' temporary folder
+/// stays after a stop or a failure: the next run keeps the shards it finished.
+#[allow(clippy::too_many_arguments)]
 fn write_layout(
     format: Format,
     dir: &Path,
     stem: &str,
     rows: &[ManifestRow],
     clip_files: Option<&ClipFiles>,
+    (shard_size, stop): (u64, &AtomicBool),
     staged: &mut Staged,
     files: &mut BTreeMap<String, String>,
 ) -> Result<(), ManifestError> {
     let name = match format {
         Format::Folders => "folders",
-        _ => "hf",
+        Format::Hf => "hf",
+        _ => "webdataset",
     };
     let clips = clip_files.ok_or_else(|| {
         ManifestError::Invalid(format!(
-            "--format {name} lays out the version's clip files: add --materialize DIR"
+            "--format {name} uses the version's clip files: add --materialize DIR"
         ))
     })?;
     let clip_dir = Path::new(&clips.dir);
     if !clip_dir.is_dir() {
         return Err(ManifestError::Invalid(format!(
-            "--format {name} links the clip files of a local folder; {} is not one",
+            "--format {name} uses the clip files of a local folder; {} is not one",
             clips.dir
         )));
     }
@@ -318,14 +335,31 @@ fn write_layout(
         )));
     }
     let tmp = dir.join(format!(".{folder}.tmp"));
-    remove_any(&tmp);
-    // Staged before it is written: a failure part way removes what was made.
+    // Staged before it is written: a failure part way removes what was made (but shards).
     staged.0.push((tmp.clone(), path));
-    let mut index = match format {
-        Format::Folders => crate::layouts::write_folders(rows, clip_dir, &tmp)?,
-        _ => crate::layouts::write_hf(rows, clip_dir, &tmp)?,
-    };
-    index.dir = folder.clone();
+    let index = match format {
+        Format::Webdataset => {
+            staged.1.push(tmp.clone());
+            let index =
+                crate::webdataset::write_webdataset(rows, clip_dir, &tmp, shard_size, stop)?;
+            serde_json::to_value(crate::webdataset::ShardsIndex {
+                dir: folder.clone(),
+                ..index
+            })
+        }
+        _ => {
+            remove_any(&tmp);
+            let index = match format {
+                Format::Folders => crate::layouts::write_folders(rows, clip_dir, &tmp)?,
+                _ => crate::layouts::write_hf(rows, clip_dir, &tmp)?,
+            };
+            serde_json::to_value(crate::layouts::LayoutIndex {
+                dir: folder.clone(),
+                ..index
+            })
+        }
+    }
+    .map_err(|e| ManifestError::Encode(e.to_string()))?;
     files.insert(format!("{name}.dir"), folder);
     let file = format!("{stem}.{name}.json");
     let json =
@@ -448,7 +482,14 @@ fn clean_leftovers(dir: &Path) {
         // Every file of a version but its metadata, which is published last.
         let meta = format!("{stem}.json");
         let orphan = name.starts_with('v') && *name != meta && !names.contains(&meta);
-        if (name.starts_with('.') && name.ends_with(".tmp")) || orphan {
+        // A version's shards being written stay for the run that resumes them.
+        let resumable = name.starts_with(".v")
+            && name.ends_with(".webdataset.tmp")
+            && !names.contains(&format!(
+                "{}.json",
+                &name[1..].split('.').next().unwrap_or_default()
+            ));
+        if ((name.starts_with('.') && name.ends_with(".tmp")) || orphan) && !resumable {
             let path = dir.join(name);
             // Folders only where a layout of a version made them (`.vNNNN.hf.tmp`,
             // `vNNNN.folders`), never another folder that happens to be there.

@@ -147,18 +147,22 @@ pub fn write_folders(
     Ok(index)
 }
 
-/// A line of a Hugging Face `metadata.jsonl`: the file, its label, and what the row says of
-/// it.
+/// A line of a Hugging Face `metadata.jsonl`, and a WebDataset sample's `KEY.json`: the
+/// file, its label, and what the row says of it.
 #[derive(Serialize)]
-struct Metadata<'a> {
+pub(crate) struct Metadata<'a> {
     file_name: String,
     label: Option<&'a str>,
+    split: Option<&'a str>,
     clip_id: &'a str,
     path: &'a str,
     start_frame: Option<i64>,
     end_frame: Option<i64>,
     start_secs: f64,
     end_secs: f64,
+    start_pts: Option<i64>,
+    end_pts: Option<i64>,
+    time_base: Option<&'a str>,
     fps: Option<f64>,
     width: Option<i64>,
     height: Option<i64>,
@@ -168,6 +172,35 @@ struct Metadata<'a> {
     motion: Option<f64>,
     brightness: Option<f64>,
     sharpness: Option<f64>,
+}
+
+impl Metadata<'_> {
+    /// What `row` says of its clip file, named `file_name`.
+    pub(crate) fn of(row: &ManifestRow, file_name: String) -> Metadata<'_> {
+        Metadata {
+            file_name,
+            label: row.label.as_deref(),
+            split: row.split.as_deref(),
+            clip_id: &row.clip_id,
+            path: &row.path,
+            start_frame: row.start_frame,
+            end_frame: row.end_frame,
+            start_secs: row.start_secs,
+            end_secs: row.end_secs,
+            start_pts: row.start_pts,
+            end_pts: row.end_pts,
+            time_base: row.time_base.as_deref(),
+            fps: row.fps,
+            width: row.width,
+            height: row.height,
+            tags: &row.tags,
+            flags: &row.flags,
+            analysis_level: row.analysis_level.as_deref(),
+            motion: row.motion,
+            brightness: row.brightness,
+            sharpness: row.sharpness,
+        }
+    }
 }
 
 /// Hugging Face folders of `rows` in `out` (made here): `images/SPLIT/` and `videos/SPLIT/`,
@@ -192,25 +225,7 @@ pub fn write_hf(
         let file_name = format!("{}.{ext}", row.clip_id);
         index.place(&from, &folder.join(&file_name))?;
         index.count(&split_of(row), kind);
-        let line = Metadata {
-            file_name,
-            label: row.label.as_deref(),
-            clip_id: &row.clip_id,
-            path: &row.path,
-            start_frame: row.start_frame,
-            end_frame: row.end_frame,
-            start_secs: row.start_secs,
-            end_secs: row.end_secs,
-            fps: row.fps,
-            width: row.width,
-            height: row.height,
-            tags: &row.tags,
-            flags: &row.flags,
-            analysis_level: row.analysis_level.as_deref(),
-            motion: row.motion,
-            brightness: row.brightness,
-            sharpness: row.sharpness,
-        };
+        let line = Metadata::of(row, file_name);
         let lines = metadata.entry(folder).or_default();
         serde_json::to_writer(&mut *lines, &line)
             .map_err(|e| ManifestError::Encode(e.to_string()))?;

@@ -17,6 +17,7 @@ pub mod layouts;
 mod select;
 pub mod split;
 mod versions;
+pub mod webdataset;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -256,6 +257,8 @@ pub enum Format {
     /// Hugging Face image and video folders of the clip files, with `metadata.jsonl`
     /// ([`layouts`]).
     Hf,
+    /// WebDataset tar shards of the clip files, per split ([`webdataset`]).
+    Webdataset,
 }
 
 impl Format {
@@ -268,6 +271,7 @@ impl Format {
             Format::FrameMaps => "frame-maps.json",
             Format::Folders => "folders.json",
             Format::Hf => "hf.json",
+            Format::Webdataset => "webdataset.json",
         }
     }
 }
@@ -292,6 +296,9 @@ pub struct ExportOptions {
     pub include: Include,
     /// Only the files this filter matches (the window's filter, `--where`).
     pub filter: Option<Filter>,
+    /// The size WebDataset shards are kept under ([`webdataset::DEFAULT_SHARD_BYTES`] when
+    /// not given).
+    pub shard_size: Option<u64>,
 }
 
 /// What shaped a version and what it holds: `vNNNN.json`.

@@ -117,6 +117,7 @@ fn bench_export(n: usize, repeat: usize) -> anyhow::Result<ExportBench> {
             split_seed: 1,
             include: Include::Unreviewed,
             filter: None,
+            shard_size: None,
         };
         let started = Instant::now();
         let meta = framecull::manifest::export(&catalog, &options)?;

@@ -259,6 +259,7 @@ pub fn scan_and_export(
         split_seed: 0,
         include: Include::Unreviewed,
         filter: None,
+        shard_size: None,
     };
     let meta = framecull::manifest::export(&catalog, &options)?;
     Ok((meta, framecull::manifest::manifest_dir(project, "bench")))

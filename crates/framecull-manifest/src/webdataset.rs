@@ -1,0 +1,381 @@
+//! A version's clip files as WebDataset tar shards (`--format webdataset`): per split,
+//! shards of about `--shard-size` bytes (`SPLIT-000000.tar`, ...), each sample the clip file
+//! (`KEY.mp4`, or a picture's `KEY.jpg`, `KEY.png`, ...) and `KEY.json` (the row: label,
+//! tags, source path, frames, timestamps, size, measures, flags, analysis level), its key the
+//! row's clip id (stable across versions); a list of each split's shards (`SPLIT.txt`).
+//!
+//! A shard is written under its name plus `.part`, synced and renamed when complete, then
+//! recorded in the folder's ledger (`.shards.jsonl`: its name, the hash of what it holds, its
+//! bytes). A rerun after a stop keeps every shard the ledger records with the same contents
+//! and size, and writes the rest.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::layouts::{Metadata, folder_name};
+use crate::{ManifestError, ManifestRow};
+
+/// The shard size when none is given: 1 GiB.
+pub const DEFAULT_SHARD_BYTES: u64 = 1 << 30;
+
+/// The ledger of a shard folder.
+const LEDGER: &str = ".shards.jsonl";
+
+/// A tar block.
+const BLOCK: u64 = 512;
+
+/// What the shards hold, written beside them as `vNNNN.webdataset.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardsIndex {
+    /// The folder of the shards, beside this index.
+    pub dir: String,
+    /// The size a shard is kept under (one sample larger than it makes a shard of its own).
+    pub shard_size: u64,
+    /// Each split's shards (`all` without splits).
+    pub splits: BTreeMap<String, SplitShards>,
+    /// Samples' keys: the rows' clip ids.
+    pub key: String,
+    /// Shards written by this run, and kept from an earlier run that stopped.
+    pub written: u64,
+    pub kept: u64,
+    /// Rows left out, by reason.
+    pub left_out: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SplitShards {
+    /// The file listing the split's shards, one name a line.
+    pub list: String,
+    pub samples: u64,
+    pub bytes: u64,
+    pub shards: Vec<Shard>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shard {
+    pub file: String,
+    pub samples: u64,
+    pub bytes: u64,
+}
+
+/// A shard as the ledger records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Done {
+    file: String,
+    /// Hash of its samples' keys, files' hashes and metadata.
+    plan: String,
+    bytes: u64,
+}
+
+/// One sample to write: its clip file and its metadata.
+struct Sample {
+    key: String,
+    ext: String,
+    from: PathBuf,
+    file_bytes: u64,
+    /// The clip file's hash, as the row records it.
+    content: String,
+    json: Vec<u8>,
+}
+
+impl Sample {
+    /// Its bytes in a tar: each member's header and data padded to a block.
+    fn tar_bytes(&self) -> u64 {
+        2 * BLOCK
+            + self.file_bytes.next_multiple_of(BLOCK)
+            + (self.json.len() as u64).next_multiple_of(BLOCK)
+    }
+}
+
+/// Write the shards of `rows` (their clip files in `clip_dir`) into `out`, kept across runs:
+/// shards recorded whole by an earlier run stay. Stops between samples once `stop` is set
+/// ([`ManifestError::Stopped`]: the shards written stay for the next run).
+pub fn write_webdataset(
+    rows: &[ManifestRow],
+    clip_dir: &Path,
+    out: &Path,
+    shard_size: u64,
+    stop: &AtomicBool,
+) -> Result<ShardsIndex, ManifestError> {
+    std::fs::create_dir_all(out).map_err(|e| ManifestError::io(out, e))?;
+    let mut index = ShardsIndex {
+        shard_size,
+        key: "clip_id".into(),
+        ..ShardsIndex::default()
+    };
+    // Each split's samples, in the version's row order.
+    let mut by_split: BTreeMap<String, Vec<Sample>> = BTreeMap::new();
+    for row in rows {
+        match sample_of(row, clip_dir) {
+            Ok(sample) => by_split
+                .entry(folder_name(row.split.as_deref().unwrap_or("all")))
+                .or_default()
+                .push(sample),
+            Err(why) => *index.left_out.entry(why).or_default() += 1,
+        }
+    }
+    let ledger_path = out.join(LEDGER);
+    let done: HashMap<String, Done> = std::fs::read_to_string(&ledger_path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Done>(l).ok())
+        .map(|d| (d.file.clone(), d))
+        .collect();
+    let mut ledger = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&ledger_path)
+        .map_err(|e| ManifestError::io(&ledger_path, e))?;
+    // A line a kill cut short ends here.
+    ledger
+        .write_all(b"\n")
+        .map_err(|e| ManifestError::io(&ledger_path, e))?;
+    for (split, samples) in &by_split {
+        let mut shards = SplitShards {
+            list: format!("{split}.txt"),
+            ..SplitShards::default()
+        };
+        for (n, group) in plan(samples, shard_size).into_iter().enumerate() {
+            let file = format!("{split}-{n:06}.tar");
+            let path = out.join(&file);
+            let bytes: u64 = group.iter().map(|s| s.tar_bytes()).sum::<u64>() + 2 * BLOCK;
+            let plan = plan_hash(group);
+            let whole = done
+                .get(&file)
+                .is_some_and(|d| d.plan == plan && d.bytes == bytes)
+                && std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes);
+            if whole {
+                index.kept += 1;
+            } else {
+                write_shard(group, &path, stop)?;
+                let mut line = serde_json::to_vec(&Done {
+                    file: file.clone(),
+                    plan,
+                    bytes,
+                })
+                .map_err(|e| ManifestError::Encode(e.to_string()))?;
+                line.push(b'\n');
+                ledger
+                    .write_all(&line)
+                    .and_then(|()| ledger.sync_data())
+                    .map_err(|e| ManifestError::io(&ledger_path, e))?;
+                index.written += 1;
+            }
+            shards.samples += group.len() as u64;
+            shards.bytes += bytes;
+            shards.shards.push(Shard {
+                file,
+                samples: group.len() as u64,
+                bytes,
+            });
+        }
+        let list: String = shards
+            .shards
+            .iter()
+            .map(|s| format!("{}\n", s.file))
+            .collect();
+        let list_path = out.join(&shards.list);
+        std::fs::write(&list_path, list).map_err(|e| ManifestError::io(&list_path, e))?;
+        index.splits.insert(split.clone(), shards);
+    }
+    // Shards of an earlier plan that this one has not (fewer samples now) go.
+    for entry in std::fs::read_dir(out)
+        .map_err(|e| ManifestError::io(out, e))?
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let listed = index
+            .splits
+            .values()
+            .any(|s| s.shards.iter().any(|f| f.file == name));
+        if name.ends_with(".tar") && !listed || name.ends_with(".part") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    Ok(index)
+}
+
+/// The sample of `row`, or why it has none.
+fn sample_of(row: &ManifestRow, clip_dir: &Path) -> Result<Sample, String> {
+    let file = row.clip.file.as_deref().ok_or("no clip file")?;
+    let ext = Path::new(file)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("bin")
+        .to_ascii_lowercase();
+    let from = clip_dir.join(file);
+    let file_bytes = std::fs::metadata(&from)
+        .map_err(|e| format!("clip file unreadable: {e}"))?
+        .len();
+    let json = serde_json::to_vec(&Metadata::of(row, format!("{}.{ext}", row.clip_id)))
+        .map_err(|e| e.to_string())?;
+    Ok(Sample {
+        key: row.clip_id.clone(),
+        ext,
+        from,
+        file_bytes,
+        content: row.clip.hash.clone().unwrap_or_default(),
+        json,
+    })
+}
+
+/// Samples cut into shards in order, each shard under `shard_size` bytes with its end blocks
+/// (a sample larger than that alone in its shard).
+fn plan(samples: &[Sample], shard_size: u64) -> Vec<&[Sample]> {
+    let mut shards = Vec::new();
+    let (mut start, mut bytes) = (0, 2 * BLOCK);
+    for (i, sample) in samples.iter().enumerate() {
+        let more = sample.tar_bytes();
+        if i > start && bytes + more > shard_size {
+            shards.push(&samples[start..i]);
+            (start, bytes) = (i, 2 * BLOCK);
+        }
+        bytes += more;
+    }
+    if start < samples.len() {
+        shards.push(&samples[start..]);
+    }
+    shards
+}
+
+/// What a shard holds, hashed: each sample's key, extension, file size and hash, and
+/// metadata.
+fn plan_hash(samples: &[Sample]) -> String {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    for s in samples {
+        hasher.update(s.key.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(s.ext.as_bytes());
+        hasher.update(&s.file_bytes.to_le_bytes());
+        hasher.update(s.content.as_bytes());
+        hasher.update(&s.json);
+    }
+    format!("{:032x}", hasher.digest128())
+}
+
+/// Write `samples` as the tar `path`, through `path.part`.
+fn write_shard(samples: &[Sample], path: &Path, stop: &AtomicBool) -> Result<(), ManifestError> {
+    let mut part_name = path.file_name().unwrap_or_default().to_os_string();
+    part_name.push(".part");
+    let part = path.with_file_name(part_name);
+    let written = (|| -> Result<(), ManifestError> {
+        let io = |e| ManifestError::io(&part, e);
+        let mut tar = std::fs::File::create(&part).map_err(io)?;
+        for sample in samples {
+            if stop.load(Ordering::SeqCst) {
+                return Err(ManifestError::Stopped);
+            }
+            #[cfg(feature = "fault-injection")]
+            if let Some(ms) = std::env::var("FRAMECULL_FAULT_SLOW_SHARD_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+            }
+            let name = format!("{}.{}", sample.key, sample.ext);
+            tar.write_all(&header(&name, sample.file_bytes))
+                .map_err(io)?;
+            let mut from = std::fs::File::open(&sample.from)
+                .map_err(|e| ManifestError::io(&sample.from, e))?;
+            // File to file: the kernel copies (copy_file_range), no bytes through here.
+            let copied = std::io::copy(&mut from, &mut tar).map_err(io)?;
+            if copied != sample.file_bytes {
+                return Err(ManifestError::Invalid(format!(
+                    "{} changed while it was written into {}",
+                    sample.from.display(),
+                    path.display()
+                )));
+            }
+            pad(&mut tar, copied).map_err(io)?;
+            let json = format!("{}.json", sample.key);
+            tar.write_all(&header(&json, sample.json.len() as u64))
+                .map_err(io)?;
+            tar.write_all(&sample.json).map_err(io)?;
+            pad(&mut tar, sample.json.len() as u64).map_err(io)?;
+        }
+        tar.write_all(&[0u8; 2 * BLOCK as usize]).map_err(io)?;
+        tar.sync_all().map_err(io)?;
+        Ok(())
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&part);
+        return Err(e);
+    }
+    std::fs::rename(&part, path).map_err(|e| ManifestError::io(path, e))
+}
+
+/// Zeros after `len` bytes of a member, to the next block.
+fn pad(out: &mut impl Write, len: u64) -> std::io::Result<()> {
+    let fill = (len.next_multiple_of(BLOCK) - len) as usize;
+    out.write_all(&[0u8; BLOCK as usize][..fill])
+}
+
+/// A POSIX ustar header of a regular file `name` (under 100 bytes) of `size` bytes: mode
+/// 0644, owner 0, time 0 (the same shard for the same samples).
+fn header(name: &str, size: u64) -> [u8; BLOCK as usize] {
+    let mut h = [0u8; BLOCK as usize];
+    let field = |h: &mut [u8; 512], at: usize, bytes: &[u8]| {
+        h[at..at + bytes.len()].copy_from_slice(bytes);
+    };
+    field(&mut h, 0, &name.as_bytes()[..name.len().min(99)]);
+    field(&mut h, 100, b"0000644\0");
+    field(&mut h, 108, b"0000000\0");
+    field(&mut h, 116, b"0000000\0");
+    field(&mut h, 124, format!("{size:011o}\0").as_bytes());
+    field(&mut h, 136, b"00000000000\0");
+    h[156] = b'0';
+    field(&mut h, 257, b"ustar\0");
+    field(&mut h, 263, b"00");
+    // The checksum: every byte summed with its own field read as spaces.
+    field(&mut h, 148, b"        ");
+    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+    field(&mut h, 148, format!("{sum:06o}\0 ").as_bytes());
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(key: &str, file_bytes: u64) -> Sample {
+        Sample {
+            key: key.into(),
+            ext: "mp4".into(),
+            from: PathBuf::new(),
+            file_bytes,
+            content: String::new(),
+            json: b"{}".to_vec(),
+        }
+    }
+
+    #[test]
+    fn samples_are_cut_into_shards_under_the_size() {
+        let samples: Vec<Sample> = (0..5).map(|i| sample(&format!("k{i}"), 1000)).collect();
+        // Each sample: 512 + 1024 + 512 + 512 = 2560 bytes; a shard's end 1024.
+        assert_eq!(samples[0].tar_bytes(), 2560);
+        let sizes: Vec<usize> = plan(&samples, 1024 + 2 * 2560)
+            .iter()
+            .map(|s| s.len())
+            .collect();
+        assert_eq!(sizes, vec![2, 2, 1]);
+        // A sample over the size makes a shard of its own.
+        let sizes: Vec<usize> = plan(&samples, 100).iter().map(|s| s.len()).collect();
+        assert_eq!(sizes, vec![1; 5]);
+        assert!(plan(&[], 100).is_empty());
+    }
+
+    #[test]
+    fn a_header_sums_as_tar_reads_it() {
+        let h = header("abc.mp4", 1234);
+        assert_eq!(&h[0..7], b"abc.mp4");
+        assert_eq!(&h[124..136], b"00000002322\0");
+        let stored = u32::from_str_radix(std::str::from_utf8(&h[148..154]).unwrap(), 8).unwrap();
+        let mut blank = h;
+        blank[148..156].copy_from_slice(b"        ");
+        assert_eq!(stored, blank.iter().map(|&b| u32::from(b)).sum::<u32>());
+    }
+}
