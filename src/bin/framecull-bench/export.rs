@@ -26,12 +26,27 @@ pub struct Args {
     /// Length of each clip of `--clip-files`, in seconds.
     #[arg(long, default_value_t = 5)]
     clip_secs: u32,
-    /// Where the sources of `--clip-files` are kept between runs.
+    /// Write WebDataset shards of this many clip files (made once, `--shard-file-mib` MiB
+    /// each) against `tar` over the same files, instead.
+    #[arg(long)]
+    shards: Option<usize>,
+    #[arg(long, default_value_t = 2)]
+    shard_file_mib: usize,
+    /// Where the sources of `--clip-files` and the files of `--shards` are kept between runs.
     #[arg(long, default_value = "target/bench-export")]
     dir: std::path::PathBuf,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(files) = args.shards {
+        let r = crate::shards::bench(
+            &args.dir,
+            files.max(1),
+            args.shard_file_mib.max(1),
+            args.repeat,
+        )?;
+        return print(&r, args.json, || r.text());
+    }
     if let Some(clips) = args.clip_files {
         let r = crate::clipfiles::bench(&args.dir, clips.max(1), args.clip_secs.clamp(1, 50))?;
         return print(&r, args.json, || r.text());

@@ -17,6 +17,7 @@ mod merge;
 mod player;
 mod recall;
 mod scan;
+mod shards;
 mod storage;
 mod triage;
 mod util;
@@ -47,7 +48,8 @@ enum Which {
     /// decoding, PySceneDetect's ContentDetector and cleanvision on the same files.
     Analyze(analyze::Args),
     /// Export a manifest of N clips from a generated catalog (no media files needed); with
-    /// `--clip-files N`, write N clips as files of their own against `ffmpeg` re-encoding.
+    /// `--clip-files N`, write N clips as files of their own against `ffmpeg` re-encoding; with
+    /// `--shards N`, WebDataset shards of N clip files against `tar`.
     Export(export::Args),
     /// Import N label rows (CSV, by path and by file stem) into a generated catalog of N
     /// items, and export them back.

@@ -1,0 +1,168 @@
+//! `export --shards N`: WebDataset shards (`--format webdataset`) of N clip files against
+//! GNU `tar` over the same files on the same disk, in the same run: the shard writer
+//! (`framecull_manifest::webdataset`) on a version's rows whose clip files are N files of
+//! `--shard-file-mib` MiB each, kept under `--dir` between runs.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::util::median;
+
+#[derive(Serialize)]
+pub struct ShardsBench {
+    files: usize,
+    bytes: u64,
+    /// Seconds of each run: the shard writer (its shards synced to disk), `tar -cf` alone,
+    /// and `tar -cf` followed by `sync` of its file (the same durability).
+    framecull_secs: Vec<f64>,
+    tar_secs: Vec<f64>,
+    tar_sync_secs: Vec<f64>,
+    framecull_mib_s: f64,
+    tar_mib_s: f64,
+    tar_sync_mib_s: f64,
+    /// framecull's speed over tar's (medians): the target is at least 0.8.
+    of_tar: f64,
+    of_tar_sync: f64,
+}
+
+impl ShardsBench {
+    pub fn text(&self) -> String {
+        format!(
+            "WebDataset shards of {} clip files ({:.0} MiB): framecull {:.0} MiB/s {:?}, tar \
+             {:.0} MiB/s {:?} ({:.2}x of tar's speed), tar + sync {:.0} MiB/s {:?} ({:.2}x)",
+            self.files,
+            self.bytes as f64 / (1 << 20) as f64,
+            self.framecull_mib_s,
+            self.framecull_secs,
+            self.tar_mib_s,
+            self.tar_secs,
+            self.of_tar,
+            self.tar_sync_mib_s,
+            self.tar_sync_secs,
+            self.of_tar_sync
+        )
+    }
+}
+
+pub fn bench(
+    dir: &Path,
+    files: usize,
+    file_mib: usize,
+    repeat: usize,
+) -> anyhow::Result<ShardsBench> {
+    use framecull::manifest::{ExportOptions, Format, Include};
+    let work = dir.join("shards");
+    let project = work.join("project");
+    let clips = work.join("clips");
+    let _ = std::fs::remove_dir_all(&project);
+    std::fs::create_dir_all(&clips)?;
+    // A version of `files` rows, each given a clip file of its own.
+    let catalog = crate::export::generated_catalog(&project, files)?;
+    let options = ExportOptions {
+        name: "shards".into(),
+        formats: vec![Format::Jsonl],
+        split: None,
+        split_seed: 1,
+        include: Include::Unreviewed,
+        filter: None,
+        shard_size: None,
+    };
+    framecull::manifest::export(&catalog, &options)?;
+    let mut rows = framecull::manifest::read_version(&project, "shards", 1)?;
+    let size = file_mib << 20;
+    let mut block = vec![0u8; size];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for row in &mut rows {
+        let name = format!("{}.mp4", row.clip_id);
+        let path = clips.join(&name);
+        if std::fs::metadata(&path).map(|m| m.len() as usize).ok() != Some(size) {
+            // Bytes that do not compress (as video does not).
+            for chunk in block.chunks_mut(8) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+            }
+            std::fs::File::create(&path)?.write_all(&block)?;
+        }
+        row.clip.file = Some(name);
+    }
+    let list = work.join("files.txt");
+    let names: String = rows
+        .iter()
+        .filter_map(|r| r.clip.file.as_deref())
+        .map(|n| format!("{n}\n"))
+        .collect();
+    std::fs::write(&list, names)?;
+    let bytes = (rows.len() * size) as u64;
+    // Every file read once, so that both start from the page cache.
+    let warm = Command::new("tar")
+        .arg("-cf")
+        .arg("/dev/null")
+        .arg("-C")
+        .arg(&clips)
+        .arg("-T")
+        .arg(&list)
+        .status()
+        .context("GNU tar")?;
+    anyhow::ensure!(warm.success(), "tar failed");
+    let out = work.join("out");
+    let (mut ours, mut tars, mut tar_syncs) = (Vec::new(), Vec::new(), Vec::new());
+    let stop = AtomicBool::new(false);
+    for _ in 0..repeat.max(1) {
+        for sync in [false, true] {
+            let _ = std::fs::remove_dir_all(&out);
+            std::fs::create_dir_all(&out)?;
+            let tar_file = out.join("all.tar");
+            let started = Instant::now();
+            let status = Command::new("tar")
+                .arg("-cf")
+                .arg(&tar_file)
+                .arg("-C")
+                .arg(&clips)
+                .arg("-T")
+                .arg(&list)
+                .status()?;
+            anyhow::ensure!(status.success(), "tar failed");
+            if sync {
+                anyhow::ensure!(Command::new("sync").arg(&tar_file).status()?.success());
+                tar_syncs.push(started.elapsed().as_secs_f64());
+            } else {
+                tars.push(started.elapsed().as_secs_f64());
+            }
+        }
+        let _ = std::fs::remove_dir_all(&out);
+        let started = Instant::now();
+        let index = framecull::manifest::webdataset::write_webdataset(
+            &rows,
+            &clips,
+            &out.join("wds"),
+            framecull::manifest::webdataset::DEFAULT_SHARD_BYTES,
+            &stop,
+        )?;
+        ours.push(started.elapsed().as_secs_f64());
+        let samples: u64 = index.splits.values().map(|s| s.samples).sum();
+        anyhow::ensure!(samples as usize == rows.len(), "{samples} samples written");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&project);
+    let mib_s = |secs: &[f64]| bytes as f64 / (1 << 20) as f64 / median(secs.to_vec());
+    Ok(ShardsBench {
+        files: rows.len(),
+        bytes,
+        framecull_mib_s: mib_s(&ours),
+        tar_mib_s: mib_s(&tars),
+        tar_sync_mib_s: mib_s(&tar_syncs),
+        of_tar: median(tars.clone()) / median(ours.clone()),
+        of_tar_sync: median(tar_syncs.clone()) / median(ours.clone()),
+        framecull_secs: ours,
+        tar_secs: tars,
+        tar_sync_secs: tar_syncs,
+    })
+}
