@@ -20,7 +20,7 @@ use crate::model::count;
 type Background<T> = Option<Job<Result<T, String>>>;
 
 /// The formats the dialog offers, with their names there and what each is for.
-const FORMATS: [(Format, &str, &str); 7] = [
+const FORMATS: [(Format, &str, &str); 8] = [
     (
         Format::Parquet,
         "Parquet",
@@ -52,6 +52,12 @@ const FORMATS: [(Format, &str, &str); 7] = [
         "Hugging Face",
         "--format hf: the clip files as imagefolder and videofolder folders with \
          metadata.jsonl (needs clip files)",
+    ),
+    (
+        Format::Webdataset,
+        "WebDataset",
+        "--format webdataset: the clip files in tar shards of 1 GiB per split, each with its \
+         row as KEY.json (needs clip files)",
     ),
 ];
 
@@ -100,7 +106,7 @@ impl Default for ExportDialog {
         ExportDialog {
             open: false,
             name: "train".into(),
-            formats: [true, false, false, false, false, false, false],
+            formats: [true, false, false, false, false, false, false, false],
             split: "train=0.8,val=0.1,test=0.1".into(),
             stratify: false,
             seed: 0,
@@ -129,11 +135,13 @@ impl ExportDialog {
             && let Some((_, name, _)) = FORMATS
                 .iter()
                 .zip(self.formats)
-                .find(|(f, on)| *on && matches!(f.0, Format::Folders | Format::Hf))
+                .find(|(f, on)| {
+                    *on && matches!(f.0, Format::Folders | Format::Hf | Format::Webdataset)
+                })
                 .map(|(f, _)| f)
         {
             return Err(format!(
-                "{name}: folders of the clip files; tick \"clip files\" too"
+                "{name}: made of the clip files; tick \"clip files\" too"
             ));
         }
         let split = if self.split.trim().is_empty() {
@@ -240,10 +248,11 @@ impl ExportDialog {
                         .labelled_by(label.id);
                     ui.end_row();
                     ui.label("formats");
-                    // The rows (framecull's own formats), then what other stacks read.
+                    // The rows (framecull's own formats), what other stacks read to seek,
+                    // and the clip files laid out as other stacks read them.
                     ui.vertical(|ui| {
                         let mut formats = FORMATS.iter().zip(&mut self.formats);
-                        for line in [3, FORMATS.len() - 3] {
+                        for line in [3, 2, FORMATS.len() - 5] {
                             ui.horizontal(|ui| {
                                 for ((_, name, what), on) in formats.by_ref().take(line) {
                                     ui.checkbox(on, *name).on_hover_text(*what);

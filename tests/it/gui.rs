@@ -1419,17 +1419,19 @@ fn the_export_dialog_writes_clip_files_and_their_folders_with_the_version() {
     wait(&mut h, "the project to load", App::is_idle);
     h.state_mut().apply(Command::ShowExport);
     h.run();
-    // Hugging Face folders lay out clip files: asked for alone, the dialog says so.
+    // Hugging Face folders and WebDataset shards are made of clip files: asked for alone,
+    // the dialog says so.
     h.get_by_label("Hugging Face").click();
+    h.get_by_label("WebDataset").click();
     h.run();
     assert!(
-        h.query_by_label_contains("folders of the clip files")
+        h.query_by_label_contains("made of the clip files")
             .is_some()
     );
     h.get_by_label("each clip as a file of its own").click();
     h.run();
     assert!(
-        h.query_by_label_contains("folders of the clip files")
+        h.query_by_label_contains("made of the clip files")
             .is_none()
     );
     h.get_by_label("Preview").click();
@@ -1468,4 +1470,21 @@ fn the_export_dialog_writes_clip_files_and_their_folders_with_the_version() {
         })
         .sum();
     assert_eq!(lines, 2);
+    // And the WebDataset shards: every clip file in one, as one sample.
+    let index: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            project
+                .join("manifests/train")
+                .join(meta["files"]["webdataset"].as_str().unwrap()),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let samples: u64 = index["splits"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|s| s["samples"].as_u64().unwrap())
+        .sum();
+    assert_eq!(samples, 2, "{index}");
 }
