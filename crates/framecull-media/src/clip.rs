@@ -433,9 +433,11 @@ impl Encoder {
             // No sub-partitions, the quickest sub-pixel and motion search, B-frames placed
             // without a search: half the time a frame of `veryfast` alone, at the same
             // quality (rate factor) and about the same bytes (docs/PERFORMANCE.md).
+            // Each frame's PSNR logged by x264 itself, at its debug level (`log=3`), for
+            // [`Check::Stats`].
             smart::Codec::Nal(Family::H264) => opts.set(
                 "x264-params",
-                "log-level=error:partitions=none:subme=1:me=dia:b-adapt=0",
+                "log=3:psnr=1:partitions=none:subme=1:me=dia:b-adapt=0",
             ),
             // x265 is lossless at rate factor 0 only when told.
             smart::Codec::Nal(Family::Hevc) => opts.set(
@@ -466,6 +468,20 @@ impl Encoder {
                 }
             }
         }
+        // x264 measures no frame it encodes losslessly (rate factor 0): those are decoded.
+        let check = if kind == smart::Codec::Nal(Family::H264) && crf > 0 {
+            let sink = ffmpeg_log::Sink::keeping_lines();
+            // SAFETY: the context is the encoder's, not yet opened, its `opaque` unused; the
+            // sink is kept in the Encoder, dropped after the encoder (field order).
+            unsafe { sink.attach(enc.as_mut_ptr()) };
+            Check::Stats {
+                sink,
+                sent: 0,
+                seen: 0,
+            }
+        } else {
+            Check::Decode(DecodeCheck::new(kind.id())?)
+        };
         let encoder = enc.open_with(opts).map_err(encode_error("encoder"))?;
         let scaler = if first.yuv420 {
             None
@@ -510,7 +526,7 @@ impl Encoder {
             encoder,
             frame: ff::frame::Video::new(Pixel::YUV420P, width.max(2), height.max(2)),
             scaler,
-            check: Check::new(kind.id())?,
+            check,
         })
     }
 
@@ -544,7 +560,12 @@ impl Encoder {
             }
         }
         self.frame.set_pts(Some(pts));
-        self.check.pending.insert(pts, self.frame.clone());
+        match &mut self.check {
+            Check::Stats { sent, .. } => *sent += 1,
+            Check::Decode(check) => {
+                check.pending.insert(pts, self.frame.clone());
+            }
+        }
         self.encoder
             .send_frame(&self.frame)
             .map_err(encode_error("frame"))
@@ -566,14 +587,24 @@ impl Encoder {
         Ok(Some(packet))
     }
 
-    /// After the last packet: every frame sent came back from the check's decoder, within
-    /// [`MIN_PSNR`] of its picture.
+    /// After the last packet: every frame sent was measured, within [`MIN_PSNR`] of its
+    /// picture.
     fn checked(&mut self) -> Result<(), ClipError> {
         self.check.packet(None)?;
-        match self.check.pending.keys().next() {
-            Some(pts) => Err(ClipError::Encode {
+        let missing = match &self.check {
+            Check::Stats { sent, seen, .. } => {
+                (seen != sent).then(|| format!("x264 measured {seen} of the {sent} frames sent"))
+            }
+            Check::Decode(check) => check
+                .pending
+                .keys()
+                .next()
+                .map(|pts| format!("the frame at {pts} did not come back from the decoder")),
+        };
+        match missing {
+            Some(message) => Err(ClipError::Encode {
                 what: "check",
-                message: format!("the frame at {pts} did not come back from the decoder"),
+                message,
             }),
             None => Ok(()),
         }
@@ -587,18 +618,73 @@ impl Encoder {
     }
 }
 
-/// The frame rule checked as the clip is written: each encoded packet decoded again (FFmpeg's
-/// decoder, as a reader of the clip decodes it) and each frame compared with the
-/// picture the encoder was given: PSNR over the three planes at least [`MIN_PSNR`].
-struct Check {
+/// The frame rule checked as the clip is written: each encoded frame measured against the
+/// picture the encoder was given, the lower of its luma PSNR and its three planes' together
+/// at least [`MIN_PSNR`].
+enum Check {
+    /// x264's own measure of each frame it reconstructs, logged at the debug level and kept
+    /// by the encoder context's sink: its reconstruction is the very picture every decoder
+    /// makes of the frame (H.264 decoding is exact), so no decode again. Frames sent, and
+    /// measured so far.
+    Stats {
+        sink: Box<ffmpeg_log::Sink>,
+        sent: usize,
+        seen: usize,
+    },
+    /// Each encoded packet decoded again (FFmpeg's decoder, as a reader of the clip decodes
+    /// it) and compared with its picture.
+    Decode(DecodeCheck),
+}
+
+impl Check {
+    /// Measure what `packet` (`None`: the end) brings.
+    fn packet(&mut self, packet: Option<&ff::Packet>) -> Result<(), ClipError> {
+        match self {
+            Check::Decode(check) => check.packet(packet),
+            Check::Stats { sink, seen, .. } => {
+                for line in sink.take_lines() {
+                    if let Some(psnr) = x264_frame_psnr(&line) {
+                        *seen += 1;
+                        if psnr < MIN_PSNR {
+                            return Err(ClipError::Quality { psnr });
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The lower of the luma PSNR and the three planes' together that x264 logs for a frame it
+/// finished (`frame=  12 QP=... size=... bytes PSNR Y:45.12 U:47.00 V:47.50`), `None` for
+/// any other line (its summaries at the end among them). The planes' together: their mean
+/// squared errors weighted by their samples (4:2:0: four of luma to one of each chroma).
+fn x264_frame_psnr(line: &str) -> Option<f64> {
+    let line = ffmpeg_log::strip_context(line);
+    if !line.starts_with("frame=") {
+        return None;
+    }
+    let at = line.find("PSNR Y:")?;
+    let mut values = line[at + 5..].split_whitespace();
+    let mut plane = [0.0f64; 3];
+    for (value, key) in plane.iter_mut().zip(["Y:", "U:", "V:"]) {
+        *value = values.next()?.strip_prefix(key)?.parse().ok()?;
+    }
+    let mse = |psnr: f64| 10f64.powf(-psnr / 10.0);
+    let all = -10.0 * ((4.0 * mse(plane[0]) + mse(plane[1]) + mse(plane[2])) / 6.0).log10();
+    Some(plane[0].min(all))
+}
+
+struct DecodeCheck {
     decoder: ff::decoder::Video,
     /// Pictures sent to the encoder and not yet decoded back, by timestamp.
     pending: std::collections::HashMap<i64, ff::frame::Video>,
     decoded: ff::frame::Video,
 }
 
-impl Check {
-    fn new(id: ff::codec::Id) -> Result<Check, ClipError> {
+impl DecodeCheck {
+    fn new(id: ff::codec::Id) -> Result<DecodeCheck, ClipError> {
         let codec = ff::decoder::find(id).ok_or(ClipError::NoEncoder("a decoder to check"))?;
         let mut context = ff::codec::context::Context::new_with_codec(codec);
         context.set_threading(ff::codec::threading::Config {
@@ -610,7 +696,7 @@ impl Check {
             .decoder()
             .video()
             .map_err(encode_error("check decoder"))?;
-        Ok(Check {
+        Ok(DecodeCheck {
             decoder,
             pending: std::collections::HashMap::new(),
             decoded: ff::frame::Video::empty(),
@@ -758,5 +844,29 @@ fn copy_rows(src: &[u8], row_bytes: usize, rows: usize, stride: usize, dst: &mut
             break;
         }
         dst[to..to + n].copy_from_slice(&src[from..from + n]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::x264_frame_psnr;
+
+    #[test]
+    fn x264s_frame_lines_give_the_lower_of_luma_and_all_planes() {
+        let line = "[libx264 @ 0x55acf4f08780] frame=   1 QP=18.38 NAL=2 Slice:P Poc:8   I:18   \
+                    P:49   SKIP:233  size=386 bytes PSNR Y:43.12 U:42.68 V:42.03";
+        let psnr = x264_frame_psnr(line).unwrap();
+        // The planes' mean squared errors, four luma samples to one of each chroma.
+        let mse = |p: f64| 10f64.powf(-p / 10.0);
+        let all = -10.0 * ((4.0 * mse(43.12) + mse(42.68) + mse(42.03)) / 6.0).log10();
+        assert!((psnr - all).abs() < 1e-9 && psnr < 43.12, "{psnr}");
+        // Luma the lower: luma.
+        let line = "frame=   2 QP=1 size=9 bytes PSNR Y:41.00 U:60.00 V:60.00";
+        assert_eq!(x264_frame_psnr(line), Some(41.0));
+        // The summaries at the end, and lines without a measure, are not frames.
+        let summary = "[libx264 @ 0x1] frame I:1     Avg QP:21.32  size:  3151  PSNR Mean Y:43.14 \
+                       U:41.28 V:41.64 Avg:41.95 Global:41.95";
+        assert_eq!(x264_frame_psnr(summary), None);
+        assert_eq!(x264_frame_psnr("frame=   0 QP=21.32 size=3151 bytes"), None);
     }
 }

@@ -19,7 +19,13 @@ thread_local! {
 pub struct Sink {
     lines: std::sync::atomic::AtomicU64,
     first: std::sync::Mutex<Option<String>>,
+    /// Every line the context logs, at any level, where kept ([`Sink::keeping_lines`]).
+    kept: Option<std::sync::Mutex<Vec<String>>>,
 }
+
+/// How many live sinks keep every line: while none does, lines under the log level are
+/// dropped before anything else is looked at.
+static KEEPING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The addresses of the sinks alive: a context's `opaque` is taken for a sink only when it is
 /// one of them (other code in the process, a Python package's FFmpeg binding, may put
@@ -33,20 +39,43 @@ impl Drop for Sink {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|&s| s != me);
+        if self.kept.is_some() {
+            KEEPING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 }
 
 impl Sink {
     pub fn new() -> Box<Sink> {
+        Sink::made(None)
+    }
+
+    /// A sink that also keeps every line its context logs, whatever the log level (an
+    /// encoder's per-frame statistics, logged at the debug level), for [`Sink::take_lines`].
+    pub fn keeping_lines() -> Box<Sink> {
+        KEEPING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Sink::made(Some(std::sync::Mutex::new(Vec::new())))
+    }
+
+    fn made(kept: Option<std::sync::Mutex<Vec<String>>>) -> Box<Sink> {
         let sink = Box::new(Sink {
             lines: std::sync::atomic::AtomicU64::new(0),
             first: std::sync::Mutex::new(None),
+            kept,
         });
         SINKS
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(std::ptr::from_ref(&*sink) as usize);
         sink
+    }
+
+    /// The lines kept since the last call (none unless [`Sink::keeping_lines`]).
+    pub fn take_lines(&self) -> Vec<String> {
+        self.kept
+            .as_ref()
+            .map(|k| std::mem::take(&mut *k.lock().unwrap_or_else(|p| p.into_inner())))
+            .unwrap_or_default()
     }
 
     /// Have the codec context `ctx` log its errors into this sink (frame threads copy the
@@ -85,27 +114,69 @@ impl Sink {
 /// # Safety
 /// `avcl` is null or the context object FFmpeg passed to its log callback.
 unsafe fn record_in_sink(avcl: *mut c_void, message: &str) -> bool {
+    // SAFETY: the caller's promise.
+    unsafe { with_sink(avcl, |sink| sink.record(message)) }.is_some()
+}
+
+/// Run `f` on the sink of the codec context `avcl` logs for, if it has one attached.
+///
+/// # Safety
+/// `avcl` is null or the context object FFmpeg passed to its log callback.
+unsafe fn with_sink<T>(avcl: *mut c_void, f: impl FnOnce(&Sink) -> T) -> Option<T> {
     if avcl.is_null() {
-        return false;
+        return None;
     }
     // SAFETY: every object FFmpeg logs for starts with a pointer to its AVClass, and a codec
     // context's `opaque` is read as an address only.
     let opaque = unsafe {
         let class = *avcl.cast::<*const ffi::AVClass>();
         if class != ffi::avcodec_get_class() {
-            return false;
+            return None;
         }
         (*avcl.cast::<ffi::AVCodecContext>()).opaque as usize
     };
     let sinks = SINKS.lock().unwrap_or_else(|p| p.into_inner());
     if opaque == 0 || !sinks.contains(&opaque) {
-        return false;
+        return None;
     }
     // SAFETY: a live sink's address (it leaves the list before it is freed, which waits for
     // this lock).
     let sink = unsafe { &*(opaque as *const Sink) };
-    sink.record(message);
-    true
+    Some(f(sink))
+}
+
+/// Format one line FFmpeg logs (`avcl`, `level`, `fmt`, `args` as its callback got them).
+///
+/// # Safety
+/// The arguments are those FFmpeg passed to its log callback, for this call.
+unsafe fn format_line(
+    avcl: *mut c_void,
+    level: c_int,
+    fmt: *const c_char,
+    args: *mut ffi::__va_list_tag,
+) -> Option<String> {
+    let mut buf = [0 as c_char; 1024];
+    let mut print_prefix: c_int = 1;
+    // SAFETY: `buf` is a valid writable buffer of the size passed; `avcl`, `fmt` and `args`
+    // come straight from FFmpeg's av_log call and are valid for this call.
+    let written = unsafe {
+        ffi::av_log_format_line2(
+            avcl,
+            level,
+            fmt,
+            args,
+            buf.as_mut_ptr(),
+            buf.len() as c_int,
+            &mut print_prefix,
+        )
+    };
+    if written < 0 {
+        return None;
+    }
+    // SAFETY: av_log_format_line2 always NUL-terminates within the buffer.
+    let line = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
+    let line = line.trim_end();
+    (!line.is_empty()).then(|| line.to_string())
 }
 
 /// Initialise FFmpeg once per process and install the log callback.
@@ -146,34 +217,35 @@ unsafe extern "C" fn log_callback(
     fmt: *const c_char,
     args: *mut ffi::__va_list_tag,
 ) {
+    // A line other than an error, of a context whose sink keeps every line: kept there,
+    // whatever the log level.
+    if level > ffi::AV_LOG_ERROR && KEEPING.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+        // SAFETY: `avcl` is the object FFmpeg passed for this line, and the rest its
+        // arguments for this call (formatted once, here, where kept).
+        let kept = unsafe {
+            with_sink(avcl, |sink| {
+                let Some(kept) = &sink.kept else {
+                    return false;
+                };
+                if let Some(line) = format_line(avcl, level, fmt, args) {
+                    kept.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+                }
+                true
+            })
+        };
+        if kept == Some(true) {
+            return;
+        }
+    }
     // SAFETY: reading the global log level has no preconditions.
     if level > unsafe { ffi::av_log_get_level() } {
         return;
     }
-    let mut buf = [0 as c_char; 1024];
-    let mut print_prefix: c_int = 1;
-    // SAFETY: `buf` is a valid writable buffer of the size passed; `avcl`, `fmt` and `args`
-    // come straight from FFmpeg's av_log call and are valid for this call.
-    let written = unsafe {
-        ffi::av_log_format_line2(
-            avcl,
-            level,
-            fmt,
-            args,
-            buf.as_mut_ptr(),
-            buf.len() as c_int,
-            &mut print_prefix,
-        )
+    // SAFETY: the arguments FFmpeg passed for this call.
+    let Some(line) = (unsafe { format_line(avcl, level, fmt, args) }) else {
+        return;
     };
-    if written < 0 {
-        return;
-    }
-    // SAFETY: av_log_format_line2 always NUL-terminates within the buffer.
-    let line = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
-    let line = line.trim_end();
-    if line.is_empty() {
-        return;
-    }
+    let line = line.as_str();
     if level <= ffi::AV_LOG_ERROR {
         tracing::debug!(target: "ffmpeg", "{line}");
         // SAFETY: `avcl` is the object FFmpeg passed for this line.
@@ -194,7 +266,7 @@ unsafe extern "C" fn log_callback(
 }
 
 /// `[mov,mp4,m4a,3gp,3g2,mj2 @ 0x55...] moov atom not found` -> `moov atom not found`.
-fn strip_context(line: &str) -> &str {
+pub fn strip_context(line: &str) -> &str {
     match (line.starts_with('['), line.find("] ")) {
         (true, Some(i)) => &line[i + 2..],
         _ => line,
