@@ -1,9 +1,10 @@
 //! Clip files that hold exactly a clip's frames. [`write_clip`] writes frames `[start, end)`
 //! of a video (the frames a decode from the start shows at those indices) to an MP4 of their
-//! own: by smart cut where the clip holds whole closed GOPs of an H.264 or HEVC source
+//! own: by smart cut where the clip holds whole closed GOPs of an H.264, HEVC, VP9 or AV1 source
 //! (their packets copied, the ends encoded again with the source's encoder: [`smart`],
 //! [`join`]), else read as the loader reads them (through checked seeks) and encoded with
-//! libx264; every encoded frame decoded again and held within 40 dB PSNR of the source's. Timestamps run from zero (a variable-rate source keeps its intervals), with
+//! libx264; every encoded frame measured (by x264 itself, or decoded again) and held within
+//! 40 dB PSNR of the source's. Timestamps run from zero (a variable-rate source keeps its intervals), with
 //! the source's rotation, sample aspect ratio and colour description. The file appears under
 //! its name only when complete.
 
@@ -34,8 +35,8 @@ mod smart;
 /// harder content (an MPEG-2 city at night: 40.0 dB at 12) takes the next; 0 is lossless.
 const CRF_LADDER: [u32; 4] = [20, 14, 8, 0];
 
-/// The floor for encoded frames, in dB, each decoded again and measured against the picture
-/// given to the encoder ([`Check`]): the frame rule's 40 and one more, for a reader that
+/// The floor for encoded frames, in dB, each measured against the picture given to the
+/// encoder ([`Check`]): the frame rule's 40 and one more, for a reader that
 /// converts the source's pictures otherwise (10-bit to 8-bit, full-range luma).
 const MIN_PSNR: f64 = 41.0;
 
