@@ -389,8 +389,9 @@ impl Output {
         }
     }
 
-    /// Write a bucket's copy of the ledger: every entry known (a failure only warns: the
-    /// staging folder's ledger has them, and a rerun elsewhere writes those clips again).
+    /// Write a bucket's copy of the ledger: every entry known, with those another machine
+    /// wrote there since (a failure only warns: the staging folder's ledger has them, and a
+    /// rerun elsewhere writes those clips again).
     fn publish_ledger(&self, ledger: &HashMap<String, Entry>) {
         let Output::Bucket {
             remote, published, ..
@@ -398,7 +399,15 @@ impl Output {
         else {
             return;
         };
-        let mut entries: Vec<&Entry> = ledger.values().collect();
+        // Another machine's entries, written there since, kept beside this run's.
+        let theirs = match remote.get_all(LEDGER) {
+            Ok(Some(bytes)) => parse_ledger(&String::from_utf8_lossy(&bytes)),
+            _ => HashMap::new(),
+        };
+        let mut entries: Vec<&Entry> = ledger
+            .values()
+            .chain(theirs.values().filter(|e| !ledger.contains_key(&e.clip_id)))
+            .collect();
         entries.sort_by(|a, b| a.clip_id.cmp(&b.clip_id));
         let mut text = Vec::new();
         for entry in entries {

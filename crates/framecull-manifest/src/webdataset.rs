@@ -182,7 +182,8 @@ pub fn write_webdataset(
         std::fs::write(&list_path, list).map_err(|e| ManifestError::io(&list_path, e))?;
         index.splits.insert(split.clone(), shards);
     }
-    // Shards of an earlier plan that this one has not (fewer samples now) go.
+    // Shards and lists of an earlier plan that this one has not (fewer samples, other
+    // splits) go.
     for entry in std::fs::read_dir(out)
         .map_err(|e| ManifestError::io(out, e))?
         .flatten()
@@ -191,8 +192,9 @@ pub fn write_webdataset(
         let listed = index
             .splits
             .values()
-            .any(|s| s.shards.iter().any(|f| f.file == name));
-        if name.ends_with(".tar") && !listed || name.ends_with(".part") {
+            .any(|s| s.list == name || s.shards.iter().any(|f| f.file == name));
+        let ours = name.ends_with(".tar") || name.ends_with(".txt");
+        if ours && !listed || name.ends_with(".part") {
             let _ = std::fs::remove_file(entry.path());
         }
     }

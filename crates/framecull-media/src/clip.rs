@@ -298,8 +298,10 @@ fn write_any(
                     part.display()
                 );
             }
-            Err(e @ (ClipError::Read(_) | ClipError::Quality { .. })) => return Err(e),
-            Err(e) if plan.copies() => {
+            Err(e @ ClipError::Read(_)) => return Err(e),
+            // A smart cut, or an encoder other than x264, that failed (an option this build
+            // refuses, a frame still under the floor losslessly): x264, whole.
+            Err(e) if plan.copies() || plan.codec != smart::Codec::Nal(Family::H264) => {
                 tracing::debug!(
                     "{}: smart cut failed, encoding the clip whole: {e}",
                     part.display()
@@ -667,10 +669,13 @@ fn x264_frame_psnr(line: &str) -> Option<f64> {
         return None;
     }
     let at = line.find("PSNR Y:")?;
-    let mut values = line[at + 5..].split_whitespace();
+    let rest = &line[at + 5..];
     let mut plane = [0.0f64; 3];
+    // Each value after its key, padded to five places (`Y: 9.50`).
     for (value, key) in plane.iter_mut().zip(["Y:", "U:", "V:"]) {
-        *value = values.next()?.strip_prefix(key)?.parse().ok()?;
+        let after = rest[rest.find(key)? + key.len()..].trim_start();
+        let end = after.find(char::is_whitespace).unwrap_or(after.len());
+        *value = after[..end].parse().ok()?;
     }
     let mse = |psnr: f64| 10f64.powf(-psnr / 10.0);
     let all = -10.0 * ((4.0 * mse(plane[0]) + mse(plane[1]) + mse(plane[2])) / 6.0).log10();
@@ -864,6 +869,9 @@ mod tests {
         // Luma the lower: luma.
         let line = "frame=   2 QP=1 size=9 bytes PSNR Y:41.00 U:60.00 V:60.00";
         assert_eq!(x264_frame_psnr(line), Some(41.0));
+        // Under 10 dB, a value is padded.
+        let line = "frame=   3 QP=51 size=9 bytes PSNR Y: 9.50 U:60.00 V:60.00";
+        assert_eq!(x264_frame_psnr(line), Some(9.5));
         // The summaries at the end, and lines without a measure, are not frames.
         let summary = "[libx264 @ 0x1] frame I:1     Avg QP:21.32  size:  3151  PSNR Mean Y:43.14 \
                        U:41.28 V:41.64 Avg:41.95 Global:41.95";

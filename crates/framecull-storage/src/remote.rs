@@ -701,6 +701,11 @@ impl Remote {
             }
             writer.write(&buffer[..n]);
         }
+        // Every part sent, else the upload aborted (finish() would leave it open).
+        if let Err(e) = runtime.block_on(writer.wait_for_capacity(0)) {
+            let _ = runtime.block_on(writer.abort());
+            return Err(failed(e));
+        }
         runtime.block_on(writer.finish()).map_err(failed)?;
         Ok(size)
     }
