@@ -1379,7 +1379,7 @@ fn clip_files_go_to_a_bucket_prefix_and_a_rerun_elsewhere_writes_nothing() {
     let big_file = local.path().join("big.bin");
     std::fs::write(&big_file, &big).unwrap();
     let sent = remote.put_file("big/big.bin", &big_file).unwrap();
-    assert_eq!(sent, big.len() as u64);
+    assert_eq!(sent.size_bytes, big.len() as u64);
     assert!(remote.get_all("big/big.bin").unwrap() == Some(big));
 
     // Another machine: no staging folder, the bucket's ledger says what is there.

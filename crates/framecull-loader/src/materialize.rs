@@ -367,9 +367,8 @@ impl Output {
             return Ok(None);
         };
         let name = file_name(file);
-        let uploaded = remote
-            .put_file(&name, file)
-            .and_then(|_| remote.head(&name));
+        // The object as the upload's answer gives it (no HEAD after it).
+        let uploaded = remote.put_file(&name, file);
         let _ = std::fs::remove_file(file);
         let object = uploaded.map_err(|e| e.to_string())?;
         Ok(framecull_media::fingerprint::of_listing(

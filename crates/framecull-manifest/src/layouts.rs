@@ -108,7 +108,7 @@ impl LayoutIndex {
 }
 
 /// The clip file of `row` in `clip_dir` and its extension, or why there is none.
-fn clip_file<'a>(
+pub(crate) fn clip_file<'a>(
     row: &'a ManifestRow,
     clip_dir: &Path,
 ) -> Result<(std::path::PathBuf, &'a str), &'static str> {

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::layouts::{Metadata, folder_name};
+use crate::layouts::{Metadata, clip_file, folder_name};
 use crate::{ManifestError, ManifestRow};
 
 /// The shard size when none is given: 1 GiB.
@@ -203,13 +203,8 @@ pub fn write_webdataset(
 
 /// The sample of `row`, or why it has none.
 fn sample_of(row: &ManifestRow, clip_dir: &Path) -> Result<Sample, String> {
-    let file = row.clip.file.as_deref().ok_or("no clip file")?;
-    let ext = Path::new(file)
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("bin")
-        .to_ascii_lowercase();
-    let from = clip_dir.join(file);
+    let (from, ext) = clip_file(row, clip_dir)?;
+    let ext = ext.to_ascii_lowercase();
     let file_bytes = std::fs::metadata(&from)
         .map_err(|e| format!("clip file unreadable: {e}"))?
         .len();

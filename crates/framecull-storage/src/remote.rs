@@ -649,18 +649,31 @@ impl Remote {
     }
 
     /// Write `bytes` as object `rel_path`: it appears, or is replaced, only when whole.
-    pub fn put(&self, rel_path: &str, bytes: Vec<u8>) -> Result<(), StorageError> {
+    pub fn put(&self, rel_path: &str, bytes: Vec<u8>) -> Result<Listed, StorageError> {
         let location = self.location(rel_path);
+        let size = bytes.len() as u64;
         runtime(&self.url)?
             .block_on(self.store.put(&location, bytes.into()))
-            .map(|_| ())
+            .map(|done| self.written(rel_path, size, done))
             .map_err(|e| self.failed(StorageError::of(self.url_of(rel_path), &e)))
+    }
+
+    /// An object just written, as a listing or a HEAD gives it (its ETag in the same form).
+    fn written(&self, rel_path: &str, size: u64, done: object_store::PutResult) -> Listed {
+        Listed {
+            rel_path: rel_path.to_string(),
+            size_bytes: size,
+            modified_ns: 0,
+            e_tag: done.e_tag.map(quoted),
+            version: done.version,
+        }
     }
 
     /// Upload the local file `file` as object `rel_path`: in one request up to
     /// [`PART_BYTES`], else in parts of that size (a multipart upload, aborted where a part
-    /// fails). Either way the object appears, or is replaced, only when whole.
-    pub fn put_file(&self, rel_path: &str, file: &std::path::Path) -> Result<u64, StorageError> {
+    /// fails). Either way the object appears, or is replaced, only when whole; as a listing
+    /// gives it.
+    pub fn put_file(&self, rel_path: &str, file: &std::path::Path) -> Result<Listed, StorageError> {
         use std::io::Read;
         let url = self.url_of(rel_path);
         let local = |e: std::io::Error| StorageError::Other {
@@ -672,8 +685,7 @@ impl Remote {
         if size <= PART_BYTES as u64 {
             let mut bytes = Vec::with_capacity(size as usize);
             reader.read_to_end(&mut bytes).map_err(local)?;
-            self.put(rel_path, bytes)?;
-            return Ok(size);
+            return self.put(rel_path, bytes);
         }
         let location = self.location(rel_path);
         let failed = |e: object_store::Error| self.failed(StorageError::of(url.clone(), &e));
@@ -706,8 +718,8 @@ impl Remote {
             let _ = runtime.block_on(writer.abort());
             return Err(failed(e));
         }
-        runtime.block_on(writer.finish()).map_err(failed)?;
-        Ok(size)
+        let done = runtime.block_on(writer.finish()).map_err(failed)?;
+        Ok(self.written(rel_path, size, done))
     }
 
     /// Start GETting bytes `range` of an object in the background (a read-ahead): the
