@@ -1406,3 +1406,55 @@ fn clip_files_go_to_a_bucket_prefix_and_a_rerun_elsewhere_writes_nothing() {
     assert_eq!(loaded["clips"], 2, "{loaded}");
     assert_eq!(loaded["skipped_clips"], serde_json::json!({}), "{loaded}");
 }
+
+/// A local folder's clips written to a bucket prefix (the store's settings from the
+/// environment, the dataset having none): every clip an object holding its frames.
+#[test]
+fn clip_files_of_a_local_folder_go_to_a_bucket_prefix() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let name = "odd name é.mp4";
+    gops_of_12(data.path(), name);
+    let server = Server::start(&moto, None);
+    // The bucket made by an upload of something else.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("readme.txt"), b"x").unwrap();
+    server.upload(other.path(), "out", "keep", false);
+    let project = tempfile::tempdir().unwrap();
+    let project_arg = project.path().to_str().unwrap();
+    let out = common::run(&[
+        "scan",
+        data.path().to_str().unwrap(),
+        "--deep",
+        "--project",
+        project_arg,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    add_two_clips(&server, project_arg, name);
+    let out = framecull(&server, "test")
+        .args(["export", "--name", "cut", "--format", "jsonl", "--json"])
+        .args(["--materialize", "s3://out/clips/", "--project", project_arg])
+        .env("TMPDIR", project.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["materialized"]["written"], 2, "{report}");
+    // The URL as the version records it, without the trailing slash.
+    assert_eq!(report["clip_files"]["dir"], "s3://out/clips", "{report}");
+    let root = server.root("s3://out/clips");
+    let remote = root.as_remote().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let mut frames: Vec<u64> = remote
+        .list()
+        .unwrap()
+        .iter()
+        .map(|object| {
+            let path = local.path().join(&object.rel_path);
+            std::fs::write(&path, remote.get_all(&object.rel_path).unwrap().unwrap()).unwrap();
+            common::decoded_frames(&path)
+        })
+        .collect();
+    frames.sort();
+    assert_eq!(frames, vec![12, 26]);
+}
