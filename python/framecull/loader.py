@@ -200,6 +200,7 @@ def _settings(
     isolate: bool = True,
     worker_memory_mib: int = 4096,
     clip_files: bool = False,
+    shards: bool = False,
 ) -> dict:
     """The library's ``LoaderConfig`` as JSON, from keyword arguments."""
 
@@ -263,6 +264,7 @@ def _settings(
         "isolate": bool(isolate),
         "worker_memory_mib": int(worker_memory_mib),
         "clip_files": bool(clip_files),
+        "shards": bool(shards),
     }
 
 
@@ -288,7 +290,11 @@ class Loader:
     ``"skip"`` counts a missing, changed or undecodable file in :meth:`stats` and leaves it
     out; ``"fail"`` raises :class:`framecull.FileError`. ``clip_files=True`` reads each row's
     clip file (a version exported with ``--materialize DIR``; ``root`` then names the clip
-    folder, by default the one the version records) instead of its source.
+    folder, by default the one the version records) instead of its source. ``shards=True``
+    reads the clip files from the version's WebDataset shards (``--format webdataset``), each
+    shard once from start to end (``root`` then names the shard folder or bucket prefix, by
+    default the one beside the manifest); shuffling then shuffles the shards, and the windows
+    within runs of 64 clips of a shard.
 
     Iterate to read an epoch; call :meth:`set_epoch` before each one (as with PyTorch's
     ``DistributedSampler``). One thread at a time may use a loader.
@@ -340,6 +346,7 @@ class Loader:
         isolate: bool = True,
         worker_memory_mib: int = 4096,
         clip_files: bool = False,
+        shards: bool = False,
     ) -> None:
         settings = _settings(
             split=split, clip_len=clip_len, stride=stride, fps=fps, max_frames=max_frames,
@@ -350,7 +357,7 @@ class Loader:
             decoder_threads=decoder_threads, prefetch=prefetch, device=device, cache=cache,
             cache_short_side=cache_short_side, on_error=on_error, verify=verify,
             window_budget_secs=window_budget_secs, checksum=checksum, isolate=isolate,
-            worker_memory_mib=worker_memory_mib, clip_files=clip_files,
+            worker_memory_mib=worker_memory_mib, clip_files=clip_files, shards=shards,
         )
         settings["split"] = None if split is None else str(split)
         self._open(manifest, version, root, settings, epoch=0,

@@ -34,6 +34,8 @@ pub struct NativeLoader {
     meta: VersionMeta,
     rows: Arc<Vec<ManifestRow>>,
     references: HashMap<String, SeekReference>,
+    /// Reading the version's shards: the folder or prefix given for them, if any.
+    shard_root: Option<PathBuf>,
     /// The process the state belongs to.
     pid: u32,
     /// Behind a mutex only to be `Sync`; Python's borrow rules already give one user at a time.
@@ -122,8 +124,12 @@ impl NativeLoader {
                     self.config.clone(),
                 );
                 let references = self.references.clone();
+                let (path, shard_root) = (self.path.clone(), self.shard_root.clone());
                 let mut loader = py
                     .detach(move || {
+                        if config.shards {
+                            return Loader::open(&path, shard_root.as_deref(), config);
+                        }
                         let root = Root::of_recorded(&root).map_err(LoaderError::from)?;
                         Loader::from_rows(&rows, &root, config)
                     })
@@ -167,9 +173,14 @@ impl NativeLoader {
         let (meta, rows) = manifest::open_path(&path).map_err(|e| manifest_error(py, e))?;
         let references =
             manifest::read_seek_references(&path, &meta).map_err(|e| manifest_error(py, e))?;
-        let (rows, root) =
+        let shard_root = root.clone().filter(|_| config.shards);
+        let (rows, root) = if config.shards {
+            // The shards' own index says which rows they hold, when the loader opens.
+            (rows, root.unwrap_or_default())
+        } else {
             framecull_loader::rows_to_read(&meta, rows, root.as_deref(), config.clip_files)
-                .map_err(|e| loader_error(py, e))?;
+                .map_err(|e| loader_error(py, e))?
+        };
         Ok(NativeLoader {
             path,
             root,
@@ -177,6 +188,7 @@ impl NativeLoader {
             meta,
             rows: Arc::new(rows),
             references,
+            shard_root,
             pid: std::process::id(),
             state: Mutex::new(State::Closed),
             stats: Stats::default(),

@@ -69,3 +69,27 @@ def test_shards_are_read_by_webdataset_with_every_sample_once(tmp_path):
                     frames = sum(1 for _ in container.decode(video=0))
                 assert frames == row["end_frame"] - row["start_frame"], (key, frames)
     assert set(seen) == set(rows), set(rows) - set(seen)
+
+
+def test_the_loader_reads_a_split_from_its_shards_as_from_its_clip_files(tmp_path):
+    import framecull
+
+    _, project = make_project(tmp_path)
+    clips = tmp_path / "clips"
+    done = export(project, clips, "set", "--shard-size", "20k")
+    assert done.returncode == 0, done.stderr
+    manifests = project / "manifests" / "set"
+    settings = dict(split="train", batch_size=2, size=(32, 32), clip_len=4, workers=2, device="cpu",
+                    checksum=True, shuffle=False)
+    stats = {}
+    for how in ("clip_files", "shards"):
+        loader = framecull.Loader(manifests, **settings, **{how: True})
+        batches = sum(1 for _ in loader)
+        stats[how] = loader.stats()
+        assert batches > 1, stats[how]
+    assert stats["shards"]["checksum"] == stats["clip_files"]["checksum"] != "", stats
+    assert stats["shards"]["frames"] == stats["clip_files"]["frames"] > 0, stats
+    index = json.loads((manifests / "v0001.webdataset.json").read_text())
+    train = index["splits"]["train"]
+    assert stats["shards"]["shards_read"] == len(train["shards"]), stats
+    assert stats["shards"]["shard_bytes_read"] == train["bytes"], stats

@@ -24,6 +24,11 @@ pub struct Args {
     /// source; `--root` then names the clip folder (default: the one the version records).
     #[arg(long)]
     clip_files: bool,
+    /// Read the clip files from the version's WebDataset shards (`export --format webdataset`),
+    /// each shard once from start to end; `--root` then names the shard folder or bucket
+    /// prefix (default: the one beside the manifest).
+    #[arg(long)]
+    shards: bool,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     #[arg(long, default_value_t = 0)]
@@ -161,6 +166,7 @@ fn config(args: &Args) -> anyhow::Result<LoaderConfig> {
             ..Batching::default()
         },
         clip_files: args.clip_files,
+        shards: args.shards,
         ..LoaderConfig::default()
     };
     config.output.width = w;
@@ -329,6 +335,13 @@ fn text(r: &Report) -> String {
         "waited      {:.3} s (consumer waiting for batches)\n",
         s.wait_secs
     ));
+    if s.shards_read > 0 {
+        t.push_str(&format!(
+            "shards      {} read, {:.1} MB\n",
+            s.shards_read,
+            mb(s.shard_bytes_read)
+        ));
+    }
     if let Some(peak) = r.peak_rss_bytes {
         t.push_str(&format!("memory      peak RSS {:.0} MB\n", mb(peak)));
     }

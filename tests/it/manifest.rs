@@ -819,6 +819,115 @@ fn a_stopped_shard_write_resumes_with_every_sample_once() {
     }
 }
 
+/// The loader reads a version's WebDataset shards (`--shards`) as it reads its clip files:
+/// without shuffling, the same batches frame for frame (checksum); each shard read once
+/// from start to end; the clip files not needed (deleted here); a shard cut short costs its
+/// own clips, with the reason; the spool folder left empty.
+#[test]
+fn the_loader_reads_a_split_from_its_shards_as_from_its_clip_files() {
+    const CLIPS: usize = 6;
+    let clips: Vec<(usize, usize)> = (0..CLIPS).map(|i| (i * 15, i * 15 + 12)).collect();
+    let (_data, proj) = video_with_clips("walk.mp4", 64, 48, 100, &clips);
+    let project = proj.path().to_str().unwrap();
+    let dir = proj.path().join("clip-files");
+    // One sample a shard.
+    let out = common::bin()
+        .args(["export", "--project", project, "--name", "set", "--json"])
+        .args(["--format", "jsonl,webdataset", "--materialize"])
+        .arg(&dir)
+        .args(["--shard-size", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let meta: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    let manifests = proj.path().join("manifests/set");
+    let index: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(manifests.join(meta["files"]["webdataset"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let shards = manifests.join(meta["files"]["webdataset.dir"].as_str().unwrap());
+    let listed = index["splits"]["all"]["shards"].as_array().unwrap().clone();
+    assert_eq!(listed.len(), CLIPS, "{index}");
+    let shard_bytes: u64 = listed.iter().map(|s| s["bytes"].as_u64().unwrap()).sum();
+    let spool = tempfile::tempdir().unwrap();
+    let load = |how: &[&str]| {
+        let out = common::bin()
+            .arg("load-bench")
+            .arg(&manifests)
+            .args(["--device", "cpu", "--workers", "2", "--batches", "0"])
+            .args([
+                "--clip-len",
+                "4",
+                "--size",
+                "32x32",
+                "--batch-size",
+                "4",
+                "--json",
+            ])
+            .args(how)
+            .env("TMPDIR", spool.path())
+            .output()
+            .unwrap();
+        let report: serde_json::Value =
+            serde_json::from_str(&common::stdout(&out)).unwrap_or_default();
+        (out.status.code(), report, common::stderr(&out))
+    };
+    let (code, files, err) = load(&["--clip-files", "--no-shuffle"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(files["clips"], CLIPS, "{files}");
+    assert_eq!(files["shards_read"], 0, "{files}");
+    // The clip files gone: the shards alone are read.
+    std::fs::rename(&dir, proj.path().join("moved")).unwrap();
+    let (code, from_shards, err) = load(&["--shards", "--no-shuffle"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(from_shards["checksum"], files["checksum"], "{from_shards}");
+    assert_eq!(from_shards["frames"], files["frames"], "{from_shards}");
+    assert_eq!(from_shards["shards_read"], CLIPS, "{from_shards}");
+    assert_eq!(
+        from_shards["shard_bytes_read"], shard_bytes,
+        "{from_shards}"
+    );
+    // Shuffled: the shards in another order, the same windows.
+    let (code, shuffled, err) = load(&["--shards"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(shuffled["windows"], files["windows"], "{shuffled}");
+    assert_eq!(shuffled["frames"], files["frames"], "{shuffled}");
+    assert_eq!(shuffled["shards_read"], CLIPS, "{shuffled}");
+    // A shard cut short in its clip file: that clip is left out, with the reason.
+    let second = shards.join(listed[1]["file"].as_str().unwrap());
+    let bytes = std::fs::read(&second).unwrap();
+    std::fs::write(&second, &bytes[..bytes.len() / 2]).unwrap();
+    let (code, cut, err) = load(&["--shards", "--no-shuffle"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(cut["clips"], CLIPS - 1, "{cut}");
+    assert_eq!(cut["skipped_clips"]["changed"], 1, "{cut}");
+    assert!(
+        cut["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("bytes where the index says"),
+        "{cut}"
+    );
+    // Its size again, but its clip's header damaged: found as the shard is read.
+    let mut patched = bytes.clone();
+    patched[0] ^= 0x20;
+    std::fs::write(&second, &patched).unwrap();
+    let (code, broken, err) = load(&["--shards", "--no-shuffle"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(
+        broken["windows"],
+        files["windows"].as_u64().unwrap() - 1,
+        "{broken}"
+    );
+    assert_eq!(broken["skipped_windows"]["corrupt"], 1, "{broken}");
+    assert!(
+        broken["errors"][0].as_str().unwrap().contains("checksum"),
+        "{broken}"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(spool.path()).unwrap().collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
 /// The loader reads a materialized version's clip files (`clip_files`) as it reads their
 /// sources: the same windows of the same clips, frame for frame (indices and times counted
 /// from the clip's start), copied frames byte for byte and encoded ones close; a clip file

@@ -1224,6 +1224,22 @@ fn gops_of_12(dir: &Path, name: &str) {
     common::video(dir, name, &spec);
 }
 
+/// A project of the folder `data` scanned deeply, with [`add_two_clips`] of `name`.
+fn project_with_two_clips(server: &Server, data: &Path, name: &str) -> tempfile::TempDir {
+    let project = tempfile::tempdir().unwrap();
+    let project_arg = project.path().to_str().unwrap();
+    let out = common::run(&[
+        "scan",
+        data.to_str().unwrap(),
+        "--deep",
+        "--project",
+        project_arg,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    add_two_clips(server, project_arg, name);
+    project
+}
+
 /// Clips of frames 5 to 31 and 12 to 24 of `name` (frames 12 to 24 a closed GOP in both).
 fn add_two_clips(server: &Server, project: &str, name: &str) {
     for (start, end) in [("f5", "f31"), ("f12", "f24")] {
@@ -1420,17 +1436,8 @@ fn clip_files_of_a_local_folder_go_to_a_bucket_prefix() {
     let other = tempfile::tempdir().unwrap();
     std::fs::write(other.path().join("readme.txt"), b"x").unwrap();
     server.upload(other.path(), "out", "keep", false);
-    let project = tempfile::tempdir().unwrap();
+    let project = project_with_two_clips(&server, data.path(), name);
     let project_arg = project.path().to_str().unwrap();
-    let out = common::run(&[
-        "scan",
-        data.path().to_str().unwrap(),
-        "--deep",
-        "--project",
-        project_arg,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
-    add_two_clips(&server, project_arg, name);
     let out = framecull(&server, "test")
         .args(["export", "--name", "cut", "--format", "jsonl", "--json"])
         .args(["--materialize", "s3://out/clips/", "--project", project_arg])
@@ -1457,4 +1464,59 @@ fn clip_files_of_a_local_folder_go_to_a_bucket_prefix() {
         .collect();
     frames.sort();
     assert_eq!(frames, vec![12, 26]);
+}
+
+/// A version's WebDataset shards copied to a bucket: the loader reads each shard once, from
+/// its first byte to its last, and delivers what it delivers from the shards on disk.
+#[test]
+fn the_loader_reads_a_versions_shards_from_a_bucket() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    gops_of_12(data.path(), "walk.mp4");
+    let server = Server::start(&moto, None);
+    let project = project_with_two_clips(&server, data.path(), "walk.mp4");
+    let project_arg = project.path().to_str().unwrap();
+    let out = common::bin()
+        .args(["export", "--name", "cut", "--format", "jsonl,webdataset"])
+        .args([
+            "--shard-size",
+            "1",
+            "--project",
+            project_arg,
+            "--materialize",
+        ])
+        .arg(project.path().join("clip-files"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let manifests = project.path().join("manifests/cut");
+    server.upload(
+        &manifests.join("v0001.webdataset"),
+        "shards",
+        "cut/v1",
+        false,
+    );
+    let load = |root: Option<&str>| {
+        let mut cmd = framecull(&server, "test");
+        cmd.arg("load-bench")
+            .arg(&manifests)
+            .args(["--device", "cpu", "--workers", "2", "--batches", "0"])
+            .args(["--clip-len", "4", "--size", "32x32", "--shards"])
+            .args(["--no-shuffle", "--json"]);
+        if let Some(root) = root {
+            cmd.args(["--root", root]);
+        }
+        report_of(&cmd.output().unwrap(), 0)
+    };
+    let local = load(None);
+    let remote = load(Some("s3://shards/cut/v1"));
+    assert_eq!(local["clips"], 2, "{local}");
+    assert_eq!(remote["clips"], 2, "{remote}");
+    assert_eq!(remote["shards_read"], 2, "{remote}");
+    assert_eq!(
+        remote["shard_bytes_read"], local["shard_bytes_read"],
+        "{remote}"
+    );
+    assert_eq!(remote["checksum"], local["checksum"], "{remote}");
+    assert_eq!(remote["frames"], local["frames"], "{remote}");
 }

@@ -18,6 +18,7 @@ pub mod materialize;
 mod pipeline;
 pub mod plan;
 pub mod preprocess;
+mod shards;
 mod source;
 mod stream;
 
@@ -113,6 +114,10 @@ pub struct LoaderConfig {
     /// Read each row's clip file (a version exported with `--materialize`), not its source.
     #[serde(default)]
     pub clip_files: bool,
+    /// Read the clip files from the version's WebDataset shards (`--format webdataset`), each
+    /// shard once from start to end, in place of the files ([`shards`]).
+    #[serde(default)]
+    pub shards: bool,
 }
 
 fn yes() -> bool {
@@ -154,6 +159,7 @@ impl Default for LoaderConfig {
             isolate: true,
             worker_memory_mib: worker_memory_mib(),
             clip_files: false,
+            shards: false,
         }
     }
 }
@@ -231,6 +237,10 @@ pub struct Stats {
     /// Worker processes started to decode in (`LoaderConfig::isolate`; 0: decoded in this
     /// process), restarts after a crash included.
     pub worker_processes: u64,
+    /// Read from shards ([`LoaderConfig::shards`]): shards opened, and their bytes read (each
+    /// shard of an epoch once, from its start).
+    pub shards_read: u64,
+    pub shard_bytes_read: u64,
     pub read_secs: f64,
     pub decode_secs: f64,
     pub convert_secs: f64,
@@ -336,6 +346,8 @@ pub struct Loader {
     stats: Stats,
     /// Host batch buffers given back with [`Loader::recycle`] or a [`Recycler`].
     spare_batches: Recycler,
+    /// The version's shards, when its clip files are read from them.
+    shards: Option<Arc<shards::ShardSet>>,
 }
 
 /// Takes host batch buffers back for later batches (no fresh pages per batch), from any
@@ -418,6 +430,18 @@ impl Loader {
     ) -> Result<Loader, LoaderError> {
         let (meta, rows) = manifest::open_path(manifest_path)?;
         let references = manifest::read_seek_references(manifest_path, &meta)?;
+        if config.shards {
+            validate(&config)?;
+            let (entries, mut set) = shards::open(manifest_path, &meta, &rows, root, &config)?;
+            let located = |row: &ManifestRow| PathBuf::from(&row.path);
+            let checked = entries
+                .iter()
+                .map(|e| (e.row, &e.clip_row, e.check.clone(), e.member.clone()));
+            let mut loader = Loader::of_checked(checked, &located, config, Some(&mut set))?;
+            loader.shards = Some(Arc::new(set));
+            loader.set_seek_references(references);
+            return Ok(loader);
+        }
         let (rows, root) = rows_to_read(&meta, rows, root, config.clip_files)?;
         let mut loader = Loader::from_rows(&rows, &Root::of_recorded(&root)?, config)?;
         loader.set_seek_references(references);
@@ -447,6 +471,36 @@ impl Loader {
         config: LoaderConfig,
     ) -> Result<Loader, LoaderError> {
         validate(&config)?;
+        let (row_index, rows): (Vec<usize>, Vec<&ManifestRow>) = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                config
+                    .split
+                    .as_ref()
+                    .is_none_or(|s| r.split.as_deref() == Some(s))
+            })
+            .filter(|(_, r)| matches!(r.kind, MediaKind::Video | MediaKind::Image))
+            .unzip();
+        let checked = source::check_files(&rows, root, config.verify_fingerprints)?;
+        let located = |row: &ManifestRow| Source::in_root(root, &row.path, 0).location();
+        let checked = row_index
+            .into_iter()
+            .zip(rows)
+            .zip(checked)
+            .map(|((index, row), check)| (index, row, check, None));
+        Loader::of_checked(checked, &located, config, None)
+    }
+
+    /// A loader over rows whose files are checked (`(row index, row, check, shard member)`);
+    /// `located` names a row's file in an error. With `shards`, each clip's shard is recorded
+    /// in it.
+    fn of_checked<'a>(
+        checked: impl Iterator<Item = (usize, &'a ManifestRow, source::Check, Option<(u32, String)>)>,
+        located: &dyn Fn(&ManifestRow) -> PathBuf,
+        config: LoaderConfig,
+        mut shards: Option<&mut shards::ShardSet>,
+    ) -> Result<Loader, LoaderError> {
         let gpu = match config.device {
             DeviceChoice::Cpu => None,
             DeviceChoice::Gpu => Some(gpu::Gpu::new()?),
@@ -462,28 +516,16 @@ impl Loader {
             ),
             ..Stats::default()
         };
-        let (row_index, rows): (Vec<usize>, Vec<&ManifestRow>) = rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| {
-                config
-                    .split
-                    .as_ref()
-                    .is_none_or(|s| r.split.as_deref() == Some(s))
-            })
-            .filter(|(_, r)| matches!(r.kind, MediaKind::Video | MediaKind::Image))
-            .unzip();
-        let checked = source::check_files(&rows, root, config.verify_fingerprints)?;
         let mut clips = Vec::new();
         let mut extents = Vec::new();
         let mut fingerprints = Vec::new();
-        for ((row, check), index) in rows.iter().zip(checked).zip(row_index) {
+        for (index, row, check, member) in checked {
             let check = match check {
                 Ok(check) => check,
                 Err((reason, message)) => {
                     if config.on_error == OnError::Fail {
                         return Err(LoaderError::File {
-                            path: Source::in_root(root, &row.path, 0).location(),
+                            path: located(row),
                             reason: message,
                         });
                     }
@@ -494,6 +536,12 @@ impl Loader {
                     continue;
                 }
             };
+            if let (Some(set), Some((shard, member))) = (shards.as_deref_mut(), member) {
+                set.shards[shard as usize]
+                    .clips
+                    .push((member, clips.len() as u32));
+                set.shard_of.push(shard);
+            }
             let (clip, extent) = source::clip_source(row, index, check);
             clips.push(clip);
             fingerprints.push(row.file_fingerprint.clone());
@@ -508,6 +556,7 @@ impl Loader {
             gpu,
             stats,
             spare_batches: Recycler::default(),
+            shards: None,
         })
     }
 
@@ -537,9 +586,22 @@ impl Loader {
             self.config.seed,
             epoch,
         );
+        let (windows, batching) = match &self.shards {
+            None => (windows, self.config.batching),
+            // In the shards' order, this rank's shards only.
+            Some(set) => (
+                set.order(windows, &self.config.batching, self.config.seed, epoch),
+                plan::Batching {
+                    shuffle: false,
+                    rank: 0,
+                    world_size: 1,
+                    ..self.config.batching
+                },
+            ),
+        };
         plan::batches(
             windows,
-            &self.config.batching,
+            &batching,
             self.config.sampling.clip_len,
             self.config.seed,
             epoch,

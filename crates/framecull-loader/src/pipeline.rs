@@ -3,7 +3,7 @@
 //! order (deterministic whatever the number of workers or their timing).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -12,14 +12,15 @@ use std::time::Instant;
 use super::isolate::WindowReader;
 use super::plan::{PlannedBatch, Sample};
 use super::preprocess::{FrameJob, Scratch};
+use super::shards::{Feed, Spooled};
 use super::source::WindowFrames;
 use super::{Batch, BatchData, ClipSource, Loader, LoaderConfig, LoaderError, OnError, SkipReason};
 use framecull_media::reader::ReadTimes;
 
-struct Job {
-    sample: Sample,
+pub(crate) struct Job {
+    pub sample: Sample,
     /// Frame slots of the window's batch.
-    t: u32,
+    pub t: u32,
 }
 
 enum Prepared {
@@ -51,26 +52,31 @@ struct Done {
     cache_failure: Option<String>,
 }
 
-struct Shared {
-    queue: Mutex<Queue>,
+pub(crate) struct Shared {
+    pub queue: Mutex<Queue>,
     /// Keyframe positions of the clips a worker has opened (stride sampling), by clip: a
     /// worker that starts a window with a seek picks one close after a keyframe.
     keyframes: Mutex<HashMap<u32, Arc<Vec<f64>>>>,
     /// Window buffers the consumer has copied out, for workers to fill again (no fresh
     /// allocation and page faults per window).
     pool: Mutex<Vec<Vec<u8>>>,
-    wake: Condvar,
-    stop: AtomicBool,
+    pub wake: Condvar,
+    pub stop: AtomicBool,
+    /// Shards opened and their bytes read (a version read from its shards).
+    pub shards_read: AtomicU64,
+    pub shard_bytes: AtomicU64,
 }
 
 /// Which windows are taken, where each worker's decoder is, and how far the consumer is.
-struct Queue {
+pub(crate) struct Queue {
     taken: Vec<bool>,
     untaken: usize,
     /// The window (clip, start) each worker took last: its decoder goes on from there.
     at: Vec<Option<(u32, f64)>>,
     /// Batches the consumer has taken.
-    consumed: usize,
+    pub consumed: usize,
+    /// Reading shards: where each clip's file is (empty otherwise).
+    pub spooled: Vec<Spooled>,
 }
 
 /// The window worker `me` would read on to from its last window: the next free window of
@@ -181,6 +187,8 @@ pub struct Epoch<'a> {
     failed: bool,
     /// Running checksum of the batches handed out (see [`Stats::checksum`](super::Stats)).
     hasher: xxhash_rust::xxh3::Xxh3,
+    /// The loader's shard counts before this epoch.
+    shard_base: (u64, u64),
 }
 
 impl<'a> Epoch<'a> {
@@ -205,10 +213,16 @@ impl<'a> Epoch<'a> {
                 untaken: jobs.len(),
                 at: vec![None; count],
                 consumed: 0,
+                spooled: match &loader.shards {
+                    Some(_) => vec![Spooled::Waiting; loader.clips.len()],
+                    None => Vec::new(),
+                },
             }),
             keyframes: Mutex::new(HashMap::new()),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
+            shards_read: AtomicU64::new(0),
+            shard_bytes: AtomicU64::new(0),
             pool: Mutex::new(Vec::new()),
         });
         let job_start_shared = Arc::new(job_start.clone());
@@ -234,6 +248,36 @@ impl<'a> Epoch<'a> {
                 Err(e) => tracing::error!("cannot start a loader worker: {e}"),
             }
         }
+        if let Some(set) = &loader.shards {
+            let (set, jobs, shared) = (Arc::clone(set), Arc::clone(&jobs), Arc::clone(&shared));
+            let job_start = Arc::clone(&job_start_shared);
+            let fingerprints = loader.fingerprints.clone();
+            let is_image = loader.clips.iter().map(|c| c.is_image).collect();
+            let (verify, ahead) = (
+                loader.config.verify_fingerprints,
+                loader.config.prefetch_batches.max(1),
+            );
+            let spawned = std::thread::Builder::new()
+                .name("loader-shards".into())
+                .spawn(move || {
+                    Feed {
+                        set: &set,
+                        fingerprints: &fingerprints,
+                        verify,
+                        is_image,
+                        jobs: &jobs,
+                        job_start: &job_start,
+                        ahead,
+                        shared: &shared,
+                    }
+                    .run();
+                });
+            match spawned {
+                Ok(handle) => workers.push(handle),
+                Err(e) => tracing::error!("cannot start the loader's shard reader: {e}"),
+            }
+        }
+        let shard_base = (loader.stats.shards_read, loader.stats.shard_bytes_read);
         Epoch {
             loader,
             batches,
@@ -246,6 +290,7 @@ impl<'a> Epoch<'a> {
             started: Instant::now(),
             failed: false,
             hasher: xxhash_rust::xxh3::Xxh3::new(),
+            shard_base,
         }
     }
 
@@ -294,6 +339,9 @@ impl<'a> Epoch<'a> {
         }
         let stats = &mut self.loader.stats;
         stats.wait_secs += waited.elapsed().as_secs_f64();
+        stats.shards_read = self.shard_base.0 + self.shared.shards_read.load(Ordering::Relaxed);
+        stats.shard_bytes_read =
+            self.shard_base.1 + self.shared.shard_bytes.load(Ordering::Relaxed);
         {
             let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             queue.consumed = b + 1;
@@ -456,6 +504,9 @@ impl Drop for Epoch<'_> {
         for handle in self.workers.drain(..) {
             let _ = handle.join();
         }
+        if let Some(set) = &self.loader.shards {
+            set.spool.clear();
+        }
     }
 }
 
@@ -533,13 +584,37 @@ fn worker(
             }
         };
         let job = &jobs[j];
-        let clip = &clips[job.sample.clip as usize];
+        let mut clip = &clips[job.sample.clip as usize];
+        let turned;
+        let spooled = match wait_spooled(shared, job.sample.clip) {
+            Some(spooled) => spooled,
+            None => return,
+        };
+        if let Spooled::Ready { orientation } = spooled
+            && clip.is_image
+            && orientation != 1
+        {
+            let (quarter_turns, mirror) = framecull_model::orientation_turns(orientation);
+            turned = ClipSource {
+                quarter_turns,
+                mirror,
+                ..clip.clone()
+            };
+            clip = &turned;
+        }
         let mut times = ReadTimes::default();
         let (hits, fills) = reader.cache_counts();
         let started = reader.processes_started();
         let mut preprocess_secs = 0.0;
         // A panic in one window (a bug, or a decoder gone wrong) fails that window only.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            match spooled {
+                Spooled::Failed(reason, why) => return Err((reason, why)),
+                Spooled::Gone => {
+                    return Err((SkipReason::Missing, "spooled and removed".to_string()));
+                }
+                Spooled::Waiting | Spooled::Ready { .. } => {}
+            }
             let index = job.sample.clip;
             let publish_keyframes = |reader: &WindowReader| {
                 if matches!(config.sampling.timing, super::Timing::Stride(_))
@@ -608,6 +683,24 @@ fn worker(
         if tx.send(done).is_err() {
             return;
         }
+    }
+}
+
+/// Where clip `clip`'s file is when the version is read from its shards, once the feeder
+/// has spooled it or given up on it (`Waiting`: not read from shards); `None` when the epoch
+/// stops first.
+fn wait_spooled(shared: &Shared, clip: u32) -> Option<Spooled> {
+    let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if shared.stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        match queue.spooled.get(clip as usize) {
+            None => return Some(Spooled::Waiting),
+            Some(Spooled::Waiting) => {}
+            Some(spooled) => return Some(spooled.clone()),
+        }
+        queue = shared.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
     }
 }
 

@@ -60,6 +60,10 @@ pub struct Shard {
     pub file: String,
     pub samples: u64,
     pub bytes: u64,
+    /// Each sample's media member (`KEY.mp4`, `KEY.jpg`, ...), in the shard's order: what a
+    /// reader plans its epoch with before it reads the shard.
+    #[serde(default)]
+    pub members: Vec<String>,
 }
 
 /// A shard as the ledger records it.
@@ -83,6 +87,11 @@ struct Sample {
 }
 
 impl Sample {
+    /// The name of its media member in a shard.
+    fn member(&self) -> String {
+        format!("{}.{}", self.key, self.ext)
+    }
+
     /// Its bytes in a tar: each member's header and data padded to a block.
     fn tar_bytes(&self) -> u64 {
         2 * BLOCK
@@ -171,6 +180,7 @@ pub fn write_webdataset(
                 file,
                 samples: group.len() as u64,
                 bytes,
+                members: group.iter().map(Sample::member).collect(),
             });
         }
         let list: String = shards
@@ -273,8 +283,7 @@ fn write_shard(samples: &[Sample], path: &Path, stop: &AtomicBool) -> Result<(),
             {
                 std::thread::sleep(std::time::Duration::from_millis(ms));
             }
-            let name = format!("{}.{}", sample.key, sample.ext);
-            tar.write_all(&header(&name, sample.file_bytes))
+            tar.write_all(&header(&sample.member(), sample.file_bytes))
                 .map_err(io)?;
             let mut from = std::fs::File::open(&sample.from)
                 .map_err(|e| ManifestError::io(&sample.from, e))?;
@@ -334,6 +343,61 @@ fn header(name: &str, size: u64) -> [u8; BLOCK as usize] {
     h
 }
 
+/// A member as a shard's header gives it: its name (at most 99 bytes) and its data's size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub name: String,
+    pub size: u64,
+}
+
+impl Member {
+    /// Its data's bytes in the shard: the size padded to a block.
+    pub fn padded(&self) -> u64 {
+        self.size.next_multiple_of(BLOCK)
+    }
+
+    /// Whether this is the member a shard's index names `name` (a header holds its first 99
+    /// bytes).
+    pub fn is(&self, name: &str) -> bool {
+        self.name.as_bytes() == &name.as_bytes()[..name.len().min(99)]
+    }
+}
+
+/// The member whose header is `h` (a block of a shard), `None` at the end blocks, or why the
+/// block is no header (its checksum, its size field).
+pub fn read_header(h: &[u8; BLOCK as usize]) -> Result<Option<Member>, String> {
+    if h.iter().all(|&b| b == 0) {
+        return Ok(None);
+    }
+    let octal = |field: &[u8]| -> Option<u64> {
+        let digits = std::str::from_utf8(field).ok()?;
+        let digits = digits.trim_matches(|c: char| c == '\0' || c == ' ');
+        u64::from_str_radix(digits, 8).ok()
+    };
+    let recorded = octal(&h[148..156]).ok_or("a header without a checksum")?;
+    let sum: u64 = h
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            if (148..156).contains(&i) {
+                32
+            } else {
+                u64::from(b)
+            }
+        })
+        .sum();
+    if sum != recorded {
+        return Err(format!("a header whose checksum is {recorded}, not {sum}"));
+    }
+    let size = octal(&h[124..136]).ok_or("a header without a size")?;
+    let name = &h[..100];
+    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(100)];
+    Ok(Some(Member {
+        name: String::from_utf8_lossy(name).into_owned(),
+        size,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,5 +438,25 @@ mod tests {
         let mut blank = h;
         blank[148..156].copy_from_slice(b"        ");
         assert_eq!(stored, blank.iter().map(|&b| u32::from(b)).sum::<u32>());
+    }
+
+    #[test]
+    fn a_header_reads_back_as_written_and_a_damaged_one_is_refused() {
+        let long = format!("{}.mp4", "k".repeat(120));
+        for (name, size) in [
+            ("abc.mp4", 1234u64),
+            ("x.json", 0),
+            (long.as_str(), 1 << 33),
+        ] {
+            let member = read_header(&header(name, size)).unwrap().unwrap();
+            assert!(member.is(name), "{name}");
+            assert_eq!(member.size, size);
+            assert_eq!(member.padded() % BLOCK, 0);
+            assert!(member.padded() >= size && member.padded() < size + BLOCK);
+        }
+        let mut h = header("abc.mp4", 1234);
+        h[126] ^= 1;
+        assert!(read_header(&h).unwrap_err().contains("checksum"));
+        assert_eq!(read_header(&[0u8; BLOCK as usize]), Ok(None));
     }
 }
