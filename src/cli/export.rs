@@ -99,26 +99,40 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     // version is: the version records each one.
     let mut materialized = None;
     let writing_clips = std::cell::Cell::new(false);
-    let exported = match &args.materialize {
-        Some(dir) => {
-            let root =
-                crate::storage::Root::of_recorded(&catalog.dataset_root()?.unwrap_or_default())?;
-            let jobs = args.jobs.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-            });
-            let mut write =
-                |rows: &mut [manifest::ManifestRow], references: &[crate::model::SeekReference]| {
-                    writing_clips.set(true);
-                    let done = materialize(&root, rows, references, dir, jobs, &stop)?;
-                    writing_clips.set(false);
-                    let files = done.files.clone();
-                    materialized = Some(done);
-                    Ok(files)
-                };
-            manifest::export_with(&catalog, &options, stop.flag(), Some(&mut write))
-        }
-        None => manifest::export_until(&catalog, &options, stop.flag()),
+    let shards = manifest::webdataset::ShardProgress::default();
+    let root = match &args.materialize {
+        Some(_) => Some(crate::storage::Root::of_recorded(
+            &catalog.dataset_root()?.unwrap_or_default(),
+        )?),
+        None => None,
     };
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    let exported = std::thread::scope(|scope| {
+        if options.formats.contains(&manifest::Format::Webdataset) {
+            scope.spawn(|| shard_bar(&shards, &finished));
+        }
+        let exported = match (&args.materialize, &root) {
+            (Some(dir), Some(root)) => {
+                let jobs = args.jobs.unwrap_or_else(|| {
+                    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+                });
+                let mut write =
+                    |rows: &mut [manifest::ManifestRow],
+                     references: &[crate::model::SeekReference]| {
+                        writing_clips.set(true);
+                        let done = materialize(root, rows, references, dir, jobs, &stop)?;
+                        writing_clips.set(false);
+                        let files = done.files.clone();
+                        materialized = Some(done);
+                        Ok(files)
+                    };
+                manifest::export_watched(&catalog, &options, stop.flag(), Some(&mut write), &shards)
+            }
+            _ => manifest::export_watched(&catalog, &options, stop.flag(), None, &shards),
+        };
+        finished.store(true, std::sync::atomic::Ordering::SeqCst);
+        exported
+    });
     let meta = match exported {
         Err(manifest::ManifestError::Stopped) if writing_clips.get() => {
             let dir = args
@@ -172,6 +186,38 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Problems);
     }
     Ok(Outcome::Clean)
+}
+
+/// The WebDataset shards' progress on stderr (bytes and samples done of all, rate, time
+/// left), from when their writing starts until `finished` is set.
+fn shard_bar(
+    progress: &manifest::webdataset::ShardProgress,
+    finished: &std::sync::atomic::AtomicBool,
+) {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    use std::sync::atomic::Ordering;
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} shards [{bar:30}] {bytes}/{total_bytes}  {binary_bytes_per_sec}  ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    while !finished.load(Ordering::SeqCst) {
+        let total = progress.bytes.load(Ordering::Relaxed);
+        if total > 0 {
+            bar.set_length(total);
+            bar.set_position(progress.bytes_done.load(Ordering::Relaxed));
+            bar.set_message(format!(
+                "{}/{} samples",
+                progress.samples_done.load(Ordering::Relaxed),
+                progress.samples.load(Ordering::Relaxed)
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    bar.finish_and_clear();
 }
 
 /// Write the clip files of `rows` (read from `root`) into `dir`, with a progress bar on

@@ -3,6 +3,7 @@
 //! reads, the export) runs as background jobs the dialogs poll.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use eframe::egui::{self, RichText};
 
@@ -12,6 +13,7 @@ use super::theme;
 use crate::analysis::filter::Filter;
 use crate::catalog::Catalog;
 use crate::loader::materialize::{MaterializeProgress, Materialized};
+use crate::manifest::webdataset::ShardProgress;
 use crate::manifest::{
     self, Counts, Diff, ExportOptions, Format, Include, SplitSpec, Stratify, VersionMeta,
 };
@@ -93,9 +95,9 @@ pub struct ExportDialog {
     preview: Option<Result<Counts, String>>,
     done: Option<Result<Exported, String>>,
     preview_job: Background<Counts>,
-    export_job: Option<Job<Result<Exported, String>, MaterializeProgress>>,
+    export_job: Option<Job<Result<Exported, String>, ExportProgress>>,
     /// The clip files' progress, as the export job last reported it.
-    clip_progress: Option<MaterializeProgress>,
+    clip_progress: Option<ExportProgress>,
 }
 
 /// A version written, with its clip files where asked for.
@@ -194,7 +196,7 @@ impl ExportDialog {
         self.clip_progress = None;
         self.export_job = Some(Job::spawn(
             "framecull-export",
-            move |r: &Reporter<_, MaterializeProgress>| {
+            move |r: &Reporter<_, ExportProgress>| {
                 export_version(&p, &o, clip_dir.as_deref(), r).map_err(|e| e.to_string())
             },
         ));
@@ -345,10 +347,7 @@ impl ExportDialog {
                     }
                 });
                 if let (Some(p), Some(_)) = (&self.clip_progress, &self.export_job) {
-                    ui.add(
-                        egui::ProgressBar::new(p.done as f32 / p.total.max(1) as f32)
-                            .text(clip_progress_text(p)),
-                    );
+                    ui.add(egui::ProgressBar::new(p.fraction()).text(p.text()));
                 }
                 match &self.preview {
                     Some(Ok(c)) => {
@@ -422,13 +421,14 @@ fn export_version(
     project: &Path,
     options: &ExportOptions,
     clip_dir: Option<&Path>,
-    r: &Reporter<Result<Exported, String>, MaterializeProgress>,
+    r: &Reporter<Result<Exported, String>, ExportProgress>,
 ) -> anyhow::Result<Exported> {
     let catalog = Catalog::open(project)?;
     let stop = r.cancel_flag();
     let Some(dir) = clip_dir else {
         return Ok((manifest::export_until(&catalog, options, stop)?, None));
     };
+    let shards = ShardProgress::default();
     let root = crate::storage::Root::of_recorded(&catalog.dataset_root()?.unwrap_or_default())?;
     let jobs = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let mut materialized = None;
@@ -441,39 +441,118 @@ fn export_version(
             dir,
             jobs,
             stop,
-            &mut |p| r.report(p, false),
+            &mut |p| r.report(ExportProgress::Clips(p), false),
         )?;
         let files = done.files.clone();
         materialized = Some(done);
         Ok(files)
     };
-    let meta =
-        manifest::export_with(&catalog, options, stop, Some(&mut write)).map_err(|e| match e {
-            manifest::ManifestError::Stopped => anyhow::anyhow!(
-                "cancelled: the clip files written are kept, no version was written; export \
-                 again to write the rest"
-            ),
-            e => e.into(),
-        })?;
+    let finished = AtomicBool::new(false);
+    let exported = std::thread::scope(|scope| {
+        if options.formats.contains(&manifest::Format::Webdataset) {
+            scope.spawn(|| report_shards(&shards, &finished, r));
+        }
+        let exported = manifest::export_watched(&catalog, options, stop, Some(&mut write), &shards);
+        finished.store(true, Ordering::SeqCst);
+        exported
+    });
+    let meta = exported.map_err(|e| match e {
+        manifest::ManifestError::Stopped => anyhow::anyhow!(
+            "cancelled: the clip files and shards written are kept, no version was written; \
+             export again to write the rest"
+        ),
+        e => e.into(),
+    })?;
     Ok((meta, materialized))
 }
 
-/// Clips done of all, bytes, rate and time left.
-fn clip_progress_text(p: &MaterializeProgress) -> String {
-    let rate = p.done as f64 / p.secs.max(1e-3);
-    let left = p.total.saturating_sub(p.done) as f64 / rate.max(1e-9);
-    format!(
-        "clip files {}/{}, {:.1} MiB, {:.1} clips/s, {}",
-        p.done,
-        p.total,
-        p.bytes as f64 / (1 << 20) as f64,
-        rate,
-        if p.done == 0 {
-            "ETA ...".to_string()
-        } else {
-            format!("ETA {:.0} s", left)
+/// Report the shards' progress to `r` every 200 ms, from when their writing starts until
+/// `finished` is set.
+fn report_shards(
+    shards: &ShardProgress,
+    finished: &AtomicBool,
+    r: &Reporter<Result<Exported, String>, ExportProgress>,
+) {
+    let started = std::time::Instant::now();
+    let mut first = None;
+    while !finished.load(Ordering::SeqCst) {
+        let bytes = shards.bytes.load(Ordering::Relaxed);
+        if bytes > 0 {
+            let since = *first.get_or_insert_with(|| started.elapsed());
+            r.report(
+                ExportProgress::Shards {
+                    samples_done: shards.samples_done.load(Ordering::Relaxed),
+                    samples: shards.samples.load(Ordering::Relaxed),
+                    bytes_done: shards.bytes_done.load(Ordering::Relaxed),
+                    bytes,
+                    secs: (started.elapsed() - since).as_secs_f64(),
+                },
+                false,
+            );
         }
-    )
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// What an export reports as it goes: its clip files, then its WebDataset shards.
+#[derive(Debug, Clone, Copy)]
+pub enum ExportProgress {
+    Clips(MaterializeProgress),
+    Shards {
+        samples_done: u64,
+        samples: u64,
+        bytes_done: u64,
+        bytes: u64,
+        secs: f64,
+    },
+}
+
+impl ExportProgress {
+    /// The share done.
+    fn fraction(&self) -> f32 {
+        match *self {
+            ExportProgress::Clips(p) => p.done as f32 / p.total.max(1) as f32,
+            ExportProgress::Shards {
+                bytes_done, bytes, ..
+            } => bytes_done as f32 / bytes.max(1) as f32,
+        }
+    }
+
+    /// Done of all, bytes, rate and time left.
+    fn text(&self) -> String {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        let eta = |done: u64, total: u64, secs: f64| {
+            if done == 0 {
+                "ETA ...".to_string()
+            } else {
+                let rate = done as f64 / secs.max(1e-3);
+                format!("ETA {:.0} s", total.saturating_sub(done) as f64 / rate)
+            }
+        };
+        match *self {
+            ExportProgress::Clips(p) => format!(
+                "clip files {}/{}, {:.1} MiB, {:.1} clips/s, {}",
+                p.done,
+                p.total,
+                mib(p.bytes),
+                p.done as f64 / p.secs.max(1e-3),
+                eta(p.done, p.total, p.secs)
+            ),
+            ExportProgress::Shards {
+                samples_done,
+                samples,
+                bytes_done,
+                bytes,
+                secs,
+            } => format!(
+                "shards: {samples_done}/{samples} samples, {:.1} of {:.1} MiB, {:.1} MiB/s, {}",
+                mib(bytes_done),
+                mib(bytes),
+                mib(bytes_done) / secs.max(1e-3),
+                eta(bytes_done, bytes, secs)
+            ),
+        }
+    }
 }
 
 /// A diff between two versions of one manifest: name, older and newer version.

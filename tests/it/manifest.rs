@@ -819,6 +819,66 @@ fn a_stopped_shard_write_resumes_with_every_sample_once() {
     }
 }
 
+/// The shards' progress counts every sample and its bytes as they are written: all of them
+/// by the end, no more.
+#[test]
+fn a_shard_write_counts_its_samples_and_bytes_as_it_goes() {
+    use framecull::manifest::webdataset::ShardProgress;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let clips: Vec<(usize, usize)> = (0..4).map(|i| (i * 20, i * 20 + 10)).collect();
+    let (_data, proj) = video_with_clips("walk.mp4", 64, 48, 100, &clips);
+    let catalog = Catalog::open(proj.path()).unwrap();
+    let root =
+        framecull::storage::Root::of_recorded(&catalog.dataset_root().unwrap().unwrap()).unwrap();
+    let dir = proj.path().join("clip-files");
+    let export = |name: &str| {
+        let stop = AtomicBool::new(false);
+        let mut write = |rows: &mut [framecull::manifest::ManifestRow],
+                         references: &[framecull::model::SeekReference]| {
+            framecull::loader::materialize::materialize(
+                &root,
+                rows,
+                references,
+                &dir,
+                1,
+                &stop,
+                &mut |_| {},
+            )
+            .map(|done| done.files)
+        };
+        let progress = ShardProgress::default();
+        let options = ExportOptions {
+            formats: vec![Format::Jsonl, Format::Webdataset],
+            split: None,
+            shard_size: Some(1),
+            ..options(name)
+        };
+        let meta = manifest::export_watched(&catalog, &options, &stop, Some(&mut write), &progress)
+            .unwrap();
+        let index: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(
+                manifest::manifest_dir(proj.path(), name).join(&meta.files["webdataset"]),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        (progress, index)
+    };
+    let (progress, index) = export("set");
+    let all = &index["splits"]["all"];
+    let shards = all["shards"].as_array().unwrap().len() as u64;
+    assert_eq!(shards, 4, "{index}");
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::SeqCst);
+    assert_eq!(load(&progress.samples), 4);
+    assert_eq!(load(&progress.samples_done), 4);
+    // Every sample's members; the shards' end blocks are not samples'.
+    assert_eq!(
+        load(&progress.bytes),
+        all["bytes"].as_u64().unwrap() - shards * 1024
+    );
+    assert_eq!(load(&progress.bytes_done), load(&progress.bytes));
+}
+
 /// The loader reads a version's WebDataset shards (`--shards`) as it reads its clip files:
 /// without shuffling, the same batches frame for frame (checksum); each shard read once
 /// from start to end; the clip files not needed (deleted here); a shard cut short costs its

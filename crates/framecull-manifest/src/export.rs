@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::webdataset::DEFAULT_SHARD_BYTES;
+use crate::webdataset::{DEFAULT_SHARD_BYTES, ShardProgress};
 
 use super::{
     ClipFiles, ExportOptions, Format, ManifestError, ManifestRow, SCHEMA_VERSION, VersionMeta, io,
@@ -107,6 +107,24 @@ pub fn export_with(
     stop: &AtomicBool,
     clip_files: Option<ClipFileWriter>,
 ) -> Result<VersionMeta, ManifestError> {
+    export_watched(
+        catalog,
+        options,
+        stop,
+        clip_files,
+        &ShardProgress::default(),
+    )
+}
+
+/// [`export_with`], counting the WebDataset shards' samples and bytes written in `shards` as
+/// it writes them (for a progress bar on another thread).
+pub fn export_watched(
+    catalog: &Catalog,
+    options: &ExportOptions,
+    stop: &AtomicBool,
+    clip_files: Option<ClipFileWriter>,
+    shards: &ShardProgress,
+) -> Result<VersionMeta, ManifestError> {
     let check = || {
         if stop.load(Ordering::SeqCst) {
             Err(ManifestError::Stopped)
@@ -166,7 +184,11 @@ pub fn export_with(
                 &stem,
                 &rows,
                 clip_files.as_ref(),
-                (options.shard_size.unwrap_or(DEFAULT_SHARD_BYTES), stop),
+                (
+                    options.shard_size.unwrap_or(DEFAULT_SHARD_BYTES),
+                    stop,
+                    shards,
+                ),
                 &mut staged,
                 &mut files,
             )?;
@@ -305,7 +327,7 @@ fn write_layout(
     stem: &str,
     rows: &[ManifestRow],
     clip_files: Option<&ClipFiles>,
-    (shard_size, stop): (u64, &AtomicBool),
+    (shard_size, stop, progress): (u64, &AtomicBool, &ShardProgress),
     staged: &mut Staged,
     files: &mut BTreeMap<String, String>,
 ) -> Result<(), ManifestError> {
@@ -340,8 +362,13 @@ fn write_layout(
     let index = match format {
         Format::Webdataset => {
             staged.1.push(tmp.clone());
-            let index =
-                crate::webdataset::write_webdataset(rows, clip_dir, &tmp, shard_size, stop)?;
+            let index = crate::webdataset::write_webdataset(
+                rows,
+                clip_dir,
+                &tmp,
+                shard_size,
+                (stop, progress),
+            )?;
             serde_json::to_value(crate::webdataset::ShardsIndex {
                 dir: folder.clone(),
                 ..index

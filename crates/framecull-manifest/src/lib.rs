@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use export::{ClipFileWriter, export, export_until, export_with, rows_hash};
+pub use export::{ClipFileWriter, export, export_until, export_watched, export_with, rows_hash};
 use framecull_analysis::filter::Filter;
 use framecull_analysis::flags::Config;
 use framecull_catalog::CatalogError;

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +66,23 @@ pub struct Shard {
     pub members: Vec<String>,
 }
 
+/// How far a shard write has got, read by another thread while it writes (a progress bar):
+/// samples and their bytes in the shards, done (written, or kept from an earlier run) of all.
+#[derive(Debug, Default)]
+pub struct ShardProgress {
+    pub samples: AtomicU64,
+    pub samples_done: AtomicU64,
+    pub bytes: AtomicU64,
+    pub bytes_done: AtomicU64,
+}
+
+impl ShardProgress {
+    fn add(&self, samples: u64, bytes: u64) {
+        self.samples_done.fetch_add(samples, Ordering::Relaxed);
+        self.bytes_done.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
 /// A shard as the ledger records it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Done {
@@ -102,13 +119,14 @@ impl Sample {
 
 /// Write the shards of `rows` (their clip files in `clip_dir`) into `out`, kept across runs:
 /// shards recorded whole by an earlier run stay. Stops between samples once `stop` is set
-/// ([`ManifestError::Stopped`]: the shards written stay for the next run).
+/// ([`ManifestError::Stopped`]: the shards written stay for the next run). Counts what is
+/// done in `progress`.
 pub fn write_webdataset(
     rows: &[ManifestRow],
     clip_dir: &Path,
     out: &Path,
     shard_size: u64,
-    stop: &AtomicBool,
+    (stop, progress): (&AtomicBool, &ShardProgress),
 ) -> Result<ShardsIndex, ManifestError> {
     std::fs::create_dir_all(out).map_err(|e| ManifestError::io(out, e))?;
     let mut index = ShardsIndex {
@@ -126,6 +144,15 @@ pub fn write_webdataset(
                 .push(sample),
             Err(why) => *index.left_out.entry(why).or_default() += 1,
         }
+    }
+    for samples in by_split.values() {
+        progress
+            .samples
+            .fetch_add(samples.len() as u64, Ordering::Relaxed);
+        progress.bytes.fetch_add(
+            samples.iter().map(Sample::tar_bytes).sum(),
+            Ordering::Relaxed,
+        );
     }
     let ledger_path = out.join(LEDGER);
     let done: HashMap<String, Done> = std::fs::read_to_string(&ledger_path)
@@ -159,8 +186,12 @@ pub fn write_webdataset(
                 && std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes);
             if whole {
                 index.kept += 1;
+                progress.add(
+                    group.len() as u64,
+                    group.iter().map(Sample::tar_bytes).sum(),
+                );
             } else {
-                write_shard(group, &path, stop)?;
+                write_shard(group, &path, (stop, progress))?;
                 let mut line = serde_json::to_vec(&Done {
                     file: file.clone(),
                     plan,
@@ -265,7 +296,11 @@ fn plan_hash(samples: &[Sample]) -> String {
 }
 
 /// Write `samples` as the tar `path`, through `path.part`.
-fn write_shard(samples: &[Sample], path: &Path, stop: &AtomicBool) -> Result<(), ManifestError> {
+fn write_shard(
+    samples: &[Sample],
+    path: &Path,
+    (stop, progress): (&AtomicBool, &ShardProgress),
+) -> Result<(), ManifestError> {
     let mut part_name = path.file_name().unwrap_or_default().to_os_string();
     part_name.push(".part");
     let part = path.with_file_name(part_name);
@@ -302,6 +337,7 @@ fn write_shard(samples: &[Sample], path: &Path, stop: &AtomicBool) -> Result<(),
                 .map_err(io)?;
             tar.write_all(&sample.json).map_err(io)?;
             pad(&mut tar, sample.json.len() as u64).map_err(io)?;
+            progress.add(1, sample.tar_bytes());
         }
         tar.write_all(&[0u8; 2 * BLOCK as usize]).map_err(io)?;
         tar.sync_all().map_err(io)?;

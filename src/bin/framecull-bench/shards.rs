@@ -144,7 +144,7 @@ pub fn bench(
             &clips,
             &out.join("wds"),
             framecull::manifest::webdataset::DEFAULT_SHARD_BYTES,
-            &stop,
+            (&stop, &Default::default()),
         )?;
         ours.push(started.elapsed().as_secs_f64());
         let samples: u64 = index.splits.values().map(|s| s.samples).sum();
