@@ -48,6 +48,7 @@ MANIFEST_SCHEMA = pa.schema(
         ("clip_copied_frames", pa.int64()),
         ("clip_encoded_frames", pa.int64()),
         ("clip_note", pa.string()),
+        ("frame_map", pa.string()),
     ]
 )
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import av
 
+import framecull
+
 from conftest import SOURCES, make_dataset, run
 
 
@@ -46,6 +48,12 @@ def test_frame_maps_hold_every_frames_pts_and_key_flag_as_pyav_reads_the_packets
     rows = [json.loads(l) for l in (folder / "v0001.jsonl").read_text().splitlines()]
     videos = sorted({r["path"] for r in rows if r["kind"] == "video"})
     assert sorted(index["maps"]) == videos and not index["left_out"]
+    # Each row names its video's map; a picture's row none.
+    for row in rows:
+        assert row.get("frame_map") == index["maps"].get(row["path"]), row
+    assert any("frame_map" in row for row in rows)
+    table = framecull.read_manifest(folder / "v0001.jsonl")
+    assert table.column("frame_map").to_pylist() == [row.get("frame_map") for row in rows]
     for path in videos:
         frames = json.loads((folder / index["maps"][path]).read_text())["frames"]
         with av.open(str(root / path)) as container:

@@ -166,6 +166,14 @@ pub fn export_watched(
     let mut files = BTreeMap::new();
     let mut file_hashes = BTreeMap::new();
     let mut staged = Staged(Vec::new(), Vec::new());
+    // The maps first: each video's rows name theirs.
+    if options.formats.contains(&Format::FrameMaps) {
+        let maps = write_frame_maps(catalog, &dir, &stem, &rows, &mut staged, &mut files)?;
+        for row in &mut rows {
+            row.frame_map = maps.get(&row.path).cloned();
+        }
+        check()?;
+    }
     for format in &options.formats {
         if *format == Format::Dali {
             write_dali(catalog, &dir, &stem, &rows, &mut staged, &mut files)?;
@@ -173,8 +181,6 @@ pub fn export_watched(
             continue;
         }
         if *format == Format::FrameMaps {
-            write_frame_maps(catalog, &dir, &stem, &rows, &mut staged, &mut files)?;
-            check()?;
             continue;
         }
         if matches!(format, Format::Folders | Format::Hf | Format::Webdataset) {
@@ -414,7 +420,7 @@ fn stage(dir: &Path, file: &str, bytes: &[u8], staged: &mut Staged) -> Result<()
 }
 
 /// torchcodec's frame map of each video of `rows` with a frame table, and their index
-/// (`vNNNN.frame-maps.json`, recorded as `frame-maps`), staged.
+/// (`vNNNN.frame-maps.json`, recorded as `frame-maps`), staged; each video's map by its path.
 fn write_frame_maps(
     catalog: &Catalog,
     dir: &Path,
@@ -422,7 +428,7 @@ fn write_frame_maps(
     rows: &[ManifestRow],
     staged: &mut Staged,
     files: &mut BTreeMap<String, String>,
-) -> Result<(), ManifestError> {
+) -> Result<BTreeMap<String, String>, ManifestError> {
     use crate::frame_maps::{FrameMapIndex, file_name, map_of};
     let ids = video_ids(catalog)?;
     let mut index = FrameMapIndex::default();
@@ -459,7 +465,7 @@ fn write_frame_maps(
         serde_json::to_vec_pretty(&index).map_err(|e| ManifestError::Encode(e.to_string()))?;
     stage(dir, &file, &json, staged)?;
     files.insert("frame-maps".into(), file);
-    Ok(())
+    Ok(index.maps)
 }
 
 /// The seek references of the videos in `rows` that have a frame table, one per file.

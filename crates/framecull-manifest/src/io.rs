@@ -116,6 +116,7 @@ pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
             i64_col("clip_copied_frames", &|r| r.clip.copied_frames),
             i64_col("clip_encoded_frames", &|r| r.clip.encoded_frames),
             str_col("clip_note", &|r| r.clip.note.as_deref()),
+            str_col("frame_map", &|r| r.frame_map.as_deref()),
         ],
     )
 }
@@ -209,6 +210,7 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
         later_i("clip_encoded_frames")?,
         later_s("clip_note")?,
     );
+    let frame_map = later_s("frame_map")?;
     let owned = |v: Option<&str>| v.map(str::to_string);
     Ok((0..df.height())
         .map(|k| ManifestRow {
@@ -252,6 +254,7 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
                 encoded_frames: clip_encoded.get(k),
                 note: owned(clip_note.get(k)),
             },
+            frame_map: owned(frame_map.get(k)),
         })
         .collect())
 }

@@ -110,6 +110,11 @@ pub struct ManifestRow {
     /// left out of JSON lines, and of the rows hash, when empty).
     #[serde(flatten)]
     pub clip: ClipFileColumns,
+    /// A video's torchcodec frame map beside the manifest (`vNNNN.frame-map.FINGERPRINT.json`),
+    /// in a version exported with `--format frame-maps` (left out of JSON lines, and of the
+    /// rows hash, when empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_map: Option<String>,
 }
 
 /// The `clip_*` columns: a row's clip file in the version's clip folder
@@ -238,6 +243,7 @@ impl ManifestRow {
         "clip_copied_frames",
         "clip_encoded_frames",
         "clip_note",
+        "frame_map",
     ];
 }
 

@@ -232,6 +232,7 @@ fn base_row(
             codes
         },
         clip: ClipFileColumns::default(),
+        frame_map: None,
     }
 }
 
