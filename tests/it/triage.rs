@@ -605,7 +605,7 @@ fn each_damage_class_at_one_gop_in_ten_is_found_by_the_triage() {
     let integrity = |rows: &BTreeMap<String, serde_json::Value>, path: &str| {
         common::flag_codes(&rows[path])
             .into_iter()
-            .any(|c| framecull::analysis::flags::INTEGRITY.contains(&c.as_str()))
+            .any(|c| framecull::analysis::flags::is_integrity(&c))
     };
     let found = |path: &str| {
         integrity(&t, path) || common::flag_codes(&t[path]).contains(&"suspect".to_string())

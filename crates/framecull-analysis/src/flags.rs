@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use framecull_model::{
-    AnalysisLevel, DupInfo, Flag, FlagSource, Item, ItemStatus, MediaKind, Metrics, ReadAs,
-    Severity, count,
+    AnalysisLevel, DupInfo, Flag, FlagCode, FlagSource, Item, ItemStatus, MediaKind, Metrics,
+    ReadAs, Severity, count,
 };
 
 /// The project's `framecull.toml`. Every field has a default; absent limits are not checked.
@@ -171,9 +171,9 @@ impl Default for Statistics {
     }
 }
 
-fn flag(code: &str, severity: Severity, source: FlagSource, reason: String) -> Flag {
+fn flag(code: FlagCode, severity: Severity, source: FlagSource, reason: String) -> Flag {
     Flag {
-        code: code.to_string(),
+        code: code.as_str().to_string(),
         severity,
         reason,
         source,
@@ -193,16 +193,21 @@ const GRAYSCALE_BELOW: f64 = 2.0;
 
 /// The flags that say a file is broken (not merely odd): what a triage must find wherever the
 /// deep pass finds it, `suspect` aside.
-pub const INTEGRITY: [&str; 8] = [
-    "undecodable",
-    "unreadable",
-    "decode_errors",
-    "truncated",
-    "frame_count_mismatch",
-    "timestamps",
-    "repeat_frames",
-    "resolution_change",
+pub const INTEGRITY: [FlagCode; 8] = [
+    FlagCode::Undecodable,
+    FlagCode::Unreadable,
+    FlagCode::DecodeErrors,
+    FlagCode::Truncated,
+    FlagCode::FrameCountMismatch,
+    FlagCode::Timestamps,
+    FlagCode::RepeatFrames,
+    FlagCode::ResolutionChange,
 ];
+
+/// Whether `code` is one of the [`INTEGRITY`] flags'.
+pub fn is_integrity(code: &str) -> bool {
+    INTEGRITY.iter().any(|f| f.as_str() == code)
+}
 
 /// Flags from the probe, the decode pass and the config rules for one item.
 pub fn item_flags(item: &Item, metrics: Option<&Metrics>, config: &Config) -> Vec<Flag> {
@@ -215,13 +220,13 @@ pub fn item_flags(item: &Item, metrics: Option<&Metrics>, config: &Config) -> Ve
     match item.status {
         ItemStatus::Missing => return out,
         ItemStatus::Error => out.push(flag(
-            "unreadable",
+            FlagCode::Unreadable,
             Severity::Error,
             FlagSource::Probe,
             reason(),
         )),
         ItemStatus::Unsupported => out.push(flag(
-            "unsupported",
+            FlagCode::Unsupported,
             Severity::Warning,
             FlagSource::Probe,
             reason(),
@@ -251,16 +256,21 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
     if let Some(why) = &m.undecodable {
         // A probe error already says the file is unreadable.
         if item.status == ItemStatus::Ok {
-            out.push(flag("undecodable", Severity::Error, d, why.clone()));
+            out.push(flag(FlagCode::Undecodable, Severity::Error, d, why.clone()));
         }
         return;
     }
     if let Some(why) = &m.no_decoder {
-        out.push(flag("no_decoder", Severity::Warning, d, why.clone()));
+        out.push(flag(FlagCode::NoDecoder, Severity::Warning, d, why.clone()));
         return;
     }
     if let Some(why) = &m.structure_error {
-        out.push(flag("image_truncated", Severity::Error, d, why.clone()));
+        out.push(flag(
+            FlagCode::ImageTruncated,
+            Severity::Error,
+            d,
+            why.clone(),
+        ));
     }
     if m.decode_errors > 0 {
         let share = m.decode_errors as f64 / m.decoded_frames.max(1) as f64;
@@ -284,7 +294,12 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
                 count(m.decoded_frames, frames)
             )
         };
-        out.push(flag("decode_errors", severity, d, format!("{what}{first}")));
+        out.push(flag(
+            FlagCode::DecodeErrors,
+            severity,
+            d,
+            format!("{what}{first}"),
+        ));
     } else if m.decoder_messages > 0 {
         let first = m
             .first_message
@@ -297,9 +312,9 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             e.contains("exif") || e.contains("app fields")
         });
         let (code, severity) = if metadata_only {
-            ("metadata_errors", Severity::Info)
+            (FlagCode::MetadataErrors, Severity::Info)
         } else {
-            ("decoder_messages", Severity::Warning)
+            (FlagCode::DecoderMessages, Severity::Warning)
         };
         out.push(flag(
             code,
@@ -319,7 +334,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
         let declared = item.info.duration_secs.unwrap_or(0.0);
         let decoded = m.decoded_duration_secs.unwrap_or(0.0);
         out.push(flag(
-            "truncated",
+            FlagCode::Truncated,
             Severity::Error,
             d,
             format!(
@@ -331,7 +346,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
     }
     if m.repeat_frames > 0 {
         out.push(flag(
-            "repeat_frames",
+            FlagCode::RepeatFrames,
             Severity::Info,
             d,
             format!(
@@ -354,7 +369,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
                 String::new()
             };
             out.push(flag(
-                "frame_count_mismatch",
+                FlagCode::FrameCountMismatch,
                 Severity::Warning,
                 d,
                 format!(
@@ -366,7 +381,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
     }
     if m.pts_backwards > 0 || m.pts_repeats > 0 {
         out.push(flag(
-            "timestamps",
+            FlagCode::Timestamps,
             Severity::Warning,
             d,
             timestamp_reason(m.pts_backwards, m.pts_repeats),
@@ -374,7 +389,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
     }
     if m.vfr == Some(true) {
         out.push(flag(
-            "vfr",
+            FlagCode::Vfr,
             Severity::Info,
             d,
             format!(
@@ -385,7 +400,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
     }
     if m.resolution_changes > 0 {
         out.push(flag(
-            "resolution_change",
+            FlagCode::ResolutionChange,
             Severity::Warning,
             d,
             match m.level {
@@ -405,7 +420,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
         .filter(|s| *s >= config.quality.black_share_above)
     {
         out.push(flag(
-            "black",
+            FlagCode::Black,
             Severity::Warning,
             d,
             format!("{:.0}% of frames are black", share * 100.0),
@@ -416,7 +431,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
         .filter(|s| *s >= config.quality.frozen_share_above && m.decoded_frames > 10)
     {
         out.push(flag(
-            "frozen",
+            FlagCode::Frozen,
             Severity::Warning,
             d,
             format!(
@@ -427,7 +442,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
     }
     if let Some(why) = &m.suspect {
         out.push(flag(
-            "suspect",
+            FlagCode::Suspect,
             Severity::Warning,
             d,
             format!("{why}: deepen to know (framecull analyze --where 'flag:suspect')"),
@@ -435,7 +450,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
     }
     if m.timed_out {
         out.push(flag(
-            "timed_out",
+            FlagCode::TimedOut,
             Severity::Warning,
             d,
             format!(
@@ -452,7 +467,7 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
     let i = &item.info;
     if let (Some(w), Some(h)) = (i.width, i.height) {
         if let Some(why) = config.limits.over(item.kind, w, h) {
-            out.push(flag("too_large", Severity::Error, s, why));
+            out.push(flag(FlagCode::TooLarge, Severity::Error, s, why));
         }
         let mut small = Vec::new();
         if let Some(min) = r.min_width.filter(|m| w < *m) {
@@ -463,7 +478,7 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
         }
         if !small.is_empty() {
             out.push(flag(
-                "resolution_below_min",
+                FlagCode::ResolutionBelowMin,
                 Severity::Warning,
                 s,
                 small.join("; "),
@@ -478,7 +493,7 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
         }
         if !large.is_empty() {
             out.push(flag(
-                "resolution_above_max",
+                FlagCode::ResolutionAboveMax,
                 Severity::Warning,
                 s,
                 large.join("; "),
@@ -495,7 +510,7 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
         let above = r.max_aspect.is_some_and(|m| aspect > m);
         if below || above {
             out.push(flag(
-                "aspect_out_of_range",
+                FlagCode::AspectOutOfRange,
                 Severity::Warning,
                 s,
                 format!(
@@ -510,7 +525,7 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
         if let Some(d) = i.duration_secs {
             if let Some(min) = r.min_duration_secs.filter(|m| d < *m) {
                 out.push(flag(
-                    "duration_below_min",
+                    FlagCode::DurationBelowMin,
                     Severity::Warning,
                     s,
                     format!("duration {} is below the minimum {}", secs(d), secs(min)),
@@ -518,7 +533,7 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
             }
             if let Some(max) = r.max_duration_secs.filter(|m| d > *m) {
                 out.push(flag(
-                    "duration_above_max",
+                    FlagCode::DurationAboveMax,
                     Severity::Warning,
                     s,
                     format!("duration {} is above the maximum {}", secs(d), secs(max)),
@@ -528,7 +543,7 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
         if let Some(f) = i.fps {
             if let Some(min) = r.min_fps.filter(|m| f < *m) {
                 out.push(flag(
-                    "fps_below_min",
+                    FlagCode::FpsBelowMin,
                     Severity::Warning,
                     s,
                     format!("{f:.2} fps is below the minimum {min}"),
@@ -536,7 +551,7 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
             }
             if let Some(max) = r.max_fps.filter(|m| f > *m) {
                 out.push(flag(
-                    "fps_above_max",
+                    FlagCode::FpsAboveMax,
                     Severity::Warning,
                     s,
                     format!("{f:.2} fps is above the maximum {max}"),
@@ -549,14 +564,14 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
     if let Some(b) = m.brightness {
         if b < q.dark_below {
             out.push(flag(
-                "dark",
+                FlagCode::Dark,
                 Severity::Warning,
                 s,
                 format!("mean brightness {b:.0} is below {:.0} (dark)", q.dark_below),
             ));
         } else if b > q.bright_above {
             out.push(flag(
-                "overexposed",
+                FlagCode::Overexposed,
                 Severity::Warning,
                 s,
                 format!(
@@ -573,7 +588,7 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
     };
     if m.colorfulness.is_some_and(|c| c < GRAYSCALE_BELOW) {
         out.push(flag(
-            "grayscale",
+            FlagCode::Grayscale,
             Severity::Info,
             s,
             format!("greyscale {what} (no colour)"),
@@ -581,7 +596,7 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
     }
     if let Some(e) = m.entropy.filter(|e| *e < q.low_entropy_below) {
         out.push(flag(
-            "low_information",
+            FlagCode::LowInformation,
             Severity::Warning,
             s,
             format!(
@@ -615,7 +630,7 @@ fn timestamp_reason(backwards: u64, repeats: u64) -> String {
 pub fn dup_flag(info: &DupInfo, like_path: &str, kind: MediaKind) -> Flag {
     if info.exact {
         flag(
-            "duplicate_exact",
+            FlagCode::DuplicateExact,
             Severity::Warning,
             FlagSource::Duplicates,
             format!("byte-identical to {like_path}"),
@@ -627,7 +642,7 @@ pub fn dup_flag(info: &DupInfo, like_path: &str, kind: MediaKind) -> Flag {
             "picture"
         };
         flag(
-            "duplicate_near",
+            FlagCode::DuplicateNear,
             Severity::Info,
             FlagSource::Duplicates,
             format!("same {what} as {like_path} (re-encoded, resized, rotated or trimmed)"),

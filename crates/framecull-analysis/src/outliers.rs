@@ -137,7 +137,7 @@ pub fn outlier_flags(df: &DataFrame, config: &Statistics) -> PolarsResult<Vec<(I
                 out.push((
                     id,
                     Flag {
-                        code: format!("outlier_{}", measure.name),
+                        code: framecull_model::outlier_code(measure.name),
                         severity: Severity::Warning,
                         reason: format!(
                             "{} {} is {:.1} MADs {side} the {kind} median {}{hint}",

@@ -3,7 +3,7 @@
 //! previews a change before it is saved; `framecull flags --code` prints them.
 
 use super::flags::Config;
-use framecull_model::{Measure, MediaKind};
+use framecull_model::{FlagCode, Measure, MediaKind, OUTLIER, outlier_measure};
 
 /// Which side of its threshold a flag catches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +113,7 @@ macro_rules! access {
 }
 
 macro_rules! setting {
-    ($code:literal, $section:ident . $field:ident, $measure:expr, $side:ident, $applies:ident,
+    ($code:expr, $section:ident . $field:ident, $measure:expr, $side:ident, $applies:ident,
      $scale:expr, $max:expr, $presence:ident $ty:tt) => {
         Setting {
             code: $code,
@@ -132,31 +132,31 @@ macro_rules! setting {
 
 /// Every threshold setting, by flag.
 pub static SETTINGS: [Setting; 19] = [
-    setting!("resolution_below_min", rules.min_width, Some(Measure::Width), Below, All, 1.0, f64::MAX, optional u32),
-    setting!("resolution_below_min", rules.min_height, Some(Measure::Height), Below, All, 1.0, f64::MAX, optional u32),
-    setting!("resolution_above_max", rules.max_width, Some(Measure::Width), Above, All, 1.0, f64::MAX, optional u32),
-    setting!("resolution_above_max", rules.max_height, Some(Measure::Height), Above, All, 1.0, f64::MAX, optional u32),
-    setting!("aspect_out_of_range", rules.min_aspect, Some(Measure::Aspect), Below, All, 1.0, f64::MAX, optional f64),
-    setting!("aspect_out_of_range", rules.max_aspect, Some(Measure::Aspect), Above, All, 1.0, f64::MAX, optional f64),
-    setting!("duration_below_min", rules.min_duration_secs, Some(Measure::DurationSecs), Below, Videos, 1.0, f64::MAX, optional f64),
-    setting!("duration_above_max", rules.max_duration_secs, Some(Measure::DurationSecs), Above, Videos, 1.0, f64::MAX, optional f64),
-    setting!("fps_below_min", rules.min_fps, Some(Measure::Fps), Below, Videos, 1.0, f64::MAX, optional f64),
-    setting!("fps_above_max", rules.max_fps, Some(Measure::Fps), Above, Videos, 1.0, f64::MAX, optional f64),
-    setting!("dark", quality.dark_below, Some(Measure::Brightness), Below, All, 1.0, 255.0, required f64),
-    setting!("overexposed", quality.bright_above, Some(Measure::Brightness), Above, All, 1.0, 255.0, required f64),
-    setting!("low_information", quality.low_entropy_below, None, Below, All, 1.0, 8.0, required f64),
-    setting!("black", quality.black_share_above, None, Above, Videos, 1.0, 1.0, required f64),
-    setting!("frozen", quality.frozen_share_above, None, Above, Videos, 1.0, 1.0, required f64),
-    setting!("decode_errors", quality.decode_error_share, None, Above, Videos, 1.0, 1.0, required f64),
-    setting!("too_large", limits.max_image_pixels, Some(Measure::Megapixels), Above, NotVideos, 1e-6, f64::MAX, required u64),
-    setting!("too_large", limits.max_frame_pixels, Some(Measure::Megapixels), Above, Videos, 1e-6, f64::MAX, required u64),
-    setting!("outlier", statistics.max_mads, None, Above, All, 1.0, f64::MAX, required f64),
+    setting!(FlagCode::ResolutionBelowMin.as_str(), rules.min_width, Some(Measure::Width), Below, All, 1.0, f64::MAX, optional u32),
+    setting!(FlagCode::ResolutionBelowMin.as_str(), rules.min_height, Some(Measure::Height), Below, All, 1.0, f64::MAX, optional u32),
+    setting!(FlagCode::ResolutionAboveMax.as_str(), rules.max_width, Some(Measure::Width), Above, All, 1.0, f64::MAX, optional u32),
+    setting!(FlagCode::ResolutionAboveMax.as_str(), rules.max_height, Some(Measure::Height), Above, All, 1.0, f64::MAX, optional u32),
+    setting!(FlagCode::AspectOutOfRange.as_str(), rules.min_aspect, Some(Measure::Aspect), Below, All, 1.0, f64::MAX, optional f64),
+    setting!(FlagCode::AspectOutOfRange.as_str(), rules.max_aspect, Some(Measure::Aspect), Above, All, 1.0, f64::MAX, optional f64),
+    setting!(FlagCode::DurationBelowMin.as_str(), rules.min_duration_secs, Some(Measure::DurationSecs), Below, Videos, 1.0, f64::MAX, optional f64),
+    setting!(FlagCode::DurationAboveMax.as_str(), rules.max_duration_secs, Some(Measure::DurationSecs), Above, Videos, 1.0, f64::MAX, optional f64),
+    setting!(FlagCode::FpsBelowMin.as_str(), rules.min_fps, Some(Measure::Fps), Below, Videos, 1.0, f64::MAX, optional f64),
+    setting!(FlagCode::FpsAboveMax.as_str(), rules.max_fps, Some(Measure::Fps), Above, Videos, 1.0, f64::MAX, optional f64),
+    setting!(FlagCode::Dark.as_str(), quality.dark_below, Some(Measure::Brightness), Below, All, 1.0, 255.0, required f64),
+    setting!(FlagCode::Overexposed.as_str(), quality.bright_above, Some(Measure::Brightness), Above, All, 1.0, 255.0, required f64),
+    setting!(FlagCode::LowInformation.as_str(), quality.low_entropy_below, None, Below, All, 1.0, 8.0, required f64),
+    setting!(FlagCode::Black.as_str(), quality.black_share_above, None, Above, Videos, 1.0, 1.0, required f64),
+    setting!(FlagCode::Frozen.as_str(), quality.frozen_share_above, None, Above, Videos, 1.0, 1.0, required f64),
+    setting!(FlagCode::DecodeErrors.as_str(), quality.decode_error_share, None, Above, Videos, 1.0, 1.0, required f64),
+    setting!(FlagCode::TooLarge.as_str(), limits.max_image_pixels, Some(Measure::Megapixels), Above, NotVideos, 1e-6, f64::MAX, required u64),
+    setting!(FlagCode::TooLarge.as_str(), limits.max_frame_pixels, Some(Measure::Megapixels), Above, Videos, 1e-6, f64::MAX, required u64),
+    setting!(OUTLIER, statistics.max_mads, None, Above, All, 1.0, f64::MAX, required f64),
 ];
 
 /// The settings that decide flag `code` (every `outlier_*` flag shares `statistics.max_mads`).
 pub fn settings_of(code: &str) -> Vec<&'static Setting> {
-    let code = if code.starts_with("outlier_") {
-        "outlier"
+    let code = if outlier_measure(code).is_some() {
+        OUTLIER
     } else {
         code
     };
@@ -176,7 +176,7 @@ pub fn lines_on(measure: Measure, config: &Config) -> Vec<(&'static Setting, f64
 /// What flag `code` means and where it comes from, in a sentence; `None` for a code this
 /// version does not know.
 pub fn describe(code: &str) -> Option<String> {
-    if let Some(measure) = code.strip_prefix("outlier_") {
+    if let Some(measure) = outlier_measure(code).filter(|m| !m.is_empty()) {
         return Some(format!(
             "Statistical outlier: the file's {} is more than statistics.max_mads robust \
              deviations (MADs scaled to a standard deviation) from the median of files of its \
@@ -184,51 +184,7 @@ pub fn describe(code: &str) -> Option<String> {
             measure.replace('_', " ")
         ));
     }
-    let text = match code {
-        "unreadable" => "The file could not be opened or its header read (probe error)",
-        "unsupported" => "A format or codec this FFmpeg build cannot read",
-        "undecodable" => "The header reads, but no picture decodes",
-        "no_decoder" => "FFmpeg has no decoder for the codec",
-        "image_truncated" => "The picture's data ends before its structure says it should",
-        "decode_errors" => {
-            "Frames decode with errors; an error when their share of the frames reaches \
-             quality.decode_error_share (always for images), else a warning"
-        }
-        "decoder_messages" => "FFmpeg reported errors while reading, but every frame decoded",
-        "metadata_errors" => "Damaged metadata (EXIF, APP segments); the picture is intact",
-        "truncated" => "Fewer seconds decode than the header declares: the file is cut short",
-        "suspect" => {
-            "The triage saw what may be damage without proof (runs of zero bytes in packets, \
-             jumps in the timestamps); the deep pass decides"
-        }
-        "repeat_frames" => "Frames the header declares carry no data (repeats of the previous)",
-        "frame_count_mismatch" => "The decoded frame count differs from the declared by over 1%",
-        "timestamps" => "Timestamps go backwards or repeat: frame order by time is unreliable",
-        "vfr" => "Variable frame rate: sample by timestamp, not by frame index",
-        "resolution_change" => "The frame size changes mid-stream",
-        "black" => "Black frames make up at least quality.black_share_above of the video",
-        "frozen" => "Frames repeat exactly for at least quality.frozen_share_above of the video",
-        "timed_out" => "Deep analysis stopped at the per-file time budget",
-        "too_large" => {
-            "The picture is larger than the limits (pixels): not decoded, so that a \
-             decompression bomb cannot exhaust memory"
-        }
-        "resolution_below_min" => "Width or height below rules.min_width / rules.min_height",
-        "resolution_above_max" => "Width or height above rules.max_width / rules.max_height",
-        "aspect_out_of_range" => "Display aspect ratio outside rules.min_aspect-rules.max_aspect",
-        "duration_below_min" => "A video shorter than rules.min_duration_secs",
-        "duration_above_max" => "A video longer than rules.max_duration_secs",
-        "fps_below_min" => "A video frame rate below rules.min_fps",
-        "fps_above_max" => "A video frame rate above rules.max_fps",
-        "dark" => "Mean brightness (0-255) below quality.dark_below",
-        "overexposed" => "Mean brightness (0-255) above quality.bright_above",
-        "grayscale" => "An image without colour",
-        "low_information" => "Luma entropy below quality.low_entropy_below: a nearly uniform image",
-        "duplicate_exact" => "Byte-identical to another file of the dataset",
-        "duplicate_near" => "The same picture or footage as another file, re-encoded or resized",
-        _ => return None,
-    };
-    Some(text.to_string())
+    FlagCode::parse(code).map(|c| c.explanation().to_string())
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
+mod flag_codes;
 mod frames;
 mod item;
 mod measure;
@@ -30,6 +31,7 @@ mod reading;
 mod review;
 mod units;
 
+pub use flag_codes::{FlagCode, FlagSpec, OUTLIER, is_flag_code, outlier_code, outlier_measure};
 pub use frames::{
     ClipBounds, FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView,
     PACKET_HEADER_BYTES, PacketRecord, PacketScan, SampledDecode, SeekReference, TimeOrder,

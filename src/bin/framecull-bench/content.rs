@@ -25,15 +25,21 @@ pub struct Args {
 }
 
 /// The content flags compared.
-const CODES: [&str; 7] = [
-    "black",
-    "dark",
-    "overexposed",
-    "grayscale",
-    "low_information",
-    "frozen",
-    "outlier_motion_mean",
-];
+fn codes() -> Vec<String> {
+    use framecull::model::FlagCode;
+    [
+        FlagCode::Black,
+        FlagCode::Dark,
+        FlagCode::Overexposed,
+        FlagCode::Grayscale,
+        FlagCode::LowInformation,
+        FlagCode::Frozen,
+    ]
+    .iter()
+    .map(|c| c.as_str().to_string())
+    .chain([framecull::model::outlier_code("motion_mean")])
+    .collect()
+}
 
 /// Ordinary footage: a moving, colourful test pattern with sensor grain.
 const ORDINARY: &str = "testsrc2=size=640x360:rate=30,noise=alls=12:allf=t";
@@ -171,13 +177,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn compare(both: &[(&str, Analysed, Analysed)]) -> Content {
-    let mut codes: BTreeMap<&str, Agreement> = CODES
-        .iter()
+    let mut codes: BTreeMap<String, Agreement> = codes()
+        .into_iter()
         .map(|c| {
             (
-                *c,
+                c.clone(),
                 Agreement {
-                    code: c.to_string(),
+                    code: c,
                     ..Agreement::default()
                 },
             )

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
-use framecull::analysis::flags::INTEGRITY;
+use framecull::analysis::flags::is_integrity;
 use framecull::media::synth::damage::{self, Damage};
 use framecull::model::AnalysisLevel;
 use serde::Serialize;
@@ -234,7 +234,7 @@ fn group(root: &str, path: &str) -> (String, String) {
 }
 
 fn bench(roots: &[(&str, PathBuf)]) -> anyhow::Result<Recall> {
-    let integrity = |codes: &[String]| codes.iter().any(|c| INTEGRITY.contains(&c.as_str()));
+    let integrity = |codes: &[String]| codes.iter().any(|c| is_integrity(c));
     let mut rows: BTreeMap<(String, String), Row> = BTreeMap::new();
     let (mut triage_secs, mut deep_secs) = (0.0, 0.0);
     for (name, dir) in roots {
@@ -253,7 +253,9 @@ fn bench(roots: &[(&str, PathBuf)]) -> anyhow::Result<Recall> {
             row.density = density;
             row.files += 1;
             let triage_codes = triaged.get(path).cloned().unwrap_or_default();
-            let suspect = triage_codes.iter().any(|c| c == "suspect");
+            let suspect = triage_codes
+                .iter()
+                .any(|c| c == framecull::model::FlagCode::Suspect.as_str());
             if integrity(deep_codes) {
                 row.deep_flagged += 1;
                 if integrity(&triage_codes) {
