@@ -149,6 +149,10 @@ pub enum FilterError {
     Decision { text: String },
     #[error("{text:?} is not an analysis level (none, triage or deep)")]
     Level { text: String },
+    #[error(
+        "{text:?} is not a flag this version of framecull sets (framecull flags lists a project's)"
+    )]
+    Flag { text: String },
 }
 
 impl Filter {
@@ -239,7 +243,14 @@ impl Filter {
         if let Some((key, value)) = term.split_once(':') {
             let value = value.trim();
             match key.trim() {
-                "flag" if !value.is_empty() => self.flag = Some(value.to_string()),
+                "flag" if !value.is_empty() => {
+                    if !framecull_model::is_flag_code(value) {
+                        return Err(FilterError::Flag {
+                            text: value.to_string(),
+                        });
+                    }
+                    self.flag = Some(value.to_string());
+                }
                 "decision" => {
                     self.decision =
                         Some(Decision::parse(value).ok_or_else(|| FilterError::Decision {
@@ -635,7 +646,13 @@ mod tests {
             assert_eq!(Filter::parse(&text).unwrap(), f, "{text}");
         }
         // Non-ASCII text before a separator (byte offsets inside a character).
-        let f = Filter::parse("path:é and flag:x").unwrap();
-        assert_eq!((f.search.as_str(), f.flag.as_deref()), ("é", Some("x")));
+        let f = Filter::parse("path:é and flag:vfr").unwrap();
+        assert_eq!((f.search.as_str(), f.flag.as_deref()), ("é", Some("vfr")));
+        // A code no flag has, an outlier's on any measure.
+        assert!(matches!(
+            Filter::parse("flag:frozn"),
+            Err(FilterError::Flag { .. })
+        ));
+        assert!(Filter::parse("flag:outlier_brightness").is_ok());
     }
 }
