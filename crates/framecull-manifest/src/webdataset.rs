@@ -295,6 +295,33 @@ fn plan_hash(samples: &[Sample]) -> String {
     format!("{:032x}", hasher.digest128())
 }
 
+/// Bytes written to a shard before the disk is asked to start writing them.
+const WRITEBACK_BYTES: u64 = 32 << 20;
+
+/// Ask the disk to start writing what `file` holds past `flushed` once that is
+/// [`WRITEBACK_BYTES`] or more, without waiting (`sync_file_range`): the shard's `fsync` then
+/// waits for its last part only, and the disk writes while the next samples are copied. The
+/// offset now asked for.
+#[allow(unsafe_code)]
+fn start_writeback(file: &std::fs::File, flushed: u64) -> u64 {
+    use std::io::Seek;
+    use std::os::fd::AsRawFd;
+    let Ok(at) = (&mut &*file).stream_position() else {
+        return flushed;
+    };
+    if at < flushed + WRITEBACK_BYTES {
+        return flushed;
+    }
+    let (Ok(from), Ok(len)) = (i64::try_from(flushed), i64::try_from(at - flushed)) else {
+        return flushed;
+    };
+    // SAFETY: a plain system call on an open descriptor; nothing is read from memory.
+    unsafe {
+        libc::sync_file_range(file.as_raw_fd(), from, len, libc::SYNC_FILE_RANGE_WRITE);
+    }
+    at
+}
+
 /// Write `samples` as the tar `path`, through `path.part`.
 fn write_shard(
     samples: &[Sample],
@@ -307,10 +334,12 @@ fn write_shard(
     let written = (|| -> Result<(), ManifestError> {
         let io = |e| ManifestError::io(&part, e);
         let mut tar = std::fs::File::create(&part).map_err(io)?;
+        let mut flushed = 0u64;
         for sample in samples {
             if stop.load(Ordering::SeqCst) {
                 return Err(ManifestError::Stopped);
             }
+            flushed = start_writeback(&tar, flushed);
             #[cfg(feature = "fault-injection")]
             if let Some(ms) = std::env::var("FRAMECULL_FAULT_SLOW_SHARD_MS")
                 .ok()
