@@ -17,7 +17,7 @@ EXPECTED = {
     "motion": "double", "brightness": "double", "sharpness": "double", "flags": "list<string>",
     "clip_file": "string", "clip_bytes": "int64", "clip_hash": "string",
     "clip_fingerprint": "string", "clip_frames": "int64", "clip_copied_frames": "int64",
-    "clip_encoded_frames": "int64", "clip_note": "string",
+    "clip_encoded_frames": "int64", "clip_note": "string", "frame_map": "string",
 }
 
 path = sys.argv[1]

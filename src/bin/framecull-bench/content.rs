@@ -51,28 +51,33 @@ fn classes() -> Vec<(&'static str, String)> {
     let lut = |f: &str| {
         format!("testsrc2=size=640x360:rate=30,format=rgb24,lutrgb={f},noise=alls=4:allf=t")
     };
+    // Each class named after the flag it is made to raise.
+    use framecull::model::FlagCode;
     vec![
         ("ordinary", ORDINARY.to_string()),
         (
-            "black",
+            FlagCode::Black.as_str(),
             "color=black:size=640x360:rate=30,noise=alls=3:allf=t".into(),
         ),
-        ("dark", lut("r=val*0.17:g=val*0.17:b=val*0.17")),
         (
-            "overexposed",
+            FlagCode::Dark.as_str(),
+            lut("r=val*0.17:g=val*0.17:b=val*0.17"),
+        ),
+        (
+            FlagCode::Overexposed.as_str(),
             lut("r=255-(255-val)*0.08:g=255-(255-val)*0.08:b=255-(255-val)*0.08"),
         ),
         (
-            "grayscale",
+            FlagCode::Grayscale.as_str(),
             "testsrc2=size=640x360:rate=30,format=gray,noise=alls=12:allf=t".into(),
         ),
         (
-            "low_information",
+            FlagCode::LowInformation.as_str(),
             "color=0x505050:size=640x360:rate=30,noise=alls=1:allf=t".into(),
         ),
         // Two seconds of motion, then the last frame held.
         (
-            "frozen",
+            FlagCode::Frozen.as_str(),
             format!("{ORDINARY},trim=duration=2,tpad=stop_mode=clone:stop_duration=3600"),
         ),
         (

@@ -189,7 +189,9 @@ fn bench_gui(
         &mut app,
         vec![
             Command::ShowGallery(false),
-            Command::FilterFlag(Some("fps_below_min".into())),
+            Command::FilterFlag(Some(
+                framecull::model::FlagCode::FpsBelowMin.as_str().into(),
+            )),
         ],
         &|k| Command::DraftSetting {
             key: "rules.min_fps",
