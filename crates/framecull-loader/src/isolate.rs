@@ -13,7 +13,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +24,8 @@ use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, Range, Scratch}
 use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_budget};
 use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
 use framecull_media::isolate::{
-    GREETING, Reply, SharedMemory, SourceWire, Spec, Stores, Worker, absorb, greeting, worker_exe,
+    GREETING, Reply, SharedMemory, SourceWire, Spec, Stores, Worker, absorb, greeting, hard_limit,
+    path_from_wire, path_to_wire, worker_exe,
 };
 use framecull_media::reader::{ReadTimes, VideoReader};
 use framecull_media::source::Source;
@@ -155,7 +155,7 @@ impl ClipWire {
         ClipWire {
             clip_id: clip.clip_id.clone(),
             row: clip.row,
-            path: clip.path.as_os_str().as_bytes().to_vec(),
+            path: path_to_wire(&clip.path),
             source,
             is_image: clip.is_image,
             quarter_turns: clip.quarter_turns,
@@ -173,11 +173,10 @@ impl ClipWire {
     }
 
     fn into_clip(self, stores: &mut Stores) -> Result<ClipSource, String> {
-        let path = |bytes: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(bytes));
         Ok(ClipSource {
             clip_id: self.clip_id,
             row: self.row,
-            path: path(self.path),
+            path: path_from_wire(self.path),
             source: self.source.into_source(stores).map_err(|e| e.to_string())?,
             is_image: self.is_image,
             quarter_turns: self.quarter_turns,
@@ -482,7 +481,7 @@ impl Remote {
             .worker
             .as_mut()
             .ok_or_else(|| (SkipReason::Corrupt, "no loader worker".to_string()))?;
-        let answer = match worker.call(&line, hard_limit(clip, config)) {
+        let answer = match worker.call(&line, window_limit(clip, config)) {
             Ok(answer) => answer,
             Err(failure) => {
                 self.worker = None;
@@ -517,11 +516,10 @@ impl Remote {
 }
 
 /// Hard limit of one window in a worker: the window's own budget (its decode stops then),
-/// plus time to answer. Filling the frame cache decodes the whole clip: a budget in
-/// proportion, as the reader gives itself.
-fn hard_limit(clip: &ClipSource, config: &LoaderConfig) -> Duration {
-    let budget = window_budget(clip, config);
-    budget + budget.clamp(Duration::from_secs(2), Duration::from_secs(30))
+/// plus time to answer ([`hard_limit`]). Filling the frame cache decodes the whole clip: a
+/// budget in proportion, as the reader gives itself.
+fn window_limit(clip: &ClipSource, config: &LoaderConfig) -> Duration {
+    hard_limit(window_budget(clip, config))
 }
 
 /// The `framecull loader-worker` process: greet, then answer requests from stdin until it
@@ -755,7 +753,8 @@ enum Opening {
 /// Opening a video reads its packets' table: a large file on slow storage takes a while.
 const OPEN_LIMIT: Duration = Duration::from_secs(120);
 
-/// One picture: a seek and a decode from a keyframe.
+/// One picture without a budget of its own: a seek and a decode from a keyframe (with one,
+/// [`hard_limit`] of it, at most 30 s more).
 const PICTURE_LIMIT: Duration = Duration::from_secs(30);
 
 impl Pictures {
@@ -875,9 +874,7 @@ impl Pictures {
         })
         .map_err(|e| e.to_string())?;
         let worker = remote.worker.as_mut().ok_or("no worker process")?;
-        let limit = budget.map_or(PICTURE_LIMIT, |b| {
-            b + b.clamp(Duration::from_secs(2), PICTURE_LIMIT)
-        });
+        let limit = budget.map_or(PICTURE_LIMIT, hard_limit);
         let answer = match worker.call(&request, limit) {
             Ok(answer) => answer,
             Err(failure) => {

@@ -519,7 +519,7 @@ impl SourceWire {
     /// `source` for a worker.
     pub fn of(source: &Source) -> SourceWire {
         match source {
-            Source::File(path) => SourceWire::File(path.as_os_str().as_bytes().to_vec()),
+            Source::File(path) => SourceWire::File(path_to_wire(path)),
             Source::Object(object) => SourceWire::object(object, Vec::new()),
         }
     }
@@ -527,7 +527,7 @@ impl SourceWire {
     /// An opened source for a worker, with the ranges of an object fetched so far.
     pub fn of_opened(opened: &Opened) -> SourceWire {
         match opened {
-            Opened::File(path) => SourceWire::File(path.as_os_str().as_bytes().to_vec()),
+            Opened::File(path) => SourceWire::File(path_to_wire(path)),
             Opened::Object(cached) => SourceWire::object(
                 cached.object(),
                 cached
@@ -563,7 +563,7 @@ impl SourceWire {
     /// In the worker: the source to read (an object's store opened once).
     pub fn into_source(self, stores: &mut Stores) -> Result<Source, StorageError> {
         Ok(match self {
-            SourceWire::File(path) => Source::File(path_of(path)),
+            SourceWire::File(path) => Source::File(path_from_wire(path)),
             SourceWire::Object {
                 store,
                 settings,
@@ -581,7 +581,7 @@ impl SourceWire {
     /// In the worker: the source opened, holding the ranges the caller had fetched.
     pub fn into_opened(self, stores: &mut Stores) -> Result<Opened, StorageError> {
         Ok(match self {
-            SourceWire::File(path) => Opened::File(path_of(path)),
+            SourceWire::File(path) => Opened::File(path_from_wire(path)),
             SourceWire::Object {
                 store,
                 settings,
@@ -621,7 +621,7 @@ impl RootWire {
     /// `root` for a worker.
     pub fn of(root: &Root) -> RootWire {
         match root {
-            Root::Local(dir) => RootWire::Folder(dir.as_os_str().as_bytes().to_vec()),
+            Root::Local(dir) => RootWire::Folder(path_to_wire(dir)),
             Root::Remote(remote) => RootWire::Store {
                 url: remote.url().to_string(),
                 settings: remote.settings().to_vec(),
@@ -632,14 +632,27 @@ impl RootWire {
     /// In the worker: the root (its store opened once).
     pub fn into_root(self, stores: &mut Stores) -> Result<Root, StorageError> {
         Ok(match self {
-            RootWire::Folder(dir) => Root::Local(path_of(dir)),
+            RootWire::Folder(dir) => Root::Local(path_from_wire(dir)),
             RootWire::Store { url, settings } => Root::Remote(stores.open(&url, settings)?),
         })
     }
 }
 
-fn path_of(bytes: Vec<u8>) -> PathBuf {
+/// A path as the protocols carry it: its bytes (any a Linux name holds, not only UTF-8).
+pub fn path_to_wire(path: &Path) -> Vec<u8> {
+    path.as_os_str().as_bytes().to_vec()
+}
+
+/// The path whose bytes [`path_to_wire`] gave.
+pub fn path_from_wire(bytes: Vec<u8>) -> PathBuf {
     PathBuf::from(std::ffi::OsString::from_vec(bytes))
+}
+
+/// How long a worker gets for a unit of work whose own time budget is `budget` (the decode
+/// stops itself there) before it is taken for hung and killed: the budget, plus the time to
+/// finish and answer (the budget again, within 2 to 30 s).
+pub fn hard_limit(budget: Duration) -> Duration {
+    budget + budget.clamp(Duration::from_secs(2), Duration::from_secs(30))
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -748,5 +761,22 @@ pub fn absorb(remote: Option<&Remote>, reports: &[StorageReport]) {
     let Some(remote) = remote else { return };
     for report in reports.iter().filter(|r| r.store == remote.url()) {
         remote.absorb(&report.counts, report.failure.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_gets_itself_again_within_2_to_30_s_and_a_path_crosses_byte_for_byte() {
+        for (budget, limit) in [(0, 2), (1, 3), (10, 20), (60, 90)] {
+            assert_eq!(
+                hard_limit(Duration::from_secs(budget)),
+                Duration::from_secs(limit)
+            );
+        }
+        let odd = PathBuf::from(std::ffi::OsString::from_vec(b"a\xffb\nc.mp4".to_vec()));
+        assert_eq!(path_from_wire(path_to_wire(&odd)), odd);
     }
 }

@@ -11,8 +11,6 @@
 //! then answers each request line with one response line.
 
 use std::io::{BufRead, Write};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -23,7 +21,8 @@ use framecull_analysis::cuts::CutOptions;
 use framecull_catalog::AnalysisTodo;
 use framecull_media::Opened;
 use framecull_media::isolate::{
-    Failure, Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, greeting, worker_exe,
+    Failure, Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, greeting, hard_limit,
+    path_from_wire, path_to_wire, worker_exe,
 };
 use framecull_model::{
     AnalysisLevel, Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe, StreamChoice,
@@ -90,12 +89,6 @@ pub fn spec(memory_bytes: Option<u64>) -> Option<Spec> {
         memory_bytes,
         memory_setting: "limits.max_memory_mib in framecull.toml",
     })
-}
-
-/// Hard limit of one file in a worker: the analysis' own budget (it stops decoding then and
-/// keeps what it has), plus time to hash the file and answer.
-fn hard_limit(budget: Duration) -> Duration {
-    budget + budget.clamp(Duration::from_secs(2), Duration::from_secs(30))
 }
 
 /// Worker processes shared by threads that need one for part of their work only: a scan's
@@ -259,7 +252,7 @@ impl WorkerSlot {
             source,
             max_side,
             budget_secs: budget.as_secs_f64(),
-            out: out.as_os_str().as_bytes().to_vec(),
+            out: path_to_wire(&out),
         };
         let answer = self.call(&request, hard_limit(budget), &name, None);
         let read = std::fs::read(&out);
@@ -394,7 +387,6 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
         Request::Probe { source, .. } | Request::FirstPicture { source, .. } => source.name(),
         Request::Analyse { item, .. } => item.path.clone(),
     });
-    let path = |bytes: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(bytes));
     match request {
         Request::Probe {
             source,
@@ -434,7 +426,7 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
             }))
             .unwrap_or_else(|_| Err("internal error while decoding this file".into()));
             match picture {
-                Ok((width, height, rgb)) => match std::fs::write(path(out), rgb) {
+                Ok((width, height, rgb)) => match std::fs::write(path_from_wire(out), rgb) {
                     Ok(()) => Response::Picture { width, height },
                     Err(e) => Response::Failed(format!("cannot write the picture: {e}")),
                 },
