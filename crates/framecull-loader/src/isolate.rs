@@ -24,8 +24,8 @@ use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, Range, Scratch}
 use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_budget};
 use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
 use framecull_media::isolate::{
-    GREETING, Reply, SharedMemory, SourceWire, Spec, Stores, Worker, absorb, greeting, hard_limit,
-    path_from_wire, path_to_wire, worker_exe,
+    CallError, GREETING, Reply, SharedMemory, SourceWire, Spec, Stores, Worker, absorb, greeting,
+    hard_limit, path_from_wire, path_to_wire, worker_exe,
 };
 use framecull_media::reader::{ReadTimes, VideoReader};
 use framecull_media::source::Source;
@@ -475,29 +475,25 @@ impl Remote {
             frames,
             out_len,
         };
-        let line = serde_json::to_string(&request)
-            .map_err(|e| (SkipReason::Corrupt, format!("cannot send the window: {e}")))?;
         let worker = self
             .worker
             .as_mut()
             .ok_or_else(|| (SkipReason::Corrupt, "no loader worker".to_string()))?;
-        let answer = match worker.call(&line, window_limit(clip, config)) {
-            Ok(answer) => answer,
-            Err(failure) => {
-                self.worker = None;
-                tracing::warn!("{}: {failure}", clip.path.display());
-                return Err((SkipReason::Corrupt, failure.to_string()));
-            }
-        };
+        let reply: Reply<Response> =
+            match worker.request(&request, window_limit(clip, config), None) {
+                Ok(reply) => reply,
+                Err(CallError::Unreadable(_)) => {
+                    return Err(self.lost("the loader worker's answer is unreadable"));
+                }
+                Err(e) => {
+                    self.worker = None;
+                    tracing::warn!("{}: {e}", clip.path.display());
+                    return Err((SkipReason::Corrupt, e.to_string()));
+                }
+            };
         self.told.insert(index);
-        let answer = match serde_json::from_str::<Reply<Response>>(&answer) {
-            Ok(reply) => {
-                absorb(clip.source.store(), &reply.storage);
-                reply.answer
-            }
-            Err(_) => return Err(self.lost("the loader worker's answer is unreadable")),
-        };
-        let answer = match answer {
+        absorb(clip.source.store(), &reply.storage);
+        let answer = match reply.answer {
             Response::Window(answer) => answer,
             Response::Failed(why) => return Err(self.lost(&why)),
             _ => return Err(self.lost("the loader worker answered another request")),
@@ -716,31 +712,33 @@ impl PictureWorker {
         self.worker = None;
         let wire = SourceWire::of(source);
         let mut worker = start_worker(&self.spec, &self.memory).map_err(Opening::NoWorker)?;
-        let request = serde_json::to_string(&Request::Open {
+        let request = Request::Open {
             source: wire,
             threads,
             read,
-        })
-        .map_err(|e| Opening::Failed(e.to_string()))?;
-        let answer = worker
-            .call(&request, OPEN_LIMIT)
-            .map_err(|e| Opening::Failed(e.to_string()))?;
-        match reply_of(&answer, source) {
-            Some(Response::Opened { pts, time_base }) => {
+        };
+        match answer_of(worker.request(&request, OPEN_LIMIT, None), source) {
+            Ok(Response::Opened { pts, time_base }) => {
                 self.worker = Some(worker);
                 Ok((pts, time_base))
             }
-            Some(Response::NoPicture(e) | Response::Failed(e)) => Err(Opening::Failed(e)),
-            _ => Err(Opening::Failed("the worker's answer is unreadable".into())),
+            Ok(Response::NoPicture(e) | Response::Failed(e)) => Err(Opening::Failed(e)),
+            Ok(_) | Err(CallError::Unreadable(_)) => {
+                Err(Opening::Failed("the worker's answer is unreadable".into()))
+            }
+            Err(e) => Err(Opening::Failed(e.to_string())),
         }
     }
 }
 
-/// A worker's answer line, its storage reports taken in by `source`'s store.
-fn reply_of(line: &str, source: &Source) -> Option<Response> {
-    let reply = serde_json::from_str::<Reply<Response>>(line).ok()?;
+/// A worker's answer, its storage reports taken in by `source`'s store.
+fn answer_of(
+    reply: Result<Reply<Response>, CallError>,
+    source: &Source,
+) -> Result<Response, CallError> {
+    let reply = reply?;
     absorb(source.store(), &reply.storage);
-    Some(reply.answer)
+    Ok(reply.answer)
 }
 
 /// Why a worker could not open a file: no worker (then the file is opened here), or the
@@ -866,24 +864,20 @@ impl Pictures {
                 Err(Opening::Failed(e) | Opening::NoWorker(e)) => return Err(e),
             }
         }
-        let request = serde_json::to_string(&Request::Picture {
+        let request = Request::Picture {
             index,
             quarter_turns,
             max,
             budget_secs: budget.map(|b| b.as_secs_f64()),
-        })
-        .map_err(|e| e.to_string())?;
+        };
         let worker = remote.worker.as_mut().ok_or("no worker process")?;
         let limit = budget.map_or(PICTURE_LIMIT, hard_limit);
-        let answer = match worker.call(&request, limit) {
-            Ok(answer) => answer,
-            Err(failure) => {
+        match answer_of(worker.request(&request, limit, None), &self.source) {
+            Err(CallError::Failed(failure)) => {
                 remote.worker = None;
-                return Err(format!("frame {index}: {failure}"));
+                Err(format!("frame {index}: {failure}"))
             }
-        };
-        match reply_of(&answer, &self.source) {
-            Some(Response::Picture { width, height }) => {
+            Ok(Response::Picture { width, height }) => {
                 let len = width as usize * height as usize * 3;
                 if remote.memory.reserve(len).is_err() {
                     remote.worker = None;
@@ -891,8 +885,8 @@ impl Pictures {
                 }
                 Ok((width, height, &remote.memory.bytes()[..len]))
             }
-            Some(Response::NoPicture(e)) => Err(e),
-            _ => {
+            Ok(Response::NoPicture(e)) => Err(e),
+            Ok(_) | Err(CallError::Encode(_) | CallError::Unreadable(_)) => {
                 remote.worker = None;
                 Err("the worker's answer is unreadable".into())
             }

@@ -243,6 +243,23 @@ impl Worker {
         self.receive(timeout)
     }
 
+    /// One request as JSON and its [`Reply`], within `timeout` (abandoned once `stop` is
+    /// set, as [`Worker::call_until`]). After a [`CallError::Failed`] this worker must not be
+    /// used again; after [`CallError::Unreadable`] it should not be.
+    pub fn request<Q: Serialize, A: serde::de::DeserializeOwned>(
+        &mut self,
+        request: &Q,
+        timeout: Duration,
+        stop: Option<&AtomicBool>,
+    ) -> Result<Reply<A>, CallError> {
+        let line = serde_json::to_string(request).map_err(|e| CallError::Encode(e.to_string()))?;
+        let answer = match stop {
+            Some(stop) => self.call_until(&line, timeout, stop),
+            None => self.call(&line, timeout),
+        }?;
+        serde_json::from_str(&answer).map_err(|e| CallError::Unreadable(e.to_string()))
+    }
+
     /// [`Worker::call`], abandoning the request when `stop` is set: the child is killed at
     /// once (within [`STOP_POLL`]) and the answer is [`Failure::Stopped`]. A long command
     /// stopped by a signal does not wait for the file in flight.
@@ -745,6 +762,20 @@ pub struct StorageReport {
     pub store: String,
     pub counts: RequestCounts,
     pub failure: Option<StorageError>,
+}
+
+/// Why a [`Worker::request`] has no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// The request cannot be written (a bug).
+    #[error("cannot send the request to the worker: {0}")]
+    Encode(String),
+    /// The worker crashed, hung, ran out of memory or exited, or the call was stopped.
+    #[error(transparent)]
+    Failed(#[from] Failure),
+    /// Its answer is not one of the protocol's.
+    #[error("the worker's answer is unreadable: {0}")]
+    Unreadable(String),
 }
 
 /// A worker's answer: the request's own answer and what its reads of object stores cost.

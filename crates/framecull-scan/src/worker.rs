@@ -21,8 +21,8 @@ use framecull_analysis::cuts::CutOptions;
 use framecull_catalog::AnalysisTodo;
 use framecull_media::Opened;
 use framecull_media::isolate::{
-    Failure, Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, greeting, hard_limit,
-    path_from_wire, path_to_wire, worker_exe,
+    CallError, Failure, Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, greeting,
+    hard_limit, path_from_wire, path_to_wire, worker_exe,
 };
 use framecull_model::{
     AnalysisLevel, Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe, StreamChoice,
@@ -279,25 +279,15 @@ impl WorkerSlot {
         path: &str,
         stop: Option<&AtomicBool>,
     ) -> Result<Reply<Response>, String> {
-        let line = serde_json::to_string(request)
-            .map_err(|e| format!("cannot send the file to the worker: {e}"))?;
         let Some(worker) = self.worker.as_mut() else {
             return Err("no worker process".into());
         };
-        let answer = match stop {
-            Some(stop) => worker.call_until(&line, limit, stop),
-            None => worker.call(&line, limit),
-        };
-        let answer = answer.map_err(|failure| {
+        worker.request(request, limit, stop).map_err(|e| {
             self.worker = None;
-            if !matches!(failure, Failure::Stopped) {
-                tracing::warn!("{path}: {failure}");
+            if !matches!(e, CallError::Failed(Failure::Stopped)) {
+                tracing::warn!("{path}: {e}");
             }
-            failure.to_string()
-        })?;
-        serde_json::from_str::<Reply<Response>>(&answer).map_err(|e| {
-            self.worker = None;
-            format!("the worker's answer is unreadable: {e}")
+            e.to_string()
         })
     }
 
