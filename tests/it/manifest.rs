@@ -984,6 +984,26 @@ fn the_loader_reads_a_split_from_its_shards_as_from_its_clip_files() {
         broken["errors"][0].as_str().unwrap().contains("checksum"),
         "{broken}"
     );
+    // Its header saying more bytes than the shard holds: the clip is cut short as it is
+    // copied (the shard's size as the index says), found then, and nothing waits for it.
+    let mut longer = bytes.clone();
+    longer[124..136].copy_from_slice(format!("{:011o}\0", 1u64 << 30).as_bytes());
+    longer[148..156].copy_from_slice(b"        ");
+    let sum: u32 = longer[..512].iter().map(|&b| u32::from(b)).sum();
+    longer[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    std::fs::write(&second, &longer).unwrap();
+    let (code, cut_in, err) = load(&["--shards", "--no-shuffle"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(
+        cut_in["windows"],
+        files["windows"].as_u64().unwrap() - 1,
+        "{cut_in}"
+    );
+    assert_eq!(cut_in["skipped_windows"]["corrupt"], 1, "{cut_in}");
+    assert!(
+        cut_in["errors"][0].as_str().unwrap().contains("cut short"),
+        "{cut_in}"
+    );
     let leftovers: Vec<_> = std::fs::read_dir(spool.path()).unwrap().collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }

@@ -65,6 +65,8 @@ pub(crate) struct Shared {
     /// Shards opened and their bytes read (a version read from its shards).
     pub shards_read: AtomicU64,
     pub shard_bytes: AtomicU64,
+    /// The store a shard is read from stopped answering: the load ends with it.
+    pub storage_failure: Mutex<Option<framecull_storage::StorageError>>,
 }
 
 /// Which windows are taken, where each worker's decoder is, and how far the consumer is.
@@ -223,6 +225,7 @@ impl<'a> Epoch<'a> {
             stop: AtomicBool::new(false),
             shards_read: AtomicU64::new(0),
             shard_bytes: AtomicU64::new(0),
+            storage_failure: Mutex::new(None),
             pool: Mutex::new(Vec::new()),
         });
         let job_start_shared = Arc::new(job_start.clone());
@@ -249,7 +252,7 @@ impl<'a> Epoch<'a> {
             }
         }
         if let Some(set) = &loader.shards {
-            let (set, jobs, shared) = (Arc::clone(set), Arc::clone(&jobs), Arc::clone(&shared));
+            let (set, jobs, feeding) = (Arc::clone(set), Arc::clone(&jobs), Arc::clone(&shared));
             let job_start = Arc::clone(&job_start_shared);
             let fingerprints = loader.fingerprints.clone();
             let is_image = loader.clips.iter().map(|c| c.is_image).collect();
@@ -268,13 +271,21 @@ impl<'a> Epoch<'a> {
                         jobs: &jobs,
                         job_start: &job_start,
                         ahead,
-                        shared: &shared,
+                        shared: &feeding,
                     }
                     .run();
                 });
             match spawned {
                 Ok(handle) => workers.push(handle),
-                Err(e) => tracing::error!("cannot start the loader's shard reader: {e}"),
+                Err(e) => {
+                    // No shard is read: every clip fails, none waits.
+                    let why = format!("cannot start the loader's shard reader: {e}");
+                    tracing::error!("{why}");
+                    let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+                    for spooled in &mut queue.spooled {
+                        *spooled = Spooled::Failed(SkipReason::Corrupt, why.clone());
+                    }
+                }
             }
         }
         let shard_base = (loader.stats.shards_read, loader.stats.shard_bytes_read);
@@ -393,6 +404,15 @@ impl<'a> Epoch<'a> {
                     if let Some(failure) = clip.source.storage_failure() {
                         return Err(LoaderError::Storage(failure));
                     }
+                    let shard_failure = self
+                        .shared
+                        .storage_failure
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .take();
+                    if let Some(failure) = shard_failure {
+                        return Err(LoaderError::Storage(failure));
+                    }
                     let message = format!("{}: {message}", clip.path.display());
                     if self.loader.config.on_error == OnError::Fail {
                         return Err(LoaderError::File {
@@ -499,13 +519,29 @@ impl Iterator for Epoch<'_> {
 
 impl Drop for Epoch<'_> {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        self.shared.wake.notify_all();
+        let stop = || {
+            // Under the lock: a thread between its check of `stop` and its wait sees it.
+            let _queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            self.shared.stop.store(true, Ordering::SeqCst);
+            self.shared.wake.notify_all();
+        };
+        // An epoch read to its end: its threads end by themselves (the shard reader reads
+        // the end of its shard); else they are stopped.
+        let whole = !self.failed && self.next_batch >= self.batches.len();
+        if !whole {
+            stop();
+        }
         for handle in self.workers.drain(..) {
             let _ = handle.join();
         }
+        stop();
         if let Some(set) = &self.loader.shards {
             set.spool.clear();
+            // What the shard reader read after the last batch (the shards' ends) counts too.
+            let stats = &mut self.loader.stats;
+            stats.shards_read = self.shard_base.0 + self.shared.shards_read.load(Ordering::Relaxed);
+            stats.shard_bytes_read =
+                self.shard_base.1 + self.shared.shard_bytes.load(Ordering::Relaxed);
         }
     }
 }

@@ -7,9 +7,10 @@
 //! [`SPOOL_AHEAD_BYTES`] more than the windows in flight need.
 //!
 //! The plan follows the shards, as WebDataset's readers do: shuffling shuffles the order of
-//! the shards and, within a shard, the windows of runs of [`SHUFFLE_CLIPS`] clips; ranks take
-//! every `world_size`-th shard. Without shuffling the windows come in the version's row order,
-//! as they do from the clip files, so both give the same batches.
+//! the shards and, within a shard, the windows of runs of [`SHUFFLE_CLIPS`] clips; each rank
+//! takes a run of that order, as many windows as the others give or take one. Without
+//! shuffling the windows come in each split's row order (splits by name), as they do from a
+//! split's clip files, so both give the same batches.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{BufReader, Read, Write};
@@ -32,6 +33,11 @@ pub(crate) const SHUFFLE_CLIPS: usize = 64;
 /// Spooled clip files kept beyond those the windows in flight need.
 const SPOOL_AHEAD_BYTES: u64 = 256 << 20;
 
+/// Past a shard's last clip of the epoch, the rest is read (the whole shard, once) when it
+/// is this small (the last sample's metadata, the end blocks), left otherwise (the clips of
+/// another rank).
+const TAIL_BYTES: u64 = 1 << 20;
+
 /// A version's shards as a loader reads them.
 #[derive(Debug)]
 pub(crate) struct ShardSet {
@@ -44,6 +50,8 @@ pub(crate) struct ShardSet {
 #[derive(Debug)]
 pub(crate) struct ShardSource {
     pub source: Source,
+    /// Its size, as the index gives it and the check at open found it.
+    pub bytes: u64,
     /// The clips it holds, in its order: each one's media member and clip index.
     pub clips: Vec<(String, u32)>,
 }
@@ -65,16 +73,29 @@ pub(crate) enum Spooled {
 #[derive(Debug)]
 pub(crate) struct Spool(PathBuf);
 
+/// The spool folders' names: `framecull-shards-PID-N`.
+const SPOOL_PREFIX: &str = "framecull-shards-";
+
 impl Spool {
+    /// A new folder of this process's own (mode 0700) in the temporary folder, after
+    /// removing those of processes that are gone.
     fn new() -> std::io::Result<Spool> {
+        use std::os::unix::fs::DirBuilderExt;
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "framecull-shards-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir)?;
-        Ok(Spool(dir))
+        let temp = std::env::temp_dir();
+        remove_stale(&temp);
+        loop {
+            let dir = temp.join(format!(
+                "{SPOOL_PREFIX}{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return Ok(Spool(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     pub fn path(&self, member: &str) -> PathBuf {
@@ -94,6 +115,35 @@ impl Spool {
 impl Drop for Spool {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Remove the spool folders in `temp` of processes that are gone (killed before they could
+/// remove their own) and untouched for an hour (a process of another PID namespace sharing
+/// the folder writes to its own as it reads).
+fn remove_stale(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SPOOL_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let idle = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|idle| idle > std::time::Duration::from_secs(3600));
+        if idle && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -194,18 +244,12 @@ pub(crate) fn open(
                     member: Some((s, member.clone())),
                 });
             }
-            if let Ok(source) = found {
-                sources.push(ShardSource {
-                    source,
-                    clips: Vec::new(),
-                });
-            } else {
-                // No clip of it is read: its place stays for the members' indices.
-                sources.push(ShardSource {
-                    source: Source::File(PathBuf::new()),
-                    clips: Vec::new(),
-                });
-            }
+            sources.push(ShardSource {
+                // No clip of a shard not found is read: its place stays for the indices.
+                source: found.unwrap_or_else(|_| Source::File(PathBuf::new())),
+                bytes: shard.bytes,
+                clips: Vec::new(),
+            });
         }
     }
     for (i, row) in rows.iter().enumerate() {
@@ -288,13 +332,8 @@ impl ShardSet {
         if batching.shuffle {
             Rng::new(&[seed, epoch, 5]).shuffle(&mut order);
         }
-        let world = batching.world_size.max(1);
         let mut out = Vec::new();
-        for (_, s) in order
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| i % world == batching.rank)
-        {
+        for s in order {
             let mut windows = std::mem::take(&mut by_shard[s]);
             if batching.shuffle {
                 let mut rng = Rng::new(&[seed, epoch, 6, s as u64]);
@@ -317,9 +356,20 @@ impl ShardSet {
             }
             out.extend(windows);
         }
+        // Each rank a run of the order (so a few shards each, each read by one rank or, at a
+        // run's ends, two), as many windows as the others give or take one.
+        let world = batching.world_size.max(1);
+        if world > 1 {
+            let n = out.len();
+            let (from, to) = (n * batching.rank / world, n * (batching.rank + 1) / world);
+            out = out.drain(from..to.min(n)).collect();
+        }
         out
     }
 }
+
+/// A clip spooled: its EXIF orientation, or why it cannot be read.
+type SpoolResult = Result<u16, (SkipReason, String)>;
 
 /// What the feeder needs of the epoch, and where it reports.
 pub(crate) struct Feed<'a> {
@@ -379,50 +429,72 @@ impl Feed<'_> {
     fn read_shard(&self, shard: &ShardSource, state: &mut State) -> bool {
         let location = shard.source.location();
         let mut expected = shard.clips.iter().peekable();
+        // Members of the shard's list passed, and how many to pass for the epoch's last clip.
+        let mut passed = 0;
+        let wanted_members = shard
+            .clips
+            .iter()
+            .rposition(|&(_, c)| state.first[c as usize] != usize::MAX)
+            .map_or(0, |i| i + 1);
+        // The clip being copied when the shard failed, if one was.
+        let mut current = None;
+        let mut buf = vec![0u8; 1 << 18];
         let result = (|| -> Result<bool, String> {
             let opened = shard.source.open_streaming();
             let mut reader =
                 BufReader::with_capacity(1 << 20, opened.reader().map_err(|e| e.to_string())?);
             self.shared.shards_read.fetch_add(1, Ordering::Relaxed);
             let mut at = 0u64;
-            let mut buf = vec![0u8; 1 << 18];
             loop {
-                let mut block = [0u8; 512];
-                reader
-                    .read_exact(&mut block)
-                    .map_err(|e| format!("cut short at byte {at}: {e}"))?;
-                at += 512;
-                self.shared.shard_bytes.fetch_add(512, Ordering::Relaxed);
+                if passed >= wanted_members && shard.bytes.saturating_sub(at) > TAIL_BYTES {
+                    return Ok(true);
+                }
+                let mut block = Vec::with_capacity(512);
+                let cut = |e: std::io::Error| format!("cut short at byte {at}: {e}");
+                let Some(n) = self
+                    .pass(&mut reader, 512, |b| block.extend_from_slice(b), &mut buf)
+                    .map_err(cut)?
+                else {
+                    return Ok(false);
+                };
+                at += n;
+                let block: [u8; 512] = block
+                    .try_into()
+                    .map_err(|_| format!("cut short at byte {at}"))?;
                 let Some(member) =
                     webdataset::read_header(&block).map_err(|e| format!("at byte {at}: {e}"))?
                 else {
                     // The end blocks, read to the end: the whole shard, once.
-                    let rest = std::io::copy(&mut reader, &mut std::io::sink())
-                        .map_err(|e| format!("cut short at byte {at}: {e}"))?;
-                    self.shared.shard_bytes.fetch_add(rest, Ordering::Relaxed);
-                    return Ok(true);
+                    let rest = self.pass(&mut reader, u64::MAX, |_| {}, &mut buf);
+                    return Ok(rest
+                        .map_err(|e| format!("cut short at byte {at}: {e}"))?
+                        .is_some());
                 };
                 let ours = expected.next_if(|(name, _)| member.is(name));
+                passed += usize::from(ours.is_some());
                 let wanted = ours.filter(|&&(_, c)| state.first[c as usize] != usize::MAX);
                 match wanted {
                     Some((name, c)) => {
+                        current = Some(*c);
                         if !self.wait_for_room(state, member.size) {
                             return Ok(false);
                         }
-                        let spooled = self.spool(&mut reader, &member, name, *c, &mut buf)?;
+                        let Some(spooled) = self.spool(&mut reader, &member, name, *c, &mut buf)?
+                        else {
+                            return Ok(false);
+                        };
+                        current = None;
                         self.ready(state, *c, member.size, name, spooled);
                     }
                     None => {
-                        let skipped = std::io::copy(
-                            &mut (&mut reader).take(member.padded()),
-                            &mut std::io::sink(),
-                        )
-                        .map_err(|e| format!("cut short at byte {at}: {e}"))?;
-                        self.shared
-                            .shard_bytes
-                            .fetch_add(skipped, Ordering::Relaxed);
-                        if skipped != member.padded() {
-                            return Err(format!("cut short at byte {}", at + skipped));
+                        let Some(n) = self
+                            .pass(&mut reader, member.padded(), |_| {}, &mut buf)
+                            .map_err(|e| format!("cut short at byte {at}: {e}"))?
+                        else {
+                            return Ok(false);
+                        };
+                        if n != member.padded() {
+                            return Err(format!("cut short at byte {}", at + n));
                         }
                     }
                 }
@@ -432,20 +504,36 @@ impl Feed<'_> {
         let failure = match result {
             Ok(false) => return false,
             Ok(true) => None,
-            Err(e) => Some(format!("{}: {e}", location.display())),
+            Err(e) => {
+                // A store that stopped answering ends the load, as for clip files.
+                if let Some(f) = shard.source.storage_failure() {
+                    let mut slot = self
+                        .shared
+                        .storage_failure
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
+                    slot.get_or_insert(f);
+                }
+                Some(format!("{}: {e}", location.display()))
+            }
         };
-        // Clips the shard did not give: gone from it, or after the point it broke.
+        // Clips the shard did not give: the one it broke in, those after, those not in it.
         let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-        for &(ref name, c) in expected {
+        let rest = expected.map(|(name, c)| (Some(name), *c));
+        for (name, c) in current.map(|c| (None, c)).into_iter().chain(rest) {
             if state.first[c as usize] == usize::MAX {
                 continue;
             }
             state.waiting.remove(&(state.first[c as usize], c));
-            queue.spooled[c as usize] = match &failure {
-                Some(why) => Spooled::Failed(SkipReason::Corrupt, why.clone()),
-                None => Spooled::Failed(
+            queue.spooled[c as usize] = match (&failure, name) {
+                (Some(why), _) => Spooled::Failed(SkipReason::Corrupt, why.clone()),
+                (None, name) => Spooled::Failed(
                     SkipReason::Missing,
-                    format!("{} holds no {name}", location.display()),
+                    format!(
+                        "{} holds no {}",
+                        location.display(),
+                        name.map_or("such clip", String::as_str)
+                    ),
                 ),
             };
         }
@@ -453,9 +541,42 @@ impl Feed<'_> {
         true
     }
 
-    /// Copy a member's data (and its padding) into the spool: its EXIF orientation when a
-    /// picture, or why the clip cannot be read (the spool's disk, a changed fingerprint); an
-    /// error is the shard's own (cut short, unreadable).
+    /// Read up to `len` bytes of `reader` (fewer at its end) in chunks through `buf`, giving
+    /// each to `out` and counting it as read from a shard: how many, or `None` once the
+    /// epoch is stopped.
+    fn pass(
+        &self,
+        reader: &mut impl Read,
+        len: u64,
+        mut out: impl FnMut(&[u8]),
+        buf: &mut [u8],
+    ) -> std::io::Result<Option<u64>> {
+        let mut done = 0u64;
+        while done < len {
+            if self.shared.stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let want = buf
+                .len()
+                .min(usize::try_from(len - done).unwrap_or(usize::MAX));
+            let n = match reader.read(&mut buf[..want]) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            out(&buf[..n]);
+            done += n as u64;
+            self.shared
+                .shard_bytes
+                .fetch_add(n as u64, Ordering::Relaxed);
+        }
+        Ok(Some(done))
+    }
+
+    /// Copy a member's data (and pass its padding) into the spool: its EXIF orientation when
+    /// a picture, or why the clip cannot be read (the spool's disk, a changed fingerprint);
+    /// `None` once the epoch is stopped; an error is the shard's own (cut short, unreadable).
     fn spool(
         &self,
         reader: &mut impl Read,
@@ -463,47 +584,63 @@ impl Feed<'_> {
         name: &str,
         c: u32,
         buf: &mut [u8],
-    ) -> Result<Result<u16, (SkipReason, String)>, String> {
+    ) -> Result<Option<SpoolResult>, String> {
         let path = self.set.spool.path(name);
         let part = self.set.spool.path(&format!("{name}.part"));
         let mut out = std::fs::File::create(&part);
-        let mut left = member.padded();
-        while left > 0 {
-            let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-            let n = reader.read(&mut buf[..want]).map_err(|e| e.to_string())?;
-            if n == 0 {
-                return Err(format!("cut short in {name}"));
+        let mut data_left = member.size;
+        let passed = self.pass(
+            reader,
+            member.padded(),
+            |chunk| {
+                let keep = usize::try_from(data_left).map_or(chunk.len(), |d| d.min(chunk.len()));
+                data_left -= keep as u64;
+                if keep > 0
+                    && let Ok(file) = &mut out
+                    && let Err(e) = file.write_all(&chunk[..keep])
+                {
+                    out = Err(e);
+                }
+            },
+            buf,
+        );
+        let passed = match passed {
+            Ok(Some(n)) if n == member.padded() => n,
+            other => {
+                let _ = std::fs::remove_file(&part);
+                return match other {
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(format!("in {name}: {e}")),
+                    Ok(Some(_)) => Err(format!("cut short in {name}")),
+                };
             }
-            let data = (member.padded() - left).min(member.size);
-            let keep = usize::try_from((member.size - data).min(n as u64)).unwrap_or(n);
-            if let Ok(file) = &mut out
-                && let Err(e) = file.write_all(&buf[..keep])
-            {
-                out = Err(e);
-            }
-            left -= n as u64;
-            self.shared
-                .shard_bytes
-                .fetch_add(n as u64, Ordering::Relaxed);
-        }
+        };
+        debug_assert_eq!(passed, member.padded());
         if let Err(e) = out.and_then(|_| std::fs::rename(&part, &path)) {
             let _ = std::fs::remove_file(&part);
-            return Ok(Err((
+            return Ok(Some(Err((
                 SkipReason::Corrupt,
                 format!("cannot spool {name}: {e}"),
-            )));
+            ))));
         }
         if self.verify {
-            let now = framecull_media::fingerprint::fingerprint(&path, member.size)
-                .map_err(|e| e.to_string())?;
             let recorded = &self.fingerprints[c as usize];
-            if now != *recorded {
-                return Ok(Err((
+            let why = match framecull_media::fingerprint::fingerprint(&path, member.size) {
+                Ok(now) if now == *recorded => None,
+                Ok(now) => Some((
                     SkipReason::Changed,
                     format!(
                         "{name} changed since the manifest was written (fingerprint {now}, manifest {recorded})"
                     ),
-                )));
+                )),
+                Err(e) => Some((
+                    SkipReason::Corrupt,
+                    format!("cannot read {name} spooled: {e}"),
+                )),
+            };
+            if let Some(why) = why {
+                let _ = std::fs::remove_file(&path);
+                return Ok(Some(Err(why)));
             }
         }
         let orientation = if self.is_image[c as usize] {
@@ -511,17 +648,10 @@ impl Feed<'_> {
         } else {
             1
         };
-        Ok(Ok(orientation))
+        Ok(Some(Ok(orientation)))
     }
 
-    fn ready(
-        &self,
-        state: &mut State,
-        c: u32,
-        bytes: u64,
-        name: &str,
-        spooled: Result<u16, (SkipReason, String)>,
-    ) {
+    fn ready(&self, state: &mut State, c: u32, bytes: u64, name: &str, spooled: SpoolResult) {
         let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         state.waiting.remove(&(state.first[c as usize], c));
         queue.spooled[c as usize] = match spooled {
@@ -582,4 +712,76 @@ struct State {
     /// Clips in the spool: each one's bytes and file.
     live: Vec<(u32, u64, PathBuf)>,
     live_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_take_runs_of_the_shard_order_every_window_once_in_near_equal_shares() {
+        // 7 shards of 1 to 7 clips, a window or two a clip.
+        let mut shard_of = Vec::new();
+        let mut windows = Vec::new();
+        for s in 0..7u32 {
+            for _ in 0..=s {
+                let clip = shard_of.len() as u32;
+                shard_of.push(s);
+                for w in 0..1 + clip % 2 {
+                    windows.push(Sample {
+                        clip,
+                        start: f64::from(w),
+                        len: 4,
+                        aug_seed: 0,
+                    });
+                }
+            }
+        }
+        let set = ShardSet {
+            shards: (0..7)
+                .map(|_| ShardSource {
+                    source: Source::File(PathBuf::new()),
+                    bytes: 0,
+                    clips: Vec::new(),
+                })
+                .collect(),
+            shard_of,
+            spool: Spool::new().unwrap(),
+        };
+        for shuffle in [false, true] {
+            let mut all = Vec::new();
+            let mut counts = Vec::new();
+            for rank in 0..3 {
+                let batching = Batching {
+                    shuffle,
+                    rank,
+                    world_size: 3,
+                    ..Batching::default()
+                };
+                let mine = set.order(windows.clone(), &batching, 5, 1);
+                counts.push(mine.len());
+                all.extend(mine.iter().map(|w| (w.clip, w.start.to_bits())));
+            }
+            let (lo, hi) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+            assert!(hi - lo <= 1, "{counts:?}");
+            all.sort_unstable();
+            let mut expected: Vec<(u32, u64)> = windows
+                .iter()
+                .map(|w| (w.clip, w.start.to_bits()))
+                .collect();
+            expected.sort_unstable();
+            assert_eq!(all, expected, "shuffle {shuffle}");
+        }
+        // Unshuffled, one rank: the windows as they came (row order).
+        let one = set.order(
+            windows.clone(),
+            &Batching {
+                shuffle: false,
+                ..Batching::default()
+            },
+            5,
+            1,
+        );
+        assert_eq!(one, windows);
+    }
 }
