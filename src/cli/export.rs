@@ -194,15 +194,9 @@ fn shard_bar(
     progress: &manifest::webdataset::ShardProgress,
     finished: &std::sync::atomic::AtomicBool,
 ) {
-    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     use std::sync::atomic::Ordering;
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} shards [{bar:30}] {bytes}/{total_bytes}  {binary_bytes_per_sec}  ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
+    let bar = super::progress::bar(
+        "{spinner} shards [{bar:30}] {bytes}/{total_bytes}  {binary_bytes_per_sec}  ETA {eta}  {msg}",
     );
     while !finished.load(Ordering::SeqCst) {
         let total = progress.bytes.load(Ordering::Relaxed);
@@ -230,15 +224,10 @@ fn materialize(
     jobs: usize,
     stop: &super::stop::Stop,
 ) -> Result<crate::loader::materialize::Materialized, manifest::ManifestError> {
-    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-    let bar = ProgressBar::with_draw_target(Some(rows.len() as u64), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} clip files [{bar:30}] {pos}/{len} clips  {per_sec}  ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
+    let bar = super::progress::bar(
+        "{spinner} clip files [{bar:30}] {pos}/{len} clips  {per_sec}  ETA {eta}  {msg}",
     );
+    bar.set_length(rows.len() as u64);
     let result = crate::loader::materialize::materialize(
         root,
         rows,

@@ -8,20 +8,24 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::scan::pipeline::{Dataset, IngestOptions, IngestSummary, Progress, Stage};
 
+/// A progress bar on stderr drawn with `template` (indicatif's), of no length yet.
+pub fn bar(template: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
+}
+
 /// Run the stages `options` asks for, drawing their progress on stderr.
 pub fn ingest(
     dataset: &mut Dataset,
     options: &IngestOptions,
     cancel: &AtomicBool,
 ) -> anyhow::Result<IngestSummary> {
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} {prefix} [{bar:30}] {pos}/{len} files  {per_sec}  ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
+    let bar = bar("{spinner} {prefix} [{bar:30}] {pos}/{len} files  {per_sec}  ETA {eta}  {msg}");
     bar.enable_steady_tick(Duration::from_millis(120));
     let summary = dataset.ingest(options, cancel, &mut |p| match p {
         Progress::Stage(stage) => {

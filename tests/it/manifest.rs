@@ -1004,6 +1004,19 @@ fn the_loader_reads_a_split_from_its_shards_as_from_its_clip_files() {
         cut_in["errors"][0].as_str().unwrap().contains("cut short"),
         "{cut_in}"
     );
+    // Another shard gone: its clip is a missing file, named by the shard.
+    let third = shards.join(listed[2]["file"].as_str().unwrap());
+    std::fs::remove_file(&third).unwrap();
+    let (code, gone, err) = load(&["--shards", "--no-shuffle"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(gone["clips"], CLIPS - 1, "{gone}");
+    assert_eq!(gone["skipped_clips"]["missing"], 1, "{gone}");
+    let named = gone["errors"].as_array().unwrap().iter().any(|e| {
+        e.as_str()
+            .unwrap()
+            .contains(listed[2]["file"].as_str().unwrap())
+    });
+    assert!(named, "{gone}");
     let leftovers: Vec<_> = std::fs::read_dir(spool.path()).unwrap().collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }

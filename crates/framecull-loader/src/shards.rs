@@ -25,7 +25,7 @@ use framecull_manifest::webdataset::{self, Member, ShardsIndex};
 use framecull_manifest::{ManifestRow, VersionMeta};
 use framecull_media::source::Source;
 use framecull_model::MediaKind;
-use framecull_storage::{Root, StorageError};
+use framecull_storage::Root;
 
 /// Clips whose windows shuffle among each other within a shard.
 pub(crate) const SHUFFLE_CLIPS: usize = 64;
@@ -277,41 +277,31 @@ pub(crate) fn open(
     Ok((entries, set))
 }
 
-/// Shard `rel` of `root`, if it is there with the size the index gives it.
+/// Shard `rel` of `root`, if it is there ([`source::find`], as any file the loader reads)
+/// with the size the index gives it; a store that cannot be reached is the load's error.
 fn find_shard(
     root: &Root,
     rel: &str,
     bytes: u64,
 ) -> Result<Result<Source, (SkipReason, String)>, LoaderError> {
-    let found = match root {
-        Root::Local(dir) => {
-            let path = framecull_model::local_path(dir, rel);
-            std::fs::metadata(&path)
-                .map(|m| (Source::File(path.clone()), m.len()))
-                .map_err(|e| (SkipReason::Missing, format!("{}: {e}", path.display())))
-        }
-        Root::Remote(remote) => match remote.head(rel) {
-            Ok(head) => Ok((Source::in_root(root, rel, head.size_bytes), head.size_bytes)),
-            Err(StorageError::NotFound { .. }) => Err((
-                SkipReason::Missing,
-                format!("{}: no such object", remote.url_of(rel)),
-            )),
-            Err(e) => return Err(e.into()),
-        },
-    };
-    Ok(found.and_then(|(source, size)| {
-        if size == bytes {
-            Ok(source)
-        } else {
-            Err((
+    let located = || Source::in_root(root, rel, 0).location();
+    let found = super::source::find(root, rel, false);
+    if let Some(failure) = root.as_remote().and_then(|r| r.failure()) {
+        return Err(failure.into());
+    }
+    Ok(found
+        .map_err(|(reason, why)| (reason, format!("{}: {why}", located().display())))
+        .and_then(|(source, _)| match source.open().size_bytes() {
+            Ok(size) if size == bytes => Ok(source),
+            Ok(size) => Err((
                 SkipReason::Changed,
                 format!(
                     "{}: {size} bytes where the index says {bytes}",
-                    source.location().display()
+                    located().display()
                 ),
-            ))
-        }
-    }))
+            )),
+            Err(e) => Err((SkipReason::Missing, format!("{}: {e}", located().display()))),
+        }))
 }
 
 impl ShardSet {

@@ -96,7 +96,11 @@ pub(crate) fn check_files<'a>(
 }
 
 /// The file at `rel` of `root`, if it is there, and its fingerprint when `verify` asks.
-fn find(root: &Root, rel: &str, verify: bool) -> Result<(Source, String), (SkipReason, String)> {
+pub(crate) fn find(
+    root: &Root,
+    rel: &str,
+    verify: bool,
+) -> Result<(Source, String), (SkipReason, String)> {
     match root {
         Root::Local(dir) => {
             let path = framecull_model::local_path(dir, rel);
