@@ -1021,6 +1021,73 @@ fn the_loader_reads_a_split_from_its_shards_as_from_its_clip_files() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// Pictures whose EXIF orientation turns them, read from shards: turned as when read from
+/// their clip files (the orientation found in the spooled copy), odd names included.
+#[test]
+fn shards_turn_pictures_as_their_exif_says() {
+    use framecull::media::synth::ImageKind;
+    let data = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    for (name, exif) in [
+        ("turned é 6.jpg", Some(6)),
+        ("upside 3.jpg", Some(3)),
+        ("plain.jpg", None),
+    ] {
+        common::image(data.path(), name, ImageKind::Jpeg, 48, 24, exif);
+    }
+    let project = proj.path().to_str().unwrap();
+    let out = common::run(&[
+        "scan",
+        data.path().to_str().unwrap(),
+        "--deep",
+        "--project",
+        project,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let out = common::bin()
+        .args(["export", "--project", project, "--name", "pics", "--json"])
+        .args([
+            "--format",
+            "jsonl,webdataset",
+            "--shard-size",
+            "1",
+            "--materialize",
+        ])
+        .arg(proj.path().join("clip-files"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let load = |how: &str| {
+        let out = common::bin()
+            .arg("load-bench")
+            .arg(proj.path().join("manifests/pics"))
+            .args([
+                "--device",
+                "cpu",
+                "--batches",
+                "0",
+                "--size",
+                "32x16",
+                "--crop",
+                "full",
+            ])
+            .args(["--no-shuffle", "--json", how])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{how}: {}",
+            common::stderr(&out)
+        );
+        serde_json::from_str::<serde_json::Value>(&common::stdout(&out)).unwrap()
+    };
+    let (files, shards) = (load("--clip-files"), load("--shards"));
+    assert_eq!(files["clips"], 3, "{files}");
+    assert_eq!(shards["shards_read"], 3, "{shards}");
+    assert_eq!(shards["checksum"], files["checksum"], "{shards}");
+}
+
 /// The loader reads a materialized version's clip files (`clip_files`) as it reads their
 /// sources: the same windows of the same clips, frame for frame (indices and times counted
 /// from the clip's start), copied frames byte for byte and encoded ones close; a clip file
