@@ -542,6 +542,18 @@ fn a_damaged_manifest_file_is_refused_before_it_is_decoded() {
     assert_eq!(rows.len(), 50);
 }
 
+/// `data` scanned deeply into the project `proj`.
+fn scan_deep(data: &Path, proj: &Path) {
+    let out = common::run(&[
+        "scan",
+        data.to_str().unwrap(),
+        "--deep",
+        "--project",
+        proj.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+}
+
 /// A folder with one generated H.264 video `name` (25 fps, GOPs of 25 frames, noise), scanned
 /// deep into a project with the clips `clips` (frame ranges) added: (data, project).
 fn video_with_clips(
@@ -558,14 +570,7 @@ fn video_with_clips(
     spec.noise = 6;
     common::video(data.path(), name, &spec);
     let project = proj.path().to_str().unwrap();
-    let out = common::run(&[
-        "scan",
-        data.path().to_str().unwrap(),
-        "--deep",
-        "--project",
-        project,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    scan_deep(data.path(), proj.path());
     for (start, end) in clips {
         let (start, end) = (format!("f{start}"), format!("f{end}"));
         let out = common::run(&[
@@ -1036,14 +1041,7 @@ fn shards_turn_pictures_as_their_exif_says() {
         common::image(data.path(), name, ImageKind::Jpeg, 48, 24, exif);
     }
     let project = proj.path().to_str().unwrap();
-    let out = common::run(&[
-        "scan",
-        data.path().to_str().unwrap(),
-        "--deep",
-        "--project",
-        project,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    scan_deep(data.path(), proj.path());
     let out = common::bin()
         .args(["export", "--project", project, "--name", "pics", "--json"])
         .args([
