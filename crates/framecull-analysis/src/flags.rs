@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use framecull_model::{
-    AnalysisLevel, DupInfo, Flag, FlagCode, FlagSource, Item, ItemStatus, MediaKind, Metrics,
-    ReadAs, Severity, count,
+    AnalysisLevel, DupInfo, Flag, FlagCode, FlagSource, Item, ItemStatus, Measure, MediaKind,
+    Metrics, ReadAs, Severity, count,
 };
 
 /// The project's `framecull.toml`. Every field has a default; absent limits are not checked.
@@ -146,9 +146,8 @@ pub struct Statistics {
     pub max_mads: f64,
     /// Fewest items of a kind with a value before statistics are computed for it.
     pub min_items: usize,
-    /// Measures to test: log_resolution, duration_secs, fps, bits_per_pixel, motion_mean,
-    /// brightness, sharpness.
-    pub measures: Vec<String>,
+    /// Measures to test, by name (any [`Measure`]).
+    pub measures: Vec<Measure>,
 }
 
 impl Default for Statistics {
@@ -156,17 +155,15 @@ impl Default for Statistics {
         Statistics {
             max_mads: 4.0,
             min_items: 20,
-            measures: [
-                "log_resolution",
-                "duration_secs",
-                "fps",
-                "bits_per_pixel",
-                "motion_mean",
-                "brightness",
-                "sharpness",
-            ]
-            .map(String::from)
-            .to_vec(),
+            measures: vec![
+                Measure::LogResolution,
+                Measure::DurationSecs,
+                Measure::Fps,
+                Measure::BitsPerPixel,
+                Measure::MotionMean,
+                Measure::Brightness,
+                Measure::Sharpness,
+            ],
         }
     }
 }

@@ -5,82 +5,24 @@ use polars::prelude::*;
 
 use super::flags::Statistics;
 use framecull_model::{Flag, FlagSource, ItemId, Severity};
+#[cfg(doc)]
+use framecull_model::{Measure, OutlierTest};
 
-/// How a measure is tested and described.
-pub struct Measure {
-    pub name: &'static str,
-    pub label: &'static str,
-    /// Test on log10(1 + x) (heavy-tailed measures), report x.
-    pub log: bool,
-    pub low_hint: &'static str,
-    pub high_hint: &'static str,
-}
-
-pub const MEASURES: &[Measure] = &[
-    Measure {
-        name: "log_resolution",
-        label: "resolution (log2 pixels)",
-        log: false,
-        low_hint: " (unusually small)",
-        high_hint: " (unusually large)",
-    },
-    Measure {
-        name: "duration_secs",
-        label: "duration (s)",
-        log: true,
-        low_hint: " (unusually short)",
-        high_hint: " (unusually long)",
-    },
-    Measure {
-        name: "fps",
-        label: "frame rate",
-        log: false,
-        low_hint: " (unusually low frame rate)",
-        high_hint: " (unusually high frame rate)",
-    },
-    Measure {
-        name: "bits_per_pixel",
-        label: "bits per pixel",
-        log: true,
-        low_hint: " (heavily compressed)",
-        high_hint: " (unusually high bit rate)",
-    },
-    Measure {
-        name: "motion_mean",
-        label: "motion",
-        log: true,
-        low_hint: " (static clip)",
-        high_hint: " (very fast motion or shaky camera)",
-    },
-    Measure {
-        name: "brightness",
-        label: "brightness",
-        log: false,
-        low_hint: " (dark)",
-        high_hint: " (bright or washed out)",
-    },
-    Measure {
-        name: "sharpness",
-        label: "sharpness",
-        log: true,
-        low_hint: " (blurry)",
-        high_hint: " (noisy or over-sharpened)",
-    },
-];
-
-/// `df` holds `id` (i64), `kind` (str) and one f64 column per measure (nulls where the
-/// measure does not apply). Returns one flag per outlying value.
+/// `df` holds `id` (i64), `kind` (str) and one f64 column per measure, named by
+/// [`Measure::name`] (nulls where the measure does not apply); each measure is tested as its
+/// [`OutlierTest`] says. Returns one flag per outlying value.
 pub fn outlier_flags(df: &DataFrame, config: &Statistics) -> PolarsResult<Vec<(ItemId, Flag)>> {
     let mut out = Vec::new();
     for kind in ["image", "video"] {
-        for measure in MEASURES
-            .iter()
-            .filter(|m| config.measures.iter().any(|n| n == m.name))
-        {
-            if df.column(measure.name).is_err() {
+        for (n, &measure) in config.measures.iter().enumerate() {
+            if config.measures[..n].contains(&measure) {
                 continue;
             }
-            let x = col(measure.name);
+            let test = measure.spec().outliers;
+            if df.column(measure.name()).is_err() {
+                continue;
+            }
+            let x = col(measure.name());
             let values = df
                 .clone()
                 .lazy()
@@ -95,7 +37,7 @@ pub fn outlier_flags(df: &DataFrame, config: &Statistics) -> PolarsResult<Vec<(I
                 .f64()?
                 .into_no_null_iter()
                 .map(|v| {
-                    if measure.log {
+                    if test.log {
                         (1.0 + v.max(0.0)).log10()
                     } else {
                         v
@@ -130,18 +72,18 @@ pub fn outlier_flags(df: &DataFrame, config: &Statistics) -> PolarsResult<Vec<(I
                     continue;
                 };
                 let (side, hint) = if z < 0.0 {
-                    ("below", measure.low_hint)
+                    ("below", test.low_hint)
                 } else {
-                    ("above", measure.high_hint)
+                    ("above", test.high_hint)
                 };
                 out.push((
                     id,
                     Flag {
-                        code: framecull_model::outlier_code(measure.name),
+                        code: framecull_model::outlier_code(measure),
                         severity: Severity::Warning,
                         reason: format!(
                             "{} {} is {:.1} MADs {side} the {kind} median {}{hint}",
-                            measure.label,
+                            test.label,
                             number(x),
                             z.abs(),
                             number(median_x)
@@ -177,6 +119,7 @@ fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use framecull_model::Measure;
 
     #[test]
     fn a_static_clip_among_moving_ones_is_flagged_with_a_reason() {
@@ -192,7 +135,7 @@ mod tests {
             vec![
                 Column::new("id".into(), ids),
                 Column::new("kind".into(), kinds),
-                Column::new("motion_mean".into(), motion),
+                Column::new(Measure::MotionMean.name().into(), motion),
             ],
         )
         .unwrap();
@@ -212,6 +155,39 @@ mod tests {
                 .contains("MADs below the video median 2.90 (static clip)"),
             "{}",
             flags[0].1.reason
+        );
+    }
+
+    #[test]
+    fn any_measure_the_settings_name_is_tested_and_a_name_that_is_none_is_refused() {
+        let config: Statistics = toml::from_str("measures = [\"width\", \"width\"]").unwrap();
+        assert_eq!(config.measures, [Measure::Width, Measure::Width]);
+        let n = 30;
+        let mut width: Vec<Option<f64>> = (0..n).map(|i| Some(1280.0 + (i % 5) as f64)).collect();
+        width[3] = Some(64.0);
+        let df = DataFrame::new(
+            n,
+            vec![
+                Column::new("id".into(), (0..n as i64).collect::<Vec<_>>()),
+                Column::new("kind".into(), vec!["image"; n]),
+                Column::new(Measure::Width.name().into(), width),
+            ],
+        )
+        .unwrap();
+        let flags = outlier_flags(&df, &config).unwrap();
+        assert_eq!(flags.len(), 1, "a measure named twice is tested once: {flags:?}");
+        assert_eq!((flags[0].0, flags[0].1.code.as_str()), (3, "outlier_width"));
+        assert!(
+            flags[0].1.reason.starts_with("width (px) 64.00 is ")
+                && flags[0].1.reason.ends_with("below the image median 1282 (unusually narrow)"),
+            "{}",
+            flags[0].1.reason
+        );
+        let error = toml::from_str::<Statistics>("measures = [\"blurriness\"]").unwrap_err();
+        let error = error.to_string();
+        assert!(
+            error.contains("blurriness") && error.contains("bits_per_pixel"),
+            "{error}"
         );
     }
 }

@@ -176,12 +176,12 @@ pub fn lines_on(measure: Measure, config: &Config) -> Vec<(&'static Setting, f64
 /// What flag `code` means and where it comes from, in a sentence; `None` for a code this
 /// version does not know.
 pub fn describe(code: &str) -> Option<String> {
-    if let Some(measure) = outlier_measure(code).filter(|m| !m.is_empty()) {
+    if let Some(measure) = outlier_measure(code) {
         return Some(format!(
             "Statistical outlier: the file's {} is more than statistics.max_mads robust \
              deviations (MADs scaled to a standard deviation) from the median of files of its \
              kind",
-            measure.replace('_', " ")
+            measure.name().replace('_', " ")
         ));
     }
     FlagCode::parse(code).map(|c| c.explanation().to_string())

@@ -9,7 +9,7 @@ use polars_io::SerReader;
 use polars_io::parquet::read::ParquetReader;
 
 use super::{ClipFileColumns, ManifestError, ManifestRow};
-use framecull_model::MediaKind;
+use framecull_model::{Measure, MediaKind};
 
 /// Write `write`'s output to `path` through a temporary file that is synced before the
 /// caller renames it into place; returns the temporary path. On failure (a full disk, a
@@ -84,7 +84,9 @@ pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
             str_col("clip_id", &|r| Some(&r.clip_id)),
             str_col("path", &|r| Some(&r.path)),
             str_col("file_fingerprint", &|r| Some(&r.file_fingerprint)),
-            i64_col("size_bytes", &|r| Some(r.size_bytes)),
+            i64_col(Measure::SizeBytes.manifest_column(), &|r| {
+                Some(r.size_bytes)
+            }),
             str_col("kind", &|r| Some(r.kind.as_str())),
             f64_col("start_secs", &|r| Some(r.start_secs)),
             f64_col("end_secs", &|r| Some(r.end_secs)),
@@ -93,9 +95,9 @@ pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
             i64_col("start_pts", &|r| r.start_pts),
             i64_col("end_pts", &|r| r.end_pts),
             str_col("time_base", &|r| r.time_base.as_deref()),
-            f64_col("fps", &|r| r.fps),
-            i64_col("width", &|r| r.width),
-            i64_col("height", &|r| r.height),
+            f64_col(Measure::Fps.manifest_column(), &|r| r.fps),
+            i64_col(Measure::Width.manifest_column(), &|r| r.width),
+            i64_col(Measure::Height.manifest_column(), &|r| r.height),
             i64_col("rotation_deg", &|r| r.rotation_deg),
             i64_col("stream_index", &|r| r.stream_index),
             str_col("color_matrix", &|r| r.color_matrix.as_deref()),
@@ -104,9 +106,9 @@ pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
             list_col("tags", &|r| &r.tags),
             str_col("split", &|r| r.split.as_deref()),
             str_col("group_key", &|r| Some(&r.group_key)),
-            f64_col("motion", &|r| r.motion),
-            f64_col("brightness", &|r| r.brightness),
-            f64_col("sharpness", &|r| r.sharpness),
+            f64_col(Measure::MotionMean.manifest_column(), &|r| r.motion),
+            f64_col(Measure::Brightness.manifest_column(), &|r| r.brightness),
+            f64_col(Measure::Sharpness.manifest_column(), &|r| r.sharpness),
             list_col("flags", &|r| &r.flags),
             str_col("clip_file", &|r| r.clip.file.as_deref()),
             i64_col("clip_bytes", &|r| r.clip.bytes),
@@ -159,22 +161,22 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
         s("group_key")?,
     );
     let (size, sf, ef, sp, ep, w, h, rot) = (
-        i("size_bytes")?,
+        i(Measure::SizeBytes.manifest_column())?,
         i("start_frame")?,
         i("end_frame")?,
         i("start_pts")?,
         i("end_pts")?,
-        i("width")?,
-        i("height")?,
+        i(Measure::Width.manifest_column())?,
+        i(Measure::Height.manifest_column())?,
         i("rotation_deg")?,
     );
     let (ss, es, fps, motion, bright, sharp) = (
         f("start_secs")?,
         f("end_secs")?,
-        f("fps")?,
-        f("motion")?,
-        f("brightness")?,
-        f("sharpness")?,
+        f(Measure::Fps.manifest_column())?,
+        f(Measure::MotionMean.manifest_column())?,
+        f(Measure::Brightness.manifest_column())?,
+        f(Measure::Sharpness.manifest_column())?,
     );
     let (tags, flags) = (l("tags")?, l("flags")?);
     // Columns added after schema 1's first versions: absent in those, null in every row.

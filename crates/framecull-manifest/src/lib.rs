@@ -28,7 +28,7 @@ pub use export::{ClipFileWriter, export, export_until, export_watched, export_wi
 use framecull_analysis::filter::Filter;
 use framecull_analysis::flags::Config;
 use framecull_catalog::CatalogError;
-use framecull_model::MediaKind;
+use framecull_model::{Measure, MediaKind};
 pub use io::{read_jsonl, read_parquet};
 pub use select::select_rows;
 pub use split::{SplitSpec, Stratify};
@@ -211,7 +211,7 @@ impl ManifestRow {
         "clip_id",
         "path",
         "file_fingerprint",
-        "size_bytes",
+        Measure::SizeBytes.manifest_column(),
         "kind",
         "start_secs",
         "end_secs",
@@ -220,9 +220,9 @@ impl ManifestRow {
         "start_pts",
         "end_pts",
         "time_base",
-        "fps",
-        "width",
-        "height",
+        Measure::Fps.manifest_column(),
+        Measure::Width.manifest_column(),
+        Measure::Height.manifest_column(),
         "rotation_deg",
         "stream_index",
         "color_matrix",
@@ -231,9 +231,9 @@ impl ManifestRow {
         "tags",
         "split",
         "group_key",
-        "motion",
-        "brightness",
-        "sharpness",
+        Measure::MotionMean.manifest_column(),
+        Measure::Brightness.manifest_column(),
+        Measure::Sharpness.manifest_column(),
         "flags",
         "clip_file",
         "clip_bytes",

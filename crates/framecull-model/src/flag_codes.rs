@@ -3,6 +3,7 @@
 //! flag is its computation plus one entry here. Outlier flags are one per measure
 //! (`outlier_MEASURE`, [`outlier_code`]).
 
+use crate::measure::Measure;
 use crate::metrics::{FlagSource, Severity};
 
 /// The enum of codes and [`FlagCode::ALL`], from one list.
@@ -305,19 +306,19 @@ impl std::fmt::Display for FlagCode {
 /// The outliers' setting's code (`statistics.max_mads` decides every outlier flag).
 pub const OUTLIER: &str = "outlier";
 
-/// The code of the outlier flag on the measure named `measure`: `outlier_MEASURE`.
-pub fn outlier_code(measure: &str) -> String {
-    format!("{OUTLIER}_{measure}")
+/// The code of the outlier flag on `measure`: `outlier_MEASURE`.
+pub fn outlier_code(measure: Measure) -> String {
+    format!("{OUTLIER}_{}", measure.name())
 }
 
 /// The measure an outlier flag's code names, if `code` is one.
-pub fn outlier_measure(code: &str) -> Option<&str> {
-    code.strip_prefix(OUTLIER)?.strip_prefix('_')
+pub fn outlier_measure(code: &str) -> Option<Measure> {
+    Measure::parse(code.strip_prefix(OUTLIER)?.strip_prefix('_')?)
 }
 
 /// Whether `code` is a flag this version sets (an outlier's included).
 pub fn is_flag_code(code: &str) -> bool {
-    FlagCode::parse(code).is_some() || outlier_measure(code).is_some_and(|m| !m.is_empty())
+    FlagCode::parse(code).is_some() || outlier_measure(code).is_some()
 }
 
 #[cfg(test)]
@@ -336,9 +337,16 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), FlagCode::ALL.len());
-        assert_eq!(outlier_code("brightness"), "outlier_brightness");
-        assert_eq!(outlier_measure("outlier_motion_mean"), Some("motion_mean"));
+        assert_eq!(outlier_code(Measure::Brightness), "outlier_brightness");
+        assert_eq!(
+            outlier_measure("outlier_motion_mean"),
+            Some(Measure::MotionMean)
+        );
         assert_eq!(outlier_measure("outliers"), None);
+        assert_eq!(outlier_measure("outlier_frobs"), None);
+        for m in Measure::ALL {
+            assert_eq!(outlier_measure(&outlier_code(m)), Some(m));
+        }
         assert!(!is_flag_code("outlier_") && !is_flag_code("frozn"));
     }
 }

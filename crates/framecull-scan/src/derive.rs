@@ -6,10 +6,12 @@ use std::collections::HashMap;
 use polars::prelude::*;
 
 use framecull_analysis::dups::{DupInput, DupRelation, group_duplicates};
-use framecull_analysis::flags::{Config, dup_flag, item_flags};
+use framecull_analysis::flags::{Config, Statistics, dup_flag, item_flags};
 use framecull_analysis::outliers::outlier_flags;
 use framecull_catalog::{Catalog, CatalogError, ConfigError, Project, by_item};
-use framecull_model::{AnalysisLevel, DupInfo, Flag, Item, ItemId, ItemStatus, MediaKind, Metrics};
+use framecull_model::{
+    AnalysisLevel, DupInfo, Flag, Item, ItemId, ItemStatus, Measured, MediaKind, Metrics,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeriveError {
@@ -144,7 +146,10 @@ pub fn recompute_in(
         }
     }
     if whole {
-        flags.extend(outlier_flags(&measures_frame(&items)?, &config.statistics)?);
+        flags.extend(outlier_flags(
+            &measures_frame(&items, &config.statistics)?,
+            &config.statistics,
+        )?);
     }
 
     let summary = DerivedSummary {
@@ -164,51 +169,43 @@ pub fn recompute_in(
     Ok(summary)
 }
 
-/// One row per usable item with the measures statistics are computed on.
-fn measures_frame(items: &[(Item, Option<&Metrics>)]) -> PolarsResult<DataFrame> {
-    let ok: Vec<(&Item, Option<&Metrics>)> = items
+/// One row per usable item with the measures `statistics` tests, each a column named by
+/// [`framecull_model::Measure::name`].
+fn measures_frame(
+    items: &[(Item, Option<&Metrics>)],
+    statistics: &Statistics,
+) -> PolarsResult<DataFrame> {
+    let ok: Vec<(&Item, Option<Measured>)> = items
         .iter()
         .filter(|(i, _)| i.status == ItemStatus::Ok && i.kind != MediaKind::Other)
-        .map(|(i, m)| (i, m.filter(|m| m.undecodable.is_none())))
+        .map(|(i, m)| (i, m.filter(|m| m.undecodable.is_none()).map(Measured::from)))
         .collect();
-    let pixels = |i: &Item| Some(f64::from(i.info.width?) * f64::from(i.info.height?));
-    let video = |i: &Item| i.kind == MediaKind::Video;
-    let column = |name: &str, f: &dyn Fn(&Item, Option<&Metrics>) -> Option<f64>| {
+    let mut columns = vec![
         Column::new(
-            name.into(),
-            ok.iter()
-                .map(|&(i, m)| f(i, m))
-                .collect::<Vec<Option<f64>>>(),
-        )
-    };
-    DataFrame::new(
-        ok.len(),
-        vec![
-            Column::new(
-                "id".into(),
-                ok.iter().map(|(i, _)| i.id).collect::<Vec<i64>>(),
-            ),
-            Column::new(
-                "kind".into(),
-                ok.iter().map(|(i, _)| i.kind.as_str()).collect::<Vec<_>>(),
-            ),
-            column("log_resolution", &|i, _| {
-                pixels(i).filter(|p| *p > 0.0).map(f64::log2)
-            }),
-            column("duration_secs", &|i, _| {
-                i.info.duration_secs.filter(|_| video(i))
-            }),
-            column("fps", &|i, _| i.info.fps.filter(|_| video(i))),
-            column("bits_per_pixel", &|i, _| {
-                let rate = i.info.bit_rate? as f64;
-                let per_sec = pixels(i)? * i.info.fps?;
-                (video(i) && per_sec > 0.0).then(|| rate / per_sec)
-            }),
-            column("motion_mean", &|_, m| m?.motion_mean),
-            column("brightness", &|_, m| m?.brightness),
-            column("sharpness", &|_, m| m?.sharpness),
-        ],
-    )
+            "id".into(),
+            ok.iter().map(|(i, _)| i.id).collect::<Vec<i64>>(),
+        ),
+        Column::new(
+            "kind".into(),
+            ok.iter().map(|(i, _)| i.kind.as_str()).collect::<Vec<_>>(),
+        ),
+    ];
+    let mut measures = statistics.measures.clone();
+    measures.sort();
+    measures.dedup();
+    columns.extend(measures.into_iter().map(|m| {
+        let videos_only = m.spec().outliers.videos_only;
+        let values: Vec<Option<f64>> = ok
+            .iter()
+            .map(|&(i, measured)| {
+                (!videos_only || i.kind == MediaKind::Video)
+                    .then(|| m.of(i, measured))
+                    .flatten()
+            })
+            .collect();
+        Column::new(m.name().into(), values)
+    }));
+    DataFrame::new(ok.len(), columns)
 }
 
 /// Whether a video's frame hashes are enough to match it as footage: the deep pass's (one a

@@ -37,7 +37,9 @@ fn codes() -> Vec<String> {
     ]
     .iter()
     .map(|c| c.as_str().to_string())
-    .chain([framecull::model::outlier_code("motion_mean")])
+    .chain([framecull::model::outlier_code(
+        framecull::model::Measure::MotionMean,
+    )])
     .collect()
 }
 
