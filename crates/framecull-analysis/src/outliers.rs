@@ -175,11 +175,18 @@ mod tests {
         )
         .unwrap();
         let flags = outlier_flags(&df, &config).unwrap();
-        assert_eq!(flags.len(), 1, "a measure named twice is tested once: {flags:?}");
+        assert_eq!(
+            flags.len(),
+            1,
+            "a measure named twice is tested once: {flags:?}"
+        );
         assert_eq!((flags[0].0, flags[0].1.code.as_str()), (3, "outlier_width"));
         assert!(
             flags[0].1.reason.starts_with("width (px) 64.00 is ")
-                && flags[0].1.reason.ends_with("below the image median 1282 (unusually narrow)"),
+                && flags[0]
+                    .1
+                    .reason
+                    .ends_with("below the image median 1282 (unusually narrow)"),
             "{}",
             flags[0].1.reason
         );

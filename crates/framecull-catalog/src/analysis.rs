@@ -2,14 +2,26 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{OptionalExtension, ToSql, params, params_from_iter};
 
+use super::columns;
 use super::{Catalog, CatalogError, Result, unix_now};
 use framecull_analysis::flags::Config;
 use framecull_model::{
     AnalysisLevel, Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, ItemStatus,
     Measured, MediaKind, Metrics, Severity,
 };
+
+/// The metrics table's columns that are not [`Metrics`] fields, written before them: the
+/// item, when and by which version it was analysed, and what of the file it was.
+const METRICS_KEYS: [&str; 6] = [
+    "item_id",
+    "analysed_at",
+    "analysis_version",
+    "item_size",
+    "item_mtime_ns",
+    "item_stream",
+];
 
 /// An item whose analysis is missing or stale.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -121,65 +133,31 @@ impl Catalog {
         let now = unix_now();
         let tx = self.conn.transaction()?;
         {
-            let mut m_stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO metrics(item_id, analysed_at, analysis_version, item_size,
-                    item_mtime_ns, decoded_frames, decode_errors, first_error, decoder_messages,
-                    first_message, repeat_frames, undecodable, timed_out, no_decoder, motion_mean, motion_p95, static_share, brightness, brightness_p5,
-                    brightness_p95, sharpness, entropy, colorfulness, black_share, frozen_share,
-                    decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
-                    resolution_changes, truncated, structure_error, phash, content_hash,
-                    item_stream, analysis_level, suspect, discarded_frames)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,
-                    ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39)",
-            )?;
+            let mut m_stmt = tx.prepare_cached(&format!(
+                "INSERT OR REPLACE INTO metrics({}) VALUES ({})",
+                columns::list(METRICS_KEYS.iter().chain(columns::METRICS_FIELDS), ""),
+                columns::placeholders(METRICS_KEYS.len() + columns::METRICS_FIELDS.len())
+            ))?;
             let mut c_stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO curves(item_id, motion, cuts, frame_hashes, errors, frames)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             for r in batch {
                 let m = &r.metrics;
-                m_stmt.execute(params![
-                    r.id,
-                    now,
-                    version,
-                    r.size_bytes as i64,
-                    r.mtime_ns,
-                    m.decoded_frames as i64,
-                    m.decode_errors as i64,
-                    m.first_error,
-                    m.decoder_messages as i64,
-                    m.first_message,
-                    m.repeat_frames as i64,
-                    m.undecodable,
-                    m.timed_out,
-                    m.no_decoder,
-                    m.motion_mean,
-                    m.motion_p95,
-                    m.static_share,
-                    m.brightness,
-                    m.brightness_p5,
-                    m.brightness_p95,
-                    m.sharpness,
-                    m.entropy,
-                    m.colorfulness,
-                    m.black_share,
-                    m.frozen_share,
-                    m.decoded_duration_secs,
-                    m.pts_backwards as i64,
-                    m.pts_repeats as i64,
-                    m.vfr,
-                    m.interval_cv,
-                    m.resolution_changes as i64,
-                    m.truncated,
-                    m.structure_error,
-                    m.phash.map(|h| h as i64),
-                    m.content_hash,
-                    r.stream_index,
-                    m.level.as_str(),
-                    m.suspect,
-                    m.discarded_frames as i64,
-                ])?;
+                // The keys, in `METRICS_KEYS`' order, then the fields.
+                let keys: [&dyn ToSql; 6] = [
+                    &r.id,
+                    &now,
+                    &version,
+                    &(r.size_bytes as i64),
+                    &r.mtime_ns,
+                    &r.stream_index,
+                ];
+                let fields = columns::metrics_values(m)?;
+                m_stmt.execute(params_from_iter(
+                    keys.into_iter()
+                        .chain(fields.iter().map(|f| f as &dyn ToSql)),
+                ))?;
                 // A triage's curves hold its keyframes' hashes only; they replace those of
                 // an earlier analysis of the file.
                 let cuts = serde_json::to_string(&r.curves.cuts).unwrap_or_else(|_| "[]".into());
@@ -229,56 +207,12 @@ impl Catalog {
     /// [`Catalog::all_metrics`] for a million items (a hash map holds twice as many slots).
     /// [`by_item`] pairs them with the items.
     pub fn metrics_by_id(&self) -> Result<Vec<(ItemId, Metrics)>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT item_id, decoded_frames, decode_errors, first_error, undecodable, timed_out,
-                decoder_messages, first_message, repeat_frames, no_decoder,
-                motion_mean, motion_p95, static_share, brightness, brightness_p5, brightness_p95,
-                sharpness, entropy, colorfulness, black_share, frozen_share,
-                decoded_duration_secs, pts_backwards, pts_repeats, vfr, interval_cv,
-                resolution_changes, truncated, structure_error, phash, content_hash,
-                analysis_level, suspect, discarded_frames
-             FROM metrics ORDER BY item_id",
-        )?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT item_id, {} FROM metrics ORDER BY item_id",
+            columns::list(columns::METRICS_FIELDS, "")
+        ))?;
         let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, ItemId>(0)?,
-                Metrics {
-                    decoded_frames: r.get::<_, i64>(1)? as u64,
-                    decode_errors: r.get::<_, i64>(2)? as u64,
-                    first_error: r.get(3)?,
-                    undecodable: r.get(4)?,
-                    timed_out: r.get(5)?,
-                    decoder_messages: r.get::<_, i64>(6)? as u64,
-                    first_message: r.get(7)?,
-                    repeat_frames: r.get::<_, i64>(8)? as u64,
-                    no_decoder: r.get(9)?,
-                    motion_mean: r.get(10)?,
-                    motion_p95: r.get(11)?,
-                    static_share: r.get(12)?,
-                    brightness: r.get(13)?,
-                    brightness_p5: r.get(14)?,
-                    brightness_p95: r.get(15)?,
-                    sharpness: r.get(16)?,
-                    entropy: r.get(17)?,
-                    colorfulness: r.get(18)?,
-                    black_share: r.get(19)?,
-                    frozen_share: r.get(20)?,
-                    decoded_duration_secs: r.get(21)?,
-                    pts_backwards: r.get::<_, i64>(22)? as u64,
-                    pts_repeats: r.get::<_, i64>(23)? as u64,
-                    vfr: r.get(24)?,
-                    interval_cv: r.get(25)?,
-                    resolution_changes: r.get::<_, i64>(26)? as u64,
-                    truncated: r.get(27)?,
-                    structure_error: r.get(28)?,
-                    phash: r.get::<_, Option<i64>>(29)?.map(|h| h as u64),
-                    content_hash: r.get(30)?,
-                    level: AnalysisLevel::parse(&r.get::<_, String>(31)?)
-                        .unwrap_or(AnalysisLevel::Deep),
-                    suspect: r.get(32)?,
-                    discarded_frames: r.get::<_, i64>(33)? as u64,
-                },
-            ))
+            Ok((r.get::<_, ItemId>(0)?, columns::read_metrics(r, 1)?))
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }

@@ -2,6 +2,7 @@
 //! transactions), and the polars views built from it.
 
 mod analysis;
+mod columns;
 mod frame;
 mod journal;
 pub mod listing;
@@ -15,16 +16,14 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
 
 pub use analysis::{AnalysisResult, AnalysisTodo};
 pub use frame::items_frame;
 pub use merge::{MergedShard, SHARD_ID_BLOCK, ShardSource};
 pub use project::{CONFIG_FILE, ConfigError, PROJECT_DIR_NAME, Project};
 
-use framecull_model::{
-    Item, ItemId, ItemStatus, MediaInfo, MediaKind, OtherFile, OtherStatus, Probe, Ratio,
-};
+use framecull_model::{Item, ItemId, ItemStatus, MediaKind, OtherFile, OtherStatus, Probe};
 
 const DB_FILE: &str = "catalog.db";
 
@@ -415,62 +414,39 @@ impl Catalog {
         let now = unix_now();
         let tx = self.conn.transaction()?;
         {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO items(path, kind, status, error, size_bytes, mtime_ns, fingerprint,
-                    container, codec, profile, pix_fmt, width, height, rotation_deg, sar, fps,
-                    fps_base, time_base, start_secs, duration_secs, frame_count, bit_rate,
-                    has_audio, exif_orientation, probed_at, scan_id, probe_version, stream_index,
-                    color_space)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)
-                 ON CONFLICT(path) DO UPDATE SET kind = excluded.kind, status = excluded.status,
-                    error = excluded.error, size_bytes = excluded.size_bytes,
-                    mtime_ns = excluded.mtime_ns, fingerprint = excluded.fingerprint,
-                    container = excluded.container, codec = excluded.codec,
-                    profile = excluded.profile, pix_fmt = excluded.pix_fmt,
-                    width = excluded.width, height = excluded.height,
-                    rotation_deg = excluded.rotation_deg, sar = excluded.sar, fps = excluded.fps,
-                    fps_base = excluded.fps_base, time_base = excluded.time_base,
-                    start_secs = excluded.start_secs, duration_secs = excluded.duration_secs,
-                    frame_count = excluded.frame_count, bit_rate = excluded.bit_rate,
-                    has_audio = excluded.has_audio, exif_orientation = excluded.exif_orientation,
-                    probed_at = excluded.probed_at, scan_id = excluded.scan_id,
-                    probe_version = excluded.probe_version,
-                    stream_index = excluded.stream_index, color_space = excluded.color_space",
-            )?;
+            let columns = ITEM_KEYS
+                .iter()
+                .chain(columns::MEDIA_FIELDS)
+                .chain(&ITEM_SCAN);
+            let mut stmt = tx.prepare_cached(&format!(
+                "INSERT INTO items({}) VALUES ({})
+                 ON CONFLICT(path) DO UPDATE SET {}",
+                columns::list(columns.clone(), ""),
+                columns::placeholders(columns.clone().count()),
+                columns
+                    .filter(|c| **c != "path")
+                    .map(|c| format!("{c} = excluded.{c}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))?;
             for u in batch {
-                let i = &u.probe.info;
-                stmt.execute(params![
-                    u.path,
-                    u.probe.kind.as_str(),
-                    u.probe.status.as_str(),
-                    u.probe.error,
-                    u.size_bytes as i64,
-                    u.mtime_ns,
-                    u.fingerprint,
-                    i.container,
-                    i.codec,
-                    i.profile,
-                    i.pix_fmt,
-                    i.width,
-                    i.height,
-                    i.rotation_deg,
-                    i.sample_aspect_ratio.map(Ratio::to_text),
-                    i.fps,
-                    i.fps_base,
-                    i.time_base.map(Ratio::to_text),
-                    i.start_secs,
-                    i.duration_secs,
-                    i.frame_count,
-                    i.bit_rate,
-                    i.has_audio,
-                    i.exif_orientation,
-                    now,
-                    scan_id,
-                    probe_version,
-                    i.stream_index,
-                    i.color_space,
-                ])?;
+                // In the order of `ITEM_KEYS`, `MEDIA_FIELDS` and `ITEM_SCAN`.
+                let keys: [&dyn ToSql; 7] = [
+                    &u.path,
+                    &u.probe.kind.as_str(),
+                    &u.probe.status.as_str(),
+                    &u.probe.error,
+                    &(u.size_bytes as i64),
+                    &u.mtime_ns,
+                    &u.fingerprint,
+                ];
+                let media = columns::media_values(&u.probe.info)?;
+                let scan: [&dyn ToSql; 3] = [&now, &scan_id, &probe_version];
+                stmt.execute(params_from_iter(
+                    keys.into_iter()
+                        .chain(media.iter().map(|m| m as &dyn ToSql))
+                        .chain(scan),
+                ))?;
             }
         }
         tx.commit()?;
@@ -559,27 +535,20 @@ impl Catalog {
     /// The items with ids from `first` to `last` (both included), in table order.
     fn items_between(&self, first: ItemId, last: ItemId, fields: ItemFields) -> Result<Vec<Item>> {
         // The columns a brief read leaves out are read as NULL: no text decoded or allocated.
-        let columns = match fields {
-            ItemFields::All => {
-                "id, path, kind, status, error, size_bytes, mtime_ns, fingerprint, container,
-                codec, profile, pix_fmt, width, height, rotation_deg, sar, fps, fps_base,
-                time_base, start_secs, duration_secs, frame_count, bit_rate, has_audio,
-                exif_orientation, stream_index, color_space"
-            }
-            ItemFields::Brief => {
-                "id, path, kind, status, error, size_bytes, 0, fingerprint, NULL,
-                codec, NULL, NULL, width, height, rotation_deg, NULL, fps, NULL,
-                NULL, NULL, duration_secs, NULL, bit_rate, NULL,
-                exif_orientation, stream_index, NULL"
-            }
+        let media = columns::MEDIA_FIELDS.iter().map(|&c| match fields {
+            ItemFields::Brief if !BRIEF_MEDIA.contains(&c) => "NULL",
+            _ => c,
+        });
+        let mtime = match fields {
+            ItemFields::All => "mtime_ns",
+            ItemFields::Brief => "0",
         };
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT {columns} FROM items WHERE id BETWEEN ?1 AND ?2"
+            "SELECT id, path, kind, status, error, size_bytes, {mtime}, fingerprint, {}
+             FROM items WHERE id BETWEEN ?1 AND ?2",
+            media.collect::<Vec<_>>().join(", ")
         ))?;
         let rows = stmt.query_map(params![first, last], |r| {
-            let ratio = |k: usize| -> rusqlite::Result<Option<Ratio>> {
-                Ok(r.get_ref(k)?.as_str_or_null()?.and_then(Ratio::parse))
-            };
             Ok(Item {
                 id: r.get::<_, ItemId>(0)?,
                 path: r.get(1)?,
@@ -589,32 +558,41 @@ impl Catalog {
                 size_bytes: r.get::<_, i64>(5)? as u64,
                 mtime_ns: r.get(6)?,
                 fingerprint: r.get(7)?,
-                info: MediaInfo {
-                    container: r.get(8)?,
-                    codec: r.get(9)?,
-                    profile: r.get(10)?,
-                    pix_fmt: r.get(11)?,
-                    width: r.get(12)?,
-                    height: r.get(13)?,
-                    rotation_deg: r.get(14)?,
-                    sample_aspect_ratio: ratio(15)?,
-                    fps: r.get(16)?,
-                    fps_base: r.get(17)?,
-                    time_base: ratio(18)?,
-                    start_secs: r.get(19)?,
-                    duration_secs: r.get(20)?,
-                    frame_count: r.get(21)?,
-                    bit_rate: r.get(22)?,
-                    has_audio: r.get(23)?,
-                    exif_orientation: r.get(24)?,
-                    stream_index: r.get(25)?,
-                    color_space: r.get(26)?,
-                },
+                info: columns::read_media(r, 8)?,
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 }
+
+/// The items table's columns before an item's [`framecull_model::MediaInfo`]
+/// ([`columns::MEDIA_FIELDS`]).
+const ITEM_KEYS: [&str; 7] = [
+    "path",
+    "kind",
+    "status",
+    "error",
+    "size_bytes",
+    "mtime_ns",
+    "fingerprint",
+];
+
+/// The items table's columns after its media information: when, by which scan and which version
+/// of the probe.
+const ITEM_SCAN: [&str; 3] = ["probed_at", "scan_id", "probe_version"];
+
+/// The media information columns an [`ItemFields::Brief`] read reads.
+const BRIEF_MEDIA: [&str; 9] = [
+    "codec",
+    "width",
+    "height",
+    "rotation_deg",
+    "fps",
+    "duration_secs",
+    "bit_rate",
+    "exif_orientation",
+    "stream_index",
+];
 
 /// Which of an item's fields [`Catalog::items_and`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -756,6 +734,126 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use framecull_model::{AnalysisLevel, Curves, Measured, MediaInfo, Metrics, Ratio};
+
+    /// Media information with every field set: read back whole, and a brief read holds the
+    /// brief fields and no other. A rescan replaces every field.
+    #[test]
+    fn every_media_field_reads_back_as_written_and_a_brief_read_holds_the_brief_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::create_or_open(&dir.path().join("p"), dir.path()).unwrap();
+        let info = MediaInfo {
+            container: Some("mpegts".into()),
+            codec: Some("hevc".into()),
+            profile: Some("Main 10".into()),
+            pix_fmt: Some("yuv420p10le".into()),
+            width: Some(1920),
+            height: Some(1080),
+            rotation_deg: Some(270),
+            sample_aspect_ratio: Ratio::new(4, 3),
+            fps: Some(25.0),
+            fps_base: Some(50.0),
+            time_base: Ratio::new(1, 90_000),
+            start_secs: Some(1.4),
+            duration_secs: Some(12.5),
+            frame_count: Some(312),
+            bit_rate: Some(8_000_000),
+            has_audio: Some(false),
+            exif_orientation: Some(3),
+            stream_index: Some(2),
+            color_space: Some("bt709".into()),
+        };
+        let mut update = ItemUpdate {
+            path: "a.ts".into(),
+            size_bytes: 7,
+            mtime_ns: 9,
+            fingerprint: Some("f".into()),
+            probe: Probe::ok(MediaKind::Video, MediaInfo::default()),
+        };
+        for info in [MediaInfo::default(), info.clone()] {
+            update.probe.info = info;
+            let scan = catalog.begin_scan(dir.path()).unwrap();
+            catalog.upsert_items(scan, 1, &[update.clone()]).unwrap();
+        }
+        let items = catalog.items().unwrap();
+        assert_eq!(items.len(), 1);
+        assert_eq!((items[0].size_bytes, items[0].mtime_ns), (7, 9));
+        assert_eq!(items[0].info, info);
+        let (brief, ()) = catalog.items_and(ItemFields::Brief, |_| Ok(())).unwrap();
+        let expected = MediaInfo {
+            codec: info.codec.clone(),
+            width: info.width,
+            height: info.height,
+            rotation_deg: info.rotation_deg,
+            fps: info.fps,
+            duration_secs: info.duration_secs,
+            bit_rate: info.bit_rate,
+            exif_orientation: info.exif_orientation,
+            stream_index: info.stream_index,
+            ..MediaInfo::default()
+        };
+        assert_eq!(brief[0].info, expected);
+        assert_eq!(brief[0].mtime_ns, 0);
+    }
+
+    /// Metrics with every field set to a value of its own (none the default), and a large
+    /// hash: what the catalog writes it must read back, field for field.
+    #[test]
+    fn every_metrics_field_reads_back_as_written() {
+        let (_dir, mut catalog) = catalog_with(&["a.mp4"]);
+        let id = catalog.items().unwrap()[0].id;
+        let text = |s: &str| Some(s.to_string());
+        let metrics = Metrics {
+            level: AnalysisLevel::Triage,
+            decoded_frames: 1,
+            decode_errors: 2,
+            first_error: text("e"),
+            decoder_messages: 3,
+            first_message: text("m"),
+            repeat_frames: 4,
+            discarded_frames: 5,
+            undecodable: text("u"),
+            no_decoder: text("n"),
+            timed_out: true,
+            motion_mean: Some(6.5),
+            motion_p95: Some(7.5),
+            static_share: Some(0.125),
+            brightness: Some(8.5),
+            brightness_p5: Some(9.5),
+            brightness_p95: Some(10.5),
+            sharpness: Some(11.5),
+            entropy: Some(12.5),
+            colorfulness: Some(13.5),
+            black_share: Some(0.25),
+            frozen_share: Some(0.375),
+            decoded_duration_secs: Some(14.5),
+            pts_backwards: 15,
+            pts_repeats: 16,
+            vfr: Some(true),
+            interval_cv: Some(0.5),
+            resolution_changes: 17,
+            truncated: true,
+            suspect: text("s"),
+            structure_error: text("x"),
+            phash: Some(u64::MAX - 1),
+            content_hash: text("h"),
+        };
+        let result = AnalysisResult {
+            id,
+            size_bytes: 0,
+            mtime_ns: 0,
+            stream_index: Some(0),
+            metrics: metrics.clone(),
+            curves: Curves::default(),
+        };
+        catalog.store_analyses(1, [&result]).unwrap();
+        assert_eq!(
+            catalog.metrics_by_id().unwrap(),
+            vec![(id, metrics.clone())]
+        );
+        let measured = catalog.measured_by_id().unwrap();
+        assert_eq!(measured, vec![(id, Measured::from(&metrics))]);
+    }
 
     /// A catalog whose ids are not in path order (as after a merge or a rescan adding files),
     /// with names that sort differently by bytes than by eye.

@@ -1,0 +1,199 @@
+//! Tables' columns by name: one list per table drives its INSERT, its SELECT and the reads of
+//! the rows, so a column cannot be written in one place and read from another, and a field
+//! added to the model type does not compile until its column is listed.
+
+use rusqlite::ToSql;
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, Value, ValueRef};
+
+use framecull_model::{AnalysisLevel, MediaInfo, Metrics, Ratio};
+
+/// A model field as SQLite holds it: integers that do not fit `i64`'s sign are stored as their
+/// bits, a level and a ratio as their text. Text is written and read without a copy.
+pub(crate) trait Stored: Sized {
+    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>>;
+    fn load(v: ValueRef<'_>) -> FromSqlResult<Self>;
+}
+
+/// Types SQLite holds as they are.
+macro_rules! stored_as_is {
+    ($($t:ty),*) => {$(
+        impl Stored for $t {
+            fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                self.to_sql()
+            }
+            fn load(v: ValueRef<'_>) -> FromSqlResult<$t> {
+                FromSql::column_result(v)
+            }
+        }
+    )*};
+}
+
+stored_as_is!(
+    bool,
+    i64,
+    Option<bool>,
+    Option<f64>,
+    Option<i64>,
+    Option<u32>,
+    Option<u16>,
+    Option<String>
+);
+
+impl Stored for u64 {
+    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(*self as i64))
+    }
+    fn load(v: ValueRef<'_>) -> FromSqlResult<u64> {
+        i64::column_result(v).map(|v| v as u64)
+    }
+}
+
+impl Stored for Option<u64> {
+    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Owned(
+            self.map_or(Value::Null, |v| Value::Integer(v as i64)),
+        ))
+    }
+    fn load(v: ValueRef<'_>) -> FromSqlResult<Option<u64>> {
+        Option::<i64>::column_result(v).map(|v| v.map(|v| v as u64))
+    }
+}
+
+impl Stored for AnalysisLevel {
+    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+    /// A name this version does not know reads as deep (rows written before levels were).
+    fn load(v: ValueRef<'_>) -> FromSqlResult<AnalysisLevel> {
+        Ok(AnalysisLevel::parse(v.as_str()?).unwrap_or(AnalysisLevel::Deep))
+    }
+}
+
+impl Stored for Option<Ratio> {
+    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Owned(
+            self.map_or(Value::Null, |r| Value::Text(r.to_text())),
+        ))
+    }
+    /// Text that is not a ratio reads as none.
+    fn load(v: ValueRef<'_>) -> FromSqlResult<Option<Ratio>> {
+        Ok(v.as_str_or_null()?.and_then(Ratio::parse))
+    }
+}
+
+/// Field `field` of a row from column `at`.
+pub(crate) fn load<T: Stored>(r: &rusqlite::Row, at: usize) -> rusqlite::Result<T> {
+    let v = r.get_ref(at)?;
+    T::load(v).map_err(|e| match e {
+        FromSqlError::InvalidType => {
+            rusqlite::Error::InvalidColumnType(at, String::new(), v.data_type())
+        }
+        other => rusqlite::Error::FromSqlConversionFailure(at, v.data_type(), Box::new(other)),
+    })
+}
+
+/// The columns of a table that hold a model type's fields, from one list of fields (a field
+/// whose column has another name says so: `level = "analysis_level"`). Makes the column
+/// names, the values of a row to write and the reading of a row; the reading names every
+/// field, so a field added to the type fails to compile until it is listed.
+macro_rules! table_fields {
+    ($names:ident, $values:ident, $read:ident, $ty:ident { $($field:ident $(= $column:literal)?),* $(,)? }) => {
+        /// The columns, in the order [`$values`] writes and [`$read`] reads them.
+        pub(crate) const $names: &[&str] = &[$(table_fields!(@column $field $($column)?)),*];
+
+        /// The fields' values, in [`$names`]' order.
+        pub(crate) fn $values(v: &$ty) -> rusqlite::Result<Vec<ToSqlOutput<'_>>> {
+            Ok(vec![$(Stored::store(&v.$field)?),*])
+        }
+
+        /// The type from a row that holds [`$names`] from column `first` on, in order.
+        pub(crate) fn $read(r: &rusqlite::Row, first: usize) -> rusqlite::Result<$ty> {
+            let mut at = first;
+            let mut next = || {
+                at += 1;
+                at - 1
+            };
+            // Fields are read in the order written here, which is the list's.
+            Ok($ty {
+                $($field: load(r, next())?),*
+            })
+        }
+    };
+    (@column $field:ident) => { stringify!($field) };
+    (@column $field:ident $column:literal) => { $column };
+}
+
+table_fields!(METRICS_FIELDS, metrics_values, read_metrics, Metrics {
+    level = "analysis_level",
+    decoded_frames,
+    decode_errors,
+    first_error,
+    decoder_messages,
+    first_message,
+    repeat_frames,
+    discarded_frames,
+    undecodable,
+    no_decoder,
+    timed_out,
+    motion_mean,
+    motion_p95,
+    static_share,
+    brightness,
+    brightness_p5,
+    brightness_p95,
+    sharpness,
+    entropy,
+    colorfulness,
+    black_share,
+    frozen_share,
+    decoded_duration_secs,
+    pts_backwards,
+    pts_repeats,
+    vfr,
+    interval_cv,
+    resolution_changes,
+    truncated,
+    suspect,
+    structure_error,
+    phash,
+    content_hash,
+});
+
+table_fields!(MEDIA_FIELDS, media_values, read_media, MediaInfo {
+    container,
+    codec,
+    profile,
+    pix_fmt,
+    width,
+    height,
+    rotation_deg,
+    sample_aspect_ratio = "sar",
+    fps,
+    fps_base,
+    time_base,
+    start_secs,
+    duration_secs,
+    frame_count,
+    bit_rate,
+    has_audio,
+    exif_orientation,
+    stream_index,
+    color_space,
+});
+
+/// `column, column, ...` of `names`, each prefixed by `prefix` (`m.`).
+pub(crate) fn list<'a>(names: impl IntoIterator<Item = &'a &'a str>, prefix: &str) -> String {
+    names
+        .into_iter()
+        .map(|n| format!("{prefix}{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `?1, ?2, ...` for `n` values.
+pub(crate) fn placeholders(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
