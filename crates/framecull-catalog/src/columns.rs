@@ -5,7 +5,7 @@
 use rusqlite::ToSql;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, Value, ValueRef};
 
-use framecull_model::{AnalysisLevel, MediaInfo, Metrics, Ratio};
+use framecull_model::{AnalysisLevel, Clip, ClipOrigin, Decision, MediaInfo, Metrics, Ratio};
 
 /// A model field as SQLite holds it: integers that do not fit `i64`'s sign are stored as their
 /// bits, a level and a ratio as their text. Text is written and read without a copy.
@@ -31,6 +31,7 @@ macro_rules! stored_as_is {
 stored_as_is!(
     bool,
     i64,
+    f64,
     Option<bool>,
     Option<f64>,
     Option<i64>,
@@ -80,6 +81,32 @@ impl Stored for Option<Ratio> {
         Ok(v.as_str_or_null()?.and_then(Ratio::parse))
     }
 }
+
+impl Stored for Ratio {
+    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Owned(Value::Text(self.to_text())))
+    }
+    /// Text that is not a ratio reads as 1/1.
+    fn load(v: ValueRef<'_>) -> FromSqlResult<Ratio> {
+        Ok(Ratio::parse(v.as_str()?).unwrap_or(Ratio { num: 1, den: 1 }))
+    }
+}
+
+/// Enums stored as their names; a name this version does not know reads as the default.
+macro_rules! stored_by_name {
+    ($($t:ty),*) => {$(
+        impl Stored for $t {
+            fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(self.as_str().into())
+            }
+            fn load(v: ValueRef<'_>) -> FromSqlResult<$t> {
+                Ok(<$t>::parse(v.as_str()?).unwrap_or_default())
+            }
+        }
+    )*};
+}
+
+stored_by_name!(ClipOrigin, Decision);
 
 /// Field `field` of a row from column `at`.
 pub(crate) fn load<T: Stored>(r: &rusqlite::Row, at: usize) -> rusqlite::Result<T> {
@@ -180,6 +207,26 @@ table_fields!(MEDIA_FIELDS, media_values, read_media, MediaInfo {
     stream_index,
     color_space,
 });
+
+table_fields!(
+    CLIP_FIELDS,
+    clip_values,
+    read_clip,
+    Clip {
+        id,
+        item_id,
+        start_pts,
+        end_pts,
+        time_base,
+        start_secs,
+        end_secs,
+        start_frame,
+        end_frame,
+        label,
+        origin,
+        decision,
+    }
+);
 
 /// `column, column, ...` of `names`, each prefixed by `prefix` (`m.`).
 pub(crate) fn list<'a>(names: impl IntoIterator<Item = &'a &'a str>, prefix: &str) -> String {

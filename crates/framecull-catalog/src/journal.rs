@@ -2,9 +2,10 @@
 //! change in the operations journal, so it is durable when the call returns and can be
 //! undone and redone. The GUI and the CLI both go through [`Catalog::apply`].
 
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::types::{ToSqlOutput, Value};
+use rusqlite::{OptionalExtension, ToSql, Transaction, params, params_from_iter};
 
-use super::{Catalog, Result, unix_now};
+use super::{Catalog, Result, columns, unix_now};
 use framecull_model::{Clip, Decision, Edit, ItemId, label_of};
 
 impl Catalog {
@@ -200,26 +201,24 @@ fn set_review(
 }
 
 fn insert_clip(tx: &Transaction, clip: &mut Clip) -> Result<()> {
-    tx.execute(
-        "INSERT INTO clips(id, item_id, start_pts, end_pts, time_base, start_secs, end_secs,
-            start_frame, end_frame, label, origin, decision, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        params![
-            (clip.id > 0).then_some(clip.id),
-            clip.item_id,
-            clip.start_pts,
-            clip.end_pts,
-            clip.time_base.to_text(),
-            clip.start_secs,
-            clip.end_secs,
-            clip.start_frame,
-            clip.end_frame,
-            clip.label,
-            clip.origin.as_str(),
-            clip.decision.as_str(),
-            unix_now()
-        ],
-    )?;
+    let mut values = columns::clip_values(clip)?;
+    // A new clip (id 0) gets the table's next id.
+    debug_assert_eq!(columns::CLIP_FIELDS[0], "id");
+    if clip.id <= 0 {
+        values[0] = ToSqlOutput::Owned(Value::Null);
+    }
+    let now = unix_now();
+    tx.prepare_cached(&format!(
+        "INSERT INTO clips({}, created_at) VALUES ({})",
+        columns::list(columns::CLIP_FIELDS, ""),
+        columns::placeholders(columns::CLIP_FIELDS.len() + 1)
+    ))?
+    .execute(params_from_iter(
+        values
+            .iter()
+            .map(|v| v as &dyn ToSql)
+            .chain([&now as &dyn ToSql]),
+    ))?;
     clip.id = tx.last_insert_rowid();
     Ok(())
 }

@@ -4,8 +4,9 @@ use std::collections::HashMap;
 
 use rusqlite::params;
 
+use super::columns;
 use super::{Catalog, Result, unix_now};
-use framecull_model::{Clip, ClipOrigin, Decision, ItemId, Ratio, Review};
+use framecull_model::{Clip, Decision, ItemId, Review};
 
 impl Catalog {
     pub fn all_reviews(&self) -> Result<HashMap<ItemId, Review>> {
@@ -30,29 +31,11 @@ impl Catalog {
 
     /// Every clip, by item, in start order.
     pub fn all_clips(&self) -> Result<HashMap<ItemId, Vec<Clip>>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT id, item_id, start_pts, end_pts, time_base, start_secs, end_secs,
-                start_frame, end_frame, label, origin, decision
-             FROM clips ORDER BY item_id, start_pts, id",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            let tb: String = r.get(4)?;
-            let decision: String = r.get(11)?;
-            Ok(Clip {
-                id: r.get(0)?,
-                item_id: r.get(1)?,
-                start_pts: r.get(2)?,
-                end_pts: r.get(3)?,
-                time_base: Ratio::parse(&tb).unwrap_or(Ratio { num: 1, den: 1 }),
-                start_secs: r.get(5)?,
-                end_secs: r.get(6)?,
-                start_frame: r.get(7)?,
-                end_frame: r.get(8)?,
-                label: r.get(9)?,
-                origin: ClipOrigin::parse(&r.get::<_, String>(10)?).unwrap_or_default(),
-                decision: Decision::parse(&decision).unwrap_or_default(),
-            })
-        })?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {} FROM clips ORDER BY item_id, start_pts, id",
+            columns::list(columns::CLIP_FIELDS, "")
+        ))?;
+        let rows = stmt.query_map([], |r| columns::read_clip(r, 0))?;
         let mut out: HashMap<ItemId, Vec<Clip>> = HashMap::new();
         for c in rows {
             let c = c?;
