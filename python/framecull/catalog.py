@@ -52,6 +52,7 @@ ITEMS_SCHEMA = pa.schema(
         ("brightness", pa.float64()),
         ("sharpness", pa.float64()),
         ("phash", pa.string()),
+        ("content_crop", pa.string()),
         ("dup_group", pa.int64()),
         ("dup_exact_group", pa.int64()),
         ("flags", pa.list_(_FLAG)),

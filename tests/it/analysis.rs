@@ -562,3 +562,132 @@ fn one_and_two_decoder_threads_per_file_give_the_same_rows() {
         assert_eq!(Some(row), two.get(path), "{path}");
     }
 }
+
+/// Bars generated with FFmpeg's `pad` around noisy footage: letterboxed 16:9 in 4:3,
+/// pillarboxed 4:3 in 16:9, bars that are not black, bars on all four sides; and footage with
+/// a flat area on one side only (a sky) or none, which has no bars. The deep pass and the
+/// triage give each file the same content crop and flags.
+#[test]
+fn letterbox_and_pillarbox_bars_are_found_with_the_crop_that_removes_them() {
+    let data = tempfile::tempdir().unwrap();
+    let footage = |w: u32, h: u32| format!("testsrc2=size={w}x{h}:rate=25,noise=alls=12:allf=t");
+    let files: [(&str, String); 6] = [
+        (
+            "letterbox.mp4",
+            format!("{},pad=640:480:0:60:black", footage(640, 360)),
+        ),
+        (
+            "pillarbox.mp4",
+            format!("{},pad=640:360:80:0:black", footage(480, 360)),
+        ),
+        (
+            "grey_bars.mp4",
+            format!("{},pad=640:480:0:60:0x6080a0", footage(640, 360)),
+        ),
+        (
+            "windowbox.mp4",
+            format!("{},pad=640:480:64:48:black", footage(512, 384)),
+        ),
+        ("plain.mp4", footage(640, 360)),
+        (
+            "sky.mp4",
+            format!(
+                "color=c=0x87ceeb:size=640x120:rate=25[sky];{}[ground];[sky][ground]vstack",
+                footage(640, 240)
+            ),
+        ),
+    ];
+    for (name, graph) in &files {
+        let path = data.path().join(name);
+        let out = path.to_str().unwrap();
+        common::ffmpeg(&[
+            "-f", "lavfi", "-i", graph, "-t", "2", "-pix_fmt", "yuv420p", out,
+        ]);
+    }
+    let rows_at = |level: &str| {
+        let project = data.path().join(format!("project-{level}"));
+        let out = common::run(&[
+            "scan",
+            data.path().to_str().unwrap(),
+            level,
+            "--project",
+            project.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        common::list_jsonl(&project)
+    };
+    let (deep, triage) = (rows_at("--deep"), rows_at("--triage"));
+    // (file, the content's rectangle (x, y, w, h), letterbox, pillarbox).
+    let expected: [(&str, Option<[u32; 4]>, bool, bool); 6] = [
+        ("letterbox.mp4", Some([0, 60, 640, 360]), true, false),
+        ("pillarbox.mp4", Some([80, 0, 480, 360]), false, true),
+        ("grey_bars.mp4", Some([0, 60, 640, 360]), true, false),
+        ("windowbox.mp4", Some([64, 48, 512, 384]), true, true),
+        ("plain.mp4", None, false, false),
+        ("sky.mp4", None, false, false),
+    ];
+    for (name, content, letterbox, pillarbox) in expected {
+        let row = &deep[name];
+        assert_eq!(row["analysis_level"], "deep", "{name}");
+        let codes = common::flag_codes(row);
+        assert_eq!(
+            codes.contains(&"letterbox".into()),
+            letterbox,
+            "{name}: {codes:?}"
+        );
+        assert_eq!(
+            codes.contains(&"pillarbox".into()),
+            pillarbox,
+            "{name}: {codes:?}"
+        );
+        let crop = row["content_crop"].as_str().map(|c| {
+            let v: Vec<u32> = c.split(':').map(|n| n.parse().unwrap()).collect();
+            [v[2], v[3], v[0], v[1]]
+        });
+        match (content, crop) {
+            (None, None) => {}
+            (Some([x, y, w, h]), Some([cx, cy, cw, ch])) => {
+                // Inside the content (no bar left), losing at most a line of the analysis
+                // copy (2.5 source pixels here) and the rounding to even on each side.
+                let within = |bar: u32, cut: u32| cut >= bar && cut <= bar + 6;
+                assert!(within(x, cx) && within(y, cy), "{name}: {crop:?}");
+                assert!(within(640 - x - w, 640 - cx - cw), "{name}: {crop:?}");
+                let height = if name == "pillarbox.mp4" { 360 } else { 480 };
+                assert!(within(height - y - h, height - cy - ch), "{name}: {crop:?}");
+                assert!(cw % 2 == 0 && ch % 2 == 0 && cx % 2 == 0 && cy % 2 == 0);
+                let reason = &row["flags"].as_array().unwrap()[0]["reason"];
+                assert!(
+                    reason
+                        .as_str()
+                        .unwrap()
+                        .contains(&format!("crop={}", row["content_crop"].as_str().unwrap())),
+                    "{name}: {reason}"
+                );
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert_eq!(triage[name]["analysis_level"], "triage", "{name}");
+        assert_eq!(triage[name]["content_crop"], row["content_crop"], "{name}");
+        // (Duplicate flags may differ: a triage hashes keyframes.)
+        let bars = |codes: Vec<String>| -> Vec<String> {
+            codes.into_iter().filter(|c| c.ends_with("box")).collect()
+        };
+        assert_eq!(
+            bars(common::flag_codes(&triage[name])),
+            bars(codes),
+            "{name}"
+        );
+    }
+    // The filter finds them by flag.
+    let project = data.path().join("project---deep");
+    let named = |filter: &str| -> Vec<String> {
+        common::list_jsonl_where(&project, Some(filter))
+            .into_keys()
+            .collect()
+    };
+    assert_eq!(
+        named("flag:letterbox"),
+        ["grey_bars.mp4", "letterbox.mp4", "windowbox.mp4"]
+    );
+    assert_eq!(named("flag:pillarbox"), ["pillarbox.mp4", "windowbox.mp4"]);
+}

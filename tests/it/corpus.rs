@@ -391,3 +391,51 @@ fn the_corpus_gives_the_same_rows_on_one_and_two_decoder_threads() {
         .collect();
     assert!(differ.is_empty(), "rows that differ: {differ:?}");
 }
+
+/// Checked by eye: the Sintel trailer is letterboxed (60 black rows above and below its
+/// 854x480 picture), the Chaplin clip pillarboxed (black columns either side of a 4:3 film in
+/// 640x360) and the RealVideo clip too (about 18 black columns either side); no other file
+/// of the corpus has bars, including pictures of a small
+/// subject on a flat background (`fate_h264_spherical.mp4`, `tc_h265_video.mp4`).
+#[test]
+fn bars_are_found_on_the_corpus_files_that_have_them_and_on_no_other() {
+    let Some((_, rows)) = deep_rows() else {
+        return;
+    };
+    let mut found: Vec<(String, String, Vec<String>)> = rows
+        .iter()
+        .filter(|(_, r)| !r["content_crop"].is_null())
+        .map(|(path, r)| {
+            let codes = common::flag_codes(r)
+                .into_iter()
+                .filter(|c| c.ends_with("box"))
+                .collect();
+            (
+                path.clone(),
+                r["content_crop"].as_str().unwrap().to_string(),
+                codes,
+            )
+        })
+        .collect();
+    found.sort();
+    let expected = [
+        (
+            "broken/fate_rv20_G2_with_SVT.rm",
+            "282:240:20:0",
+            "pillarbox",
+        ),
+        (
+            "video/fate_sintel-signbias.ivf",
+            "854:360:0:60",
+            "letterbox",
+        ),
+        ("video/mpy_chaplin.mp4", "490:360:74:0", "pillarbox"),
+    ]
+    .map(|(p, c, f)| (p.to_string(), c.to_string(), vec![f.to_string()]));
+    assert_eq!(found, expected);
+    let flagged = rows
+        .values()
+        .filter(|r| common::flag_codes(r).iter().any(|c| c.ends_with("box")))
+        .count();
+    assert_eq!(flagged, 3);
+}

@@ -153,6 +153,10 @@ pub enum FilterError {
         "{text:?} is not a flag this version of framecull sets (framecull flags lists a project's)"
     )]
     Flag { text: String },
+    #[error(
+        "{key}: given twice; a filter takes one {key}: term (its terms must all match, and a file has one {key})"
+    )]
+    Repeated { key: String },
 }
 
 impl Filter {
@@ -233,7 +237,15 @@ impl Filter {
     /// Parse the text form: terms joined by `and`.
     pub fn parse(text: &str) -> Result<Filter, FilterError> {
         let mut filter = Filter::default();
+        let mut keys = Vec::new();
         for term in split_terms(text) {
+            if let Some((key, _)) = term.split_once(':') {
+                let key = key.trim();
+                if keys.contains(&key) {
+                    return Err(FilterError::Repeated { key: key.into() });
+                }
+                keys.push(key);
+            }
             filter.add_term(term)?;
         }
         Ok(filter)
@@ -652,6 +664,10 @@ mod tests {
         assert!(matches!(
             Filter::parse("flag:frozn"),
             Err(FilterError::Flag { .. })
+        ));
+        assert!(matches!(
+            Filter::parse("flag:vfr and flag:frozen"),
+            Err(FilterError::Repeated { .. })
         ));
         assert!(Filter::parse("flag:outlier_brightness").is_ok());
     }

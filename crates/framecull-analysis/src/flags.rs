@@ -437,6 +437,28 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             ),
         ));
     }
+    if let (Some(crop), Some(w), Some(h)) = (m.content_crop, item.info.width, item.info.height) {
+        let content = format!(
+            "the content is {}x{} at ({}, {}) of {w}x{h} (crop={crop})",
+            crop.width, crop.height, crop.x, crop.y
+        );
+        if crop.height < h {
+            out.push(flag(
+                FlagCode::Letterbox,
+                Severity::Info,
+                FlagSource::Rule,
+                format!("bars above and below the picture: {content}"),
+            ));
+        }
+        if crop.width < w {
+            out.push(flag(
+                FlagCode::Pillarbox,
+                Severity::Info,
+                FlagSource::Rule,
+                format!("bars left and right of the picture: {content}"),
+            ));
+        }
+    }
     if let Some(why) = &m.suspect {
         out.push(flag(
             FlagCode::Suspect,

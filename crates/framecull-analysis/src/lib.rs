@@ -1,6 +1,7 @@
 //! Pure analyses over frames and numbers: motion, cuts, quality, hashes, duplicates,
 //! outliers, flags and histograms. No I/O.
 
+pub mod bars;
 pub mod cuts;
 pub mod dups;
 pub mod filter;

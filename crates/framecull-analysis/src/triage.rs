@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use super::bars::Bars;
 use super::image::{Gray, percentile, sum_abs_diff};
 use super::motion::{MotionMeter, STATIC_BELOW, motion_gray};
 use super::phash::phash;
@@ -30,6 +31,8 @@ pub struct Sampled {
     /// whether it is black.
     samples: Vec<(Option<f64>, quality::Quality, bool)>,
     hashes: Vec<u64>,
+    /// Bars of the keyframes.
+    bars: Bars,
     gray: Gray,
     previous: Option<Gray>,
     meter: MotionMeter,
@@ -52,6 +55,7 @@ struct FromStart {
     latest: f64,
     samples: Vec<quality::Quality>,
     hashes: Vec<u64>,
+    bars: Bars,
     frames: u64,
     black: u64,
 }
@@ -101,10 +105,12 @@ impl Sampled {
                 run.next_sample = run.latest + SAMPLE_EVERY_SECS;
                 run.samples.push(picture);
                 run.hashes.extend(hash);
+                run.bars.push(f.planes, f.width, f.height);
             }
             if f.key {
                 self.samples.push((f.time_secs, picture, black));
                 self.hashes.extend(hash);
+                self.bars.push(f.planes, f.width, f.height);
             }
         }
         if !follows {
@@ -160,6 +166,8 @@ impl Sampled {
         } else {
             self.fill_from_keyframes(m, scan);
         }
+        let bars = self.every_frame(scan).map_or(&self.bars, |run| &run.bars);
+        m.content_crop = self.coded.and_then(|(w, h)| bars.content(w, h));
         self.fill_motion(m, scan);
     }
 

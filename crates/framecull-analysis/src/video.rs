@@ -1,6 +1,7 @@
 //! One pass over a video's frames: motion, cuts, integrity, picture quality and frame
 //! hashes, accumulated frame by frame.
 
+use super::bars::Bars;
 use super::cuts::{CutDetector, CutOptions};
 use super::image::{Gray, percentile, sum_abs_diff};
 use super::motion::{MotionMeter, motion_gray};
@@ -108,6 +109,8 @@ pub struct VideoAnalyzer {
     spare_gray: Option<Gray>,
     next_sample: f64,
     samples: Vec<quality::Quality>,
+    /// Letterbox and pillarbox bars of the sampled frames.
+    bars: Bars,
     frame_hashes: Vec<u64>,
     /// Times of frames decoded with errors, from the first frame.
     error_secs: Vec<f64>,
@@ -134,6 +137,7 @@ impl VideoAnalyzer {
             spare_gray: None,
             next_sample: f64::NEG_INFINITY,
             samples: Vec::new(),
+            bars: Bars::default(),
             frame_hashes: Vec::new(),
             error_secs: Vec::new(),
         }
@@ -186,6 +190,7 @@ impl VideoAnalyzer {
             self.next_sample = time + SAMPLE_EVERY_SECS;
             self.samples
                 .push(quality::measure(f.planes, f.width, f.height));
+            self.bars.push(f.planes, f.width, f.height);
             if gray.std_dev() >= FLAT_STD {
                 self.frame_hashes.push(phash(&gray));
             }
@@ -246,6 +251,10 @@ impl VideoAnalyzer {
             truncated,
             repeat_frames,
             phash: self.frame_hashes.first().copied(),
+            content_crop: self
+                .size
+                .and_then(|(w, h)| self.bars.content(w, h))
+                .filter(|_| self.resolution_changes == 0),
             ..Metrics::default()
         };
         let curves = Curves {

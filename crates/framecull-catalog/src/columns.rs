@@ -5,7 +5,7 @@
 use rusqlite::ToSql;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, Value, ValueRef};
 
-use framecull_model::{AnalysisLevel, Clip, ClipOrigin, Decision, MediaInfo, Metrics, Ratio};
+use framecull_model::{AnalysisLevel, Clip, ClipOrigin, Crop, Decision, MediaInfo, Metrics, Ratio};
 
 /// A model field as SQLite holds it: integers that do not fit `i64`'s sign are stored as their
 /// bits, a level and a ratio as their text. Text is written and read without a copy.
@@ -89,6 +89,18 @@ impl Stored for Ratio {
     /// Text that is not a ratio reads as 1/1.
     fn load(v: ValueRef<'_>) -> FromSqlResult<Ratio> {
         Ok(Ratio::parse(v.as_str()?).unwrap_or(Ratio { num: 1, den: 1 }))
+    }
+}
+
+impl Stored for Option<Crop> {
+    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Owned(
+            self.map_or(Value::Null, |c| Value::Text(c.to_string())),
+        ))
+    }
+    /// Text that is not a crop reads as none.
+    fn load(v: ValueRef<'_>) -> FromSqlResult<Option<Crop>> {
+        Ok(v.as_str_or_null()?.and_then(Crop::parse))
     }
 }
 
@@ -184,6 +196,7 @@ table_fields!(METRICS_FIELDS, metrics_values, read_metrics, Metrics {
     structure_error,
     phash,
     content_hash,
+    content_crop,
 });
 
 table_fields!(MEDIA_FIELDS, media_values, read_media, MediaInfo {

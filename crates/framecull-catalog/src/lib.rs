@@ -734,7 +734,7 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use framecull_model::{AnalysisLevel, Curves, Measured, MediaInfo, Metrics, Ratio};
+    use framecull_model::{AnalysisLevel, Crop, Curves, Measured, MediaInfo, Metrics, Ratio};
 
     /// Media information with every field set: read back whole, and a brief read holds the
     /// brief fields and no other. A rescan replaces every field.
@@ -837,6 +837,7 @@ mod tests {
             structure_error: text("x"),
             phash: Some(u64::MAX - 1),
             content_hash: text("h"),
+            content_crop: Crop::parse("1440:1080:240:0"),
         };
         let result = AnalysisResult {
             id,

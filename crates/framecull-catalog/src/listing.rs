@@ -52,6 +52,9 @@ pub struct Row<'a> {
     pub brightness: Option<f64>,
     pub sharpness: Option<f64>,
     pub phash: Option<String>,
+    /// A video's picture without its letterbox or pillarbox bars, `w:h:x:y` (FFmpeg's
+    /// `crop`); null where it has none.
+    pub content_crop: Option<String>,
     pub dup_group: Option<ItemId>,
     pub dup_exact_group: Option<ItemId>,
     pub flags: Vec<FlagOut<'a>>,
@@ -190,6 +193,7 @@ impl<'a> Row<'a> {
             brightness: m.and_then(|m| m.brightness),
             sharpness: m.and_then(|m| m.sharpness),
             phash: m.and_then(|m| m.phash).map(|h| format!("{h:016x}")),
+            content_crop: m.and_then(|m| m.content_crop).map(|c| c.to_string()),
             dup_group: dup.map(|d| d.group),
             dup_exact_group: dup.and_then(|d| d.exact_group),
             flags: a

@@ -228,4 +228,9 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE reviews ADD COLUMN label TEXT;
     "#,
+    // 14: a video's picture without its letterbox or pillarbox bars (`w:h:x:y` of the coded
+    // picture; NULL: no bars, or analysed before this).
+    r#"
+    ALTER TABLE metrics ADD COLUMN content_crop TEXT;
+    "#,
 ];

@@ -40,6 +40,8 @@ flag_codes!(
     ResolutionChange,
     Black,
     Frozen,
+    Letterbox,
+    Pillarbox,
     TimedOut,
     TooLarge,
     ResolutionBelowMin,
@@ -192,6 +194,20 @@ impl FlagCode {
                 Decode,
                 Warning,
                 "Frames repeat exactly for at least quality.frozen_share_above of the video",
+            ),
+            FlagCode::Letterbox => spec(
+                "letterbox",
+                Rule,
+                Info,
+                "Flat bars of one colour above and below the picture in every sampled frame; \
+                 the content without them is the row's content_crop",
+            ),
+            FlagCode::Pillarbox => spec(
+                "pillarbox",
+                Rule,
+                Info,
+                "Flat bars of one colour left and right of the picture in every sampled frame; \
+                 the content without them is the row's content_crop",
             ),
             FlagCode::TimedOut => spec(
                 "timed_out",

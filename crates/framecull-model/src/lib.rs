@@ -42,7 +42,7 @@ pub use item::{
     orientation_turns,
 };
 pub use measure::{Measure, MeasureSpec, Measured, OutlierTest, Stored};
-pub use metrics::{AnalysisLevel, Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
+pub use metrics::{AnalysisLevel, Crop, Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
 pub use names::{local_path, path_as_text, path_bytes, path_of_text, path_text, text_of_path};
 pub use reading::{Matrix, MatrixGuess, ReadAs, StreamChoice};
 pub use review::{Clip, ClipOrigin, Decision, Edit, Review, label_of};

@@ -119,6 +119,60 @@ pub struct Metrics {
     pub phash: Option<u64>,
     /// xxh3-128 of the whole file, for exact duplicates.
     pub content_hash: Option<String>,
+    /// A video's picture without its letterbox or pillarbox bars, when it has bars
+    /// (`analysis::bars`).
+    #[serde(default)]
+    pub content_crop: Option<Crop>,
+}
+
+/// A rectangle of a video's coded picture (before rotation), in pixels: the picture's content
+/// without its letterbox or pillarbox bars. Written as FFmpeg's `crop` filter takes it,
+/// `width:height:x:y`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Crop {
+    pub x: u32,
+    pub y: u32,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Crop {
+    /// `width:height:x:y`.
+    pub fn parse(text: &str) -> Option<Crop> {
+        let mut parts = text.split(':').map(|p| p.trim().parse::<u32>().ok());
+        let (width, height, x, y) = (
+            parts.next()??,
+            parts.next()??,
+            parts.next()??,
+            parts.next()??,
+        );
+        (parts.next().is_none() && width > 0 && height > 0).then_some(Crop {
+            x,
+            y,
+            width,
+            height,
+        })
+    }
+}
+
+impl std::fmt::Display for Crop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}:{}", self.width, self.height, self.x, self.y)
+    }
+}
+
+impl Serialize for Crop {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Crop {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Crop, D::Error> {
+        let text = String::deserialize(d)?;
+        Crop::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("not a crop (w:h:x:y): {text}")))
+    }
 }
 
 /// Per-item series kept beside the metrics.

@@ -23,9 +23,10 @@ use framecull_model::{
 use framecull_storage::Root;
 
 /// Bump when an analysis, deep or triage, changes what it stores: older results are
-/// recomputed (3: the box-averaged analysis copy moves every picture measure slightly). A
+/// recomputed (3: the box-averaged analysis copy moves every picture measure slightly; 5:
+/// letterbox and pillarbox bars, `content_crop`). A
 /// video's deep analysis of an older version is recomputed by the deep pass only.
-pub const ANALYSIS_VERSION: u32 = 4;
+pub const ANALYSIS_VERSION: u32 = 5;
 
 /// The share of a video's bytes a triage decodes (keyframes first, then whole GOPs), beyond
 /// the GOPs with a packet anomaly: what keeps it at a tenth to a twentieth of the deep
