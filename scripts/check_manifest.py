@@ -18,6 +18,7 @@ EXPECTED = {
     "clip_file": "string", "clip_bytes": "int64", "clip_hash": "string",
     "clip_fingerprint": "string", "clip_frames": "int64", "clip_copied_frames": "int64",
     "clip_encoded_frames": "int64", "clip_note": "string", "frame_map": "string",
+    "content_crop": "string",
 }
 
 path = sys.argv[1]

@@ -220,7 +220,7 @@ def _settings(
     elif crop in ("random", "random_resized"):
         crop_json = {"random_resized": {"scale": [0.08, 1.0], "ratio": [0.75, 4 / 3]}}
     else:
-        crop_json = choose("crop", crop, ("center", "full", "random"))
+        crop_json = choose("crop", crop, ("center", "full", "random", "content"))
     if dtype not in _DTYPES:
         raise ConfigError(f"dtype must be one of {', '.join(map(repr, _DTYPES))}, not {dtype!r}")
     return {
@@ -283,7 +283,9 @@ class Loader:
     every ``stride``-th frame or at ``fps`` by timestamp; ``mode`` ``"uniform"`` (one centred
     window per clip), ``"random"`` (one per clip and epoch) or ``"all"`` (windows tiling
     each clip, ``window_step`` apart). Output: ``size`` (``(height, width)`` or one side),
-    ``crop`` (``"center"``, ``"full"``, ``"random"`` or ``{"scale": ..., "ratio": ...}``),
+    ``crop`` (``"center"``, ``"full"``, ``"random"``, ``{"scale": ..., "ratio": ...}`` or
+    ``"content"``: the centre of each video's picture without its letterbox or pillarbox
+    bars, the manifest's ``content_crop``),
     ``hflip`` probability, ``dtype`` (``"float32"``/``"float16"`` normalised by
     ``mean``/``std``, ``"uint8"`` not normalised), ``layout``. Sharding: ``rank`` of
     ``world_size`` takes disjoint windows that together cover the epoch. ``on_error``:

@@ -49,6 +49,7 @@ MANIFEST_SCHEMA = pa.schema(
         ("clip_encoded_frames", pa.int64()),
         ("clip_note", pa.string()),
         ("frame_map", pa.string()),
+        ("content_crop", pa.string()),
     ]
 )
 

@@ -133,6 +133,8 @@ enum CropArg {
     Full,
     Center,
     Random,
+    /// Centre crop inside each video's content (its letterbox or pillarbox bars left out).
+    Content,
 }
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]
 enum OnErrorArg {
@@ -187,6 +189,7 @@ fn config(args: &Args) -> anyhow::Result<LoaderConfig> {
     config.crop = match args.crop {
         CropArg::Full => Crop::Full,
         CropArg::Center => Crop::Center,
+        CropArg::Content => Crop::Content,
         CropArg::Random => Crop::RandomResized {
             scale: [0.08, 1.0],
             ratio: [0.75, 4.0 / 3.0],

@@ -532,3 +532,97 @@ fn a_frame_cache_that_cannot_be_written_stops_the_run_with_one_error() {
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
     assert!(std::fs::read_dir(&cache).unwrap().count() > 0);
 }
+
+/// `crop = "content"` crops inside a letterboxed video's content (no bar row reaches the
+/// batch), where the centre crop keeps the bars; on a video without bars it is the centre
+/// crop, byte for byte.
+#[test]
+fn the_content_crop_leaves_letterbox_bars_out_of_the_batches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("data");
+    std::fs::create_dir_all(&root).unwrap();
+    let footage = "testsrc2=size=640x360:rate=25,noise=alls=12:allf=t";
+    for (name, graph) in [
+        ("boxed.mp4", format!("{footage},pad=640:480:0:60:black")),
+        ("plain.mp4", footage.to_string()),
+    ] {
+        let out = root.join(name);
+        let out = out.to_str().unwrap();
+        common::ffmpeg(&[
+            "-f", "lavfi", "-i", &graph, "-t", "1", "-pix_fmt", "yuv420p", out,
+        ]);
+    }
+    let project = tmp.path().join("project");
+    let p = project.to_str().unwrap();
+    let out = common::run(&["scan", "--deep", root.to_str().unwrap(), "--project", p]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    for name in ["boxed.mp4", "plain.mp4"] {
+        let out = common::run(&["review", "accept", name, "--project", p]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    }
+    let out = common::run(&["export", "--name", "x", "--project", p, "--format", "jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let manifest = project.join("manifests/x");
+    let (_, rows) = framecull::manifest::open_path(&manifest).unwrap();
+    let crop_of = |name: &str| {
+        let row = rows.iter().find(|r| r.path == name).unwrap();
+        (row.clip_id.clone(), row.content_crop.clone())
+    };
+    let (boxed, boxed_crop) = crop_of("boxed.mp4");
+    let (plain, plain_crop) = crop_of("plain.mp4");
+    assert!(
+        boxed_crop.is_some_and(|c| c.ends_with(":0:64")),
+        "content_crop"
+    );
+    assert_eq!(plain_crop, None);
+    // Square frames of each clip, by clip id.
+    let frames = |crop: Crop| {
+        let mut cfg = LoaderConfig {
+            sampling: Sampling {
+                clip_len: Some(4),
+                timing: Timing::Stride(5),
+                mode: Mode::Uniform,
+                ..Sampling::default()
+            },
+            batching: Batching {
+                batch_size: 1,
+                shuffle: false,
+                ..Batching::default()
+            },
+            crop,
+            split: None,
+            device: DeviceChoice::Cpu,
+            workers: 1,
+            ..LoaderConfig::default()
+        }
+        .with_output(64, 64);
+        cfg.output.dtype = DType::U8;
+        cfg.output.layout = Layout::Bthwc;
+        let mut loader = Loader::open(&manifest, None, cfg).unwrap();
+        let batches: Vec<_> = loader.epoch(0).map(|b| b.unwrap()).collect();
+        batches
+            .iter()
+            .map(|b| (b.clip_ids[0].clone(), loader.to_host(b).unwrap()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let (center, content) = (frames(Crop::Center), frames(Crop::Content));
+    // The mean of a frame's top and bottom output rows, each frame of a batch.
+    let edge_rows = |bytes: &[u8]| -> Vec<f64> {
+        let (row, frame) = (64 * 3, 64 * 64 * 3);
+        bytes
+            .chunks_exact(frame)
+            .flat_map(|f| [&f[..row], &f[frame - row..]])
+            .map(|r| r.iter().map(|&v| f64::from(v)).sum::<f64>() / r.len() as f64)
+            .collect()
+    };
+    assert!(
+        edge_rows(&center[&boxed]).iter().all(|&m| m < 20.0),
+        "the centre crop keeps the bars"
+    );
+    let inside = edge_rows(&content[&boxed]);
+    assert!(
+        inside.iter().all(|&m| m > 40.0),
+        "a bar row in the content crop: {inside:?}"
+    );
+    assert_eq!(content[&plain], center[&plain]);
+}

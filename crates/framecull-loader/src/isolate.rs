@@ -148,6 +148,7 @@ struct ClipWire {
     reference: Option<SeekReference>,
     stream: StreamChoice,
     matrix: Option<Matrix>,
+    content: Option<[f64; 4]>,
 }
 
 impl ClipWire {
@@ -169,6 +170,7 @@ impl ClipWire {
             reference: clip.reference.as_deref().cloned(),
             stream: clip.stream,
             matrix: clip.matrix,
+            content: clip.content,
         }
     }
 
@@ -190,6 +192,7 @@ impl ClipWire {
             reference: self.reference.map(Arc::new),
             stream: self.stream,
             matrix: self.matrix,
+            content: self.content,
         })
     }
 }

@@ -50,6 +50,10 @@ pub enum Crop {
     /// torchvision's RandomResizedCrop: an area share in `scale` and an aspect ratio in
     /// `ratio` (log-uniform), at a random position; centre crop after 10 misses.
     RandomResized { scale: [f32; 2], ratio: [f32; 2] },
+    /// The largest centred rectangle with the output's aspect ratio inside the picture's
+    /// content: a video's letterbox or pillarbox bars left out (the manifest's
+    /// `content_crop`); as [`Crop::Center`] where it has none.
+    Content,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -217,6 +221,9 @@ pub(crate) struct ClipSource {
     pub stream: StreamChoice,
     /// The matrix the manifest row says its frames are converted with.
     pub matrix: Option<Matrix>,
+    /// A video's picture without its bars (the manifest's `content_crop`), as fractions of
+    /// the coded picture: x, y, width, height.
+    pub content: Option<[f64; 4]>,
 }
 
 /// Stage timings and counts, summed over workers (seconds of work, not wall time, except

@@ -180,6 +180,7 @@ pub(crate) fn clip_source(
             reference: None,
             stream: StreamChoice::recorded(row.stream_index.and_then(|i| u32::try_from(i).ok())),
             matrix: row.color_matrix.as_deref().and_then(Matrix::parse),
+            content: content_fractions(row).filter(|_| !is_image),
         },
         ClipExtent {
             frames,
@@ -254,29 +255,66 @@ pub(crate) fn window_positions(
     }
 }
 
-/// Crop (as fractions of the display size) and flip for one window.
+/// A row's `content_crop` as fractions of its coded picture (`width` x `height`): x, y,
+/// width, height; `None` without one, or one that does not fit the picture.
+fn content_fractions(row: &ManifestRow) -> Option<[f64; 4]> {
+    let c = framecull_model::Crop::parse(row.content_crop.as_deref()?)?;
+    let (w, h) = (row.width? as f64, row.height? as f64);
+    let fits = f64::from(c.x + c.width) <= w && f64::from(c.y + c.height) <= h;
+    fits.then(|| {
+        [
+            f64::from(c.x) / w,
+            f64::from(c.y) / h,
+            f64::from(c.width) / w,
+            f64::from(c.height) / h,
+        ]
+    })
+}
+
+/// `content` (fractions of the coded picture) as fractions of the display picture, turned
+/// `quarter_turns` clockwise as the frames are (`convert::cpu`: display (dx, dy) is coded
+/// (dy, H - dx) at one turn) and mirrored after when `mirror`.
+fn content_in_display(content: [f64; 4], quarter_turns: u8, mirror: bool) -> [f64; 4] {
+    let [x, y, w, h] = content;
+    let [x, y, w, h] = match quarter_turns % 4 {
+        0 => [x, y, w, h],
+        1 => [1.0 - y - h, x, h, w],
+        2 => [1.0 - x - w, 1.0 - y - h, w, h],
+        _ => [y, 1.0 - x - w, h, w],
+    };
+    let x = if mirror { 1.0 - x - w } else { x };
+    [x, y, w, h].map(|v| v.clamp(0.0, 1.0))
+}
+
+/// Crop (as fractions of the display size) and flip for one window; `content`: the
+/// picture's content in the same fractions, which [`Crop::Content`] crops within.
 fn draw_augmentation(
     seed: u64,
     crop: Crop,
     hflip: f32,
     display: (u32, u32),
+    content: Option<[f64; 4]>,
     out: &OutputSpec,
 ) -> ([f32; 4], bool) {
     let mut rng = Rng::new(&[seed]);
     let (w, h) = (f64::from(display.0), f64::from(display.1));
-    let center = |aspect: f64| {
-        if w / h > aspect {
-            let cw = h * aspect / w;
-            [((1.0 - cw) / 2.0) as f32, 0.0, cw as f32, 1.0]
+    // The largest rectangle of `aspect` centred in `[x, y, rw, rh]` (fractions).
+    let center_in = |[x, y, rw, rh]: [f64; 4], aspect: f64| {
+        let [x, y, cw, ch] = if rw * w / (rh * h) > aspect {
+            let cw = rh * h * aspect / w;
+            [x + (rw - cw) / 2.0, y, cw, rh]
         } else {
-            let ch = w / aspect / h;
-            [0.0, ((1.0 - ch) / 2.0) as f32, 1.0, ch as f32]
-        }
+            let ch = rw * w / aspect / h;
+            [x, y + (rh - ch) / 2.0, rw, ch]
+        };
+        [x as f32, y as f32, cw as f32, ch as f32]
     };
+    let center = |aspect: f64| center_in([0.0, 0.0, 1.0, 1.0], aspect);
     let out_aspect = f64::from(out.width) / f64::from(out.height);
     let rect = match crop {
         Crop::Full => [0.0, 0.0, 1.0, 1.0],
         Crop::Center => center(out_aspect),
+        Crop::Content => center_in(content.unwrap_or([0.0, 0.0, 1.0, 1.0]), out_aspect),
         Crop::RandomResized { scale, ratio } => {
             let area = w * h;
             let (lr0, lr1) = (f64::from(ratio[0]).ln(), f64::from(ratio[1]).ln());
@@ -550,11 +588,11 @@ impl Readers {
         let (frames, mut cut) = match self.cache.clone() {
             Some(cache) => {
                 let frames = self.cached_window(&cache, clip, sample, timing, deadline, times);
-                (frames, Cut::new(sample, config, 0, false))
+                (frames, Cut::new(sample, config, clip, true))
             }
             None => {
                 let frames = self.decode_window(clip, sample, timing, deadline, times);
-                let cut = Cut::new(sample, config, clip.quarter_turns, clip.mirror);
+                let cut = Cut::new(sample, config, clip, false);
                 (frames, cut)
             }
         };
@@ -598,7 +636,7 @@ impl Readers {
             .read_planned(clip, sample, timing, |reader, wanted| {
                 // Slots handed out by an attempt that is planned again are written again; the
                 // caller zeroes those past the window's end.
-                let mut cut = Cut::new(sample, config, clip.quarter_turns, clip.mirror);
+                let mut cut = Cut::new(sample, config, clip, false);
                 let mut frames: Vec<Option<(usize, i64)>> = vec![None; wanted.len()];
                 reader.read_recycling(wanted, Some(deadline), times, &mut |slot, picture| {
                     let frame = Frame::from(picture);
@@ -663,18 +701,24 @@ struct Cut {
     output: OutputSpec,
     quarter_turns: u8,
     mirror: bool,
+    /// The picture's content in the display picture, mirrored where it is (fractions).
+    content: Option<[f64; 4]>,
     augmentation: Option<([f32; 4], bool)>,
 }
 
 impl Cut {
-    fn new(sample: &Sample, config: &LoaderConfig, quarter_turns: u8, mirror: bool) -> Cut {
+    /// `turned`: the frames come display side up already (from the frame cache).
+    fn new(sample: &Sample, config: &LoaderConfig, clip: &ClipSource, turned: bool) -> Cut {
         Cut {
             seed: sample.aug_seed,
             crop: config.crop,
             hflip: config.hflip,
             output: config.output,
-            quarter_turns,
-            mirror,
+            quarter_turns: if turned { 0 } else { clip.quarter_turns },
+            mirror: clip.mirror && !turned,
+            content: clip
+                .content
+                .map(|c| content_in_display(c, clip.quarter_turns, clip.mirror)),
             augmentation: None,
         }
     }
@@ -683,7 +727,14 @@ impl Cut {
     fn params(&mut self, frame: &Frame) -> FrameParams {
         let display = frame.display_size(self.quarter_turns);
         let (rect, flip) = *self.augmentation.get_or_insert_with(|| {
-            draw_augmentation(self.seed, self.crop, self.hflip, display, &self.output)
+            draw_augmentation(
+                self.seed,
+                self.crop,
+                self.hflip,
+                display,
+                self.content,
+                &self.output,
+            )
         });
         let [mut x, y, w, h] = rect;
         let mut flip = flip;
@@ -740,6 +791,7 @@ mod tests {
             reference: None,
             stream: StreamChoice::Best,
             matrix: None,
+            content: None,
         }
     }
 
@@ -831,6 +883,52 @@ mod tests {
         assert_eq!(clip_range(&all, tb, &c), 2..4);
     }
 
+    /// The content rectangle turned to the display picture lands, through the converter's
+    /// display-to-coded mapping (`convert::cpu`), on the coded rectangle it came from.
+    #[test]
+    fn the_content_rectangle_turns_with_the_picture() {
+        let (cw, ch) = (640.0, 480.0);
+        let coded = [0.1, 0.2, 0.5, 0.6];
+        let corners = |[x, y, w, h]: [f64; 4]| {
+            let mut c = vec![(x, y), (x + w, y), (x, y + h), (x + w, y + h)];
+            c.iter_mut().for_each(|p| *p = ((p.0 * 1e6).round(), (p.1 * 1e6).round()));
+            c.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            c
+        };
+        for q in 0..4u8 {
+            let [x, y, w, h] = content_in_display(coded, q, false);
+            let (dw, dh) = if q % 2 == 1 { (ch, cw) } else { (cw, ch) };
+            // Display (dx, dy) -> coded (x, y), in pixels, then fractions of the coded size.
+            let to_coded = |(dx, dy): (f64, f64)| {
+                let (dx, dy) = (dx * dw, dy * dh);
+                let (x, y) = match q {
+                    0 => (dx, dy),
+                    1 => (dy, ch - dx),
+                    2 => (cw - dx, ch - dy),
+                    _ => (cw - dy, dx),
+                };
+                (x / cw, y / ch)
+            };
+            let mapped: Vec<(f64, f64)> = [(x, y), (x + w, y), (x, y + h), (x + w, y + h)]
+                .into_iter()
+                .map(to_coded)
+                .collect();
+            let xs = mapped.iter().map(|p| p.0);
+            let ys = mapped.iter().map(|p| p.1);
+            let (x0, x1) = (xs.clone().fold(1.0, f64::min), xs.fold(0.0, f64::max));
+            let (y0, y1) = (ys.clone().fold(1.0, f64::min), ys.fold(0.0, f64::max));
+            assert_eq!(corners([x0, y0, x1 - x0, y1 - y0]), corners(coded), "{q} turns");
+        }
+        let [x, _, w, _] = content_in_display(coded, 0, true);
+        assert!((x - 0.4).abs() < 1e-12 && (w - 0.5).abs() < 1e-12);
+        // The centred square inside the content of a 640x480 display picture.
+        let out = OutputSpec::rgb8(10, 10, super::super::Filter::Bilinear);
+        let content = Some([0.0, 0.125, 1.0, 0.75]);
+        let (rect, _) = draw_augmentation(1, Crop::Content, 0.0, (640, 480), content, &out);
+        let px = [rect[0] * 640.0, rect[1] * 480.0, rect[2] * 640.0, rect[3] * 480.0];
+        assert_eq!(px.map(f32::round), [140.0, 60.0, 360.0, 360.0]);
+    }
+
     #[test]
     fn center_crop_has_the_output_aspect() {
         let out = OutputSpec {
@@ -842,7 +940,7 @@ mod tests {
             mean: [0.0; 3],
             std: [1.0; 3],
         };
-        let (rect, flip) = draw_augmentation(1, Crop::Center, 0.0, (200, 100), &out);
+        let (rect, flip) = draw_augmentation(1, Crop::Center, 0.0, (200, 100), None, &out);
         assert_eq!(rect, [0.25, 0.0, 0.5, 1.0]);
         assert!(!flip);
     }

@@ -119,6 +119,7 @@ pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
             i64_col("clip_encoded_frames", &|r| r.clip.encoded_frames),
             str_col("clip_note", &|r| r.clip.note.as_deref()),
             str_col("frame_map", &|r| r.frame_map.as_deref()),
+            str_col("content_crop", &|r| r.content_crop.as_deref()),
         ],
     )
 }
@@ -212,7 +213,7 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
         later_i("clip_encoded_frames")?,
         later_s("clip_note")?,
     );
-    let frame_map = later_s("frame_map")?;
+    let (frame_map, content_crop) = (later_s("frame_map")?, later_s("content_crop")?);
     let owned = |v: Option<&str>| v.map(str::to_string);
     Ok((0..df.height())
         .map(|k| ManifestRow {
@@ -257,6 +258,7 @@ pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
                 note: owned(clip_note.get(k)),
             },
             frame_map: owned(frame_map.get(k)),
+            content_crop: owned(content_crop.get(k)),
         })
         .collect())
 }

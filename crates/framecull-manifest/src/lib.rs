@@ -115,6 +115,11 @@ pub struct ManifestRow {
     /// rows hash, when empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame_map: Option<String>,
+    /// A video's picture without its letterbox or pillarbox bars, `w:h:x:y` of the coded
+    /// picture (the catalog's `content_crop`; left out of JSON lines, and of the rows hash,
+    /// when it has none). The loader's `crop = "content"` crops to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_crop: Option<String>,
 }
 
 /// The `clip_*` columns: a row's clip file in the version's clip folder
@@ -244,6 +249,7 @@ impl ManifestRow {
         "clip_encoded_frames",
         "clip_note",
         "frame_map",
+        "content_crop",
     ];
 }
 

@@ -233,6 +233,7 @@ fn base_row(
         },
         clip: ClipFileColumns::default(),
         frame_map: None,
+        content_crop: m.and_then(|m| m.content_crop).map(|c| c.to_string()),
     }
 }
 
