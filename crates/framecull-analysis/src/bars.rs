@@ -198,8 +198,10 @@ impl Bars {
         };
         let (y0, y1) = (cut(top, h, coded_height), cut(bottom, h, coded_height));
         let (x0, x1) = (cut(left, w, coded_width), cut(right, w, coded_width));
-        let width = coded_width.checked_sub(x0 + x1)? & !1;
-        let height = coded_height.checked_sub(y0 + y1)? & !1;
+        // Even sizes across bars; an axis without bars keeps its size, odd or not.
+        let even = |size: u32, bars: usize| if bars > 0 { size & !1 } else { size };
+        let width = even(coded_width.checked_sub(x0 + x1)?, left);
+        let height = even(coded_height.checked_sub(y0 + y1)?, top);
         (width > 0 && height > 0).then_some(Crop {
             x: x0,
             y: y0,
@@ -277,6 +279,9 @@ mod tests {
         assert_eq!((crop.x, crop.width), (0, 640));
         // 25 lines of 192 at 2.5 px each: 62.5, rounded up and to even.
         assert_eq!((crop.y, crop.height), (64, 352));
+        // An odd width without bars keeps its size (no pillarbox read into it).
+        let crop = content_of(&frames, 256, 192, (853, 480)).unwrap();
+        assert_eq!((crop.x, crop.width, crop.y), (0, 853, 64));
         // Pillarbox, grey bars.
         let frames: Vec<Vec<u8>> = (1..4).map(|s| frame(256, 144, 0, 32, 128, s)).collect();
         let crop = content_of(&frames, 256, 144, (1920, 1080)).unwrap();

@@ -154,7 +154,7 @@ pub enum FilterError {
     )]
     Flag { text: String },
     #[error(
-        "{key}: given twice; a filter takes one {key}: term (its terms must all match, and a file has one {key})"
+        "{key}: given twice; a filter takes one {key}: term (a second one would replace the first)"
     )]
     Repeated { key: String },
 }
@@ -241,6 +241,7 @@ impl Filter {
         for term in split_terms(text) {
             if let Some((key, _)) = term.split_once(':') {
                 let key = key.trim();
+                // The filter holds one term of each key (one flag, one label, one path text).
                 if keys.contains(&key) {
                     return Err(FilterError::Repeated { key: key.into() });
                 }

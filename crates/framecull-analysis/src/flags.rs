@@ -442,7 +442,9 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             "the content is {}x{} at ({}, {}) of {w}x{h} (crop={crop})",
             crop.width, crop.height, crop.x, crop.y
         );
-        if crop.height < h {
+        // A barred side always moves the crop's edge (bars are on both sides); an axis
+        // without bars keeps the picture's size.
+        if crop.y > 0 {
             out.push(flag(
                 FlagCode::Letterbox,
                 Severity::Info,
@@ -450,7 +452,7 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
                 format!("bars above and below the picture: {content}"),
             ));
         }
-        if crop.width < w {
+        if crop.x > 0 {
             out.push(flag(
                 FlagCode::Pillarbox,
                 Severity::Info,

@@ -167,7 +167,11 @@ impl Sampled {
             self.fill_from_keyframes(m, scan);
         }
         let bars = self.every_frame(scan).map_or(&self.bars, |run| &run.bars);
-        m.content_crop = self.coded.and_then(|(w, h)| bars.content(w, h));
+        // In the first frame's pixels: none where the size changes.
+        m.content_crop = self
+            .coded
+            .and_then(|(w, h)| bars.content(w, h))
+            .filter(|_| m.resolution_changes == 0);
         self.fill_motion(m, scan);
     }
 

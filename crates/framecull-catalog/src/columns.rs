@@ -125,7 +125,8 @@ pub(crate) fn load<T: Stored>(r: &rusqlite::Row, at: usize) -> rusqlite::Result<
     let v = r.get_ref(at)?;
     T::load(v).map_err(|e| match e {
         FromSqlError::InvalidType => {
-            rusqlite::Error::InvalidColumnType(at, String::new(), v.data_type())
+            let name = r.as_ref().column_name(at).unwrap_or_default().to_string();
+            rusqlite::Error::InvalidColumnType(at, name, v.data_type())
         }
         other => rusqlite::Error::FromSqlConversionFailure(at, v.data_type(), Box::new(other)),
     })

@@ -68,13 +68,15 @@ pub struct Row<'a> {
 }
 
 /// The fields of a `list` row that a triage estimates (docs/ANALYSIS.md): the picture and
-/// motion measures of the frames it decodes, and the perceptual hash of its first keyframe.
-pub const TRIAGE_ESTIMATES: [&str; 5] = [
+/// motion measures of the frames it decodes, the perceptual hash of its first keyframe, and
+/// the bars of its keyframes.
+pub const TRIAGE_ESTIMATES: [&str; 6] = [
     "motion_mean",
     "motion_p95",
     "brightness",
     "sharpness",
     "phash",
+    "content_crop",
 ];
 
 /// Those of [`TRIAGE_ESTIMATES`] a triage's metrics `m` hold.
@@ -85,6 +87,7 @@ fn triage_estimates(m: &Metrics) -> Vec<&'static str> {
         m.brightness.is_some(),
         m.sharpness.is_some(),
         m.phash.is_some(),
+        m.content_crop.is_some(),
     ];
     TRIAGE_ESTIMATES
         .into_iter()

@@ -260,7 +260,8 @@ pub(crate) fn window_positions(
 fn content_fractions(row: &ManifestRow) -> Option<[f64; 4]> {
     let c = framecull_model::Crop::parse(row.content_crop.as_deref()?)?;
     let (w, h) = (row.width? as f64, row.height? as f64);
-    let fits = f64::from(c.x + c.width) <= w && f64::from(c.y + c.height) <= h;
+    let fits =
+        f64::from(c.x) + f64::from(c.width) <= w && f64::from(c.y) + f64::from(c.height) <= h;
     fits.then(|| {
         [
             f64::from(c.x) / w,
@@ -891,7 +892,8 @@ mod tests {
         let coded = [0.1, 0.2, 0.5, 0.6];
         let corners = |[x, y, w, h]: [f64; 4]| {
             let mut c = vec![(x, y), (x + w, y), (x, y + h), (x + w, y + h)];
-            c.iter_mut().for_each(|p| *p = ((p.0 * 1e6).round(), (p.1 * 1e6).round()));
+            c.iter_mut()
+                .for_each(|p| *p = ((p.0 * 1e6).round(), (p.1 * 1e6).round()));
             c.sort_by(|a, b| a.partial_cmp(b).unwrap());
             c
         };
@@ -917,7 +919,11 @@ mod tests {
             let ys = mapped.iter().map(|p| p.1);
             let (x0, x1) = (xs.clone().fold(1.0, f64::min), xs.fold(0.0, f64::max));
             let (y0, y1) = (ys.clone().fold(1.0, f64::min), ys.fold(0.0, f64::max));
-            assert_eq!(corners([x0, y0, x1 - x0, y1 - y0]), corners(coded), "{q} turns");
+            assert_eq!(
+                corners([x0, y0, x1 - x0, y1 - y0]),
+                corners(coded),
+                "{q} turns"
+            );
         }
         let [x, _, w, _] = content_in_display(coded, 0, true);
         assert!((x - 0.4).abs() < 1e-12 && (w - 0.5).abs() < 1e-12);
@@ -925,7 +931,12 @@ mod tests {
         let out = OutputSpec::rgb8(10, 10, super::super::Filter::Bilinear);
         let content = Some([0.0, 0.125, 1.0, 0.75]);
         let (rect, _) = draw_augmentation(1, Crop::Content, 0.0, (640, 480), content, &out);
-        let px = [rect[0] * 640.0, rect[1] * 480.0, rect[2] * 640.0, rect[3] * 480.0];
+        let px = [
+            rect[0] * 640.0,
+            rect[1] * 480.0,
+            rect[2] * 640.0,
+            rect[3] * 480.0,
+        ];
         assert_eq!(px.map(f32::round), [140.0, 60.0, 360.0, 360.0]);
     }
 
