@@ -46,21 +46,11 @@ impl Line {
         hi: [0; 3],
     };
 
-    /// A frame's line: `len` pixels of each plane from `start`, `step` apart.
-    fn push(&mut self, planes: [&[u8]; 3], start: usize, step: usize, len: usize) {
-        for (c, plane) in planes.into_iter().enumerate() {
-            let (mut lo, mut hi, mut sum) = (u8::MAX, 0u8, 0u64);
-            for i in 0..len {
-                let v = plane[start + i * step];
-                lo = lo.min(v);
-                hi = hi.max(v);
-                sum += u64::from(v);
-            }
-            let mean = sum.checked_div(len as u64).unwrap_or(0) as u8;
-            self.spread = self.spread.max(hi.saturating_sub(lo));
-            self.lo[c] = self.lo[c].min(mean);
-            self.hi[c] = self.hi[c].max(mean);
-        }
+    /// A frame's line in plane `c`: its lowest, highest and mean value.
+    fn push(&mut self, c: usize, lo: u8, hi: u8, mean: u8) {
+        self.spread = self.spread.max(hi.saturating_sub(lo));
+        self.lo[c] = self.lo[c].min(mean);
+        self.hi[c] = self.hi[c].max(mean);
     }
 
     /// Flat in every frame, in one colour throughout.
@@ -91,9 +81,13 @@ pub struct Bars {
     size: Option<(usize, usize)>,
     rows: Vec<Line>,
     columns: Vec<Line>,
-    /// Each pixel's lowest and highest R, G and B over the frames so far.
-    lo: Vec<[u8; 3]>,
-    hi: Vec<[u8; 3]>,
+    /// Each pixel's lowest and highest R, G and B over the frames so far, a plane each.
+    lo: [Vec<u8>; 3],
+    hi: [Vec<u8>; 3],
+    /// A frame's columns' lowest, highest and summed values (one plane at a time).
+    column_lo: Vec<u8>,
+    column_hi: Vec<u8>,
+    column_sum: Vec<u32>,
     off: bool,
 }
 
@@ -110,8 +104,8 @@ impl Bars {
                 self.size = Some((width, height));
                 self.rows = vec![Line::NEW; height];
                 self.columns = vec![Line::NEW; width];
-                self.lo = vec![[u8::MAX; 3]; width * height];
-                self.hi = vec![[0; 3]; width * height];
+                self.lo = [(); 3].map(|_| vec![u8::MAX; width * height]);
+                self.hi = [(); 3].map(|_| vec![0; width * height]);
             }
             Some(size) if size != (width, height) => {
                 self.off = true;
@@ -119,16 +113,45 @@ impl Bars {
             }
             Some(_) => {}
         }
-        for (y, line) in self.rows.iter_mut().enumerate() {
-            line.push(planes, y * width, 1, width);
-        }
-        for (x, line) in self.columns.iter_mut().enumerate() {
-            line.push(planes, x, width, height);
-        }
+        // Row by row, so that every loop runs over contiguous bytes (and vectorises).
+        let n = width * height;
+        let (w, h) = (width as u32, height as u32);
         for (c, plane) in planes.into_iter().enumerate() {
-            for ((lo, hi), &v) in self.lo.iter_mut().zip(&mut self.hi).zip(plane) {
-                lo[c] = lo[c].min(v);
-                hi[c] = hi[c].max(v);
+            let plane = &plane[..n];
+            for (lo, &v) in self.lo[c].iter_mut().zip(plane) {
+                *lo = (*lo).min(v);
+            }
+            for (hi, &v) in self.hi[c].iter_mut().zip(plane) {
+                *hi = (*hi).max(v);
+            }
+            self.column_lo.clear();
+            self.column_lo.resize(width, u8::MAX);
+            self.column_hi.clear();
+            self.column_hi.resize(width, 0);
+            self.column_sum.clear();
+            self.column_sum.resize(width, 0);
+            for (row, line) in plane.chunks_exact(width).zip(&mut self.rows) {
+                let lo = row.iter().fold(u8::MAX, |a, &v| a.min(v));
+                let hi = row.iter().fold(0, |a, &v| a.max(v));
+                let sum: u32 = row.iter().map(|&v| u32::from(v)).sum();
+                line.push(c, lo, hi, (sum / w) as u8);
+                for (m, &v) in self.column_lo.iter_mut().zip(row) {
+                    *m = (*m).min(v);
+                }
+                for (m, &v) in self.column_hi.iter_mut().zip(row) {
+                    *m = (*m).max(v);
+                }
+                for (m, &v) in self.column_sum.iter_mut().zip(row) {
+                    *m += u32::from(v);
+                }
+            }
+            let columns = self
+                .column_lo
+                .iter()
+                .zip(&self.column_hi)
+                .zip(&self.column_sum);
+            for (line, ((&lo, &hi), &sum)) in self.columns.iter_mut().zip(columns) {
+                line.push(c, lo, hi, (sum / h) as u8);
             }
         }
     }
@@ -139,9 +162,9 @@ impl Bars {
         let (mut active, mut n) = (0usize, 0usize);
         for i in at {
             n += 1;
-            let (lo, hi) = (self.lo[i], self.hi[i]);
             active += usize::from((0..3).any(|c| {
-                bar[c].abs_diff(lo[c]) > FLAT_SPREAD || bar[c].abs_diff(hi[c]) > FLAT_SPREAD
+                bar[c].abs_diff(self.lo[c][i]) > FLAT_SPREAD
+                    || bar[c].abs_diff(self.hi[c][i]) > FLAT_SPREAD
             }));
         }
         if n == 0 {
