@@ -489,3 +489,25 @@ def test_odd_names_in_mpeg_ts_load_every_frame(tmp_path):
     assert sorted(seen) == list(range(50))
     assert loader.stats()["skipped_windows"] == {} and loader.stats()["skipped_clips"] == {}
     assert framecull.read_manifest(project / "manifests" / "odd").column("path").to_pylist() == [name]
+
+
+def test_the_content_crop_leaves_a_letterboxed_videos_bars_out(tmp_path):
+    """`crop="content"` crops inside a letterboxed video's content (the manifest's
+    `content_crop`): no bar row reaches the batch, where the centre crop keeps them."""
+    from conftest import make_dataset, run
+
+    graph = "testsrc2=size=640x360:rate=25,noise=alls=12:allf=t,pad=640:480:0:60:black"
+    project = make_dataset(tmp_path / "boxed", [("boxed.mp4", graph, ["-t", "1"])])
+    run("export", "--project", str(project), "--name", "x", "--format", "jsonl")
+    rows = framecull.read_manifest(project / "manifests" / "x").to_pylist()
+    assert [r["content_crop"] for r in rows] == ["640:352:0:64"]
+
+    def edge_rows(crop: str) -> np.ndarray:
+        loader = framecull.Loader(project / "manifests" / "x", split=None, size=(64, 64),
+                                  batch_size=1, clip_len=4, stride=5, mode="uniform",
+                                  crop=crop, dtype="uint8", layout="bthwc", device="cpu")
+        frames = np.concatenate([np.asarray(b.frames)[0] for b in loader])
+        return np.concatenate([frames[:, 0].mean(axis=(1, 2)), frames[:, -1].mean(axis=(1, 2))])
+
+    assert (edge_rows("center") < 20).all()
+    assert (edge_rows("content") > 40).all()
