@@ -8,8 +8,8 @@ use super::columns;
 use super::{Catalog, CatalogError, Result, unix_now};
 use framecull_analysis::flags::Config;
 use framecull_model::{
-    AnalysisLevel, Curves, Cut, DupInfo, Flag, FlagSource, FrameTable, ItemId, ItemStatus,
-    Measured, MediaKind, Metrics, Severity,
+    AnalysisLevel, Curves, Cut, DupInfo, Flag, FrameTable, ItemId, ItemStatus, Measured, MediaKind,
+    Metrics,
 };
 
 /// The metrics table's columns that are not [`Metrics`] fields, written before them: the
@@ -334,17 +334,18 @@ impl Catalog {
                     info.exact_group
                 ])?;
             }
-            let mut f = tx.prepare_cached(
-                "INSERT INTO flags(item_id, code, severity, reason, source) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
+            let mut f = tx.prepare_cached(&format!(
+                "INSERT INTO flags(item_id, {}) VALUES ({})",
+                columns::list(columns::FLAG_FIELDS, ""),
+                columns::placeholders(1 + columns::FLAG_FIELDS.len())
+            ))?;
             for (id, flag) in flags {
-                f.execute(params![
-                    id,
-                    flag.code,
-                    flag.severity.as_str(),
-                    flag.reason,
-                    flag.source.as_str()
-                ])?;
+                let fields = columns::flag_values(flag)?;
+                f.execute(params_from_iter(
+                    [id as &dyn ToSql]
+                        .into_iter()
+                        .chain(fields.iter().map(|v| v as &dyn ToSql)),
+                ))?;
             }
         }
         tx.commit()?;
@@ -372,21 +373,12 @@ impl Catalog {
 
     /// Every flag, by item, in a stable order (severity, then code).
     pub fn all_flags(&self) -> Result<HashMap<ItemId, Vec<Flag>>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT item_id, code, severity, reason, source FROM flags ORDER BY item_id, id",
-        )?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT item_id, {} FROM flags ORDER BY item_id, id",
+            columns::list(columns::FLAG_FIELDS, "")
+        ))?;
         let rows = stmt.query_map([], |r| {
-            let severity: String = r.get(2)?;
-            let source: String = r.get(4)?;
-            Ok((
-                r.get::<_, ItemId>(0)?,
-                Flag {
-                    code: r.get(1)?,
-                    severity: Severity::parse(&severity).unwrap_or(Severity::Warning),
-                    reason: r.get(3)?,
-                    source: FlagSource::parse(&source).unwrap_or(FlagSource::Rule),
-                },
-            ))
+            Ok((r.get::<_, ItemId>(0)?, columns::read_flag(r, 1)?))
         })?;
         let mut out: HashMap<ItemId, Vec<Flag>> = HashMap::new();
         for row in rows {

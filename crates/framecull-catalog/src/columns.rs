@@ -5,7 +5,10 @@
 use rusqlite::ToSql;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, Value, ValueRef};
 
-use framecull_model::{AnalysisLevel, Clip, ClipOrigin, Crop, Decision, MediaInfo, Metrics, Ratio};
+use framecull_model::{
+    AnalysisLevel, Clip, ClipOrigin, Crop, Decision, Flag, FlagSource, MediaInfo, Metrics, Ratio,
+    Severity,
+};
 
 /// A model field as SQLite holds it: integers that do not fit `i64`'s sign are stored as their
 /// bits, a level and a ratio as their text. Text is written and read without a copy.
@@ -119,6 +122,31 @@ macro_rules! stored_by_name {
 }
 
 stored_by_name!(ClipOrigin, Decision);
+
+/// Enums stored as their names; a name this version does not know reads as `$unknown`.
+macro_rules! stored_by_name_or {
+    ($($t:ty => $unknown:expr),*) => {$(
+        impl Stored for $t {
+            fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(self.as_str().into())
+            }
+            fn load(v: ValueRef<'_>) -> FromSqlResult<$t> {
+                Ok(<$t>::parse(v.as_str()?).unwrap_or($unknown))
+            }
+        }
+    )*};
+}
+
+stored_by_name_or!(Severity => Severity::Warning, FlagSource => FlagSource::Rule);
+
+impl Stored for String {
+    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        self.to_sql()
+    }
+    fn load(v: ValueRef<'_>) -> FromSqlResult<String> {
+        FromSql::column_result(v)
+    }
+}
 
 /// Field `field` of a row from column `at`.
 pub(crate) fn load<T: Stored>(r: &rusqlite::Row, at: usize) -> rusqlite::Result<T> {
@@ -239,6 +267,18 @@ table_fields!(
         label,
         origin,
         decision,
+    }
+);
+
+table_fields!(
+    FLAG_FIELDS,
+    flag_values,
+    read_flag,
+    Flag {
+        code,
+        severity,
+        reason,
+        source,
     }
 );
 

@@ -734,7 +734,10 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use framecull_model::{AnalysisLevel, Crop, Curves, Measured, MediaInfo, Metrics, Ratio};
+    use framecull_model::{
+        AnalysisLevel, Crop, Curves, Flag, FlagSource, Measured, MediaInfo, Metrics, Ratio,
+        Severity,
+    };
 
     /// Media information with every field set: read back whole, and a brief read holds the
     /// brief fields and no other. A rescan replaces every field.
@@ -794,6 +797,41 @@ mod tests {
         };
         assert_eq!(brief[0].info, expected);
         assert_eq!(brief[0].mtime_ns, 0);
+    }
+
+    /// Flags read back in the order written, every field; a severity or source this version
+    /// does not know reads as a warning from a rule.
+    #[test]
+    fn flags_read_back_as_written() {
+        let (_dir, mut catalog) = catalog_with(&["a.mp4"]);
+        let id = catalog.items().unwrap()[0].id;
+        let flag = |code: &str, severity, source| Flag {
+            code: code.into(),
+            severity,
+            reason: format!("why {code}"),
+            source,
+        };
+        let flags = vec![
+            (id, flag("truncated", Severity::Error, FlagSource::Decode)),
+            (id, flag("letterbox", Severity::Info, FlagSource::Rule)),
+        ];
+        let config = framecull_analysis::flags::Config::default();
+        catalog
+            .replace_derived(&HashMap::new(), &flags, &config)
+            .unwrap();
+        let read = catalog.all_flags().unwrap();
+        let expected: Vec<Flag> = flags.into_iter().map(|(_, f)| f).collect();
+        assert_eq!(read[&id], expected);
+        catalog
+            .conn
+            .execute("UPDATE flags SET severity = 'dire', source = 'oracle'", [])
+            .unwrap();
+        let read = catalog.all_flags().unwrap();
+        assert!(
+            read[&id]
+                .iter()
+                .all(|f| f.severity == Severity::Warning && f.source == FlagSource::Rule)
+        );
     }
 
     /// Metrics with every field set to a value of its own (none the default), and a large
