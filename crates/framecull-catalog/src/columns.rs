@@ -63,27 +63,24 @@ impl Stored for Option<u64> {
     }
 }
 
-impl Stored for AnalysisLevel {
-    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(self.as_str().into())
-    }
-    /// A name this version does not know reads as deep (rows written before levels were).
-    fn load(v: ValueRef<'_>) -> FromSqlResult<AnalysisLevel> {
-        Ok(AnalysisLevel::parse(v.as_str()?).unwrap_or(AnalysisLevel::Deep))
-    }
+/// Values stored as their text (`$text`, read back by `parse`), NULL for none; text that
+/// does not parse reads as none.
+macro_rules! stored_as_text_or_null {
+    ($($t:ty => $text:expr),*) => {$(
+        impl Stored for Option<$t> {
+            fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::Owned(
+                    self.map_or(Value::Null, |v| Value::Text($text(v))),
+                ))
+            }
+            fn load(v: ValueRef<'_>) -> FromSqlResult<Option<$t>> {
+                Ok(v.as_str_or_null()?.and_then(<$t>::parse))
+            }
+        }
+    )*};
 }
 
-impl Stored for Option<Ratio> {
-    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::Owned(
-            self.map_or(Value::Null, |r| Value::Text(r.to_text())),
-        ))
-    }
-    /// Text that is not a ratio reads as none.
-    fn load(v: ValueRef<'_>) -> FromSqlResult<Option<Ratio>> {
-        Ok(v.as_str_or_null()?.and_then(Ratio::parse))
-    }
-}
+stored_as_text_or_null!(Ratio => Ratio::to_text, Crop => |c: Crop| c.to_string());
 
 impl Stored for Ratio {
     fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -95,36 +92,9 @@ impl Stored for Ratio {
     }
 }
 
-impl Stored for Option<Crop> {
-    fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::Owned(
-            self.map_or(Value::Null, |c| Value::Text(c.to_string())),
-        ))
-    }
-    /// Text that is not a crop reads as none.
-    fn load(v: ValueRef<'_>) -> FromSqlResult<Option<Crop>> {
-        Ok(v.as_str_or_null()?.and_then(Crop::parse))
-    }
-}
-
-/// Enums stored as their names; a name this version does not know reads as the default.
+/// Enums stored as their names; a name this version does not know reads as `$unknown` (a
+/// level: deep, as rows written before levels were).
 macro_rules! stored_by_name {
-    ($($t:ty),*) => {$(
-        impl Stored for $t {
-            fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-                Ok(self.as_str().into())
-            }
-            fn load(v: ValueRef<'_>) -> FromSqlResult<$t> {
-                Ok(<$t>::parse(v.as_str()?).unwrap_or_default())
-            }
-        }
-    )*};
-}
-
-stored_by_name!(ClipOrigin, Decision);
-
-/// Enums stored as their names; a name this version does not know reads as `$unknown`.
-macro_rules! stored_by_name_or {
     ($($t:ty => $unknown:expr),*) => {$(
         impl Stored for $t {
             fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -137,7 +107,13 @@ macro_rules! stored_by_name_or {
     )*};
 }
 
-stored_by_name_or!(Severity => Severity::Warning, FlagSource => FlagSource::Rule);
+stored_by_name!(
+    AnalysisLevel => AnalysisLevel::Deep,
+    ClipOrigin => ClipOrigin::default(),
+    Decision => Decision::default(),
+    Severity => Severity::Warning,
+    FlagSource => FlagSource::Rule
+);
 
 impl Stored for String {
     fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
