@@ -53,6 +53,7 @@ ITEMS_SCHEMA = pa.schema(
         ("sharpness", pa.float64()),
         ("phash", pa.string()),
         ("content_crop", pa.string()),
+        ("field_order", pa.string()),
         ("dup_group", pa.int64()),
         ("dup_exact_group", pa.int64()),
         ("flags", pa.list_(_FLAG)),

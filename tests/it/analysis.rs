@@ -563,6 +563,26 @@ fn one_and_two_decoder_threads_per_file_give_the_same_rows() {
     }
 }
 
+/// `list` rows by path.
+type Rows = std::collections::BTreeMap<String, serde_json::Value>;
+
+/// `list` rows of a folder scanned `--deep` and, in another project, `--triage`.
+fn deep_and_triage_rows(data: &Path) -> (Rows, Rows) {
+    let rows_at = |level: &str| {
+        let project = data.join(format!("project-{level}"));
+        let out = common::run(&[
+            "scan",
+            data.to_str().unwrap(),
+            level,
+            "--project",
+            project.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        common::list_jsonl(&project)
+    };
+    (rows_at("--deep"), rows_at("--triage"))
+}
+
 /// Bars generated with FFmpeg's `pad` around noisy footage: letterboxed 16:9 in 4:3,
 /// pillarboxed 4:3 in 16:9, bars that are not black, bars on all four sides; and footage with
 /// a flat area on one side only (a sky) or none, which has no bars. The deep pass and the
@@ -614,19 +634,7 @@ fn letterbox_and_pillarbox_bars_are_found_with_the_crop_that_removes_them() {
             "-f", "lavfi", "-i", graph, "-t", "2", "-pix_fmt", "yuv420p", out,
         ]);
     }
-    let rows_at = |level: &str| {
-        let project = data.path().join(format!("project-{level}"));
-        let out = common::run(&[
-            "scan",
-            data.path().to_str().unwrap(),
-            level,
-            "--project",
-            project.to_str().unwrap(),
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
-        common::list_jsonl(&project)
-    };
-    let (deep, triage) = (rows_at("--deep"), rows_at("--triage"));
+    let (deep, triage) = deep_and_triage_rows(data.path());
     // (file, the content's rectangle (x, y, w, h), letterbox, pillarbox).
     let expected: [(&str, Option<[u32; 4]>, bool, bool); 8] = [
         ("letterbox.mp4", Some([0, 60, 640, 360]), true, false),
@@ -727,4 +735,167 @@ fn letterbox_and_pillarbox_bars_are_found_with_the_crop_that_removes_them() {
         named("flag:pillarbox"),
         ["boxed.avi", "pillarbox.mp4", "windowbox.mp4"]
     );
+}
+
+/// What FFmpeg's `idet` tells of each frame of `path` alone: (tff, bff, progressive).
+fn idet_counts(path: &Path) -> (u64, u64, u64) {
+    let out = std::process::Command::new("ffmpeg")
+        .args(["-hide_banner", "-nostats", "-i"])
+        .arg(path)
+        .args(["-an", "-vf", "idet", "-f", "null", "-"])
+        .output()
+        .expect("the ffmpeg command line (packaging/deps.sh installs it)");
+    let log = String::from_utf8_lossy(&out.stderr);
+    let line = log
+        .lines()
+        .find(|l| l.contains("Single frame detection"))
+        .unwrap_or_else(|| panic!("no idet summary for {path:?}: {log}"));
+    let count = |key: &str| -> u64 {
+        let rest = &line[line.find(key).unwrap() + key.len()..];
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    (count("TFF:"), count("BFF:"), count("Progressive:"))
+}
+
+/// Interlaced PAL and NTSC pictures in both field orders (MPEG-2 in PS and TS under an odd
+/// name, H.264 in MP4, MPEG-4 Part 2 in AVI, 10-bit ProRes), pictures marked with the wrong
+/// order or as progressive, telecined film, and progressive pictures carried in a stream
+/// marked interlaced: the `interlaced` flag and `field_order` follow the picture, not the
+/// marks, and agree with FFmpeg's `idet` wherever one order holds in at least 80% of its
+/// frames (it splits progressive motion between both orders: no flag there). A triage does
+/// not test the fields.
+#[test]
+fn interlaced_pictures_are_flagged_with_the_field_order_the_picture_shows() {
+    let data = tempfile::tempdir().unwrap();
+    let pal = "testsrc2=size=720x576:rate=50";
+    let ntsc = "testsrc2=size=720x480:rate=60000/1001";
+    let interlaced = |source: &str, first: &str, marked: &str| {
+        format!("{source},tinterlace=mode=interleave_{first},setfield={marked}")
+    };
+    let mpeg2 = |top: &'static str| -> Vec<&'static str> {
+        vec![
+            "-c:v",
+            "mpeg2video",
+            "-flags",
+            "+ildct+ilme",
+            "-top",
+            top,
+            "-b:v",
+            "8M",
+        ]
+    };
+    // (name, filter graph, encoder arguments, field order, the order the frames are marked).
+    let files: Vec<(&str, String, Vec<&str>, &str, &str)> = vec![
+        ("pal_tff.mpg", interlaced(pal, "top", "tff"), mpeg2("1"), "tff", "tff"),
+        (
+            "pal_bff.mp4",
+            interlaced(pal, "bottom", "bff"),
+            vec!["-c:v", "libx264", "-flags", "+ildct+ilme", "-x264-params", "bff=1"],
+            "bff",
+            "bff",
+        ),
+        ("ntsc tff ü #1.ts", interlaced(ntsc, "top", "tff"), mpeg2("1"), "tff", "tff"),
+        (
+            "ntsc_bff.avi",
+            interlaced(ntsc, "bottom", "bff"),
+            vec!["-c:v", "mpeg4", "-flags", "+ildct+ilme", "-top", "0", "-q:v", "3"],
+            "bff",
+            "bff",
+        ),
+        (
+            "marked_wrong.mpg",
+            interlaced(pal, "bottom", "tff"),
+            mpeg2("1"),
+            "bff",
+            "tff",
+        ),
+        (
+            "unmarked.mp4",
+            interlaced(pal, "top", "prog"),
+            vec!["-c:v", "libx264"],
+            "tff",
+            "progressive",
+        ),
+        (
+            "prores_10bit.mov",
+            interlaced(pal, "top", "tff"),
+            vec!["-c:v", "prores_ks", "-flags", "+ildct", "-pix_fmt", "yuv422p10le"],
+            "tff",
+            "",
+        ),
+        (
+            "telecine.mpg",
+            "testsrc2=size=720x480:rate=24000/1001,telecine=first_field=top:pattern=23,setfield=tff"
+                .into(),
+            mpeg2("1"),
+            "tff",
+            "tff",
+        ),
+        (
+            "progressive_marked_interlaced.mpg",
+            "testsrc2=size=720x576:rate=25,setfield=tff".into(),
+            mpeg2("1"),
+            "progressive",
+            "tff",
+        ),
+        (
+            "progressive.mp4",
+            "testsrc2=size=720x576:rate=25".into(),
+            vec!["-c:v", "libx264"],
+            "progressive",
+            "progressive",
+        ),
+    ];
+    for (name, graph, codec, ..) in &files {
+        let out = data.path().join(name);
+        let mut args = vec!["-f", "lavfi", "-i", graph, "-t", "3"];
+        args.extend(codec);
+        if !codec.contains(&"-pix_fmt") {
+            args.extend(["-pix_fmt", "yuv420p"]);
+        }
+        args.push(out.to_str().unwrap());
+        common::ffmpeg(&args);
+    }
+    let (deep, triage) = deep_and_triage_rows(data.path());
+    for (name, _, _, order, marked) in &files {
+        let row = &deep[*name];
+        assert_eq!(row["field_order"], *order, "{name}: {row}");
+        let flags = row["flags"].as_array().unwrap();
+        let flag = flags.iter().find(|f| f["code"] == "interlaced");
+        assert_eq!(flag.is_some(), *order != "progressive", "{name}: {flags:?}");
+        if let Some(flag) = flag {
+            let reason = flag["reason"].as_str().unwrap();
+            let words = if *order == "tff" {
+                "top field first"
+            } else {
+                "bottom field first"
+            };
+            assert!(reason.contains(words), "{name}: {reason}");
+            assert_eq!(flag["severity"], "warning");
+            let marks = match *marked {
+                m if m == *order => "the frames are marked so",
+                "progressive" => "the frames are marked progressive",
+                "" => "",
+                _ => "so deinterlacing by the marks swaps the fields",
+            };
+            assert!(reason.contains(marks), "{name}: {reason}");
+        }
+        // FFmpeg's idet, where one order holds.
+        let (tff, bff, progressive) = idet_counts(&data.path().join(name));
+        let frames = tff + bff + progressive;
+        let idet = if tff * 5 >= frames * 4 {
+            "tff"
+        } else if bff * 5 >= frames * 4 {
+            "bff"
+        } else {
+            "progressive"
+        };
+        assert_eq!(
+            idet, *order,
+            "{name}: idet {tff} tff, {bff} bff, {progressive} progressive"
+        );
+        let row = &triage[*name];
+        assert!(row["field_order"].is_null(), "{name}: {row}");
+        assert!(!common::flag_codes(row).contains(&"interlaced".into()));
+    }
 }

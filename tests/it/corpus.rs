@@ -439,3 +439,32 @@ fn bars_are_found_on_the_corpus_files_that_have_them_and_on_no_other() {
         .count();
     assert_eq!(flagged, 3);
 }
+
+/// Checked by eye and against FFmpeg's `idet` (139 of its 163 frames top field first alone,
+/// every one with its history): the concert clip `fate_attachment631-small.mp4` (720x480,
+/// frames not marked interlaced) combs on every moving edge; it is the corpus's one
+/// interlaced video. Most others show progressive motion; still or very short ones tell
+/// nothing.
+#[test]
+fn the_corpus_interlaced_video_is_flagged_top_field_first_and_no_other() {
+    let Some((_, rows)) = deep_rows() else {
+        return;
+    };
+    let flagged: Vec<(&str, &serde_json::Value)> = rows
+        .iter()
+        .filter(|(_, r)| common::flag_codes(r).contains(&"interlaced".into()))
+        .map(|(p, r)| (p.as_str(), &r["field_order"]))
+        .collect();
+    assert_eq!(
+        flagged,
+        [(
+            "broken/fate_attachment631-small.mp4",
+            &serde_json::json!("tff")
+        )]
+    );
+    let progressive = rows
+        .values()
+        .filter(|r| r["field_order"] == "progressive")
+        .count();
+    assert!(progressive >= 30, "{progressive} progressive videos");
+}

@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use framecull_model::{
-    AnalysisLevel, DupInfo, Flag, FlagCode, FlagSource, Item, ItemStatus, Measure, MediaKind,
-    Metrics, ReadAs, Severity, count,
+    AnalysisLevel, DupInfo, FieldOrder, Flag, FlagCode, FlagSource, Item, ItemStatus, Measure,
+    MediaKind, Metrics, ReadAs, Severity, count,
 };
 
 /// The project's `framecull.toml`. Every field has a default; absent limits are not checked.
@@ -239,6 +239,39 @@ pub fn item_flags(item: &Item, metrics: Option<&Metrics>, config: &Config) -> Ve
     out
 }
 
+/// What the interlacing tests showed (`analysis::fields`), and whether the frames say so.
+fn interlaced_reason(order: FieldOrder, m: &Metrics) -> String {
+    let combed = if order == FieldOrder::Tff {
+        m.tff_frames
+    } else {
+        m.bff_frames
+    };
+    let undetermined =
+        m.fields_tested - (m.tff_frames + m.bff_frames + m.progressive_frames).min(m.fields_tested);
+    let marks = match m.declared_field_order {
+        Some(declared) if declared == order => "; the frames are marked so".to_string(),
+        Some(FieldOrder::Progressive) => {
+            "; the frames are marked progressive, so what reads the marks will not deinterlace"
+                .to_string()
+        }
+        Some(declared) => format!(
+            "; the frames are marked {}, so deinterlacing by the marks swaps the fields",
+            declared.words()
+        ),
+        None => String::new(),
+    };
+    format!(
+        "combed, {}, in {combed} of {} frames tested ({} tff, {} bff, {} progressive, \
+         {undetermined} undetermined; {} with a repeated field){marks}",
+        order.words(),
+        m.fields_tested,
+        m.tff_frames,
+        m.bff_frames,
+        m.progressive_frames,
+        m.repeated_fields,
+    )
+}
+
 fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) {
     let d = match m.level {
         AnalysisLevel::Triage => FlagSource::Triage,
@@ -460,6 +493,14 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
                 format!("bars left and right of the picture: {content}"),
             ));
         }
+    }
+    if let Some(order) = m.field_order.filter(|o| o.interlaced()) {
+        out.push(flag(
+            FlagCode::Interlaced,
+            Severity::Warning,
+            FlagSource::Rule,
+            interlaced_reason(order, m),
+        ));
     }
     if let Some(why) = &m.suspect {
         out.push(flag(

@@ -4,6 +4,7 @@
 pub mod bars;
 pub mod cuts;
 pub mod dups;
+pub mod fields;
 pub mod filter;
 pub mod flags;
 pub mod histogram;

@@ -3,6 +3,7 @@
 
 use super::bars::Bars;
 use super::cuts::{CutDetector, CutOptions};
+use super::fields::Fields;
 use super::image::{Gray, percentile, sum_abs_diff};
 use super::motion::{MotionMeter, motion_gray};
 use super::phash::phash;
@@ -111,6 +112,8 @@ pub struct VideoAnalyzer {
     samples: Vec<quality::Quality>,
     /// Letterbox and pillarbox bars of the sampled frames.
     bars: Bars,
+    /// Interlacing, tested on a run of frames from each sampled frame.
+    fields: Fields,
     frame_hashes: Vec<u64>,
     /// Times of frames decoded with errors, from the first frame.
     error_secs: Vec<f64>,
@@ -138,6 +141,7 @@ impl VideoAnalyzer {
             next_sample: f64::NEG_INFINITY,
             samples: Vec::new(),
             bars: Bars::default(),
+            fields: Fields::default(),
             frame_hashes: Vec::new(),
             error_secs: Vec::new(),
         }
@@ -194,7 +198,9 @@ impl VideoAnalyzer {
             if gray.std_dev() >= FLAT_STD {
                 self.frame_hashes.push(phash(&gray));
             }
+            self.fields.start_run();
         }
+        self.fields.push(f.coded_luma, f.declared_fields);
         self.spare_gray = self.previous_gray.replace(gray);
     }
 
@@ -229,7 +235,7 @@ impl VideoAnalyzer {
                 .then(|| self.samples.iter().map(f).sum::<f64>() / self.samples.len() as f64)
         };
         let has_frames = self.frames > 0;
-        let metrics = Metrics {
+        let mut metrics = Metrics {
             decoded_frames: self.frames,
             motion_mean: (self.frames > 1).then_some(motion.mean),
             motion_p95: (self.frames > 1).then_some(motion.p95),
@@ -257,6 +263,7 @@ impl VideoAnalyzer {
                 .filter(|_| self.resolution_changes == 0),
             ..Metrics::default()
         };
+        self.fields.fill(&mut metrics);
         let curves = Curves {
             motion: motion.curve,
             cuts: self.cuts.finish(),

@@ -6,8 +6,8 @@ use rusqlite::ToSql;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, Value, ValueRef};
 
 use framecull_model::{
-    AnalysisLevel, Clip, ClipOrigin, Crop, Decision, Flag, FlagSource, MediaInfo, Metrics, Ratio,
-    Severity,
+    AnalysisLevel, Clip, ClipOrigin, Crop, Decision, FieldOrder, Flag, FlagSource, MediaInfo,
+    Metrics, Ratio, Severity,
 };
 
 /// A model field as SQLite holds it: integers that do not fit `i64`'s sign are stored as their
@@ -80,7 +80,11 @@ macro_rules! stored_as_text_or_null {
     )*};
 }
 
-stored_as_text_or_null!(Ratio => Ratio::to_text, Crop => |c: Crop| c.to_string());
+stored_as_text_or_null!(
+    Ratio => Ratio::to_text,
+    Crop => |c: Crop| c.to_string(),
+    FieldOrder => |o: FieldOrder| o.as_str().to_string()
+);
 
 impl Stored for Ratio {
     fn store(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -202,6 +206,13 @@ table_fields!(METRICS_FIELDS, metrics_values, read_metrics, Metrics {
     phash,
     content_hash,
     content_crop,
+    field_order,
+    declared_field_order,
+    fields_tested,
+    tff_frames,
+    bff_frames,
+    progressive_frames,
+    repeated_fields,
 });
 
 table_fields!(MEDIA_FIELDS, media_values, read_media, MediaInfo {

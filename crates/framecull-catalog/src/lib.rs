@@ -735,8 +735,8 @@ impl Catalog {
 mod tests {
     use super::*;
     use framecull_model::{
-        AnalysisLevel, Crop, Curves, Flag, FlagSource, Measured, MediaInfo, Metrics, Ratio,
-        Severity,
+        AnalysisLevel, Crop, Curves, FieldOrder, Flag, FlagSource, Measured, MediaInfo, Metrics,
+        Ratio, Severity,
     };
 
     /// Media information with every field set: read back whole, and a brief read holds the
@@ -876,6 +876,13 @@ mod tests {
             phash: Some(u64::MAX - 1),
             content_hash: text("h"),
             content_crop: Crop::parse("1440:1080:240:0"),
+            field_order: Some(FieldOrder::Bff),
+            declared_field_order: Some(FieldOrder::Progressive),
+            fields_tested: 31,
+            tff_frames: 1,
+            bff_frames: 27,
+            progressive_frames: 2,
+            repeated_fields: 3,
         };
         let result = AnalysisResult {
             id,

@@ -55,6 +55,9 @@ pub struct Row<'a> {
     /// A video's picture without its letterbox or pillarbox bars, `w:h:x:y` (FFmpeg's
     /// `crop`); null where it has none.
     pub content_crop: Option<String>,
+    /// A video's field order as its frames show it: `tff` or `bff` (interlaced),
+    /// `progressive`; null where no frame told, or not analysed deeply.
+    pub field_order: Option<&'static str>,
     pub dup_group: Option<ItemId>,
     pub dup_exact_group: Option<ItemId>,
     pub flags: Vec<FlagOut<'a>>,
@@ -197,6 +200,7 @@ impl<'a> Row<'a> {
             sharpness: m.and_then(|m| m.sharpness),
             phash: m.and_then(|m| m.phash).map(|h| format!("{h:016x}")),
             content_crop: m.and_then(|m| m.content_crop).map(|c| c.to_string()),
+            field_order: m.and_then(|m| m.field_order).map(|o| o.as_str()),
             dup_group: dup.map(|d| d.group),
             dup_exact_group: dup.and_then(|d| d.exact_group),
             flags: a

@@ -233,4 +233,15 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE metrics ADD COLUMN content_crop TEXT;
     "#,
+    // 15: interlacing: the field order measured and the one the frames declare (NULL: not
+    // told, or analysed before this), and the frames tested and what each showed.
+    r#"
+    ALTER TABLE metrics ADD COLUMN field_order TEXT;
+    ALTER TABLE metrics ADD COLUMN declared_field_order TEXT;
+    ALTER TABLE metrics ADD COLUMN fields_tested INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE metrics ADD COLUMN tff_frames INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE metrics ADD COLUMN bff_frames INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE metrics ADD COLUMN progressive_frames INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE metrics ADD COLUMN repeated_fields INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];

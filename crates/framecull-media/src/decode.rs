@@ -416,6 +416,8 @@ fn drain(
             luma: state.luma(),
             width: dw,
             height: dh,
+            coded_luma: crate::frames::luma_plane(&frame),
+            declared_fields: crate::frames::declared_fields(&frame),
         };
         report.frames += 1;
         if !on_frame(&view) {

@@ -11,7 +11,7 @@
 
 use ffmpeg_next as ff;
 
-use framecull_model::Ratio;
+use framecull_model::{FieldOrder, Plane, Ratio};
 
 /// How a decoded frame is matched to its index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +147,61 @@ pub fn is_damaged(frame: &ff::frame::Video) -> bool {
     // SAFETY: `frame` holds a decoded AVFrame; decode_error_flags is a plain field.
     let error_flags = unsafe { (*frame.as_ptr()).decode_error_flags };
     frame.is_corrupt() || error_flags != 0
+}
+
+/// A decoded picture's luma plane at its coded size, where it is a plane of its own with a
+/// byte or two (little-endian) a sample: planar and semi-planar YUV of 8 to 16 bits, grey.
+/// `None` for RGB, palettes, packed YUV, floats and hardware frames.
+pub fn luma_plane(frame: &ff::frame::Video) -> Option<Plane<'_>> {
+    use ff::ffi;
+    let (w, h) = (frame.width() as usize, frame.height() as usize);
+    if w == 0 || h == 0 || frame.planes() == 0 {
+        return None;
+    }
+    let pix: ffi::AVPixelFormat = frame.format().into();
+    // SAFETY: av_pix_fmt_desc_get returns a static descriptor or null.
+    let desc = unsafe { ffi::av_pix_fmt_desc_get(pix) };
+    if desc.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null descriptor is valid for the program's lifetime.
+    let (flags, comp) = unsafe { ((*desc).flags, (*desc).comp[0]) };
+    let refused = ffi::AV_PIX_FMT_FLAG_RGB
+        | ffi::AV_PIX_FMT_FLAG_PAL
+        | ffi::AV_PIX_FMT_FLAG_BITSTREAM
+        | ffi::AV_PIX_FMT_FLAG_HWACCEL
+        | ffi::AV_PIX_FMT_FLAG_BAYER
+        | ffi::AV_PIX_FMT_FLAG_FLOAT
+        | ffi::AV_PIX_FMT_FLAG_BE;
+    if flags & refused as u64 != 0 || comp.plane != 0 || comp.offset != 0 {
+        return None;
+    }
+    let (sample_bytes, shift) = match (comp.step, comp.depth) {
+        (1, 8) => (1, 0),
+        (2, 9..=16) => (2, comp.shift as u32 + comp.depth as u32 - 8),
+        _ => return None,
+    };
+    let stride = frame.stride(0);
+    let data = frame.data(0);
+    (stride >= w * sample_bytes && data.len() >= stride * (h - 1) + w * sample_bytes).then_some(
+        Plane {
+            data,
+            stride,
+            width: w,
+            height: h,
+            sample_bytes,
+            shift,
+        },
+    )
+}
+
+/// The field order the decoder marks a frame with.
+pub fn declared_fields(frame: &ff::frame::Video) -> FieldOrder {
+    match (frame.is_interlaced(), frame.is_top_first()) {
+        (false, _) => FieldOrder::Progressive,
+        (true, true) => FieldOrder::Tff,
+        (true, false) => FieldOrder::Bff,
+    }
 }
 
 /// A decoded picture's content hash: xxh3-64 over every fourth row of each plane's visible

@@ -771,6 +771,8 @@ impl<'k> Sampler<'k> {
                         luma: self.frames.luma(),
                         width,
                         height,
+                        coded_luma: None,
+                        declared_fields: crate::frames::declared_fields(frame),
                     },
                     follows,
                 );

@@ -42,6 +42,7 @@ flag_codes!(
     Frozen,
     Letterbox,
     Pillarbox,
+    Interlaced,
     TimedOut,
     TooLarge,
     ResolutionBelowMin,
@@ -208,6 +209,13 @@ impl FlagCode {
                 Info,
                 "Flat bars of one colour left and right of the picture in every sampled frame; \
                  the content without them is the row's content_crop",
+            ),
+            FlagCode::Interlaced => spec(
+                "interlaced",
+                Rule,
+                Warning,
+                "The picture's two fields (even and odd lines) come from different instants: \
+                 moving edges comb unless deinterlaced; field_order says which comes first",
             ),
             FlagCode::TimedOut => spec(
                 "timed_out",

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Clip, ClipOrigin, Decision, ItemId, Ratio};
+use super::{Clip, ClipOrigin, Decision, FieldOrder, ItemId, Ratio};
 
 /// One decoded frame, scaled down to a small planar RGB copy; valid during a callback.
 #[derive(Debug)]
@@ -32,6 +32,41 @@ pub struct FrameView<'a> {
     pub luma: Option<&'a [u8]>,
     pub width: usize,
     pub height: usize,
+    /// The decoded picture's luma at its coded size, as the decoder holds it, where it is a
+    /// plane of its own (planar and semi-planar YUV, grey): what measures that need every
+    /// line read (interlacing). `None` in the frames a triage samples.
+    pub coded_luma: Option<Plane<'a>>,
+    /// The field order the decoder marks the frame with.
+    pub declared_fields: FieldOrder,
+}
+
+/// One plane of a decoded picture at its coded size, rows `stride` bytes apart.
+#[derive(Debug, Clone, Copy)]
+pub struct Plane<'a> {
+    pub data: &'a [u8],
+    pub stride: usize,
+    pub width: usize,
+    pub height: usize,
+    /// Bytes a sample takes: 1, or 2 (little-endian) for samples of 9 to 16 bits.
+    pub sample_bytes: usize,
+    /// Right shift that leaves a 2-byte sample's top 8 bits.
+    pub shift: u32,
+}
+
+impl Plane<'_> {
+    /// Row `y` as 8-bit samples, into `out` (`width` bytes).
+    pub fn row_into(&self, y: usize, out: &mut [u8]) {
+        let start = y * self.stride;
+        match self.sample_bytes {
+            1 => out.copy_from_slice(&self.data[start..start + self.width]),
+            _ => {
+                let row = &self.data[start..start + 2 * self.width];
+                for (o, s) in out.iter_mut().zip(row.chunks_exact(2)) {
+                    *o = (u16::from_le_bytes([s[0], s[1]]) >> self.shift) as u8;
+                }
+            }
+        }
+    }
 }
 
 impl FrameView<'_> {

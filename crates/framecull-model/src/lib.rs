@@ -34,7 +34,7 @@ mod units;
 pub use flag_codes::{FlagCode, FlagSpec, OUTLIER, is_flag_code, outlier_code, outlier_measure};
 pub use frames::{
     ClipBounds, FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView,
-    PACKET_HEADER_BYTES, PacketRecord, PacketScan, SampledDecode, SeekReference, TimeOrder,
+    PACKET_HEADER_BYTES, PacketRecord, PacketScan, Plane, SampledDecode, SeekReference, TimeOrder,
     blocks16, repeat_packet_bytes,
 };
 pub use item::{
@@ -42,7 +42,9 @@ pub use item::{
     orientation_turns,
 };
 pub use measure::{Measure, MeasureSpec, Measured, OutlierTest, Stored};
-pub use metrics::{AnalysisLevel, Crop, Curves, Cut, DupInfo, Flag, FlagSource, Metrics, Severity};
+pub use metrics::{
+    AnalysisLevel, Crop, Curves, Cut, DupInfo, FieldOrder, Flag, FlagSource, Metrics, Severity,
+};
 pub use names::{local_path, path_as_text, path_bytes, path_of_text, path_text, text_of_path};
 pub use reading::{Matrix, MatrixGuess, ReadAs, StreamChoice};
 pub use review::{Clip, ClipOrigin, Decision, Edit, Review, label_of};

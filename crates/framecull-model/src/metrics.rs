@@ -123,6 +123,71 @@ pub struct Metrics {
     /// (`analysis::bars`).
     #[serde(default)]
     pub content_crop: Option<Crop>,
+    /// How a video's two fields sit in time, measured from the combing of frames tested in
+    /// runs of consecutive frames (`analysis::fields`): top or bottom field first where the
+    /// picture is interlaced, progressive where frames in motion show no combing; none where
+    /// no frame told (still or untested).
+    #[serde(default)]
+    pub field_order: Option<FieldOrder>,
+    /// The field order the tested frames declare (the decoder's interlaced and
+    /// top-field-first flags), by majority.
+    #[serde(default)]
+    pub declared_field_order: Option<FieldOrder>,
+    /// Frames tested for interlacing, and what each showed as FFmpeg's `idet` tells a frame
+    /// alone: combed top field first, bottom field first, progressive (the rest undetermined).
+    #[serde(default)]
+    pub fields_tested: u64,
+    #[serde(default)]
+    pub tff_frames: u64,
+    #[serde(default)]
+    pub bff_frames: u64,
+    #[serde(default)]
+    pub progressive_frames: u64,
+    /// Tested frames with one field the same as the previous frame's (telecine).
+    #[serde(default)]
+    pub repeated_fields: u64,
+}
+
+/// How the two fields of a frame sit in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldOrder {
+    /// Both fields from one instant.
+    Progressive,
+    /// Interlaced, the top field (even lines) first.
+    Tff,
+    /// Interlaced, the bottom field (odd lines) first.
+    Bff,
+}
+
+impl FieldOrder {
+    pub const ALL: [FieldOrder; 3] = [FieldOrder::Progressive, FieldOrder::Tff, FieldOrder::Bff];
+
+    /// Its name in the catalog and listings: `progressive`, `tff`, `bff` (FFmpeg's words).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldOrder::Progressive => "progressive",
+            FieldOrder::Tff => "tff",
+            FieldOrder::Bff => "bff",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<FieldOrder> {
+        FieldOrder::ALL.into_iter().find(|o| o.as_str() == name)
+    }
+
+    /// In words: `top field first`, `bottom field first`, `progressive`.
+    pub fn words(self) -> &'static str {
+        match self {
+            FieldOrder::Progressive => "progressive",
+            FieldOrder::Tff => "top field first",
+            FieldOrder::Bff => "bottom field first",
+        }
+    }
+
+    pub fn interlaced(self) -> bool {
+        self != FieldOrder::Progressive
+    }
 }
 
 /// A rectangle of a video's coded picture (before rotation), in pixels: the picture's content

@@ -24,9 +24,9 @@ use framecull_storage::Root;
 
 /// Bump when an analysis, deep or triage, changes what it stores: older results are
 /// recomputed (3: the box-averaged analysis copy moves every picture measure slightly; 5:
-/// letterbox and pillarbox bars, `content_crop`). A
+/// letterbox and pillarbox bars, `content_crop`; 6: interlacing, `field_order`). A
 /// video's deep analysis of an older version is recomputed by the deep pass only.
-pub const ANALYSIS_VERSION: u32 = 5;
+pub const ANALYSIS_VERSION: u32 = 6;
 
 /// The share of a video's bytes a triage decodes (keyframes first, then whole GOPs), beyond
 /// the GOPs with a packet anomaly: what keeps it at a tenth to a twentieth of the deep
