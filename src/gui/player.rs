@@ -486,7 +486,7 @@ fn decode_thread(
                 index,
                 image: ColorImage::from_rgb([w as usize, h as usize], rgb),
             },
-            Err(e) => Msg::Error(e),
+            Err(e) => Msg::Error(e.to_string()),
         };
         if !send(msg) {
             return;

@@ -63,6 +63,7 @@ impl Thumbnails {
                         load_or_make(&mut slot, &r.file, &r.cache, r.orientation)
                             .map(|(w, h, rgb)| (w, h, vec![rgb]))
                     };
+                    let result = result.map_err(|e| format!("{e:#}"));
                     if done_tx.send((r.key, r.scrub, result)).is_err() {
                         break;
                     }
@@ -193,7 +194,7 @@ fn load_or_make(
     file: &Source,
     cache: &Path,
     orientation: u16,
-) -> Result<(usize, usize, Vec<u8>), String> {
+) -> anyhow::Result<(usize, usize, Vec<u8>)> {
     if let Ok(bytes) = std::fs::read(cache)
         && bytes.len() > 4
     {
@@ -221,7 +222,7 @@ fn load_or_make(
 
 /// [`SCRUB_FRAMES`] frames spread evenly over a video, each upright and fitted within
 /// [`THUMB_SIZE`]; from the disk cache when it is there.
-fn load_or_make_scrub(file: &Source, cache: &Path, orientation: u16) -> Result<Frames, String> {
+fn load_or_make_scrub(file: &Source, cache: &Path, orientation: u16) -> anyhow::Result<Frames> {
     use crate::loader::isolate::Pictures;
     if let Ok(bytes) = std::fs::read(cache)
         && bytes.len() > 6
@@ -241,7 +242,7 @@ fn load_or_make_scrub(file: &Source, cache: &Path, orientation: u16) -> Result<F
     let mut pictures = Pictures::open(file, 1)?;
     let count = pictures.timeline().pts.len();
     if count == 0 {
-        return Err("no frames".into());
+        anyhow::bail!("no frames");
     }
     let mut frames = Vec::new();
     let mut size = (0, 0);

@@ -413,7 +413,8 @@ fn the_players_pictures_come_from_a_worker_the_same_and_a_crash_is_an_error() {
 
     let err = Pictures::open(&Source::File(crash.clone()), 2)
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(
         err.contains("decoder crashed: signal 11 (SIGSEGV)"),
         "{err}"
@@ -562,6 +563,7 @@ fn a_decoder_crash_on_an_object_in_a_bucket_costs_its_file_a_reason_too() {
     }
     let err = Pictures::open(&object("framecull-fault-crash.mp4"), 2)
         .err()
-        .expect("a crash on open is an error");
+        .expect("a crash on open is an error")
+        .to_string();
     assert!(err.contains("decoder crashed"), "{err}");
 }

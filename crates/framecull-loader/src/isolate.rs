@@ -23,13 +23,15 @@ use super::plan::Sample;
 use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, Range, Scratch};
 use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_budget};
 use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
+use framecull_media::decode::DecodeError;
 use framecull_media::isolate::{
-    CallError, GREETING, Reply, SharedMemory, SourceWire, Spec, Stores, Worker, absorb, greeting,
-    hard_limit, path_from_wire, path_to_wire, worker_exe,
+    CallError, Failure, GREETING, Reply, SharedMemory, SourceWire, Spec, StartError, Stores,
+    Worker, absorb, greeting, hard_limit, path_from_wire, path_to_wire, worker_exe,
 };
-use framecull_media::reader::{ReadTimes, VideoReader};
+use framecull_media::reader::{ReadError, ReadTimes, VideoReader};
 use framecull_media::source::Source;
 use framecull_model::{Ratio, ReadAs, SeekReference, StreamChoice};
+use framecull_storage::StorageError;
 
 /// Bump when a message changes: a worker of another protocol is not used.
 const PROTOCOL: u32 = 3;
@@ -174,12 +176,12 @@ impl ClipWire {
         }
     }
 
-    fn into_clip(self, stores: &mut Stores) -> Result<ClipSource, String> {
+    fn into_clip(self, stores: &mut Stores) -> Result<ClipSource, StorageError> {
         Ok(ClipSource {
             clip_id: self.clip_id,
             row: self.row,
             path: path_from_wire(self.path),
-            source: self.source.into_source(stores).map_err(|e| e.to_string())?,
+            source: self.source.into_source(stores)?,
             is_image: self.is_image,
             quarter_turns: self.quarter_turns,
             mirror: self.mirror,
@@ -222,7 +224,7 @@ fn worker_spec(exe: PathBuf, memory_mib: u64) -> Spec {
 }
 
 /// Start a worker sharing `memory` and check its greeting.
-fn start_worker(spec: &Spec, memory: &SharedMemory) -> Result<Worker, String> {
+fn start_worker(spec: &Spec, memory: &SharedMemory) -> Result<Worker, StartError> {
     Worker::start(spec, Some(memory.fd()), NAME, PROTOCOL)
 }
 
@@ -379,16 +381,15 @@ struct Remote {
 }
 
 impl Remote {
-    fn new(spec: Spec, config: &LoaderConfig) -> Result<Remote, String> {
+    fn new(spec: Spec, config: &LoaderConfig) -> Result<Remote, WorkerError> {
         let setup = serde_json::to_string(&Request::Setup {
             config: config.clone(),
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         Ok(Remote {
             spec,
             setup,
             worker: None,
-            memory: SharedMemory::new().map_err(|e| format!("shared memory: {e}"))?,
+            memory: SharedMemory::new().map_err(WorkerError::Memory)?,
             told: HashSet::new(),
             keyframes: HashMap::new(),
             cache_hits: 0,
@@ -431,14 +432,11 @@ impl Remote {
         }
     }
 
-    fn start(&mut self) -> Result<Worker, String> {
+    fn start(&mut self) -> Result<Worker, WorkerError> {
         let mut worker = start_worker(&self.spec, &self.memory)?;
-        match worker
-            .call(&self.setup, GREETING)
-            .map_err(|e| e.to_string())?
-        {
+        match worker.call(&self.setup, GREETING)? {
             line if line.contains("\"ready\"") => Ok(worker),
-            line => Err(format!("unexpected answer to the set-up: {line}")),
+            line => Err(WorkerError::SetupAnswer(line)),
         }
     }
 
@@ -562,7 +560,7 @@ pub fn serve() -> std::io::Result<()> {
                         None
                     }
                     Ok(None) => None,
-                    Err(e) => Some(e),
+                    Err(e) => Some(e.to_string()),
                 };
                 match (failed, clips.get(&clip)) {
                     (Some(e), _) => Response::Failed(e),
@@ -599,12 +597,11 @@ pub fn serve() -> std::io::Result<()> {
                 #[cfg(feature = "fault-injection")]
                 framecull_media::isolate::inject_fault(&source.name());
                 picture_reader = None;
-                match source
+                let opened = source
                     .into_source(&mut stores)
-                    .map_err(|e| e.to_string())
-                    .and_then(|s| {
-                        VideoReader::open_as(&s, threads, read).map_err(|e| e.to_string())
-                    }) {
+                    .map_err(WorkerError::from)
+                    .and_then(|s| Ok(VideoReader::open_as(&s, threads, read)?));
+                match opened {
                     Ok(reader) => {
                         let opened = Response::Opened {
                             pts: reader.frame_pts().to_vec(),
@@ -613,7 +610,7 @@ pub fn serve() -> std::io::Result<()> {
                         picture_reader = Some(reader);
                         opened
                     }
-                    Err(e) => Response::NoPicture(e),
+                    Err(e) => Response::NoPicture(e.to_string()),
                 }
             }
             (
@@ -647,7 +644,7 @@ pub fn serve() -> std::io::Result<()> {
                                 )),
                             }
                         }
-                        Err(e) => Response::NoPicture(e),
+                        Err(e) => Response::NoPicture(e.to_string()),
                     }
                 }
                 None => Response::Failed("a picture before a file was opened".into()),
@@ -669,7 +666,7 @@ fn read_picture(
     reader: &mut VideoReader,
     index: usize,
     deadline: Option<std::time::Instant>,
-) -> Result<Frame, String> {
+) -> Result<Frame, WorkerError> {
     let mut picture = None;
     reader
         .read(
@@ -678,10 +675,45 @@ fn read_picture(
             &mut ReadTimes::default(),
             &mut |_, p| picture = Some(p),
         )
-        .map_err(|e| format!("frame {index}: {e}"))?;
+        .map_err(|source| WorkerError::Read { index, source })?;
     picture
         .map(Frame::from)
-        .ok_or_else(|| format!("frame {index} was not decoded"))
+        .ok_or(WorkerError::NotDecoded(index))
+}
+
+/// Why a loader worker could not be used, or a picture not read through one.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// It crashed, hung, ran out of memory or exited.
+    #[error(transparent)]
+    Gone(#[from] Failure),
+    #[error("unexpected answer to the set-up: {0}")]
+    SetupAnswer(String),
+    #[error("cannot write the set-up: {0}")]
+    Encode(#[from] serde_json::Error),
+    #[error("shared memory: {0}")]
+    Memory(std::io::Error),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Open(#[from] DecodeError),
+    #[error("frame {index}: {source}")]
+    Read { index: usize, source: ReadError },
+    #[error("frame {index}: {failure}")]
+    Crashed { index: usize, failure: Failure },
+    #[error("frame {0} was not decoded")]
+    NotDecoded(usize),
+    /// The worker's reason, as it sent it.
+    #[error("{0}")]
+    Failed(String),
+    #[error("nothing is open")]
+    NotOpen,
+    #[error("the worker's picture is out of reach")]
+    OutOfReach,
+    #[error("the worker's answer is unreadable")]
+    Unreadable,
 }
 
 /// Frames of one video as pictures to show (the window's player and scrub strips): decoded in
@@ -725,11 +757,13 @@ impl PictureWorker {
                 self.worker = Some(worker);
                 Ok((pts, time_base))
             }
-            Ok(Response::NoPicture(e) | Response::Failed(e)) => Err(Opening::Failed(e)),
-            Ok(_) | Err(CallError::Unreadable(_)) => {
-                Err(Opening::Failed("the worker's answer is unreadable".into()))
+            Ok(Response::NoPicture(e) | Response::Failed(e)) => {
+                Err(Opening::Failed(WorkerError::Failed(e)))
             }
-            Err(e) => Err(Opening::Failed(e.to_string())),
+            Ok(_) | Err(CallError::Unreadable(_) | CallError::Encode(_)) => {
+                Err(Opening::Failed(WorkerError::Unreadable))
+            }
+            Err(CallError::Failed(failure)) => Err(Opening::Failed(failure.into())),
         }
     }
 }
@@ -747,8 +781,8 @@ fn answer_of(
 /// Why a worker could not open a file: no worker (then the file is opened here), or the
 /// file's own failure (a crash included).
 enum Opening {
-    NoWorker(String),
-    Failed(String),
+    NoWorker(StartError),
+    Failed(WorkerError),
 }
 
 /// Opening a video reads its packets' table: a large file on slow storage takes a while.
@@ -761,18 +795,18 @@ const PICTURE_LIMIT: Duration = Duration::from_secs(30);
 impl Pictures {
     /// Open `source` (`threads` decoder threads): in a worker process when a `framecull`
     /// binary is there to run.
-    pub fn open(source: &Source, threads: usize) -> Result<Pictures, String> {
+    pub fn open(source: &Source, threads: usize) -> Result<Pictures, WorkerError> {
         Pictures::open_as(source, threads, ReadAs::default())
     }
 
     /// [`Pictures::open`], reading as `read` says: the stream the catalog recorded, and the
     /// project's matrix guess.
-    pub fn open_as(source: &Source, threads: usize, read: ReadAs) -> Result<Pictures, String> {
+    pub fn open_as(source: &Source, threads: usize, read: ReadAs) -> Result<Pictures, WorkerError> {
         Pictures::open_where(source, threads, read, true)
     }
 
     /// [`Pictures::open`], decoding in this process.
-    pub fn open_here(source: &Source, threads: usize) -> Result<Pictures, String> {
+    pub fn open_here(source: &Source, threads: usize) -> Result<Pictures, WorkerError> {
         Pictures::open_where(source, threads, ReadAs::default(), false)
     }
 
@@ -786,7 +820,7 @@ impl Pictures {
         threads: usize,
         read: ReadAs,
         isolate: bool,
-    ) -> Result<Pictures, String> {
+    ) -> Result<Pictures, WorkerError> {
         let spec = if isolate {
             worker_exe().map(|exe| worker_spec(exe, worker_memory_mib()))
         } else {
@@ -806,7 +840,7 @@ impl Pictures {
             rgb: Vec::new(),
         };
         if let Some(spec) = spec {
-            let memory = SharedMemory::new().map_err(|e| format!("shared memory: {e}"))?;
+            let memory = SharedMemory::new().map_err(WorkerError::Memory)?;
             let mut remote = PictureWorker {
                 spec,
                 worker: None,
@@ -824,7 +858,7 @@ impl Pictures {
                 }
             }
         }
-        let reader = VideoReader::open_as(source, threads, read).map_err(|e| e.to_string())?;
+        let reader = VideoReader::open_as(source, threads, read)?;
         pictures.timeline = framecull_model::FrameTimeline {
             pts: reader.frame_pts().to_vec(),
             time_base: reader.time_base(),
@@ -846,7 +880,7 @@ impl Pictures {
         quarter_turns: u8,
         max: (u32, u32),
         budget: Option<Duration>,
-    ) -> Result<(u32, u32, &[u8]), String> {
+    ) -> Result<(u32, u32, &[u8]), WorkerError> {
         if let Some(reader) = self.here.as_mut() {
             let frame = read_picture(reader, index, budget.map(|b| std::time::Instant::now() + b))?;
             let (w, h) = framecull_media::convert::fit_rgb(
@@ -859,12 +893,13 @@ impl Pictures {
             return Ok((w, h, &self.rgb));
         }
         let Some(remote) = self.remote.as_mut() else {
-            return Err("nothing is open".into());
+            return Err(WorkerError::NotOpen);
         };
         if remote.worker.is_none() {
             match remote.open(&self.source, self.threads, self.read) {
                 Ok(_) => {}
-                Err(Opening::Failed(e) | Opening::NoWorker(e)) => return Err(e),
+                Err(Opening::Failed(e)) => return Err(e),
+                Err(Opening::NoWorker(e)) => return Err(e.into()),
             }
         }
         let request = Request::Picture {
@@ -873,25 +908,25 @@ impl Pictures {
             max,
             budget_secs: budget.map(|b| b.as_secs_f64()),
         };
-        let worker = remote.worker.as_mut().ok_or("no worker process")?;
+        let worker = remote.worker.as_mut().ok_or(WorkerError::NotOpen)?;
         let limit = budget.map_or(PICTURE_LIMIT, hard_limit);
         match answer_of(worker.request(&request, limit, None), &self.source) {
             Err(CallError::Failed(failure)) => {
                 remote.worker = None;
-                Err(format!("frame {index}: {failure}"))
+                Err(WorkerError::Crashed { index, failure })
             }
             Ok(Response::Picture { width, height }) => {
                 let len = width as usize * height as usize * 3;
                 if remote.memory.reserve(len).is_err() {
                     remote.worker = None;
-                    return Err("the worker's picture is out of reach".into());
+                    return Err(WorkerError::OutOfReach);
                 }
                 Ok((width, height, &remote.memory.bytes()[..len]))
             }
-            Ok(Response::NoPicture(e)) => Err(e),
+            Ok(Response::NoPicture(e)) => Err(WorkerError::Failed(e)),
             Ok(_) | Err(CallError::Encode(_) | CallError::Unreadable(_)) => {
                 remote.worker = None;
-                Err("the worker's answer is unreadable".into())
+                Err(WorkerError::Unreadable)
             }
         }
     }

@@ -114,6 +114,22 @@ pub enum DecodeError {
     NoDecoder(String),
     #[error("decoder setup failed: {0}")]
     Setup(String),
+    #[error("no frame decodes")]
+    NoFrame,
+}
+
+/// Why a decoded frame has no analysis copy.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConvertError {
+    #[error("cannot convert {format:?} {width}x{height}: {source}")]
+    Setup {
+        format: Pixel,
+        width: u32,
+        height: u32,
+        source: ff::Error,
+    },
+    #[error("conversion failed: {0}")]
+    Run(#[from] ff::Error),
 }
 
 /// Decode every frame of the video stream `options.stream` of `source`, calling `on_frame` with a small
@@ -259,7 +275,7 @@ impl FrameState {
         frame: &ff::frame::Video,
         max_w: u32,
         max_h: u32,
-    ) -> Result<Option<(usize, usize)>, String> {
+    ) -> Result<Option<(usize, usize)>, ConvertError> {
         let (w, h, fmt) = (frame.width(), frame.height(), frame.format());
         if w == 0 || h == 0 || fmt == Pixel::None {
             return Ok(None);
@@ -270,9 +286,14 @@ impl FrameState {
         if rebuild {
             match Converter::new(fmt, w, h, dw, dh) {
                 Ok(c) => self.converter = Some((c, fmt, w, h)),
-                Err(e) => {
+                Err(source) => {
                     self.converter = None;
-                    return Err(format!("cannot convert {fmt:?} {w}x{h}: {e}"));
+                    return Err(ConvertError::Setup {
+                        format: fmt,
+                        width: w,
+                        height: h,
+                        source,
+                    });
                 }
             }
         }
@@ -280,9 +301,7 @@ impl FrameState {
             return Ok(None);
         };
         let (dw, dh) = (dw as usize, dh as usize);
-        converter
-            .run(frame, dw, dh, &mut self.planes)
-            .map_err(|e| format!("conversion failed: {e}"))?;
+        converter.run(frame, dw, dh, &mut self.planes)?;
         Ok(Some((dw, dh)))
     }
 
@@ -519,7 +538,7 @@ pub fn first_picture(
     source: &Opened,
     max_side: u32,
     deadline: Instant,
-) -> Result<(usize, usize, Vec<u8>), String> {
+) -> Result<(usize, usize, Vec<u8>), DecodeError> {
     let options = DecodeOptions {
         max_width: max_side,
         max_height: max_side,
@@ -530,9 +549,8 @@ pub fn first_picture(
     decode_frames(source, &options, 2, &mut |f| {
         picture = Some((f.width, f.height, f.rgb24()));
         false
-    })
-    .map_err(|e| e.to_string())?;
-    picture.ok_or_else(|| "no frame decodes".to_string())
+    })?;
+    picture.ok_or(DecodeError::NoFrame)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ const MAX_SIDE: u32 = 1 << 20;
 
 /// Why an image's headers give no usable metadata (the probe's error reason).
 #[derive(Debug, thiserror::Error)]
-enum ImageProbeError {
+pub enum ImageProbeError {
     #[error("cannot open: {0}")]
     Open(#[source] std::io::Error),
     #[error("cannot read: {0}")]
@@ -64,11 +64,10 @@ fn probe_image_inner(source: &Opened, format: ImageFormat) -> Result<MediaInfo, 
 }
 
 /// What [`probe_image`] reads from the header of an image held in memory (`bytes` is the
-/// whole file); the reason as text when the header is not readable.
-pub fn image_header(format: ImageFormat, bytes: &[u8]) -> Result<MediaInfo, String> {
+/// whole file); why not when the header is not readable.
+pub fn image_header(format: ImageFormat, bytes: &[u8]) -> Result<MediaInfo, ImageProbeError> {
     let head = bytes[..bytes.len().min(HEAD_LEN as usize)].to_vec();
     header_info(format, head, bytes.len() as u64, &mut || Ok(bytes.to_vec()))
-        .map_err(|e| e.to_string())
 }
 
 /// The header's information from `buf` (the file's first bytes, of `file_len`), reading the

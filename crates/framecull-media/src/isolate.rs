@@ -33,6 +33,19 @@ const STDERR_TAIL: usize = 20;
 /// How often [`Worker::call_until`] looks at its stop flag.
 pub const STOP_POLL: Duration = Duration::from_millis(100);
 
+/// Why a worker could not be started for use.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot start it: {0}")]
+    Spawn(#[from] std::io::Error),
+    #[error("it did not greet: {0}")]
+    Greeting(#[from] Failure),
+    #[error("it speaks protocol {speaks}, this build {build}")]
+    Protocol { speaks: u64, build: u32 },
+    #[error("unexpected greeting {0:?}")]
+    Unexpected(String),
+}
+
 /// Why a request got no answer. The child is gone after any of these.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Failure {
@@ -127,16 +140,19 @@ impl Worker {
         shared: Option<BorrowedFd<'_>>,
         name: &str,
         protocol: u32,
-    ) -> Result<Worker, String> {
-        let mut worker = Worker::spawn_sharing(spec, shared).map_err(|e| e.to_string())?;
-        let line = worker.receive(GREETING).map_err(|e| e.to_string())?;
+    ) -> Result<Worker, StartError> {
+        let mut worker = Worker::spawn_sharing(spec, shared)?;
+        let line = worker.receive(GREETING)?;
         let said = serde_json::from_str::<serde_json::Value>(&line)
             .ok()
             .and_then(|v| v.get(name)?.as_u64());
         match said {
             Some(p) if p == u64::from(protocol) => Ok(worker),
-            Some(p) => Err(format!("it speaks protocol {p}, this build {protocol}")),
-            None => Err(format!("unexpected greeting {line:?}")),
+            Some(speaks) => Err(StartError::Protocol {
+                speaks,
+                build: protocol,
+            }),
+            None => Err(StartError::Unexpected(line)),
         }
     }
 

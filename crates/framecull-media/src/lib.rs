@@ -26,7 +26,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub use ffmpeg_log::init;
-pub use image_probe::{exif_orientation_in, exif_orientation_of, image_header};
+pub use image_probe::{ImageProbeError, exif_orientation_in, exif_orientation_of, image_header};
 pub use sniff::{
     ExtensionClass, FFMPEG_PROBE_LEN, ImageFormat, Sniffed, classify_extension, ffmpeg_recognises,
     sniff,

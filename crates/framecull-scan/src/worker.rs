@@ -81,6 +81,28 @@ enum Response {
     Failed(String),
 }
 
+/// Why a request to a worker (or its work in this process) has no answer to use.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("no worker process")]
+    NoWorker,
+    /// It crashed, hung, ran out of memory, exited or was stopped.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The worker's reason, as it sent it.
+    #[error("{0}")]
+    Failed(String),
+    #[error("the worker answered another request")]
+    Unexpected,
+    #[error("cannot read the worker's picture: {0}")]
+    Picture(std::io::Error),
+    #[error("the worker's picture is incomplete")]
+    Incomplete,
+    /// This process's own decode, without a worker.
+    #[error(transparent)]
+    Decode(#[from] framecull_media::decode::DecodeError),
+}
+
 /// Where and how workers run: `None` analyses in this process.
 pub fn spec(memory_bytes: Option<u64>) -> Option<Spec> {
     Some(Spec {
@@ -203,8 +225,8 @@ impl WorkerSlot {
                 curves.frames = frames;
                 (metrics, curves)
             }
-            Ok(other) => failed_analysis(unexpected(&other)),
-            Err(reason) => failed_analysis(reason),
+            Ok(other) => failed_analysis(unexpected(other).to_string()),
+            Err(e) => failed_analysis(e.to_string()),
         })
     }
 
@@ -225,8 +247,12 @@ impl WorkerSlot {
         let answer = self.call(&request, hard_limit(budget), &name, None);
         match absorbed(answer, opened.store()) {
             Ok(Response::Probed(probe)) => probe,
-            Ok(other) => Probe::failed(MediaKind::Video, ItemStatus::Error, unexpected(&other)),
-            Err(reason) => Probe::failed(MediaKind::Video, ItemStatus::Error, reason),
+            Ok(other) => Probe::failed(
+                MediaKind::Video,
+                ItemStatus::Error,
+                unexpected(other).to_string(),
+            ),
+            Err(e) => Probe::failed(MediaKind::Video, ItemStatus::Error, e.to_string()),
         }
     }
 
@@ -237,10 +263,10 @@ impl WorkerSlot {
         opened: &Opened,
         max_side: u32,
         budget: Duration,
-    ) -> Result<(usize, usize, Vec<u8>), String> {
+    ) -> Result<(usize, usize, Vec<u8>), WorkerError> {
         use framecull_media::decode::first_picture;
         if !self.ready() {
-            return first_picture(opened, max_side, Instant::now() + budget);
+            return Ok(first_picture(opened, max_side, Instant::now() + budget)?);
         }
         let source = SourceWire::of_opened(opened);
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -259,13 +285,13 @@ impl WorkerSlot {
         let _ = std::fs::remove_file(&out);
         match absorbed(answer, opened.store())? {
             Response::Picture { width, height } => {
-                let rgb = read.map_err(|e| format!("cannot read the worker's picture: {e}"))?;
+                let rgb = read.map_err(WorkerError::Picture)?;
                 if rgb.len() != width * height * 3 {
-                    return Err("the worker's picture is incomplete".into());
+                    return Err(WorkerError::Incomplete);
                 }
                 Ok((width, height, rgb))
             }
-            other => Err(unexpected(&other)),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -278,16 +304,16 @@ impl WorkerSlot {
         limit: Duration,
         path: &str,
         stop: Option<&AtomicBool>,
-    ) -> Result<Reply<Response>, String> {
+    ) -> Result<Reply<Response>, WorkerError> {
         let Some(worker) = self.worker.as_mut() else {
-            return Err("no worker process".into());
+            return Err(WorkerError::NoWorker);
         };
         worker.request(request, limit, stop).map_err(|e| {
             self.worker = None;
             if !matches!(e, CallError::Failed(Failure::Stopped)) {
                 tracing::warn!("{path}: {e}");
             }
-            e.to_string()
+            WorkerError::Call(e)
         })
     }
 
@@ -319,18 +345,19 @@ impl WorkerSlot {
 
 /// A worker's answer, its storage reports taken in by `remote` (the store the request read).
 fn absorbed(
-    reply: Result<Reply<Response>, String>,
+    reply: Result<Reply<Response>, WorkerError>,
     remote: Option<&framecull_storage::Remote>,
-) -> Result<Response, String> {
+) -> Result<Response, WorkerError> {
     let reply = reply?;
     absorb(remote, &reply.storage);
     Ok(reply.answer)
 }
 
-fn unexpected(response: &Response) -> String {
+/// An answer that is not the request's: the worker's reason where it failed.
+fn unexpected(response: Response) -> WorkerError {
     match response {
-        Response::Failed(reason) => reason.clone(),
-        _ => "the worker answered another request".into(),
+        Response::Failed(reason) => WorkerError::Failed(reason),
+        _ => WorkerError::Unexpected,
     }
 }
 
@@ -414,13 +441,14 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
             let picture = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 framecull_media::decode::first_picture(&source, max_side, deadline)
             }))
-            .unwrap_or_else(|_| Err("internal error while decoding this file".into()));
+            .map_err(|_| "internal error while decoding this file".to_string());
             match picture {
-                Ok((width, height, rgb)) => match std::fs::write(path_from_wire(out), rgb) {
+                Ok(Ok((width, height, rgb))) => match std::fs::write(path_from_wire(out), rgb) {
                     Ok(()) => Response::Picture { width, height },
                     Err(e) => Response::Failed(format!("cannot write the picture: {e}")),
                 },
-                Err(e) => Response::Failed(e),
+                Ok(Err(e)) => Response::Failed(e.to_string()),
+                Err(reason) => Response::Failed(reason),
             }
         }
         Request::Analyse {

@@ -9,12 +9,31 @@ use std::path::{Path, PathBuf};
 /// (`AWS_ACCESS_KEY_ID`, `AWS_REGION`, ...), to be applied under the environment's.
 pub type Settings = Vec<(&'static str, String)>;
 
+/// A profile framecull cannot use, with what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("AWS_PROFILE={name}: no such profile in {credentials} or {config}")]
+    Missing {
+        name: String,
+        credentials: String,
+        config: String,
+    },
+    #[error(
+        "AWS profile {name} gets its credentials by {key}, which framecull does not read: \
+         export them first (aws configure export-credentials --profile {name} --format env)"
+    )]
+    Unread { name: String, key: &'static str },
+}
+
 /// The settings of the profile `$AWS_PROFILE` (else `default`) from the shared files, with
 /// `env` the process's `AWS_*` variables: credentials from the profile only when `env` has no
 /// key, region and endpoint only where `env` has none. An `AWS_PROFILE` that no file holds, or
 /// a profile whose credentials framecull cannot read (assume-role, SSO, a credential process),
 /// is an error that says what to do instead; no files and no `AWS_PROFILE` is no setting.
-pub fn settings(env: &BTreeMap<String, String>, home: Option<&Path>) -> Result<Settings, String> {
+pub fn settings(
+    env: &BTreeMap<String, String>,
+    home: Option<&Path>,
+) -> Result<Settings, ProfileError> {
     let chosen = env.get("AWS_PROFILE").cloned();
     let name = chosen.clone().unwrap_or_else(|| "default".to_string());
     let file = |variable: &str, default: &str| -> Option<PathBuf> {
@@ -44,14 +63,14 @@ pub fn settings(env: &BTreeMap<String, String>, home: Option<&Path>) -> Result<S
         .and_then(|(_, text)| section(text, &config_header));
     if in_credentials.is_none() && in_config.is_none() {
         return match chosen {
-            Some(_) => Err(format!(
-                "AWS_PROFILE={name}: no such profile in {} or {}",
-                shown(
+            Some(_) => Err(ProfileError::Missing {
+                name,
+                credentials: shown(
                     credentials.as_ref().map(|c| c.0.as_path()),
-                    "~/.aws/credentials"
+                    "~/.aws/credentials",
                 ),
-                shown(config.as_ref().map(|c| c.0.as_path()), "~/.aws/config"),
-            )),
+                config: shown(config.as_ref().map(|c| c.0.as_path()), "~/.aws/config"),
+            }),
             None => Ok(Vec::new()),
         };
     }
@@ -82,11 +101,7 @@ pub fn settings(env: &BTreeMap<String, String>, home: Option<&Path>) -> Result<S
                 .into_iter()
                 .find(|k| get(k).is_some());
                 if let Some(key) = unread {
-                    return Err(format!(
-                        "AWS profile {name} gets its credentials by {key}, which framecull does \
-                         not read: export them first (aws configure export-credentials \
-                         --profile {name} --format env)"
-                    ));
+                    return Err(ProfileError::Unread { name, key });
                 }
             }
         }
@@ -217,7 +232,9 @@ mod tests {
     #[test]
     fn missing_profiles_and_unread_credentials_are_errors_that_say_what_to_do() {
         let home = home_with(CREDENTIALS, CONFIG);
-        let e = settings(&env(&[("AWS_PROFILE", "nope")]), Some(home.path())).unwrap_err();
+        let e = settings(&env(&[("AWS_PROFILE", "nope")]), Some(home.path()))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("AWS_PROFILE=nope: no such profile in "),
             "{e}"
@@ -226,7 +243,9 @@ mod tests {
             e.contains(".aws/credentials") && e.contains(".aws/config"),
             "{e}"
         );
-        let e = settings(&env(&[("AWS_PROFILE", "assumed")]), Some(home.path())).unwrap_err();
+        let e = settings(&env(&[("AWS_PROFILE", "assumed")]), Some(home.path()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("by role_arn"), "{e}");
         assert!(
             e.contains("aws configure export-credentials --profile assumed"),

@@ -305,7 +305,7 @@ impl HttpService for CountingService {
 
 /// The runtime every object store's requests run on; worker threads block on it.
 fn runtime(url: &str) -> Result<&'static tokio::runtime::Runtime, StorageError> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    static RUNTIME: OnceLock<std::io::Result<tokio::runtime::Runtime>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
@@ -313,12 +313,11 @@ fn runtime(url: &str) -> Result<&'static tokio::runtime::Runtime, StorageError> 
                 .thread_name("framecull-storage")
                 .enable_all()
                 .build()
-                .map_err(|e| format!("cannot start the storage threads: {e}"))
         })
         .as_ref()
-        .map_err(|cause| StorageError::Other {
+        .map_err(|e| StorageError::Other {
             url: url.to_string(),
-            cause: cause.clone(),
+            cause: format!("cannot start the storage threads: {e}"),
         })
 }
 
@@ -484,7 +483,7 @@ impl Remote {
                     super::aws_profile::settings(&env, home.as_deref()).map_err(|cause| {
                         StorageError::Other {
                             url: url.to_string(),
-                            cause,
+                            cause: cause.to_string(),
                         }
                     })?;
                 let profile = profile.iter().map(|(k, v)| (*k, v.as_str()));
