@@ -872,13 +872,19 @@ fn interlaced_pictures_are_flagged_with_the_field_order_the_picture_shows() {
             };
             assert!(reason.contains(words), "{name}: {reason}");
             assert_eq!(flag["severity"], "warning");
+            // Telecine repeats a field in two frames of five; interlaced video none.
+            let repeats = !reason.contains("; 0 with a repeated field");
+            assert_eq!(repeats, name.starts_with("telecine"), "{name}: {reason}");
+            // ProRes's encoder marks frames as this FFmpeg's version does: not checked.
             let marks = match *marked {
-                m if m == *order => "the frames are marked so",
-                "progressive" => "the frames are marked progressive",
-                "" => "",
-                _ => "so deinterlacing by the marks swaps the fields",
+                "" => None,
+                m if m == *order => Some("the frames are marked so"),
+                "progressive" => Some("the frames are marked progressive"),
+                _ => Some("so deinterlacing by the marks swaps the fields"),
             };
-            assert!(reason.contains(marks), "{name}: {reason}");
+            if let Some(marks) = marks {
+                assert!(reason.contains(marks), "{name}: {reason}");
+            }
         }
         // FFmpeg's idet, where one order holds.
         let (tff, bff, progressive) = idet_counts(&data.path().join(name));

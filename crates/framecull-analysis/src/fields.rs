@@ -1,32 +1,39 @@
 //! Interlacing: whether a video's two fields (its even and odd lines) come from different
-//! instants, and which comes first, measured as FFmpeg's `idet` filter measures it, on runs of
-//! consecutive frames read at their coded size (the analysis copy's lines mix both fields).
+//! instants, and which comes first, measured as FFmpeg's `idet` filter measures a frame alone
+//! (on the luma only, where `idet` adds the chroma planes), on runs of consecutive frames read
+//! at their decoded size (the analysis copy's lines mix both fields).
 //!
 //! A frame is tested against the frames before and after it. Its lines of one parity are
 //! replaced by the previous frame's and those of the other parity by the next frame's, and the
 //! result is compared with the frame's own lines around them (the sum of `|above + below -
 //! 2 * line|`, as `idet` sums it): in a picture whose top field comes first, the previous
-//! frame's bottom field and the next frame's top field sit close in time to the fields they
-//! join, so one pairing fits and the other does not. In a progressive picture in motion both
-//! pairings fit equally badly, and worse than the frame's own lines. `idet` calls a frame
-//! combed when one pairing is 4% worse than the other; progressive pictures in motion then
-//! split between both orders at random (a 25p test pattern: 34 tff, 36 bff, 30 progressive),
-//! so a frame here is combed when one pairing is 30% worse, and a video is interlaced when
-//! one order holds across its frames.
+//! frame's bottom field and the next frame's top field sit half a frame from the fields they
+//! join, the other pairing a frame and a half, so one pairing fits and the other does not. In
+//! a progressive picture in motion both pairings fit equally badly, and worse than the
+//! frame's own lines. `idet` calls a frame combed when one pairing is 4% worse than the other;
+//! progressive pictures in motion then split between both orders at random (a generated 25p
+//! test pattern, 3 s: 31 tff, 26 bff, 18 progressive by `idet`), so a frame here is combed when
+//! one pairing is 30% worse, and a video is interlaced when one order holds across its
+//! frames.
 
 use framecull_model::{FieldOrder, Metrics, Plane};
 
 /// Consecutive frames read at each test: each frame but the first and last is tested.
 pub const RUN: usize = 5;
-/// One pairing of fields this much worse than the other: the frame is combed (`idet`: 1.04).
-const COMBED_RATIO: u64 = 130;
-/// The better pairing this much worse than the frame's own lines: the frame is progressive
-/// (as `idet`).
-const PROGRESSIVE_RATIO: u64 = 150;
-/// One field's change from the previous frame this much larger than the other's: the other
-/// field repeats the previous frame's (as `idet`).
-const REPEAT_RATIO: u64 = 300;
-/// A video is interlaced when at least this many frames are combed in one order...
+/// One pairing of fields this much worse than the other (percent): the frame is combed
+/// (`idet`: 104).
+const COMBED_PERCENT: u64 = 130;
+/// Neither combed, and the bottom-first pairing this much worse than the frame's own lines
+/// (percent): the frame is progressive (as `idet` tests it).
+const PROGRESSIVE_PERCENT: u64 = 150;
+/// One field's change from the previous frame this much larger than the other's (percent):
+/// the other field repeats the previous frame's (as `idet`)...
+const REPEAT_PERCENT: u64 = 300;
+/// ...where the field that changed moved by at least this mean (levels a sample, in
+/// hundredths), so a still frame's noise is no repeat.
+const REPEAT_MIN_CHANGE: u64 = 50;
+/// A video is interlaced when at least this many frames are combed in one order (or,
+/// progressive, this many frames progressive)...
 const MIN_COMBED: u64 = 3;
 /// ...at least this share of the frames that told (in percent; static frames tell nothing)...
 const MIN_COMBED_PERCENT: u64 = 25;
@@ -41,7 +48,7 @@ enum Shown {
     Undetermined,
 }
 
-/// Lines of a frame kept for the test, 8 bits a sample, at the coded size.
+/// Lines of a frame kept for the test, 8 bits a sample, at the decoded size.
 struct Lines {
     data: Vec<u8>,
     declared: FieldOrder,
@@ -66,10 +73,13 @@ pub struct Fields {
 }
 
 impl Fields {
-    /// Start a run of [`RUN`] consecutive frames at the next frame pushed.
+    /// Start a run of [`RUN`] consecutive frames at the next frame pushed; a run still going
+    /// (samples closer than a run: under 5 frames a second) goes on for as many more.
     pub fn start_run(&mut self) {
+        if self.left == 0 {
+            self.spare.extend(self.window.drain(..).map(|l| l.data));
+        }
         self.left = RUN;
-        self.spare.extend(self.window.drain(..).map(|l| l.data));
     }
 
     /// The next frame in presentation order: read while a run lasts. A frame without a luma
@@ -108,7 +118,8 @@ impl Fields {
         self.repeated += u64::from(repeated);
         match shown {
             Shown::Combed(FieldOrder::Tff) => self.tff += 1,
-            Shown::Combed(_) => self.bff += 1,
+            Shown::Combed(FieldOrder::Bff) => self.bff += 1,
+            Shown::Combed(FieldOrder::Progressive) => {}
             Shown::Progressive => self.progressive += 1,
             Shown::Undetermined => {}
         }
@@ -119,8 +130,8 @@ impl Fields {
     }
 
     /// The field order the tests show: interlaced when one order holds across the frames
-    /// (see the constants), progressive when progressive frames are at least as many as the
-    /// combed ones, none where too few frames told.
+    /// (see the constants), progressive when at least [`MIN_COMBED`] frames are progressive
+    /// and no fewer than the combed ones, none where too few frames told.
     fn verdict(&self) -> Option<FieldOrder> {
         let told = self.tff + self.bff + self.progressive;
         let (combed, other, order) = if self.tff >= self.bff {
@@ -133,7 +144,7 @@ impl Fields {
             && other * OTHER_ORDER_AT_MOST <= combed
         {
             Some(order)
-        } else if told > 0 && self.progressive >= self.tff + self.bff {
+        } else if self.progressive >= MIN_COMBED && self.progressive >= self.tff + self.bff {
             Some(FieldOrder::Progressive)
         } else {
             None
@@ -143,12 +154,9 @@ impl Fields {
     /// The tests' counts, verdict and the order the frames declare, into `m`.
     pub fn fill(&self, m: &mut Metrics) {
         m.field_order = self.verdict();
-        m.declared_field_order = (self.tested > 0)
-            .then(|| {
-                let most = (0..3).max_by_key(|&i| (self.declared[i], 3 - i))?;
-                Some(FieldOrder::ALL[most])
-            })
-            .flatten();
+        // The most frames; of equal counts, the first of `FieldOrder::ALL`.
+        let most = (0..3).max_by_key(|&i| (self.declared[i], 3 - i));
+        m.declared_field_order = most.filter(|_| self.tested > 0).map(|i| FieldOrder::ALL[i]);
         m.fields_tested = self.tested;
         m.tff_frames = self.tff;
         m.bff_frames = self.bff;
@@ -210,21 +218,25 @@ fn test(prev: &Lines, cur: &Lines, next: &Lines, (w, h): (usize, usize)) -> (Sho
         alpha[parity] += with_prev;
         alpha[parity ^ 1] += with_next;
         delta += own;
-        gamma[parity] += change;
+        gamma[parity ^ 1] += change;
     }
-    // With the top field first, the previous frame's even lines sit a whole frame from the
-    // current odd ones, and the next frame's odd lines as far from the even ones.
-    let shown = if alpha[0] * 100 > COMBED_RATIO * alpha[1] {
+    // With the top field first, the previous frame's even lines sit a frame and a half from
+    // the current odd ones, and the next frame's odd lines as far from the even ones.
+    let shown = if alpha[0] * 100 > COMBED_PERCENT * alpha[1] {
         Shown::Combed(FieldOrder::Tff)
-    } else if alpha[1] * 100 > COMBED_RATIO * alpha[0] {
+    } else if alpha[1] * 100 > COMBED_PERCENT * alpha[0] {
         Shown::Combed(FieldOrder::Bff)
-    } else if alpha[1] * 100 > PROGRESSIVE_RATIO * delta {
+    } else if alpha[1] * 100 > PROGRESSIVE_PERCENT * delta {
         Shown::Progressive
     } else {
         Shown::Undetermined
     };
-    let repeated =
-        gamma[0] * 100 > REPEAT_RATIO * gamma[1] || gamma[1] * 100 > REPEAT_RATIO * gamma[0];
+    // A field's samples: half the lines tested.
+    let field_samples = ((h - 4) / 2 * w) as u64;
+    let moved = gamma[0].max(gamma[1]) * 100 >= REPEAT_MIN_CHANGE * field_samples;
+    let repeated = moved
+        && (gamma[0] * 100 > REPEAT_PERCENT * gamma[1]
+            || gamma[1] * 100 > REPEAT_PERCENT * gamma[0]);
     (shown, repeated)
 }
 
@@ -298,6 +310,59 @@ mod tests {
         let m = measured(&still, w, h);
         assert_eq!(m.field_order, None, "{m:?}");
         assert_eq!(m.fields_tested, 6);
+    }
+
+    #[test]
+    fn a_verdict_needs_three_frames_that_agree() {
+        let verdict = |tff, bff, progressive| {
+            Fields {
+                tff,
+                bff,
+                progressive,
+                tested: tff + bff + progressive,
+                ..Fields::default()
+            }
+            .verdict()
+        };
+        use FieldOrder::{Bff, Progressive, Tff};
+        assert_eq!(verdict(0, 0, 2), None);
+        assert_eq!(verdict(2, 0, 2), None);
+        assert_eq!(verdict(0, 0, 3), Some(Progressive));
+        assert_eq!(verdict(3, 0, 9), Some(Tff));
+        assert_eq!(verdict(3, 0, 10), Some(Progressive));
+        assert_eq!(verdict(0, 8, 0), Some(Bff));
+        assert_eq!(verdict(8, 2, 0), Some(Tff));
+        assert_eq!(verdict(8, 3, 0), None);
+        assert_eq!(verdict(5, 5, 5), None);
+    }
+
+    /// Samples closer than a run (a video under 5 frames a second) test every frame, the
+    /// runs joined.
+    #[test]
+    fn runs_that_overlap_join() {
+        let (w, h) = (64, 48);
+        let mut fields = Fields::default();
+        for n in 0..12 {
+            if n % 2 == 0 {
+                fields.start_run();
+            }
+            let f = stripes(w, h, |y| 2 * n + (y & 1));
+            let plane = Plane {
+                data: &f,
+                stride: w,
+                width: w,
+                height: h,
+                sample_bytes: 1,
+                shift: 0,
+            };
+            fields.push(Some(plane), FieldOrder::Tff);
+        }
+        let mut m = Metrics::default();
+        fields.fill(&mut m);
+        assert_eq!(m.fields_tested, 10);
+        assert_eq!(m.tff_frames, 10);
+        assert_eq!(m.declared_field_order, Some(FieldOrder::Tff));
+        assert_eq!(m.repeated_fields, 0);
     }
 
     /// The 16-bit chunked sums equal plain sums, at the extremes of the range too.

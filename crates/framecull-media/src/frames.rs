@@ -181,6 +181,12 @@ pub fn luma_plane(frame: &ff::frame::Video) -> Option<Plane<'_>> {
         (2, 9..=16) => (2, comp.shift as u32 + comp.depth as u32 - 8),
         _ => return None,
     };
+    // SAFETY: reading a plain field of the decoded AVFrame `frame` holds. A negative line
+    // size (a picture stored bottom up) is not read: `data` would not be its rows.
+    let linesize = unsafe { (*frame.as_ptr()).linesize[0] };
+    if linesize <= 0 {
+        return None;
+    }
     let stride = frame.stride(0);
     let data = frame.data(0);
     (stride >= w * sample_bytes && data.len() >= stride * (h - 1) + w * sample_bytes).then_some(
@@ -274,6 +280,51 @@ pub fn frame_step(rate: ff::Rational, time_base: Ratio) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The luma plane of frames of each kind of format: 8-bit planar and semi-planar, 10-bit
+    /// in the low bits (yuv420p10le) and the high bits (p010le), 16-bit grey; none for RGB,
+    /// packed YUV and big-endian samples.
+    #[test]
+    fn luma_planes_read_as_their_top_eight_bits() {
+        use ff::format::Pixel;
+        crate::init();
+        let (w, h) = (6u32, 4u32);
+        let cases: [(Pixel, Option<u16>); 8] = [
+            (Pixel::YUV420P, Some(0xab)),
+            (Pixel::NV12, Some(0xab)),
+            (Pixel::GRAY8, Some(0xab)),
+            (Pixel::YUV420P10LE, Some(0x2ad)),
+            (Pixel::P010LE, Some(0xab40)),
+            (Pixel::GRAY16LE, Some(0xabcd)),
+            (Pixel::RGB24, None),
+            (Pixel::YUYV422, None),
+        ];
+        for (format, sample) in cases {
+            let mut frame = ff::frame::Video::new(format, w, h);
+            let bytes = match sample {
+                Some(s) if format == Pixel::YUV420P || format == Pixel::NV12 => vec![s as u8],
+                Some(s) if format == Pixel::GRAY8 => vec![s as u8],
+                Some(s) => s.to_le_bytes().to_vec(),
+                None => vec![0xab],
+            };
+            let stride = frame.stride(0);
+            for row in frame.data_mut(0).chunks_mut(stride) {
+                for (i, b) in row.iter_mut().enumerate() {
+                    *b = bytes[i % bytes.len()];
+                }
+            }
+            let plane = luma_plane(&frame);
+            assert_eq!(plane.is_some(), sample.is_some(), "{format:?}");
+            if let Some(plane) = plane {
+                assert_eq!((plane.width, plane.height), (6, 4), "{format:?}");
+                let mut row = vec![0u8; 6];
+                plane.row_into(3, &mut row);
+                assert_eq!(row, vec![0xab; 6], "{format:?}");
+            }
+        }
+        let frame = ff::frame::Video::new(Pixel::YUV420P10BE, w, h);
+        assert!(luma_plane(&frame).is_none());
+    }
 
     fn p(pts: Option<i64>, dts: Option<i64>, key: bool) -> PacketInfo {
         PacketInfo {

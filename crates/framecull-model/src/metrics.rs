@@ -143,7 +143,8 @@ pub struct Metrics {
     pub bff_frames: u64,
     #[serde(default)]
     pub progressive_frames: u64,
-    /// Tested frames with one field the same as the previous frame's (telecine).
+    /// Tested frames one of whose fields changed over 3 times less than the other since the
+    /// previous frame (a field repeated, as telecine repeats them).
     #[serde(default)]
     pub repeated_fields: u64,
 }
