@@ -265,7 +265,7 @@ fn materialize(
 
 /// A size in bytes: a number, with a unit where given (`k`, `M`, `G`, `T` and their `B`
 /// forms are powers of 1000; `KiB`, `MiB`, `GiB`, `TiB` powers of 1024).
-fn parse_size(text: &str) -> Result<u64, String> {
+fn parse_size(text: &str) -> anyhow::Result<u64> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -273,7 +273,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
     let (number, unit) = text.split_at(split);
     let number: f64 = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a size (e.g. 500MB, 1GiB)"))?;
+        .map_err(|_| anyhow::anyhow!("{text:?} is not a size (e.g. 500MB, 1GiB)"))?;
     let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kb" => 1e3,
@@ -285,14 +285,12 @@ fn parse_size(text: &str) -> Result<u64, String> {
         "gib" => 1024.0 * 1024.0 * 1024.0,
         "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
         other => {
-            return Err(format!(
-                "unknown unit {other:?} (k, M, G, T, KiB, MiB, GiB, TiB)"
-            ));
+            anyhow::bail!("unknown unit {other:?} (k, M, G, T, KiB, MiB, GiB, TiB)");
         }
     };
     let bytes = number * scale;
     if bytes < 1.0 || !bytes.is_finite() {
-        return Err(format!("{text:?}: a size of at least one byte"));
+        anyhow::bail!("{text:?}: a size of at least one byte");
     }
     Ok(bytes as u64)
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::{Outcome, ProjectArg};
 use crate::model::{Edit, count, label_of};
 use crate::scan::labels::{
-    ImportOptions, ImportReport, LabelSource, RowProblem, frame_timeline, import,
+    ImportOptions, ImportReport, LabelSource, RowProblem, TimelineError, frame_timeline, import,
 };
 use crate::storage::Root;
 
@@ -91,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             let root = recorded.as_deref().map(Root::of_recorded).transpose()?;
             let mut timeline = |item: &crate::model::Item| match &root {
                 Some(root) => frame_timeline(root, item),
-                None => Err("the project records no dataset folder".to_string()),
+                None => Err(TimelineError::NoRoot),
             };
             let report = import(&mut catalog, source, &options, &mut timeline)?;
             if json {

@@ -405,7 +405,7 @@ fn require_analysed(videos: u64, analysed: u64) -> anyhow::Result<()> {
 
 /// A video's frame timeline, read from its packets.
 fn read_frames(root: &Root, item: &Item) -> anyhow::Result<FrameTimeline> {
-    crate::scan::labels::frame_timeline(root, item).map_err(anyhow::Error::msg)
+    Ok(crate::scan::labels::frame_timeline(root, item)?)
 }
 
 /// Item ids of path arguments, read the way git reads them: relative to the current folder

@@ -54,8 +54,8 @@ pub struct Args {
     rescan: bool,
 }
 
-fn parse_shard(text: &str) -> Result<ShardSpec, String> {
-    ShardSpec::parse(text).map_err(|e| e.to_string())
+fn parse_shard(text: &str) -> anyhow::Result<ShardSpec> {
+    Ok(ShardSpec::parse(text)?)
 }
 
 /// The shard `--shard` or `--shards` names, if any.

@@ -50,7 +50,7 @@ impl State {
 pub struct App {
     pub(super) state: State,
     pub(super) view: Option<View>,
-    pub(super) loading: Option<Job<Result<View, String>>>,
+    pub(super) loading: Option<Job<anyhow::Result<View>>>,
     pub(super) scan: Option<ScanJob>,
     /// What the filter keeps, in what order.
     pub(super) shown: Shown,
@@ -673,7 +673,8 @@ impl App {
         if self.loading.is_some() {
             ctx.request_repaint_after(Duration::from_millis(50));
         }
-        match take_finished(&mut self.loading, Err("loading the project stopped".into())) {
+        let lost = Err(anyhow::anyhow!("loading the project stopped"));
+        match take_finished(&mut self.loading, lost) {
             Some(Ok(view)) => {
                 if self.view.as_ref().is_none_or(|v| v.project != view.project)
                     || self.edits.is_none()
@@ -693,7 +694,7 @@ impl App {
                 self.refilter();
                 self.open_player();
             }
-            Some(Err(e)) => self.message = Some(e),
+            Some(Err(e)) => self.message = Some(crate::output::error_text(&e)),
             None => {}
         }
         let mut finished = None;
@@ -704,7 +705,9 @@ impl App {
             match polled {
                 Polled::Running => {}
                 Polled::Done(r) => finished = Some(r),
-                Polled::Lost => finished = Some(Err("the scan stopped unexpectedly".into())),
+                Polled::Lost => {
+                    finished = Some(Err(anyhow::anyhow!("the scan stopped unexpectedly")));
+                }
             }
             ctx.request_repaint_after(Duration::from_millis(100));
         }
@@ -717,7 +720,7 @@ impl App {
                         self.message = Some(warnings.join("\n"));
                     }
                 }
-                Err(e) => self.message = Some(e),
+                Err(e) => self.message = Some(crate::output::error_text(&e)),
             }
         } else if reload
             && self.loading.is_none()
@@ -739,7 +742,9 @@ impl App {
         for done in w.poll() {
             match done.result {
                 Ok(m) => self.status = Some(m),
-                Err(e) => self.message = Some(format!("not saved: {e}")),
+                Err(e) => {
+                    self.message = Some(format!("not saved: {}", crate::output::error_text(&e)));
+                }
             }
             if let (Some(update), Some(view)) = (done.state, &mut self.view) {
                 let labels = if Arc::ptr_eq(&update.row_ids, &view.row_ids) {

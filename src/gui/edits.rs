@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 
 use crate::analysis::dups::BestBy;
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, CatalogError};
 use crate::model::{Clip, Decision, Edit, ItemId};
 use crate::scan::curate::keep_best_edits;
 
@@ -57,7 +57,7 @@ pub struct ReviewState {
 }
 
 pub struct EditDone {
-    pub result: Result<String, String>,
+    pub result: anyhow::Result<String>,
     pub state: Option<ReviewUpdate>,
 }
 
@@ -94,14 +94,14 @@ impl EditWriter {
                     Ok(c) => c,
                     Err(e) => {
                         let _ = done.send(EditDone {
-                            result: Err(format!("cannot open the catalog: {e}")),
+                            result: Err(anyhow::Error::new(e).context("cannot open the catalog")),
                             state: None,
                         });
                         return;
                     }
                 };
                 for request in requests {
-                    let result = apply(&mut catalog, request);
+                    let result = apply(&mut catalog, request).map_err(anyhow::Error::from);
                     let state = review_state(&catalog).ok().map(|review| {
                         let row_ids = rows_now.lock().map(|r| Arc::clone(&r)).unwrap_or_default();
                         ReviewUpdate {
@@ -159,7 +159,7 @@ impl EditWriter {
                     if self.pending > 0 {
                         self.pending = 0;
                         out.push(EditDone {
-                            result: Err("the edit writer stopped".into()),
+                            result: Err(anyhow::anyhow!("the edit writer stopped")),
                             state: None,
                         });
                     }
@@ -171,18 +171,16 @@ impl EditWriter {
     }
 }
 
-fn apply(catalog: &mut Catalog, request: EditRequest) -> Result<String, String> {
-    let e = |e: crate::catalog::CatalogError| e.to_string();
+fn apply(catalog: &mut Catalog, request: EditRequest) -> Result<String, CatalogError> {
     match request {
         EditRequest::Apply(edits) => {
             let what = describe(&edits);
             catalog
                 .apply(edits)
                 .map(|op| format!("{what} (operation {op})"))
-                .map_err(e)
         }
         EditRequest::KeepBest { order, only } => {
-            let edits = keep_best_edits(catalog, &order, only.as_deref()).map_err(e)?;
+            let edits = keep_best_edits(catalog, &order, only.as_deref())?;
             if edits.is_empty() {
                 return Ok("nothing to reject: the other duplicates are rejected already".into());
             }
@@ -190,55 +188,44 @@ fn apply(catalog: &mut Catalog, request: EditRequest) -> Result<String, String> 
             catalog
                 .apply(edits)
                 .map(|op| format!("kept the best duplicates, rejected {n} (operation {op})"))
-                .map_err(e)
         }
         EditRequest::Decide { items, decision } => {
             let n = items.len();
-            catalog
-                .set_decisions(&items, decision)
-                .map(|op| {
-                    format!(
-                        "{} {n} file{} (operation {op})",
-                        decision.as_str(),
-                        if n == 1 { "" } else { "s" }
-                    )
-                })
-                .map_err(e)
+            catalog.set_decisions(&items, decision).map(|op| {
+                format!(
+                    "{} {n} file{} (operation {op})",
+                    decision.as_str(),
+                    if n == 1 { "" } else { "s" }
+                )
+            })
         }
         EditRequest::Tags { item, tags } => {
             let text = tags.join(", ");
             catalog
                 .set_tags(item, tags)
                 .map(|op| format!("tags [{text}] (operation {op})"))
-                .map_err(e)
         }
         EditRequest::Note { item, note } => catalog
             .set_note(item, Some(note))
-            .map(|op| format!("note (operation {op})"))
-            .map_err(e),
-        EditRequest::Label { item, label } => catalog
-            .set_label(item, label.as_deref())
-            .map(|op| match label {
-                Some(l) => format!("label {l} (operation {op})"),
-                None => format!("label removed (operation {op})"),
-            })
-            .map_err(e),
-        EditRequest::Undo => catalog
-            .undo()
-            .map(|op| {
-                op.map_or("nothing to undo".into(), |op| {
-                    format!("undid operation {op}")
+            .map(|op| format!("note (operation {op})")),
+        EditRequest::Label { item, label } => {
+            catalog
+                .set_label(item, label.as_deref())
+                .map(|op| match label {
+                    Some(l) => format!("label {l} (operation {op})"),
+                    None => format!("label removed (operation {op})"),
                 })
+        }
+        EditRequest::Undo => catalog.undo().map(|op| {
+            op.map_or("nothing to undo".into(), |op| {
+                format!("undid operation {op}")
             })
-            .map_err(e),
-        EditRequest::Redo => catalog
-            .redo()
-            .map(|op| {
-                op.map_or("nothing to redo".into(), |op| {
-                    format!("redid operation {op}")
-                })
+        }),
+        EditRequest::Redo => catalog.redo().map(|op| {
+            op.map_or("nothing to redo".into(), |op| {
+                format!("redid operation {op}")
             })
-            .map_err(e),
+        }),
     }
 }
 

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 use std::time::Instant;
 
+use anyhow::Context as _;
+
 use super::view::{View, load};
 use crate::analysis::rules::Setting;
 use crate::catalog::Project;
@@ -133,9 +135,9 @@ pub fn take_finished<T: Send + 'static>(slot: &mut Option<Job<T>>, lost: T) -> O
     }
 }
 
-pub fn spawn_load(project: PathBuf) -> Job<Result<View, String>> {
+pub fn spawn_load(project: PathBuf) -> Job<anyhow::Result<View>> {
     Job::run("framecull-load", move || {
-        load(&project).map_err(|e| crate::output::error_text(&e))
+        load(&project).with_context(|| format!("cannot open the project {}", project.display()))
     })
 }
 
@@ -144,7 +146,7 @@ pub fn spawn_load(project: PathBuf) -> Job<Result<View, String>> {
 pub fn spawn_save_settings(
     project: PathBuf,
     changes: Vec<(&'static Setting, Option<f64>)>,
-) -> Job<Result<View, String>> {
+) -> Job<anyhow::Result<View>> {
     Job::run("framecull-settings", move || {
         let save = || -> anyhow::Result<View> {
             let settings = Project::at(&project);
@@ -155,14 +157,14 @@ pub fn spawn_save_settings(
             crate::scan::derive::recompute_for_project(&mut catalog)?;
             load(&project)
         };
-        save().map_err(|e| crate::output::error_text(&e))
+        save().context("the settings were not saved")
     })
 }
 
 /// An ingest running for the window, with what the status bar shows.
 pub struct ScanJob {
     /// Finishes with the project folder and the scan's warnings.
-    pub job: Job<Result<(PathBuf, Vec<String>), String>, Progress>,
+    pub job: Job<anyhow::Result<(PathBuf, Vec<String>)>, Progress>,
     pub state: ScanState,
 }
 
@@ -256,7 +258,7 @@ fn spawn_ingest_with(
 ) -> ScanJob {
     let open: Box<Opener> = Box::new(open);
     let job = Job::spawn("framecull-scan-job", move |r: &Reporter<_, Progress>| {
-        run_scan(open, &options, r).map_err(|e| crate::output::error_text(&e))
+        run_scan(open, &options, r).context("the scan stopped")
     });
     ScanJob {
         job,
@@ -272,7 +274,7 @@ fn spawn_ingest_with(
 fn run_scan(
     open: Box<Opener>,
     options: &IngestOptions,
-    r: &Reporter<Result<(PathBuf, Vec<String>), String>, Progress>,
+    r: &Reporter<anyhow::Result<(PathBuf, Vec<String>)>, Progress>,
 ) -> anyhow::Result<(PathBuf, Vec<String>)> {
     let mut on_progress = |p: Progress| {
         let must = !matches!(p, Progress::Files { .. });

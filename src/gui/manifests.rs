@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use anyhow::{Context as _, anyhow};
 use eframe::egui::{self, RichText};
 
 use super::command::Command;
@@ -18,8 +19,9 @@ use crate::manifest::{
     self, Counts, Diff, ExportOptions, Format, Include, SplitSpec, Stratify, VersionMeta,
 };
 use crate::model::count;
+use crate::output::error_text;
 
-type Background<T> = Option<Job<Result<T, String>>>;
+type Background<T> = Option<Job<anyhow::Result<T>>>;
 
 /// The formats the dialog offers, with their names there and what each is for.
 const FORMATS: [(Format, &str, &str); 8] = [
@@ -65,13 +67,13 @@ const FORMATS: [(Format, &str, &str); 8] = [
 
 fn background<T: Send + 'static>(
     name: &str,
-    work: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Job<Result<T, String>> {
+    work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> Job<anyhow::Result<T>> {
     Job::run(name, work)
 }
 
-fn poll<T: Send + 'static>(slot: &mut Background<T>) -> Option<Result<T, String>> {
-    take_finished(slot, Err("the background job stopped".into()))
+fn poll<T: Send + 'static>(slot: &mut Background<T>) -> Option<anyhow::Result<T>> {
+    take_finished(slot, Err(anyhow!("the background job stopped")))
 }
 
 pub struct ExportDialog {
@@ -92,10 +94,10 @@ pub struct ExportDialog {
     /// the project's `clip-files/NAME`).
     clip_files: bool,
     clip_dir: String,
-    preview: Option<Result<Counts, String>>,
-    done: Option<Result<Exported, String>>,
+    preview: Option<anyhow::Result<Counts>>,
+    done: Option<anyhow::Result<Exported>>,
     preview_job: Background<Counts>,
-    export_job: Option<Job<Result<Exported, String>, ExportProgress>>,
+    export_job: Option<Job<anyhow::Result<Exported>, ExportProgress>>,
     /// The clip files' progress, as the export job last reported it.
     clip_progress: Option<ExportProgress>,
 }
@@ -127,7 +129,7 @@ impl Default for ExportDialog {
 }
 
 impl ExportDialog {
-    fn options(&self) -> Result<ExportOptions, String> {
+    fn options(&self) -> anyhow::Result<ExportOptions> {
         let formats: Vec<Format> = FORMATS
             .iter()
             .zip(self.formats)
@@ -142,14 +144,12 @@ impl ExportDialog {
                 })
                 .map(|(f, _)| f)
         {
-            return Err(format!(
-                "{name}: made of the clip files; tick \"clip files\" too"
-            ));
+            anyhow::bail!("{name}: made of the clip files; tick \"clip files\" too");
         }
         let split = if self.split.trim().is_empty() {
             None
         } else {
-            let spec = SplitSpec::parse(&self.split).map_err(|e| e.to_string())?;
+            let spec = SplitSpec::parse(&self.split)?;
             Some(spec.stratified(self.stratify.then_some(Stratify::Label)))
         };
         Ok(ExportOptions {
@@ -174,10 +174,10 @@ impl ExportDialog {
         };
         let p = project.to_path_buf();
         self.preview_job = Some(background("framecull-export-preview", move || {
-            let catalog = Catalog::open(&p).map_err(|e| e.to_string())?;
-            manifest::select_rows(&catalog, &o)
-                .map(|r| r.1)
-                .map_err(|e| e.to_string())
+            let catalog = Catalog::open(&p).context("cannot open the catalog")?;
+            let (_, counts) =
+                manifest::select_rows(&catalog, &o).context("cannot select the rows")?;
+            Ok(counts)
         }));
     }
 
@@ -197,7 +197,8 @@ impl ExportDialog {
         self.export_job = Some(Job::spawn(
             "framecull-export",
             move |r: &Reporter<_, ExportProgress>| {
-                export_version(&p, &o, clip_dir.as_deref(), r).map_err(|e| e.to_string())
+                export_version(&p, &o, clip_dir.as_deref(), r)
+                    .with_context(|| format!("the export of {} stopped", o.name))
             },
         ));
     }
@@ -222,7 +223,7 @@ impl ExportDialog {
                 self.export_job = None;
             }
             Polled::Lost => {
-                self.done = Some(Err("the background job stopped".into()));
+                self.done = Some(Err(anyhow!("the background job stopped")));
                 self.export_job = None;
             }
         }
@@ -317,7 +318,7 @@ impl ExportDialog {
                 });
                 let options = self.options();
                 if let Err(e) = &options {
-                    ui.colored_label(theme::ERROR, e);
+                    ui.colored_label(theme::ERROR, error_text(e));
                 }
                 ui.horizontal(|ui| {
                     if ui
@@ -367,7 +368,7 @@ impl ExportDialog {
                         }
                     }
                     Some(Err(e)) => {
-                        ui.colored_label(theme::ERROR, e);
+                        ui.colored_label(theme::ERROR, error_text(e));
                     }
                     None => {
                         ui.label(
@@ -406,7 +407,7 @@ impl ExportDialog {
                         }
                     }
                     Some(Err(e)) => {
-                        ui.colored_label(theme::ERROR, e);
+                        ui.colored_label(theme::ERROR, error_text(e));
                     }
                     None => {}
                 }
@@ -421,7 +422,7 @@ fn export_version(
     project: &Path,
     options: &ExportOptions,
     clip_dir: Option<&Path>,
-    r: &Reporter<Result<Exported, String>, ExportProgress>,
+    r: &Reporter<anyhow::Result<Exported>, ExportProgress>,
 ) -> anyhow::Result<Exported> {
     let catalog = Catalog::open(project)?;
     let stop = r.cancel_flag();
@@ -471,7 +472,7 @@ fn export_version(
 fn report_shards(
     shards: &ShardProgress,
     finished: &AtomicBool,
-    r: &Reporter<Result<Exported, String>, ExportProgress>,
+    r: &Reporter<anyhow::Result<Exported>, ExportProgress>,
 ) {
     let started = std::time::Instant::now();
     let mut first = None;
@@ -561,8 +562,8 @@ type VersionDiff = (String, u32, u32, Diff);
 #[derive(Default)]
 pub struct History {
     pub open: bool,
-    versions: Option<Result<Vec<VersionMeta>, String>>,
-    diff: Option<Result<VersionDiff, String>>,
+    versions: Option<anyhow::Result<Vec<VersionMeta>>>,
+    diff: Option<anyhow::Result<VersionDiff>>,
     versions_job: Background<Vec<VersionMeta>>,
     diff_job: Background<VersionDiff>,
 }
@@ -573,7 +574,10 @@ impl History {
         self.versions_job = Some(background("framecull-manifests", move || {
             let mut all = Vec::new();
             for name in manifest::names(&p) {
-                all.extend(manifest::versions(&p, &name).map_err(|e| e.to_string())?);
+                all.extend(
+                    manifest::versions(&p, &name)
+                        .with_context(|| format!("the versions of manifest {name}"))?,
+                );
             }
             Ok(all)
         }));
@@ -583,8 +587,11 @@ impl History {
     pub fn start_diff(&mut self, project: &Path, name: String, from: u32, to: u32) {
         let p = project.to_path_buf();
         self.diff_job = Some(background("framecull-diff", move || {
-            let a = manifest::read_version(&p, &name, from).map_err(|e| e.to_string())?;
-            let b = manifest::read_version(&p, &name, to).map_err(|e| e.to_string())?;
+            let read = |v: u32| {
+                manifest::read_version(&p, &name, v)
+                    .with_context(|| format!("manifest {name} v{v:04}"))
+            };
+            let (a, b) = (read(from)?, read(to)?);
             Ok((name, from, to, manifest::diff(&a, &b)))
         }));
     }
@@ -632,7 +639,7 @@ impl History {
                         });
                     }
                     Some(Err(e)) => {
-                        ui.colored_label(theme::ERROR, e);
+                        ui.colored_label(theme::ERROR, error_text(e));
                     }
                     None => {
                         ui.spinner();
@@ -672,7 +679,7 @@ impl History {
                                 });
                         }
                         Err(e) => {
-                            ui.colored_label(theme::ERROR, e);
+                            ui.colored_label(theme::ERROR, error_text(e));
                         }
                     }
                 }

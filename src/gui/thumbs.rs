@@ -36,7 +36,7 @@ struct Request {
 
 /// Frames of one request: size, then each frame's packed RGB.
 type Frames = (usize, usize, Vec<Vec<u8>>);
-type Done = (String, bool, Result<Frames, String>);
+type Done = (String, bool, anyhow::Result<Frames>);
 
 pub struct Thumbnails {
     tx: Option<Sender<Request>>,
@@ -63,7 +63,6 @@ impl Thumbnails {
                         load_or_make(&mut slot, &r.file, &r.cache, r.orientation)
                             .map(|(w, h, rgb)| (w, h, vec![rgb]))
                     };
-                    let result = result.map_err(|e| format!("{e:#}"));
                     if done_tx.send((r.key, r.scrub, result)).is_err() {
                         break;
                     }
@@ -164,7 +163,7 @@ impl Thumbnails {
                     Thumb::Ready(ctx.load_texture(&key, image, egui::TextureOptions::LINEAR))
                 }
                 Ok(_) => Thumb::Failed("no frame decodes".into()),
-                Err(e) => Thumb::Failed(e),
+                Err(e) => Thumb::Failed(crate::output::error_text(&e)),
             };
             self.thumbs.insert(key, thumb);
         }

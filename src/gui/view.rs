@@ -629,16 +629,21 @@ impl SortKey {
     }
 }
 
-impl TryFrom<String> for SortKey {
-    type Error = String;
+/// A saved sort column this version does not have.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a table column")]
+pub struct UnknownColumn(String);
 
-    fn try_from(name: String) -> Result<Self, String> {
+impl TryFrom<String> for SortKey {
+    type Error = UnknownColumn;
+
+    fn try_from(name: String) -> Result<Self, UnknownColumn> {
         SortKey::TEXT
             .iter()
             .find(|(_, n)| *n == name)
             .map(|(k, _)| *k)
             .or_else(|| Measure::parse(&name).map(SortKey::Measure))
-            .ok_or_else(|| format!("{name:?} is not a table column"))
+            .ok_or(UnknownColumn(name))
     }
 }
 

@@ -21,10 +21,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use framecull_manifest::{ClipFileColumns, ClipFiles};
-use framecull_media::clip::{self, ClipSource, ClipWritten};
+use framecull_media::clip::{self, ClipError, ClipSource, ClipWritten};
 use framecull_media::source::Source;
 use framecull_model::{MediaKind, ReadAs, SeekReference, StreamChoice};
-use framecull_storage::{Remote, Root};
+use framecull_storage::{Remote, Root, StorageError};
 use serde::{Deserialize, Serialize};
 
 use framecull_manifest::{ManifestError, ManifestRow};
@@ -128,7 +128,7 @@ pub fn materialize(
     let total = rows.len() as u64;
     // Each row's file: the one an earlier run recorded, where it is whole, else written now.
     let listing = output.listing()?;
-    let mut results: Vec<Option<Result<Entry, String>>> = rows
+    let mut results: Vec<Option<Result<Entry, NoClipFile>>> = rows
         .iter()
         .map(|row| {
             ledger
@@ -158,7 +158,7 @@ pub fn materialize(
     });
     let shared: &[ManifestRow] = rows;
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Entry, String>)>();
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Entry, NoClipFile>)>();
         for _ in 0..jobs.min(runs.len()) {
             let (tx, runs, next, output, references) =
                 (tx.clone(), &runs, &next, &output, &references);
@@ -197,12 +197,12 @@ pub fn materialize(
         // Each file written is recorded here, one thread appending to the ledger.
         for (at, entry) in rx {
             let entry = entry.and_then(|entry| {
-                let mut line = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
+                let mut line = serde_json::to_vec(&entry)?;
                 line.push(b'\n');
                 appender
                     .write_all(&line)
                     .and_then(|()| appender.sync_data())
-                    .map_err(|e| format!("{}: {e}", ledger_path.display()))?;
+                    .map_err(NoClipFile::at(&ledger_path))?;
                 out.written += 1;
                 out.bytes += entry.bytes;
                 out.reencoded_frames += entry.encoded;
@@ -362,7 +362,7 @@ impl Output {
     /// Put the clip file `file`, complete in the work folder, where it goes: a bucket's is
     /// uploaded and its local copy removed, and its fingerprint is then the object's (its
     /// size and ETag, as a scan or the loader finds it), where the store gives one.
-    fn deliver(&self, file: &Path) -> Result<Option<String>, String> {
+    fn deliver(&self, file: &Path) -> Result<Option<String>, StorageError> {
         let Output::Bucket { remote, .. } = self else {
             return Ok(None);
         };
@@ -370,7 +370,7 @@ impl Output {
         // The object as the upload's answer gives it (no HEAD after it).
         let uploaded = remote.put_file(&name, file);
         let _ = std::fs::remove_file(file);
-        let object = uploaded.map_err(|e| e.to_string())?;
+        let object = uploaded?;
         Ok(framecull_media::fingerprint::of_listing(
             object.size_bytes,
             object.e_tag.as_deref(),
@@ -447,19 +447,17 @@ struct Entry {
 
 impl Entry {
     /// The entry of clip `clip_id`, just written to `file`.
-    fn of(clip_id: &str, file: &Path, w: ClipWritten) -> Result<Entry, String> {
-        let bytes = std::fs::metadata(file)
-            .map_err(|e| format!("{}: {e}", file.display()))?
-            .len();
+    fn of(clip_id: &str, file: &Path, w: ClipWritten) -> Result<Entry, NoClipFile> {
+        let bytes = std::fs::metadata(file).map_err(NoClipFile::at(file))?.len();
         Ok(Entry {
             clip_id: clip_id.to_string(),
             file: file_name(file),
             bytes,
             hash: std::fs::File::open(file)
                 .and_then(framecull_media::fingerprint::whole)
-                .map_err(|e| format!("{}: {e}", file.display()))?,
+                .map_err(NoClipFile::at(file))?,
             fingerprint: framecull_media::fingerprint::fingerprint(file, bytes)
-                .map_err(|e| format!("{}: {e}", file.display()))?,
+                .map_err(NoClipFile::at(file))?,
             frames: w.frames,
             copied: w.copied,
             encoded: w.reencoded,
@@ -500,6 +498,33 @@ fn file_name(file: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// Why a row has no clip file (the words its row's note and the run's failures carry).
+#[derive(Debug, thiserror::Error)]
+enum NoClipFile {
+    #[error(transparent)]
+    Clip(#[from] ClipError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("{}: {source}", .path.display())]
+    At {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Ledger(#[from] serde_json::Error),
+}
+
+impl NoClipFile {
+    fn at(path: &Path) -> impl FnOnce(std::io::Error) -> NoClipFile + '_ {
+        move |source| NoClipFile::At {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
 /// What identifies a video source open for clips: its path, stream and content.
 type SourceKey = (String, Option<i64>, String);
 
@@ -516,7 +541,7 @@ fn write_one(
     reference: Option<&SeekReference>,
     dir: &Path,
     open: &mut Option<(SourceKey, ClipSource)>,
-) -> Result<(PathBuf, ClipWritten), String> {
+) -> Result<(PathBuf, ClipWritten), NoClipFile> {
     let source = Source::in_root(root, &row.path, row.size_bytes.max(0) as u64);
     match row.kind {
         MediaKind::Video => {
@@ -534,25 +559,22 @@ fn write_one(
                         ),
                         ..ReadAs::default()
                     };
-                    ClipSource::open(&source, read, reference).map_err(|e| e.to_string())?
+                    ClipSource::open(&source, read, reference)?
                 }
             };
             let (_, clips) = open.insert((key, clips));
             let file = clip_file(dir, row, clips.extension());
-            let written = clips
-                .write(&row.bounds(), &file)
-                .map_err(|e| e.to_string())?;
+            let written = clips.write(&row.bounds(), &file)?;
             Ok((file, written))
         }
         _ => {
             let file = clip_file(dir, row, "");
             let file = file.as_path();
-            let bytes = source.open().read_all().map_err(|e| e.to_string())?;
+            let bytes = source.open().read_all()?;
             let part = clip::part_path(file);
             std::fs::write(&part, &bytes)
                 .and_then(|()| std::fs::File::open(&part)?.sync_all())
-                .and_then(|()| std::fs::rename(&part, file))
-                .map_err(|e| e.to_string())?;
+                .and_then(|()| std::fs::rename(&part, file))?;
             Ok((
                 file.to_path_buf(),
                 ClipWritten {

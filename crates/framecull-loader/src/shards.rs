@@ -429,10 +429,10 @@ impl Feed<'_> {
         // The clip being copied when the shard failed, if one was.
         let mut current = None;
         let mut buf = vec![0u8; 1 << 18];
-        let result = (|| -> Result<bool, String> {
+        let result = (|| -> Result<bool, ShardError> {
             let opened = shard.source.open_streaming();
             let mut reader =
-                BufReader::with_capacity(1 << 20, opened.reader().map_err(|e| e.to_string())?);
+                BufReader::with_capacity(1 << 20, opened.reader().map_err(ShardError::Open)?);
             self.shared.shards_read.fetch_add(1, Ordering::Relaxed);
             let mut at = 0u64;
             loop {
@@ -440,7 +440,7 @@ impl Feed<'_> {
                     return Ok(true);
                 }
                 let mut block = Vec::with_capacity(512);
-                let cut = |e: std::io::Error| format!("cut short at byte {at}: {e}");
+                let cut = |source| ShardError::Read { at, source };
                 let Some(n) = self
                     .pass(&mut reader, 512, |b| block.extend_from_slice(b), &mut buf)
                     .map_err(cut)?
@@ -448,16 +448,14 @@ impl Feed<'_> {
                     return Ok(false);
                 };
                 at += n;
-                let block: [u8; 512] = block
-                    .try_into()
-                    .map_err(|_| format!("cut short at byte {at}"))?;
-                let Some(member) =
-                    webdataset::read_header(&block).map_err(|e| format!("at byte {at}: {e}"))?
+                let block: [u8; 512] = block.try_into().map_err(|_| ShardError::Short(at))?;
+                let Some(member) = webdataset::read_header(&block)
+                    .map_err(|source| ShardError::Header { at, source })?
                 else {
                     // The end blocks, read to the end: the whole shard, once.
                     let rest = self.pass(&mut reader, u64::MAX, |_| {}, &mut buf);
                     return Ok(rest
-                        .map_err(|e| format!("cut short at byte {at}: {e}"))?
+                        .map_err(|source| ShardError::Read { at, source })?
                         .is_some());
                 };
                 let ours = expected.next_if(|(name, _)| member.is(name));
@@ -479,12 +477,12 @@ impl Feed<'_> {
                     None => {
                         let Some(n) = self
                             .pass(&mut reader, member.padded(), |_| {}, &mut buf)
-                            .map_err(|e| format!("cut short at byte {at}: {e}"))?
+                            .map_err(|source| ShardError::Read { at, source })?
                         else {
                             return Ok(false);
                         };
                         if n != member.padded() {
-                            return Err(format!("cut short at byte {}", at + n));
+                            return Err(ShardError::Short(at + n));
                         }
                     }
                 }
@@ -574,7 +572,7 @@ impl Feed<'_> {
         name: &str,
         c: u32,
         buf: &mut [u8],
-    ) -> Result<Option<SpoolResult>, String> {
+    ) -> Result<Option<SpoolResult>, ShardError> {
         let path = self.set.spool.path(name);
         let part = self.set.spool.path(&format!("{name}.part"));
         let mut out = std::fs::File::create(&part);
@@ -600,8 +598,11 @@ impl Feed<'_> {
                 let _ = std::fs::remove_file(&part);
                 return match other {
                     Ok(None) => Ok(None),
-                    Err(e) => Err(format!("in {name}: {e}")),
-                    Ok(Some(_)) => Err(format!("cut short in {name}")),
+                    Err(source) => Err(ShardError::Member {
+                        name: name.to_string(),
+                        source,
+                    }),
+                    Ok(Some(_)) => Err(ShardError::MemberShort(name.to_string())),
                 };
             }
         };
@@ -702,6 +703,29 @@ struct State {
     /// Clips in the spool: each one's bytes and file.
     live: Vec<(u32, u64, PathBuf)>,
     live_bytes: u64,
+}
+
+/// Why a shard could not be read through: its clips from where it broke are skipped.
+#[derive(Debug, thiserror::Error)]
+enum ShardError {
+    #[error("{0}")]
+    Open(std::io::Error),
+    #[error("cut short at byte {at}: {source}")]
+    Read { at: u64, source: std::io::Error },
+    #[error("cut short at byte {0}")]
+    Short(u64),
+    #[error("at byte {at}: {source}")]
+    Header {
+        at: u64,
+        source: webdataset::HeaderError,
+    },
+    #[error("in {name}: {source}")]
+    Member {
+        name: String,
+        source: std::io::Error,
+    },
+    #[error("cut short in {0}")]
+    MemberShort(String),
 }
 
 #[cfg(test)]

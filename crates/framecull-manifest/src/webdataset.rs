@@ -142,7 +142,7 @@ pub fn write_webdataset(
                 .entry(folder_name(row.split.as_deref().unwrap_or("all")))
                 .or_default()
                 .push(sample),
-            Err(why) => *index.left_out.entry(why).or_default() += 1,
+            Err(why) => *index.left_out.entry(why.to_string()).or_default() += 1,
         }
     }
     for samples in by_split.values() {
@@ -242,15 +242,25 @@ pub fn write_webdataset(
     Ok(index)
 }
 
+/// Why a row has no sample (counted by these words in the index's `left_out`).
+#[derive(Debug, thiserror::Error)]
+enum NoSample {
+    #[error("{0}")]
+    NoFile(&'static str),
+    #[error("clip file unreadable: {0}")]
+    Unreadable(std::io::Error),
+    #[error("{0}")]
+    Metadata(#[from] serde_json::Error),
+}
+
 /// The sample of `row`, or why it has none.
-fn sample_of(row: &ManifestRow, clip_dir: &Path) -> Result<Sample, String> {
-    let (from, ext) = clip_file(row, clip_dir)?;
+fn sample_of(row: &ManifestRow, clip_dir: &Path) -> Result<Sample, NoSample> {
+    let (from, ext) = clip_file(row, clip_dir).map_err(NoSample::NoFile)?;
     let ext = ext.to_ascii_lowercase();
     let file_bytes = std::fs::metadata(&from)
-        .map_err(|e| format!("clip file unreadable: {e}"))?
+        .map_err(NoSample::Unreadable)?
         .len();
-    let json = serde_json::to_vec(&Metadata::of(row, format!("{}.{ext}", row.clip_id)))
-        .map_err(|e| e.to_string())?;
+    let json = serde_json::to_vec(&Metadata::of(row, format!("{}.{ext}", row.clip_id)))?;
     Ok(Sample {
         key: row.clip_id.clone(),
         ext,
@@ -428,9 +438,20 @@ impl Member {
     }
 }
 
+/// Why a block of a shard is no member's header.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("a header without a checksum")]
+    NoChecksum,
+    #[error("a header whose checksum is {recorded}, not {sum}")]
+    Checksum { recorded: u64, sum: u64 },
+    #[error("a header without a size")]
+    NoSize,
+}
+
 /// The member whose header is `h` (a block of a shard), `None` at the end blocks, or why the
 /// block is no header (its checksum, its size field).
-pub fn read_header(h: &[u8; BLOCK as usize]) -> Result<Option<Member>, String> {
+pub fn read_header(h: &[u8; BLOCK as usize]) -> Result<Option<Member>, HeaderError> {
     if h.iter().all(|&b| b == 0) {
         return Ok(None);
     }
@@ -439,7 +460,7 @@ pub fn read_header(h: &[u8; BLOCK as usize]) -> Result<Option<Member>, String> {
         let digits = digits.trim_matches(|c: char| c == '\0' || c == ' ');
         u64::from_str_radix(digits, 8).ok()
     };
-    let recorded = octal(&h[148..156]).ok_or("a header without a checksum")?;
+    let recorded = octal(&h[148..156]).ok_or(HeaderError::NoChecksum)?;
     let sum: u64 = h
         .iter()
         .enumerate()
@@ -452,9 +473,9 @@ pub fn read_header(h: &[u8; BLOCK as usize]) -> Result<Option<Member>, String> {
         })
         .sum();
     if sum != recorded {
-        return Err(format!("a header whose checksum is {recorded}, not {sum}"));
+        return Err(HeaderError::Checksum { recorded, sum });
     }
-    let size = octal(&h[124..136]).ok_or("a header without a size")?;
+    let size = octal(&h[124..136]).ok_or(HeaderError::NoSize)?;
     let name = &h[..100];
     let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(100)];
     Ok(Some(Member {
@@ -521,7 +542,7 @@ mod tests {
         }
         let mut h = header("abc.mp4", 1234);
         h[126] ^= 1;
-        assert!(read_header(&h).unwrap_err().contains("checksum"));
+        assert!(matches!(read_header(&h), Err(HeaderError::Checksum { .. })));
         assert_eq!(read_header(&[0u8; BLOCK as usize]), Ok(None));
     }
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use framecull_catalog::{Catalog, CatalogError};
 use framecull_media::Source;
-use framecull_media::decode::frame_timestamps;
+use framecull_media::decode::{DecodeError, frame_timestamps};
 use framecull_model::{
     Clip, ClipOrigin, Edit, FrameTimeline, Item, ItemId, MediaKind, StreamChoice,
 };
@@ -610,7 +610,7 @@ pub fn import(
     catalog: &mut Catalog,
     source: LabelSource,
     options: &ImportOptions,
-    timeline: &mut dyn FnMut(&Item) -> Result<FrameTimeline, String>,
+    timeline: &mut dyn FnMut(&Item) -> Result<FrameTimeline, TimelineError>,
 ) -> Result<ImportReport, LabelError> {
     let items = catalog.items()?;
     let mut report = ImportReport {
@@ -639,7 +639,7 @@ pub fn import(
         .dataset_root()?
         .map(|r| r.to_string_lossy().into_owned());
     let index = PathIndex::new(&items);
-    let mut timelines: HashMap<ItemId, Result<FrameTimeline, String>> = HashMap::new();
+    let mut timelines: HashMap<ItemId, Result<FrameTimeline, TimelineError>> = HashMap::new();
     // Each target's wish: the labels asked and the rows asking (in file order).
     let mut wishes: Vec<(Target, Vec<String>, Vec<&LabelRow>)> = Vec::new();
     let mut wish_of: HashMap<(u8, usize, usize, usize), usize> = HashMap::new();
@@ -707,7 +707,7 @@ pub fn import(
                 let tl = timelines
                     .entry(items[item].id)
                     .or_insert_with(|| timeline(&items[item]));
-                let span = tl.as_ref().map_err(Clone::clone).and_then(|tl| {
+                let span = tl.as_ref().map_err(|e| e.to_string()).and_then(|tl| {
                     let s = tl.index_at(start, false).map_err(|e| e.to_string())?;
                     let e = tl.index_at(end, true).map_err(|e| e.to_string())?;
                     if e > s {
@@ -837,16 +837,32 @@ pub fn import(
     Ok(report)
 }
 
+/// Why a video's frame timeline cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TimelineError {
+    #[error("{}: {source}", .location.display())]
+    Unreadable {
+        location: std::path::PathBuf,
+        source: DecodeError,
+    },
+    #[error("{}: no frames", .location.display())]
+    NoFrames { location: std::path::PathBuf },
+    #[error("the project records no dataset folder")]
+    NoRoot,
+}
+
 /// A video's frame timeline, read from its packets (a file's or an object's): where the
 /// spans of `clips add` and of label rows are counted.
-pub fn frame_timeline(root: &Root, item: &Item) -> Result<FrameTimeline, String> {
+pub fn frame_timeline(root: &Root, item: &Item) -> Result<FrameTimeline, TimelineError> {
     let source = Source::in_root(root, &item.path, item.size_bytes);
     let location = source.location();
     let (pts, time_base) =
-        frame_timestamps(&source, StreamChoice::recorded(item.info.stream_index))
-            .map_err(|e| format!("{}: {e}", location.display()))?;
+        match frame_timestamps(&source, StreamChoice::recorded(item.info.stream_index)) {
+            Ok(read) => read,
+            Err(source) => return Err(TimelineError::Unreadable { location, source }),
+        };
     if pts.is_empty() {
-        return Err(format!("{}: no frames", location.display()));
+        return Err(TimelineError::NoFrames { location });
     }
     Ok(FrameTimeline { pts, time_base })
 }

@@ -83,7 +83,7 @@ fn bench(n: usize, classes: usize, repeat: usize) -> anyhow::Result<LabelsBench>
                 &mut catalog,
                 LabelSource::File(file),
                 &ImportOptions::default(),
-                &mut |_| Err("no spans here".into()),
+                &mut |_| Err(framecull::scan::labels::TimelineError::NoRoot),
             )?;
             secs[which].push(t.elapsed().as_secs_f64());
             anyhow::ensure!(
