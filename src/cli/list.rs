@@ -9,7 +9,7 @@ use crate::analysis::filter::Filter;
 use crate::catalog::listing::{Analysis, Row};
 use crate::catalog::{ItemFields, by_item};
 pub use crate::model::human_bytes;
-use crate::model::{Item, ItemStatus, MediaKind, Metrics, OtherFile};
+use crate::model::{Item, ItemStatus, Measure, MediaKind, Metrics, OtherFile};
 use crate::model::{human_duration, human_number};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,7 +198,13 @@ fn write_table(
     writeln!(
         out,
         "{:<6} {:<11} {:>11} {:<10} {:>8} {:>11} {:>10}  path",
-        "kind", "status", "size", "codec", "fps", "duration", "resolution"
+        "kind",
+        "status",
+        "size",
+        "codec",
+        Measure::Fps.name(),
+        "duration",
+        "resolution"
     )?;
     for (item, _) in items {
         let i = &item.info;

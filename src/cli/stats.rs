@@ -12,7 +12,7 @@ use crate::analysis::histogram::{
 };
 use crate::analysis::labels::{LabelCount, label_counts};
 use crate::catalog::items_frame;
-use crate::model::{OtherStatus, count, noun_for};
+use crate::model::{Measure, OtherStatus, count, noun_for};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -95,18 +95,20 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 }
 
 pub fn compute(df: &DataFrame) -> PolarsResult<Stats> {
-    let size = df.column("size_bytes")?.u64()?.sum().unwrap_or(0);
+    let size_bytes = Measure::SizeBytes.name();
+    let size = df.column(size_bytes)?.u64()?.sum().unwrap_or(0);
     let ok = col("status").eq(lit("ok"));
     let video_ok = ok.clone().and(col("kind").eq(lit("video")));
     let mut distributions = Vec::new();
     for (measure, filter) in [
-        ("width", ok.clone()),
-        ("height", ok.clone()),
-        ("megapixels", ok.clone()),
-        ("fps", video_ok.clone()),
-        ("duration_secs", video_ok.clone()),
+        (Measure::Width, ok.clone()),
+        (Measure::Height, ok.clone()),
+        (Measure::Megapixels, ok.clone()),
+        (Measure::Fps, video_ok.clone()),
+        (Measure::DurationSecs, video_ok.clone()),
     ] {
-        distributions.push((measure.to_string(), summarise(df, measure, filter)?));
+        let name = measure.name();
+        distributions.push((name.to_string(), summarise(df, name, filter)?));
     }
     let histograms = HISTOGRAMS
         .iter()
@@ -140,7 +142,9 @@ fn groups(df: &DataFrame, key: &str) -> PolarsResult<Vec<Group>> {
         .group_by([col(key)])
         .agg([
             len().cast(DataType::UInt64).alias("files"),
-            col("size_bytes").sum().alias("size_bytes"),
+            col(Measure::SizeBytes.name())
+                .sum()
+                .alias(Measure::SizeBytes.name()),
         ])
         .sort_by_exprs(
             [col("files"), col(key)],
@@ -149,7 +153,7 @@ fn groups(df: &DataFrame, key: &str) -> PolarsResult<Vec<Group>> {
         .collect()?;
     let keys = out.column(key)?.str()?;
     let files = out.column("files")?.u64()?;
-    let sizes = out.column("size_bytes")?.u64()?;
+    let sizes = out.column(Measure::SizeBytes.name())?.u64()?;
     Ok((0..out.height())
         .map(|i| Group {
             key: keys.get(i).map(str::to_string),

@@ -161,12 +161,16 @@ pub fn resolution_grid(df: &DataFrame) -> PolarsResult<ResolutionGrid> {
         .filter(
             col("status")
                 .eq(lit("ok"))
-                .and(col("width").is_not_null())
-                .and(col("height").is_not_null()),
+                .and(col(Measure::Width.name()).is_not_null())
+                .and(col(Measure::Height.name()).is_not_null()),
         )
         .select([
-            col("width").cast(DataType::Float64).alias("w"),
-            col("height").cast(DataType::Float64).alias("h"),
+            col(Measure::Width.name())
+                .cast(DataType::Float64)
+                .alias("w"),
+            col(Measure::Height.name())
+                .cast(DataType::Float64)
+                .alias("h"),
         ])
         .collect()?;
     let ws: Vec<f64> = out.column("w")?.f64()?.into_no_null_iter().collect();

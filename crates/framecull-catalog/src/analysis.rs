@@ -8,8 +8,8 @@ use super::columns;
 use super::{Catalog, CatalogError, Result, unix_now};
 use framecull_analysis::flags::Config;
 use framecull_model::{
-    AnalysisLevel, Curves, Cut, DupInfo, Flag, FrameTable, ItemId, ItemStatus, Measured, MediaKind,
-    Metrics,
+    AnalysisLevel, Curves, Cut, DupInfo, Flag, FrameTable, ItemId, ItemStatus, Measure, Measured,
+    MediaKind, Metrics,
 };
 
 /// The metrics table's columns that are not [`Metrics`] fields, written before them: the
@@ -184,10 +184,13 @@ impl Catalog {
     /// brightness, sharpness), by ascending item id: what the window's view needs, read in a
     /// fraction of the time and memory of [`Catalog::metrics_by_id`].
     pub fn measured_by_id(&self) -> Result<Vec<(ItemId, Measured)>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT item_id, motion_mean, brightness, sharpness, analysis_level
-             FROM metrics ORDER BY item_id",
-        )?;
+        // Measures kept in `metrics` are in the columns of their names.
+        let [motion, brightness, sharpness] =
+            [Measure::MotionMean, Measure::Brightness, Measure::Sharpness].map(Measure::name);
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT item_id, {motion}, {brightness}, {sharpness}, analysis_level
+             FROM metrics ORDER BY item_id"
+        ))?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, ItemId>(0)?,

@@ -30,7 +30,7 @@ pub fn items_frame(items: &[Item], metrics: &HashMap<ItemId, Metrics>) -> Polars
         col_str("codec", &|i| i.info.codec.as_deref()),
         col_str("container", &|i| i.info.container.as_deref()),
         Column::new(
-            "size_bytes".into(),
+            Measure::SizeBytes.name().into(),
             items.iter().map(|i| i.size_bytes).collect::<Vec<u64>>(),
         ),
     ];

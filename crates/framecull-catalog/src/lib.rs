@@ -23,7 +23,9 @@ pub use frame::items_frame;
 pub use merge::{MergedShard, SHARD_ID_BLOCK, ShardSource};
 pub use project::{CONFIG_FILE, ConfigError, PROJECT_DIR_NAME, Project};
 
-use framecull_model::{Item, ItemId, ItemStatus, MediaKind, OtherFile, OtherStatus, Probe};
+use framecull_model::{
+    Item, ItemId, ItemStatus, Measure, MediaKind, OtherFile, OtherStatus, Probe,
+};
 
 const DB_FILE: &str = "catalog.db";
 
@@ -566,13 +568,13 @@ impl Catalog {
 }
 
 /// The items table's columns before an item's [`framecull_model::MediaInfo`]
-/// ([`columns::MEDIA_FIELDS`]).
+/// ([`columns::MEDIA_FIELDS`]). A measure kept there (`Stored::Items`) has its name's column.
 const ITEM_KEYS: [&str; 7] = [
     "path",
     "kind",
     "status",
     "error",
-    "size_bytes",
+    Measure::SizeBytes.name(),
     "mtime_ns",
     "fingerprint",
 ];
@@ -584,11 +586,11 @@ const ITEM_SCAN: [&str; 3] = ["probed_at", "scan_id", "probe_version"];
 /// The media information columns an [`ItemFields::Brief`] read reads.
 const BRIEF_MEDIA: [&str; 9] = [
     "codec",
-    "width",
-    "height",
+    Measure::Width.name(),
+    Measure::Height.name(),
     "rotation_deg",
-    "fps",
-    "duration_secs",
+    Measure::Fps.name(),
+    Measure::DurationSecs.name(),
     "bit_rate",
     "exif_orientation",
     "stream_index",

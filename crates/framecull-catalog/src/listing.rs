@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{Catalog, Result};
 use framecull_model::{
-    AnalysisLevel, Cut, DupInfo, Flag, Item, ItemId, Metrics, OtherFile, Review,
+    AnalysisLevel, Cut, DupInfo, Flag, Item, ItemId, Measure, Metrics, OtherFile, Review,
 };
 
 /// The documented fields of `list --format jsonl|csv` (docs/CLI.md), in order.
@@ -74,10 +74,10 @@ pub struct Row<'a> {
 /// motion measures of the frames it decodes, the perceptual hash of its first keyframe, and
 /// the bars of its keyframes.
 pub const TRIAGE_ESTIMATES: [&str; 6] = [
-    "motion_mean",
+    Measure::MotionMean.name(),
     "motion_p95",
-    "brightness",
-    "sharpness",
+    Measure::Brightness.name(),
+    Measure::Sharpness.name(),
     "phash",
     "content_crop",
 ];
