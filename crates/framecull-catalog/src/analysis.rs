@@ -86,7 +86,8 @@ impl Catalog {
         let mut stmt = self.conn.prepare(
             "SELECT i.id, i.path, i.kind, i.status, i.fps, i.width, i.height, i.exif_orientation,
                     i.size_bytes, i.mtime_ns, i.codec,
-                    COALESCE(i.frame_count, i.duration_secs * i.fps), i.stream_index
+                    COALESCE(i.frame_count, i.duration_secs * i.fps) AS frame_estimate,
+                    i.stream_index
              FROM items i LEFT JOIN metrics m ON m.item_id = i.id
              WHERE i.status != 'missing'
                AND (m.item_id IS NULL
@@ -97,21 +98,54 @@ impl Catalog {
                     OR (?2 = 'deep' AND m.analysis_level = 'triage'))
              ORDER BY i.path",
         )?;
+        let [
+            id,
+            path,
+            kind,
+            status,
+            fps,
+            width,
+            height,
+            exif,
+            size,
+            mtime,
+            codec,
+            frames,
+            stream,
+        ] = columns::positions(
+            &stmt,
+            [
+                "id",
+                "path",
+                "kind",
+                "status",
+                Measure::Fps.name(),
+                Measure::Width.name(),
+                Measure::Height.name(),
+                "exif_orientation",
+                Measure::SizeBytes.name(),
+                "mtime_ns",
+                "codec",
+                "frame_estimate",
+                "stream_index",
+            ],
+        )?;
         let rows = stmt.query_map(params![version, level.as_str()], |r| {
             Ok(AnalysisTodo {
-                id: r.get(0)?,
-                path: r.get(1)?,
-                kind: MediaKind::parse(&r.get::<_, String>(2)?).unwrap_or(MediaKind::Other),
-                status: ItemStatus::parse(&r.get::<_, String>(3)?).unwrap_or(ItemStatus::Error),
-                fps: r.get(4)?,
-                width: r.get(5)?,
-                height: r.get(6)?,
-                exif_orientation: r.get(7)?,
-                size_bytes: r.get::<_, i64>(8)? as u64,
-                mtime_ns: r.get(9)?,
-                codec: r.get(10)?,
-                frame_estimate: r.get(11)?,
-                stream_index: r.get(12)?,
+                id: r.get(id)?,
+                path: r.get(path)?,
+                kind: MediaKind::parse(&r.get::<_, String>(kind)?).unwrap_or(MediaKind::Other),
+                status: ItemStatus::parse(&r.get::<_, String>(status)?)
+                    .unwrap_or(ItemStatus::Error),
+                fps: r.get(fps)?,
+                width: r.get(width)?,
+                height: r.get(height)?,
+                exif_orientation: r.get(exif)?,
+                size_bytes: r.get::<_, i64>(size)? as u64,
+                mtime_ns: r.get(mtime)?,
+                codec: r.get(codec)?,
+                frame_estimate: r.get(frames)?,
+                stream_index: r.get(stream)?,
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
@@ -191,14 +225,18 @@ impl Catalog {
             "SELECT item_id, {motion}, {brightness}, {sharpness}, analysis_level
              FROM metrics ORDER BY item_id"
         ))?;
+        let [id, motion, brightness, sharpness, level] = columns::positions(
+            &stmt,
+            ["item_id", motion, brightness, sharpness, "analysis_level"],
+        )?;
         let rows = stmt.query_map([], |r| {
             Ok((
-                r.get::<_, ItemId>(0)?,
+                r.get::<_, ItemId>(id)?,
                 Measured {
-                    motion_mean: r.get(1)?,
-                    brightness: r.get(2)?,
-                    sharpness: r.get(3)?,
-                    level: AnalysisLevel::parse(&r.get::<_, String>(4)?)
+                    motion_mean: r.get(motion)?,
+                    brightness: r.get(brightness)?,
+                    sharpness: r.get(sharpness)?,
+                    level: AnalysisLevel::parse(&r.get::<_, String>(level)?)
                         .unwrap_or(AnalysisLevel::Deep),
                 },
             ))
@@ -228,10 +266,10 @@ impl Catalog {
                 "SELECT motion, cuts, frame_hashes, errors FROM curves WHERE item_id = ?1",
                 [id],
                 |r| {
-                    let motion: Option<Vec<u8>> = r.get(0)?;
-                    let cuts: Option<String> = r.get(1)?;
-                    let hashes: Option<Vec<u8>> = r.get(2)?;
-                    let errors: Option<String> = r.get(3)?;
+                    let motion: Option<Vec<u8>> = r.get("motion")?;
+                    let cuts: Option<String> = r.get("cuts")?;
+                    let hashes: Option<Vec<u8>> = r.get("frame_hashes")?;
+                    let errors: Option<String> = r.get("errors")?;
                     Ok(Curves {
                         motion: motion.as_deref().map(blob_f32).unwrap_or_default(),
                         cuts: cuts
@@ -254,7 +292,7 @@ impl Catalog {
         let blob: Option<Option<Vec<u8>>> = self
             .conn
             .query_row("SELECT frames FROM curves WHERE item_id = ?1", [id], |r| {
-                r.get(0)
+                r.get("frames")
             })
             .optional()?;
         Ok(blob.flatten().as_deref().and_then(FrameTable::from_bytes))
@@ -268,9 +306,9 @@ impl Catalog {
              WHERE m.analysis_level = 'deep'",
         )?;
         let rows = stmt.query_map([], |r| {
-            let cuts: Option<String> = r.get(1)?;
+            let cuts: Option<String> = r.get("cuts")?;
             Ok((
-                r.get::<_, ItemId>(0)?,
+                r.get::<_, ItemId>("item_id")?,
                 cuts.and_then(|c| serde_json::from_str(&c).ok())
                     .unwrap_or_default(),
             ))
@@ -284,9 +322,9 @@ impl Catalog {
             .conn
             .prepare("SELECT item_id, frame_hashes FROM curves WHERE length(frame_hashes) > 0")?;
         let rows = stmt.query_map([], |r| {
-            let b: Option<Vec<u8>> = r.get(1)?;
+            let b: Option<Vec<u8>> = r.get("frame_hashes")?;
             Ok((
-                r.get::<_, ItemId>(0)?,
+                r.get::<_, ItemId>("item_id")?,
                 b.as_deref().map(blob_u64).unwrap_or_default(),
             ))
         })?;
@@ -360,14 +398,14 @@ impl Catalog {
             .conn
             .prepare("SELECT item_id, dup_group, relation, like_item, exact_group FROM dups")?;
         let rows = stmt.query_map([], |r| {
-            let relation: String = r.get(2)?;
+            let relation: String = r.get("relation")?;
             Ok((
-                r.get::<_, ItemId>(0)?,
+                r.get::<_, ItemId>("item_id")?,
                 DupInfo {
-                    group: r.get(1)?,
+                    group: r.get("dup_group")?,
                     exact: relation == "exact",
-                    like: r.get(3)?,
-                    exact_group: r.get(4)?,
+                    like: r.get("like_item")?,
+                    exact_group: r.get("exact_group")?,
                 },
             ))
         })?;

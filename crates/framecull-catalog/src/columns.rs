@@ -278,6 +278,19 @@ pub(crate) fn list<'a>(names: impl IntoIterator<Item = &'a &'a str>, prefix: &st
         .join(", ")
 }
 
+/// Where each of `names` is among a prepared statement's columns: rows read by name, each
+/// name looked up once a statement rather than once a row.
+pub(crate) fn positions<const N: usize>(
+    stmt: &rusqlite::Statement,
+    names: [&str; N],
+) -> rusqlite::Result<[usize; N]> {
+    let mut at = [0; N];
+    for (at, name) in at.iter_mut().zip(names) {
+        *at = stmt.column_index(name)?;
+    }
+    Ok(at)
+}
+
 /// `?1, ?2, ...` for `n` values.
 pub(crate) fn placeholders(n: usize) -> String {
     (1..=n)

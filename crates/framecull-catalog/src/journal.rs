@@ -87,7 +87,7 @@ impl Catalog {
             .query_row(
                 "SELECT id, edits FROM ops WHERE state = 'done' ORDER BY id DESC LIMIT 1",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get("id")?, r.get("edits")?)),
             )
             .optional()?;
         let Some((id, edits)) = last else {
@@ -109,7 +109,7 @@ impl Catalog {
             .query_row(
                 "SELECT id, edits FROM ops WHERE state = 'undone' ORDER BY id LIMIT 1",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get("id")?, r.get("edits")?)),
             )
             .optional()?;
         let Some((id, edits)) = next else {

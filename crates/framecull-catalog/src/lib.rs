@@ -323,16 +323,27 @@ impl Catalog {
         let mut stmt = self.conn.prepare(
             "SELECT path, size_bytes, mtime_ns, status, probe_version, fingerprint FROM items",
         )?;
+        let [path, size, mtime, status, probe, fingerprint] = columns::positions(
+            &stmt,
+            [
+                "path",
+                Measure::SizeBytes.name(),
+                "mtime_ns",
+                "status",
+                "probe_version",
+                "fingerprint",
+            ],
+        )?;
         let rows = stmt.query_map([], |r| {
-            let status: String = r.get(3)?;
+            let status: String = r.get(status)?;
             Ok((
-                r.get::<_, String>(0)?,
+                r.get::<_, String>(path)?,
                 KnownFile {
-                    size_bytes: r.get::<_, i64>(1)? as u64,
-                    mtime_ns: r.get(2)?,
+                    size_bytes: r.get::<_, i64>(size)? as u64,
+                    mtime_ns: r.get(mtime)?,
                     status: ItemStatus::parse(&status).unwrap_or(ItemStatus::Error),
-                    probe_version: r.get(4)?,
-                    fingerprint: r.get(5)?,
+                    probe_version: r.get(probe)?,
+                    fingerprint: r.get(fingerprint)?,
                 },
             ))
         })?;
@@ -395,10 +406,10 @@ impl Catalog {
             .prepare("SELECT path, size_bytes, reason, status FROM other_files ORDER BY path")?;
         let rows = stmt.query_map([], |r| {
             Ok(OtherFile {
-                path: r.get(0)?,
-                size_bytes: r.get::<_, i64>(1)?.max(0) as u64,
-                reason: r.get(2)?,
-                status: OtherStatus::parse(&r.get::<_, String>(3)?)
+                path: r.get("path")?,
+                size_bytes: r.get::<_, i64>(Measure::SizeBytes.name())?.max(0) as u64,
+                reason: r.get("reason")?,
+                status: OtherStatus::parse(&r.get::<_, String>("status")?)
                     .unwrap_or(OtherStatus::NotMedia),
             })
         })?;
@@ -543,24 +554,41 @@ impl Catalog {
         });
         let mtime = match fields {
             ItemFields::All => "mtime_ns",
-            ItemFields::Brief => "0",
+            ItemFields::Brief => "0 AS mtime_ns",
         };
+        let size = Measure::SizeBytes.name();
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT id, path, kind, status, error, size_bytes, {mtime}, fingerprint, {}
+            "SELECT id, path, kind, status, error, {size}, {mtime}, fingerprint, {}
              FROM items WHERE id BETWEEN ?1 AND ?2",
             media.collect::<Vec<_>>().join(", ")
         ))?;
+        let [id, path, kind, status, error, size, mtime, fingerprint] = columns::positions(
+            &stmt,
+            [
+                "id",
+                "path",
+                "kind",
+                "status",
+                "error",
+                size,
+                "mtime_ns",
+                "fingerprint",
+            ],
+        )?;
+        // The media information follows, in its list's order.
+        let media = fingerprint + 1;
         let rows = stmt.query_map(params![first, last], |r| {
             Ok(Item {
-                id: r.get::<_, ItemId>(0)?,
-                path: r.get(1)?,
-                kind: MediaKind::parse(r.get_ref(2)?.as_str()?).unwrap_or(MediaKind::Other),
-                status: ItemStatus::parse(r.get_ref(3)?.as_str()?).unwrap_or(ItemStatus::Error),
-                error: r.get(4)?,
-                size_bytes: r.get::<_, i64>(5)? as u64,
-                mtime_ns: r.get(6)?,
-                fingerprint: r.get(7)?,
-                info: columns::read_media(r, 8)?,
+                id: r.get::<_, ItemId>(id)?,
+                path: r.get(path)?,
+                kind: MediaKind::parse(r.get_ref(kind)?.as_str()?).unwrap_or(MediaKind::Other),
+                status: ItemStatus::parse(r.get_ref(status)?.as_str()?)
+                    .unwrap_or(ItemStatus::Error),
+                error: r.get(error)?,
+                size_bytes: r.get::<_, i64>(size)? as u64,
+                mtime_ns: r.get(mtime)?,
+                fingerprint: r.get(fingerprint)?,
+                info: columns::read_media(r, media)?,
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
@@ -717,9 +745,11 @@ impl Catalog {
     /// the whole catalog).
     pub fn reasons_with_status(&self, status: ItemStatus) -> Result<Vec<(String, String)>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT path, COALESCE(error, '') FROM items WHERE status = ?1 ORDER BY path",
+            "SELECT path, COALESCE(error, '') AS reason FROM items WHERE status = ?1 ORDER BY path",
         )?;
-        let rows = stmt.query_map([status.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let rows = stmt.query_map([status.as_str()], |r| {
+            Ok((r.get("path")?, r.get("reason")?))
+        })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 

@@ -57,7 +57,7 @@ pub struct MergedShard {
 /// Columns copied as they are (every column but the item id and the provenance ones).
 fn copied_columns(tx: &Transaction, table: &str, skip: &[&str]) -> Result<Vec<String>> {
     let mut stmt = tx.prepare(&format!("PRAGMA main.table_info({table})"))?;
-    let names = stmt.query_map([], |r| r.get::<_, String>(1))?;
+    let names = stmt.query_map([], |r| r.get::<_, String>("name"))?;
     let mut out = Vec::new();
     for name in names {
         let name = name?;
@@ -93,14 +93,15 @@ impl Catalog {
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(MergedShard {
-                index: r.get(0)?,
-                count: r.get(1)?,
-                level: AnalysisLevel::parse(&r.get::<_, String>(2)?).unwrap_or(AnalysisLevel::None),
-                source_dir: PathBuf::from(r.get::<_, String>(3)?),
-                stamp: r.get(4)?,
-                items: r.get::<_, i64>(5)?.max(0) as u64,
-                finished_at: r.get(6)?,
-                merged_at: r.get(7)?,
+                index: r.get("shard_index")?,
+                count: r.get("shard_count")?,
+                level: AnalysisLevel::parse(&r.get::<_, String>("analysis_level")?)
+                    .unwrap_or(AnalysisLevel::None),
+                source_dir: PathBuf::from(r.get::<_, String>("source_dir")?),
+                stamp: r.get("stamp")?,
+                items: r.get::<_, i64>("items")?.max(0) as u64,
+                finished_at: r.get("finished_at")?,
+                merged_at: r.get("merged_at")?,
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
@@ -154,7 +155,7 @@ impl Catalog {
                  WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN ('items', 'metrics')
                    AND name != 'items_shard'",
             )?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let rows = stmt.query_map([], |r| Ok((r.get("name")?, r.get("sql")?)))?;
             rows.collect::<std::result::Result<_, _>>()?
         };
         if let Some(earlier) = tx

@@ -13,16 +13,18 @@ impl Catalog {
         let mut stmt = self
             .conn
             .prepare("SELECT item_id, decision, tags, note, label FROM reviews")?;
+        let [id, decision, tags, note, label] =
+            super::columns::positions(&stmt, ["item_id", "decision", "tags", "note", "label"])?;
         let rows = stmt.query_map([], |r| {
-            let decision: String = r.get(1)?;
-            let tags: String = r.get(2)?;
+            let decision: String = r.get(decision)?;
+            let tags: String = r.get(tags)?;
             Ok((
-                r.get::<_, ItemId>(0)?,
+                r.get::<_, ItemId>(id)?,
                 Review {
                     decision: Decision::parse(&decision).unwrap_or_default(),
                     tags: serde_json::from_str(&tags).unwrap_or_default(),
-                    note: r.get(3)?,
-                    label: r.get(4)?,
+                    note: r.get(note)?,
+                    label: r.get(label)?,
                 },
             ))
         })?;
@@ -51,7 +53,9 @@ impl Catalog {
             "SELECT DISTINCT item_id, label FROM clips WHERE label IS NOT NULL
              ORDER BY item_id, label",
         )?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, ItemId>(0)?, r.get::<_, String>(1)?)))?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, ItemId>("item_id")?, r.get::<_, String>("label")?))
+        })?;
         let mut out: HashMap<ItemId, Vec<String>> = HashMap::new();
         for row in rows {
             let (item, label) = row?;
