@@ -673,7 +673,7 @@ impl App {
         if self.loading.is_some() {
             ctx.request_repaint_after(Duration::from_millis(50));
         }
-        let lost = Err(anyhow::anyhow!("loading the project stopped"));
+        let lost = || Err(anyhow::anyhow!("loading the project stopped"));
         match take_finished(&mut self.loading, lost) {
             Some(Ok(view)) => {
                 if self.view.as_ref().is_none_or(|v| v.project != view.project)

@@ -120,7 +120,10 @@ impl<T: Send + 'static> Job<T> {
 
 /// Poll the job in `slot`, emptying the slot when it has finished (or was lost, reported as
 /// `lost`).
-pub fn take_finished<T: Send + 'static>(slot: &mut Option<Job<T>>, lost: T) -> Option<T> {
+pub fn take_finished<T: Send + 'static>(
+    slot: &mut Option<Job<T>>,
+    lost: impl FnOnce() -> T,
+) -> Option<T> {
     let polled = slot.as_mut()?.poll();
     match polled {
         Polled::Running => None,
@@ -130,15 +133,13 @@ pub fn take_finished<T: Send + 'static>(slot: &mut Option<Job<T>>, lost: T) -> O
         }
         Polled::Lost => {
             *slot = None;
-            Some(lost)
+            Some(lost())
         }
     }
 }
 
 pub fn spawn_load(project: PathBuf) -> Job<anyhow::Result<View>> {
-    Job::run("framecull-load", move || {
-        load(&project).with_context(|| format!("cannot open the project {}", project.display()))
-    })
+    Job::run("framecull-load", move || load(&project))
 }
 
 /// Write the changed thresholds to the project's framecull.toml, recompute its flags with
@@ -151,13 +152,16 @@ pub fn spawn_save_settings(
         let save = || -> anyhow::Result<View> {
             let settings = Project::at(&project);
             for (setting, value) in &changes {
-                settings.save_setting(setting.key, *value, setting.integer)?;
+                settings
+                    .save_setting(setting.key, *value, setting.integer)
+                    .context("the settings were not saved")?;
             }
             let mut catalog = crate::catalog::Catalog::open(&project)?;
-            crate::scan::derive::recompute_for_project(&mut catalog)?;
-            load(&project)
+            crate::scan::derive::recompute_for_project(&mut catalog)
+                .context("the settings were saved, but the flags were not recomputed")?;
+            load(&project).context("the settings were saved, but the project did not reload")
         };
-        save().context("the settings were not saved")
+        save()
     })
 }
 

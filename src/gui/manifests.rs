@@ -73,7 +73,7 @@ fn background<T: Send + 'static>(
 }
 
 fn poll<T: Send + 'static>(slot: &mut Background<T>) -> Option<anyhow::Result<T>> {
-    take_finished(slot, Err(anyhow!("the background job stopped")))
+    take_finished(slot, || Err(anyhow!("the background job stopped")))
 }
 
 pub struct ExportDialog {
@@ -574,10 +574,7 @@ impl History {
         self.versions_job = Some(background("framecull-manifests", move || {
             let mut all = Vec::new();
             for name in manifest::names(&p) {
-                all.extend(
-                    manifest::versions(&p, &name)
-                        .with_context(|| format!("the versions of manifest {name}"))?,
-                );
+                all.extend(manifest::versions(&p, &name)?);
             }
             Ok(all)
         }));
@@ -587,11 +584,8 @@ impl History {
     pub fn start_diff(&mut self, project: &Path, name: String, from: u32, to: u32) {
         let p = project.to_path_buf();
         self.diff_job = Some(background("framecull-diff", move || {
-            let read = |v: u32| {
-                manifest::read_version(&p, &name, v)
-                    .with_context(|| format!("manifest {name} v{v:04}"))
-            };
-            let (a, b) = (read(from)?, read(to)?);
+            let a = manifest::read_version(&p, &name, from)?;
+            let b = manifest::read_version(&p, &name, to)?;
             Ok((name, from, to, manifest::diff(&a, &b)))
         }));
     }

@@ -292,7 +292,7 @@ impl Catalog {
         let blob: Option<Option<Vec<u8>>> = self
             .conn
             .query_row("SELECT frames FROM curves WHERE item_id = ?1", [id], |r| {
-                r.get("frames")
+                r.get(0)
             })
             .optional()?;
         Ok(blob.flatten().as_deref().and_then(FrameTable::from_bytes))
@@ -302,13 +302,15 @@ impl Catalog {
     pub fn all_cuts(&self) -> Result<HashMap<ItemId, Vec<Cut>>> {
         // A triage finds no cuts: its rows are not videos searched for cuts.
         let mut stmt = self.conn.prepare(
-            "SELECT c.item_id, c.cuts FROM curves c JOIN metrics m ON m.item_id = c.item_id
+            "SELECT c.item_id AS item_id, c.cuts AS cuts
+             FROM curves c JOIN metrics m ON m.item_id = c.item_id
              WHERE m.analysis_level = 'deep'",
         )?;
+        let [id, cuts] = columns::positions(&stmt, ["item_id", "cuts"])?;
         let rows = stmt.query_map([], |r| {
-            let cuts: Option<String> = r.get("cuts")?;
+            let cuts: Option<String> = r.get(cuts)?;
             Ok((
-                r.get::<_, ItemId>("item_id")?,
+                r.get::<_, ItemId>(id)?,
                 cuts.and_then(|c| serde_json::from_str(&c).ok())
                     .unwrap_or_default(),
             ))
@@ -321,10 +323,11 @@ impl Catalog {
         let mut stmt = self
             .conn
             .prepare("SELECT item_id, frame_hashes FROM curves WHERE length(frame_hashes) > 0")?;
+        let [id, hashes] = columns::positions(&stmt, ["item_id", "frame_hashes"])?;
         let rows = stmt.query_map([], |r| {
-            let b: Option<Vec<u8>> = r.get("frame_hashes")?;
+            let b: Option<Vec<u8>> = r.get(hashes)?;
             Ok((
-                r.get::<_, ItemId>("item_id")?,
+                r.get::<_, ItemId>(id)?,
                 b.as_deref().map(blob_u64).unwrap_or_default(),
             ))
         })?;
@@ -397,15 +400,25 @@ impl Catalog {
         let mut stmt = self
             .conn
             .prepare("SELECT item_id, dup_group, relation, like_item, exact_group FROM dups")?;
+        let [id, group, relation, like, exact_group] = columns::positions(
+            &stmt,
+            [
+                "item_id",
+                "dup_group",
+                "relation",
+                "like_item",
+                "exact_group",
+            ],
+        )?;
         let rows = stmt.query_map([], |r| {
-            let relation: String = r.get("relation")?;
+            let relation: String = r.get(relation)?;
             Ok((
-                r.get::<_, ItemId>("item_id")?,
+                r.get::<_, ItemId>(id)?,
                 DupInfo {
-                    group: r.get("dup_group")?,
+                    group: r.get(group)?,
                     exact: relation == "exact",
-                    like: r.get("like_item")?,
-                    exact_group: r.get("exact_group")?,
+                    like: r.get(like)?,
+                    exact_group: r.get(exact_group)?,
                 },
             ))
         })?;

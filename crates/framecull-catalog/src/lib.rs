@@ -404,12 +404,16 @@ impl Catalog {
         let mut stmt = self
             .conn
             .prepare("SELECT path, size_bytes, reason, status FROM other_files ORDER BY path")?;
+        let [path, size, reason, status] = columns::positions(
+            &stmt,
+            ["path", Measure::SizeBytes.name(), "reason", "status"],
+        )?;
         let rows = stmt.query_map([], |r| {
             Ok(OtherFile {
-                path: r.get("path")?,
-                size_bytes: r.get::<_, i64>(Measure::SizeBytes.name())?.max(0) as u64,
-                reason: r.get("reason")?,
-                status: OtherStatus::parse(&r.get::<_, String>("status")?)
+                path: r.get(path)?,
+                size_bytes: r.get::<_, i64>(size)?.max(0) as u64,
+                reason: r.get(reason)?,
+                status: OtherStatus::parse(&r.get::<_, String>(status)?)
                     .unwrap_or(OtherStatus::NotMedia),
             })
         })?;
@@ -747,9 +751,8 @@ impl Catalog {
         let mut stmt = self.conn.prepare_cached(
             "SELECT path, COALESCE(error, '') AS reason FROM items WHERE status = ?1 ORDER BY path",
         )?;
-        let rows = stmt.query_map([status.as_str()], |r| {
-            Ok((r.get("path")?, r.get("reason")?))
-        })?;
+        let [path, reason] = columns::positions(&stmt, ["path", "reason"])?;
+        let rows = stmt.query_map([status.as_str()], |r| Ok((r.get(path)?, r.get(reason)?)))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 

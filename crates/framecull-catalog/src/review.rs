@@ -53,8 +53,9 @@ impl Catalog {
             "SELECT DISTINCT item_id, label FROM clips WHERE label IS NOT NULL
              ORDER BY item_id, label",
         )?;
+        let [id, label] = super::columns::positions(&stmt, ["item_id", "label"])?;
         let rows = stmt.query_map([], |r| {
-            Ok((r.get::<_, ItemId>("item_id")?, r.get::<_, String>("label")?))
+            Ok((r.get::<_, ItemId>(id)?, r.get::<_, String>(label)?))
         })?;
         let mut out: HashMap<ItemId, Vec<String>> = HashMap::new();
         for row in rows {

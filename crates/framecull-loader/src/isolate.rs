@@ -384,7 +384,8 @@ impl Remote {
     fn new(spec: Spec, config: &LoaderConfig) -> Result<Remote, WorkerError> {
         let setup = serde_json::to_string(&Request::Setup {
             config: config.clone(),
-        })?;
+        })
+        .map_err(WorkerError::Encode)?;
         Ok(Remote {
             spec,
             setup,
@@ -692,14 +693,17 @@ pub enum WorkerError {
     #[error("unexpected answer to the set-up: {0}")]
     SetupAnswer(String),
     #[error("cannot write the set-up: {0}")]
-    Encode(#[from] serde_json::Error),
+    Encode(serde_json::Error),
+    /// The request could not be sent, or the answer read.
+    #[error(transparent)]
+    Call(CallError),
     #[error("shared memory: {0}")]
     Memory(std::io::Error),
     #[error(transparent)]
     Storage(#[from] StorageError),
     #[error(transparent)]
     Open(#[from] DecodeError),
-    #[error("frame {index}: {source}")]
+    #[error("{}", read_text(*.index, .source))]
     Read { index: usize, source: ReadError },
     #[error("frame {index}: {failure}")]
     Crashed { index: usize, failure: Failure },
@@ -714,6 +718,14 @@ pub enum WorkerError {
     OutOfReach,
     #[error("the worker's answer is unreadable")]
     Unreadable,
+}
+
+/// A read's error, with the frame where its own words do not name it.
+fn read_text(index: usize, e: &ReadError) -> String {
+    match e {
+        ReadError::Missing(_) | ReadError::Corrupt { .. } => e.to_string(),
+        _ => format!("frame {index}: {e}"),
+    }
 }
 
 /// Frames of one video as pictures to show (the window's player and scrub strips): decoded in
@@ -760,10 +772,9 @@ impl PictureWorker {
             Ok(Response::NoPicture(e) | Response::Failed(e)) => {
                 Err(Opening::Failed(WorkerError::Failed(e)))
             }
-            Ok(_) | Err(CallError::Unreadable(_) | CallError::Encode(_)) => {
-                Err(Opening::Failed(WorkerError::Unreadable))
-            }
+            Ok(_) => Err(Opening::Failed(WorkerError::Unreadable)),
             Err(CallError::Failed(failure)) => Err(Opening::Failed(failure.into())),
+            Err(e) => Err(Opening::Failed(WorkerError::Call(e))),
         }
     }
 }

@@ -503,8 +503,6 @@ fn file_name(file: &Path) -> String {
 enum NoClipFile {
     #[error(transparent)]
     Clip(#[from] ClipError),
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
     #[error("{}: {source}", .path.display())]
     At {
         path: PathBuf,
@@ -570,11 +568,15 @@ fn write_one(
         _ => {
             let file = clip_file(dir, row, "");
             let file = file.as_path();
-            let bytes = source.open().read_all()?;
+            let bytes = source
+                .open()
+                .read_all()
+                .map_err(NoClipFile::at(&source.location()))?;
             let part = clip::part_path(file);
             std::fs::write(&part, &bytes)
                 .and_then(|()| std::fs::File::open(&part)?.sync_all())
-                .and_then(|()| std::fs::rename(&part, file))?;
+                .and_then(|()| std::fs::rename(&part, file))
+                .map_err(NoClipFile::at(file))?;
             Ok((
                 file.to_path_buf(),
                 ClipWritten {

@@ -249,7 +249,7 @@ enum NoSample {
     NoFile(&'static str),
     #[error("clip file unreadable: {0}")]
     Unreadable(std::io::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Metadata(#[from] serde_json::Error),
 }
 

@@ -36,11 +36,11 @@ pub const STOP_POLL: Duration = Duration::from_millis(100);
 /// Why a worker could not be started for use.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("cannot start it: {0}")]
+    #[error("cannot start the worker process: {0}")]
     Spawn(#[from] std::io::Error),
-    #[error("it did not greet: {0}")]
+    #[error("the worker process did not greet: {0}")]
     Greeting(#[from] Failure),
-    #[error("it speaks protocol {speaks}, this build {build}")]
+    #[error("the worker process speaks protocol {speaks}, this build {build}")]
     Protocol { speaks: u64, build: u32 },
     #[error("unexpected greeting {0:?}")]
     Unexpected(String),

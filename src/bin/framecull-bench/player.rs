@@ -179,13 +179,10 @@ fn pictures_secs(path: &Path, in_worker: bool) -> anyhow::Result<f64> {
         Pictures::open(&source, 2)
     } else {
         Pictures::open_here(&source, 2)
-    }
-    .map_err(anyhow::Error::msg)?;
+    }?;
     anyhow::ensure!(pictures.in_worker() == in_worker, "no worker process");
     for p in 0..pictures.timeline().pts.len() {
-        let (w, h, rgb) = pictures
-            .picture(p, 0, MAX_DISPLAY, None)
-            .map_err(anyhow::Error::msg)?;
+        let (w, h, rgb) = pictures.picture(p, 0, MAX_DISPLAY, None)?;
         std::hint::black_box(eframe::egui::ColorImage::from_rgb(
             [w as usize, h as usize],
             rgb,
