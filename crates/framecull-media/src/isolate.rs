@@ -815,6 +815,28 @@ pub fn absorb(remote: Option<&Remote>, reports: &[StorageReport]) {
 mod tests {
     use super::*;
 
+    /// A worker's measures cross the pipe bit for bit (serde_json's `float_roundtrip`):
+    /// without it, 7600000 us as 7600000 x 1e-6 read back one bit off, and a file analysed in
+    /// a worker differed from one analysed here in its last bits.
+    #[test]
+    fn floats_cross_the_pipe_bit_for_bit() {
+        let mut x = 1.0f64;
+        for v in [
+            7600000.0f64 * 1e-6,
+            119.541_498_161_764_71,
+            1.001,
+            13.146_466_666_666_669,
+        ] {
+            let back: f64 = serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
+            assert_eq!(back.to_bits(), v.to_bits(), "{v}");
+        }
+        for _ in 0..10_000 {
+            x = (x * 1.000_001_3 + 0.1).fract() * 1000.0;
+            let back: f64 = serde_json::from_str(&serde_json::to_string(&x).unwrap()).unwrap();
+            assert_eq!(back.to_bits(), x.to_bits(), "{x}");
+        }
+    }
+
     #[test]
     fn a_budget_gets_itself_again_within_2_to_30_s_and_a_path_crosses_byte_for_byte() {
         for (budget, limit) in [(0, 2), (1, 3), (10, 20), (60, 90)] {
