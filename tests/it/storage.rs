@@ -1520,3 +1520,53 @@ fn the_loader_reads_a_versions_shards_from_a_bucket() {
     assert_eq!(remote["checksum"], local["checksum"], "{remote}");
     assert_eq!(remote["frames"], local["frames"], "{remote}");
 }
+
+/// Interlaced and letterboxed videos read from a bucket, one of them an MPEG-2 elementary
+/// stream (no container, no timestamps) under a name with a space: the deep pass finds the
+/// same field order, content crop and flags as in a folder.
+#[test]
+fn interlacing_and_bars_are_found_in_a_bucket_as_in_a_folder() {
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let pal = "testsrc2=size=720x576:rate=50,tinterlace=mode=interleave_top,setfield=tff";
+    let mpeg2 = [
+        "-c:v",
+        "mpeg2video",
+        "-flags",
+        "+ildct+ilme",
+        "-top",
+        "1",
+        "-b:v",
+        "8M",
+    ];
+    for (name, graph, format) in [
+        ("interlaced.mpg", pal, "mpeg"),
+        ("interlaced es.m2v", pal, "mpeg2video"),
+        (
+            "letterbox.mpg",
+            "testsrc2=size=640x360:rate=25,pad=640:480:0:60:black",
+            "mpeg",
+        ),
+    ] {
+        let out = data.path().join(name);
+        let mut args = vec!["-f", "lavfi", "-i", graph, "-t", "2"];
+        args.extend(mpeg2);
+        args.extend(["-pix_fmt", "yuv420p", "-f", format, out.to_str().unwrap()]);
+        common::ffmpeg(&args);
+    }
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "datasets", "fields", false);
+    let project = tempfile::tempdir().unwrap();
+    let out = scan(&server, "s3://datasets/fields", project.path(), &["--deep"]);
+    assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
+    let remote = comparable_rows(project.path());
+    let local = local_deep_rows(data.path());
+    assert_eq!(differences(&local, &remote), Vec::<String>::new());
+    for name in ["interlaced.mpg", "interlaced es.m2v"] {
+        assert_eq!(remote[name]["field_order"], "tff", "{name}");
+        assert!(common::flag_codes(&remote[name]).contains(&"interlaced".into()));
+    }
+    assert_eq!(remote["letterbox.mpg"]["field_order"], "progressive");
+    assert!(common::flag_codes(&remote["letterbox.mpg"]).contains(&"letterbox".into()));
+    assert!(!remote["letterbox.mpg"]["content_crop"].is_null());
+}

@@ -261,10 +261,17 @@ mod tests {
         data
     }
 
-    fn measured(frames: &[Vec<u8>], w: usize, h: usize) -> Metrics {
+    /// The fields of 8-bit frames `w` x `h` marked `declared`, a run started at every frame
+    /// `every` apart.
+    fn measured_every(
+        frames: &[Vec<u8>],
+        (w, h): (usize, usize),
+        every: usize,
+        declared: FieldOrder,
+    ) -> Metrics {
         let mut fields = Fields::default();
         for (i, f) in frames.iter().enumerate() {
-            if i % RUN == 0 {
+            if i % every == 0 {
                 fields.start_run();
             }
             let plane = Plane {
@@ -275,11 +282,16 @@ mod tests {
                 sample_bytes: 1,
                 shift: 0,
             };
-            fields.push(Some(plane), FieldOrder::Progressive);
+            fields.push(Some(plane), declared);
         }
         let mut m = Metrics::default();
         fields.fill(&mut m);
         m
+    }
+
+    /// Runs as the deep pass starts them at one sample a second of 5 frames or more.
+    fn measured(frames: &[Vec<u8>], w: usize, h: usize) -> Metrics {
+        measured_every(frames, (w, h), RUN, FieldOrder::Progressive)
     }
 
     #[test]
@@ -341,24 +353,10 @@ mod tests {
     #[test]
     fn runs_that_overlap_join() {
         let (w, h) = (64, 48);
-        let mut fields = Fields::default();
-        for n in 0..12 {
-            if n % 2 == 0 {
-                fields.start_run();
-            }
-            let f = stripes(w, h, |y| 2 * n + (y & 1));
-            let plane = Plane {
-                data: &f,
-                stride: w,
-                width: w,
-                height: h,
-                sample_bytes: 1,
-                shift: 0,
-            };
-            fields.push(Some(plane), FieldOrder::Tff);
-        }
-        let mut m = Metrics::default();
-        fields.fill(&mut m);
+        let frames: Vec<_> = (0..12)
+            .map(|n| stripes(w, h, |y| 2 * n + (y & 1)))
+            .collect();
+        let m = measured_every(&frames, (w, h), 2, FieldOrder::Tff);
         assert_eq!(m.fields_tested, 10);
         assert_eq!(m.tff_frames, 10);
         assert_eq!(m.declared_field_order, Some(FieldOrder::Tff));
