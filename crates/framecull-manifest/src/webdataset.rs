@@ -4,13 +4,10 @@
 //! tags, source path, frames, timestamps, size, measures, flags, analysis level), its key the
 //! row's clip id (stable across versions); a list of each split's shards (`SPLIT.txt`).
 //!
-//! A shard is written under its name plus `.part` and renamed when complete, then recorded
-//! in the folder's ledger (`.shards.jsonl`: its name, the hash of what it holds, its bytes).
-//! A rerun after a stop keeps every shard the ledger records with the same contents, size
-//! and headers, and writes the rest. Shards are not synced one by one: the disk is asked to
-//! write each part as it is copied, and the export makes no wait for it (as `tar` does not),
-//! so a crash of the machine costs at most the shards the disk had not yet written, which
-//! the rerun finds and writes again ([`holds`]).
+//! A shard is written under its name plus `.part`, synced and renamed when complete, then
+//! recorded in the folder's ledger (`.shards.jsonl`: its name, the hash of what it holds, its
+//! bytes). A rerun after a stop keeps every shard the ledger records with the same contents
+//! and size, and writes the rest.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -186,8 +183,7 @@ pub fn write_webdataset(
             let whole = done
                 .get(&file)
                 .is_some_and(|d| d.plan == plan && d.bytes == bytes)
-                && std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes)
-                && holds(&path, group).unwrap_or(false);
+                && std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes);
             if whole {
                 index.kept += 1;
                 progress.add(
@@ -203,9 +199,9 @@ pub fn write_webdataset(
                 })
                 .map_err(|e| ManifestError::Encode(e.to_string()))?;
                 line.push(b'\n');
-                // Not synced: a shard the ledger records is checked before it is kept.
                 ledger
                     .write_all(&line)
+                    .and_then(|()| ledger.sync_data())
                     .map_err(|e| ManifestError::io(&ledger_path, e))?;
                 index.written += 1;
             }
@@ -312,18 +308,18 @@ fn plan_hash(samples: &[Sample]) -> String {
 /// Bytes written to a shard before the disk is asked to start writing them.
 const WRITEBACK_BYTES: u64 = 32 << 20;
 
-/// Ask the disk to start writing what `file` holds past `flushed` once that is `at_least`
-/// bytes or more, without waiting (`sync_file_range`): the disk writes while the next samples
-/// are copied, and the page cache holds little of a shard that is not yet on its way to the
-/// disk. The offset now asked for.
+/// Ask the disk to start writing what `file` holds past `flushed` once that is
+/// [`WRITEBACK_BYTES`] or more, without waiting (`sync_file_range`): the shard's `fsync` then
+/// waits for its last part only, and the disk writes while the next samples are copied. The
+/// offset now asked for.
 #[allow(unsafe_code)]
-fn start_writeback(file: &std::fs::File, flushed: u64, at_least: u64) -> u64 {
+fn start_writeback(file: &std::fs::File, flushed: u64) -> u64 {
     use std::io::Seek;
     use std::os::fd::AsRawFd;
     let Ok(at) = (&mut &*file).stream_position() else {
         return flushed;
     };
-    if at <= flushed || at < flushed + at_least {
+    if at < flushed + WRITEBACK_BYTES {
         return flushed;
     }
     let (Ok(from), Ok(len)) = (i64::try_from(flushed), i64::try_from(at - flushed)) else {
@@ -334,41 +330,6 @@ fn start_writeback(file: &std::fs::File, flushed: u64, at_least: u64) -> u64 {
         libc::sync_file_range(file.as_raw_fd(), from, len, libc::SYNC_FILE_RANGE_WRITE);
     }
     at
-}
-
-/// Whether the shard `path` holds the headers and metadata of `samples` where they were
-/// written, and the end blocks. Shards are not synced one by one (the disk writes them as
-/// they are copied, as it does `tar`'s), so a shard the ledger records may not all have
-/// reached the disk before a crash: a file system that has not written a file's blocks keeps
-/// it shorter, or the blocks zero, which this (and the size) finds. Reads two blocks and the
-/// metadata a sample; the media data are not read.
-fn holds(path: &Path, samples: &[Sample]) -> std::io::Result<bool> {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::File::open(path)?;
-    let mut at = 0u64;
-    let mut block = [0u8; BLOCK as usize];
-    let mut json = Vec::new();
-    for sample in samples {
-        file.read_exact_at(&mut block, at)?;
-        if block != header(&sample.member(), sample.file_bytes) {
-            return Ok(false);
-        }
-        at += BLOCK + sample.file_bytes.next_multiple_of(BLOCK);
-        let name = format!("{}.json", sample.key);
-        file.read_exact_at(&mut block, at)?;
-        if block != header(&name, sample.json.len() as u64) {
-            return Ok(false);
-        }
-        json.resize(sample.json.len(), 0);
-        file.read_exact_at(&mut json, at + BLOCK)?;
-        if json != sample.json {
-            return Ok(false);
-        }
-        at += BLOCK + (sample.json.len() as u64).next_multiple_of(BLOCK);
-    }
-    let mut end = [0u8; 2 * BLOCK as usize];
-    file.read_exact_at(&mut end, at)?;
-    Ok(end.iter().all(|&b| b == 0))
 }
 
 /// Write `samples` as the tar `path`, through `path.part`.
@@ -388,7 +349,7 @@ fn write_shard(
             if stop.load(Ordering::SeqCst) {
                 return Err(ManifestError::Stopped);
             }
-            flushed = start_writeback(&tar, flushed, WRITEBACK_BYTES);
+            flushed = start_writeback(&tar, flushed);
             #[cfg(feature = "fault-injection")]
             if let Some(ms) = std::env::var("FRAMECULL_FAULT_SLOW_SHARD_MS")
                 .ok()
@@ -418,7 +379,7 @@ fn write_shard(
             progress.add(1, sample.tar_bytes());
         }
         tar.write_all(&[0u8; 2 * BLOCK as usize]).map_err(io)?;
-        start_writeback(&tar, flushed, 0);
+        tar.sync_all().map_err(io)?;
         Ok(())
     })();
     if let Err(e) = written {
@@ -552,55 +513,6 @@ mod tests {
         let sizes: Vec<usize> = plan(&samples, 100).iter().map(|s| s.len()).collect();
         assert_eq!(sizes, vec![1; 5]);
         assert!(plan(&[], 100).is_empty());
-    }
-
-    #[test]
-    fn a_kept_shard_must_hold_what_was_written_where_it_was_written() {
-        let dir = std::env::temp_dir().join(format!("framecull-holds-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let samples: Vec<Sample> = [("a", 1000u64), ("b", 0), ("c", 512)]
-            .iter()
-            .map(|&(key, bytes)| {
-                let from = dir.join(format!("{key}.mp4"));
-                std::fs::write(&from, vec![7u8; bytes as usize]).unwrap();
-                Sample {
-                    from,
-                    json: format!("{{\"key\":\"{key}\"}}").into_bytes(),
-                    ..sample(key, bytes)
-                }
-            })
-            .collect();
-        let path = dir.join("s.tar");
-        write_shard(
-            &samples,
-            &path,
-            (&AtomicBool::new(false), &Default::default()),
-        )
-        .unwrap();
-        let bytes: u64 = samples.iter().map(Sample::tar_bytes).sum::<u64>() + 2 * BLOCK;
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), bytes);
-        assert!(holds(&path, &samples).unwrap());
-        // Other samples, another order, a byte of metadata, a header, the end, the length.
-        assert!(!holds(&path, &samples[..2]).unwrap());
-        let swapped = [&samples[1], &samples[0], &samples[2]].map(|s| Sample {
-            key: s.key.clone(),
-            ext: s.ext.clone(),
-            from: s.from.clone(),
-            file_bytes: s.file_bytes,
-            content: String::new(),
-            json: s.json.clone(),
-        });
-        assert!(!holds(&path, &swapped).unwrap());
-        let written = std::fs::read(&path).unwrap();
-        for at in [512 + 1024 + 512 + 3, 512 + 1024 + 5, 0, bytes as usize - 1] {
-            let mut damaged = written.clone();
-            damaged[at] ^= 0x20;
-            std::fs::write(&path, &damaged).unwrap();
-            assert!(!holds(&path, &samples).unwrap(), "byte {at}");
-        }
-        std::fs::write(&path, &written[..written.len() - 512]).unwrap();
-        assert!(holds(&path, &samples).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
