@@ -25,19 +25,23 @@ use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_bud
 use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
 use framecull_media::decode::DecodeError;
 use framecull_media::isolate::{
-    CallError, Failure, GREETING, Reply, SharedMemory, SourceWire, Spec, StartError, Stores,
-    Worker, absorb, greeting, hard_limit, path_from_wire, path_to_wire, worker_exe,
+    CallError, Failure, GREETING, Protocol, Reply, SharedMemory, SourceWire, Spec, StartError,
+    Stores, Worker, absorb, greeting, hard_limit, path_from_wire, path_to_wire, worker_exe,
 };
 use framecull_media::reader::{ReadError, ReadTimes, VideoReader};
 use framecull_media::source::Source;
 use framecull_model::{Ratio, ReadAs, SeekReference, StreamChoice};
 use framecull_storage::StorageError;
 
-/// Bump when a message changes: a worker of another protocol is not used.
-const PROTOCOL: u32 = 3;
+/// The loader's worker as its parent knows it.
+struct LoaderWorker;
 
-/// The name a worker greets with.
-const NAME: &str = "framecull_loader_worker";
+impl Protocol for LoaderWorker {
+    const NAME: &'static str = "framecull_loader_worker";
+    const PROTOCOL: u32 = 3;
+    type Request = Request;
+    type Response = Response;
+}
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -225,7 +229,7 @@ fn worker_spec(exe: PathBuf, memory_mib: u64) -> Spec {
 
 /// Start a worker sharing `memory` and check its greeting.
 fn start_worker(spec: &Spec, memory: &SharedMemory) -> Result<Worker, StartError> {
-    Worker::start(spec, Some(memory.fd()), NAME, PROTOCOL)
+    Worker::start::<LoaderWorker>(spec, Some(memory.fd()))
 }
 
 /// The windows one decode thread reads: in its worker process when there is one, else here.
@@ -528,7 +532,11 @@ pub fn serve() -> std::io::Result<()> {
     let mut memory = SharedMemory::inherited()?;
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", greeting(NAME, PROTOCOL))?;
+    writeln!(
+        stdout,
+        "{}",
+        greeting(LoaderWorker::NAME, LoaderWorker::PROTOCOL)
+    )?;
     stdout.flush()?;
     let mut state: Option<(LoaderConfig, Readers)> = None;
     let mut clips: HashMap<u32, ClipSource> = HashMap::new();

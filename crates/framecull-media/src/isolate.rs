@@ -1,7 +1,8 @@
 //! A child process that does FFmpeg work on behalf of this one, so that a decoder that
 //! crashes, loops or allocates without end takes down only the child. The child speaks one
-//! line of text per request and per answer on its stdin and stdout; what the lines mean is
-//! the caller's business (`scan::worker`).
+//! line of JSON per request and per answer on its stdin and stdout: what a kind of worker is
+//! called, speaks and does is its [`Protocol`] and [`Service`] (`scan::worker`,
+//! `loader::isolate`), and every worker process runs the one loop [`serve`].
 //!
 //! Limits: an address-space cap (`RLIMIT_AS`) set in the child before it runs, no core
 //! files, and a wall-clock limit per request enforced here (the child is killed). The child
@@ -27,6 +28,9 @@ use serde::{Deserialize, Serialize};
 
 use super::source::{Opened, Source};
 use framecull_storage::{CachedObject, Object, Remote, RequestCounts, Root, StorageError};
+
+mod service;
+pub use service::{Protocol, Service, serve};
 
 /// Lines of the child's stderr kept to explain its end.
 const STDERR_TAIL: usize = 20;
@@ -134,23 +138,21 @@ pub fn greeting(name: &str, protocol: u32) -> String {
 
 impl Worker {
     /// Start a worker (sharing `shared`, see [`Worker::spawn_sharing`]) and check that it
-    /// greets as `name` speaking `protocol` ([`greeting`]): one of another build is not used.
-    pub fn start(
+    /// greets as `P` ([`greeting`]): one of another build is not used.
+    pub fn start<P: Protocol>(
         spec: &Spec,
         shared: Option<BorrowedFd<'_>>,
-        name: &str,
-        protocol: u32,
     ) -> Result<Worker, StartError> {
         let mut worker = Worker::spawn_sharing(spec, shared)?;
         let line = worker.receive(GREETING)?;
         let said = serde_json::from_str::<serde_json::Value>(&line)
             .ok()
-            .and_then(|v| v.get(name)?.as_u64());
+            .and_then(|v| v.get(P::NAME)?.as_u64());
         match said {
-            Some(p) if p == u64::from(protocol) => Ok(worker),
+            Some(p) if p == u64::from(P::PROTOCOL) => Ok(worker),
             Some(speaks) => Err(StartError::Protocol {
                 speaks,
-                build: protocol,
+                build: P::PROTOCOL,
             }),
             None => Err(StartError::Unexpected(line)),
         }

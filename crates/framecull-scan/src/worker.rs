@@ -7,10 +7,10 @@
 //! requests it made and a failure that stops the run ([`framecull_media::isolate::Reply`]), which
 //! this process takes in as if it had met them.
 //!
-//! The protocol is JSON, one line per message: the worker greets with its protocol number,
-//! then answers each request line with one response line.
+//! The protocol is JSON, one line per message ([`ScanService`], served by
+//! [`framecull_media::isolate::serve`]): the worker greets with its protocol number, then
+//! answers each request line with one response line.
 
-use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -21,19 +21,13 @@ use framecull_analysis::cuts::CutOptions;
 use framecull_catalog::AnalysisTodo;
 use framecull_media::Opened;
 use framecull_media::isolate::{
-    CallError, Failure, Reply, RootWire, SourceWire, Spec, Stores, Worker, absorb, greeting,
-    hard_limit, path_from_wire, path_to_wire, worker_exe,
+    CallError, Failure, Protocol, Reply, RootWire, Service, SourceWire, Spec, Stores, Worker,
+    absorb, hard_limit, path_from_wire, path_to_wire, worker_exe,
 };
 use framecull_model::{
     AnalysisLevel, Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe, StreamChoice,
 };
 use framecull_storage::Root;
-
-/// Bump when a message changes: a worker of another protocol is not used.
-const PROTOCOL: u32 = 5;
-
-/// The name a worker greets with.
-const NAME: &str = "framecull_worker";
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -326,7 +320,7 @@ impl WorkerSlot {
         let Some(spec) = &self.spec else {
             return false;
         };
-        match Worker::start(spec, None, NAME, PROTOCOL) {
+        match Worker::start::<ScanService>(spec, None) {
             Ok(worker) => {
                 self.worker = Some(worker);
                 true
@@ -371,31 +365,30 @@ fn failed_analysis(reason: String) -> (Metrics, Curves) {
     )
 }
 
+/// The scan's worker: FFmpeg's probe, a file's analysis and first pictures.
+struct ScanService;
+
+impl Protocol for ScanService {
+    const NAME: &'static str = "framecull_worker";
+    const PROTOCOL: u32 = 5;
+    type Request = Request;
+    type Response = Response;
+}
+
+impl Service for ScanService {
+    fn answer(&mut self, request: Request, stores: &mut Stores) -> Response {
+        answer(request, stores)
+    }
+
+    fn unreadable(reason: String) -> Response {
+        Response::Failed(reason)
+    }
+}
+
 /// The `framecull worker` process: greet, then answer requests from stdin until it closes.
 pub fn serve() -> std::io::Result<()> {
     framecull_media::init();
-    let stdin = std::io::stdin().lock();
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", greeting(NAME, PROTOCOL))?;
-    stdout.flush()?;
-    tracing::debug!(
-        "worker {} serving (protocol {PROTOCOL})",
-        std::process::id()
-    );
-    let mut stores = Stores::default();
-    for line in stdin.lines() {
-        let response = match serde_json::from_str::<Request>(&line?) {
-            Ok(request) => answer(request, &mut stores),
-            Err(e) => Response::Failed(format!("unreadable request: {e}")),
-        };
-        let reply = Reply {
-            answer: response,
-            storage: stores.report(),
-        };
-        writeln!(stdout, "{}", serde_json::to_string(&reply)?)?;
-        stdout.flush()?;
-    }
-    Ok(())
+    framecull_media::isolate::serve(&mut ScanService)
 }
 
 fn answer(request: Request, stores: &mut Stores) -> Response {
