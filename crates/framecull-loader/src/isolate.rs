@@ -8,11 +8,11 @@
 //! answer, which this process takes in ([`framecull_media::isolate::Reply`]), so a failure stops
 //! the load as it would here.
 //!
-//! The protocol is JSON, one line per message, as `scan::worker`'s; pixels never go through
-//! the pipe. A child is told each clip once, with its first window.
+//! The protocol is JSON, one line per message, as `scan::worker`'s ([`LoaderService`], served
+//! by [`framecull_media::isolate::serve`]); pixels never go through the pipe. A child is told
+//! each clip once, with its first window.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,23 +25,13 @@ use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_bud
 use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
 use framecull_media::decode::DecodeError;
 use framecull_media::isolate::{
-    CallError, Failure, GREETING, Protocol, Reply, SharedMemory, SourceWire, Spec, StartError,
-    Stores, Worker, absorb, greeting, hard_limit, path_from_wire, path_to_wire, worker_exe,
+    CallError, Failure, GREETING, Protocol, Reply, Service, SharedMemory, SourceWire, Spec,
+    StartError, Stores, Worker, absorb, hard_limit, path_from_wire, path_to_wire, worker_exe,
 };
 use framecull_media::reader::{ReadError, ReadTimes, VideoReader};
 use framecull_media::source::Source;
 use framecull_model::{Ratio, ReadAs, SeekReference, StreamChoice};
 use framecull_storage::StorageError;
-
-/// The loader's worker as its parent knows it.
-struct LoaderWorker;
-
-impl Protocol for LoaderWorker {
-    const NAME: &'static str = "framecull_loader_worker";
-    const PROTOCOL: u32 = 3;
-    type Request = Request;
-    type Response = Response;
-}
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -229,7 +219,7 @@ fn worker_spec(exe: PathBuf, memory_mib: u64) -> Spec {
 
 /// Start a worker sharing `memory` and check its greeting.
 fn start_worker(spec: &Spec, memory: &SharedMemory) -> Result<Worker, StartError> {
-    Worker::start::<LoaderWorker>(spec, Some(memory.fd()))
+    Worker::start::<LoaderService>(spec, Some(memory.fd()))
 }
 
 /// The windows one decode thread reads: in its worker process when there is one, else here.
@@ -524,150 +514,179 @@ fn window_limit(clip: &ClipSource, config: &LoaderConfig) -> Duration {
     hard_limit(window_budget(clip, config))
 }
 
+/// The loader's worker: windows of clips for the loader's decode threads, pictures for the
+/// player, both into the memory it shares with its parent.
+struct LoaderService {
+    memory: SharedMemory,
+    /// The loader's settings and this worker's decoders, from the set-up on.
+    state: Option<(LoaderConfig, Readers)>,
+    /// Each clip as it was told, with its first window.
+    clips: HashMap<u32, ClipSource>,
+    told_keyframes: HashSet<u32>,
+    scratch: Scratch,
+    /// The player's open file.
+    picture_reader: Option<VideoReader>,
+    rgb: Vec<u8>,
+}
+
+impl Protocol for LoaderService {
+    const NAME: &'static str = "framecull_loader_worker";
+    const PROTOCOL: u32 = 3;
+    type Request = Request;
+    type Response = Response;
+}
+
+impl Service for LoaderService {
+    fn answer(&mut self, request: Request, stores: &mut Stores) -> Response {
+        match request {
+            Request::Setup { config } => {
+                let readers =
+                    Readers::new(OPEN_DECODERS, config.decoder_threads, config.cache.clone());
+                self.state = Some((config, readers));
+                Response::Ready
+            }
+            Request::Window {
+                clip,
+                define,
+                sample,
+                frames,
+                out_len,
+            } => self.window(clip, define, &sample, (frames, out_len), stores),
+            Request::Open {
+                source,
+                threads,
+                read,
+            } => self.open(source, threads, read, stores),
+            Request::Picture {
+                index,
+                quarter_turns,
+                max,
+                budget_secs,
+            } => self.picture(index, quarter_turns, max, budget_secs),
+        }
+    }
+
+    fn unreadable(reason: String) -> Response {
+        Response::Failed(reason)
+    }
+}
+
+impl LoaderService {
+    /// One window of `clip`, told with `define` the first time.
+    fn window(
+        &mut self,
+        clip: u32,
+        define: Option<ClipWire>,
+        sample: &Sample,
+        (frames, out_len): (bool, usize),
+        stores: &mut Stores,
+    ) -> Response {
+        let Some((config, readers)) = &mut self.state else {
+            return Response::Failed("a window before set-up".into());
+        };
+        match define.map(|d| d.into_clip(stores)).transpose() {
+            Ok(Some(source)) => {
+                self.clips.insert(clip, source);
+            }
+            Ok(None) => {}
+            Err(e) => return Response::Failed(e.to_string()),
+        }
+        let Some(source) = self.clips.get(&clip) else {
+            return Response::Failed(format!("clip {clip} was never told"));
+        };
+        let mut answer = window(
+            readers,
+            source,
+            sample,
+            config,
+            (frames, out_len),
+            &mut self.memory,
+            &mut self.scratch,
+        );
+        if !self.told_keyframes.contains(&clip) {
+            answer.keyframes = readers.clip_keyframes(source);
+            if answer.keyframes.is_some() {
+                self.told_keyframes.insert(clip);
+            }
+        }
+        Response::Window(answer)
+    }
+
+    /// Open `source` for the player, in place of the file open before.
+    fn open(
+        &mut self,
+        source: SourceWire,
+        threads: usize,
+        read: ReadAs,
+        stores: &mut Stores,
+    ) -> Response {
+        #[cfg(feature = "fault-injection")]
+        framecull_media::isolate::inject_fault(&source.name());
+        self.picture_reader = None;
+        let opened = source
+            .into_source(stores)
+            .map_err(WorkerError::from)
+            .and_then(|s| Ok(VideoReader::open_as(&s, threads, read)?));
+        match opened {
+            Ok(reader) => {
+                let opened = Response::Opened {
+                    pts: reader.frame_pts().to_vec(),
+                    time_base: reader.time_base(),
+                };
+                self.picture_reader = Some(reader);
+                opened
+            }
+            Err(e) => Response::NoPicture(e.to_string()),
+        }
+    }
+
+    /// Frame `index` of the open file, fitted into `max` and turned, into the shared memory.
+    fn picture(
+        &mut self,
+        index: usize,
+        quarter_turns: u8,
+        max: (u32, u32),
+        budget_secs: Option<f64>,
+    ) -> Response {
+        let Some(reader) = self.picture_reader.as_mut() else {
+            return Response::Failed("a picture before a file was opened".into());
+        };
+        let deadline = budget_secs.map(|s| std::time::Instant::now() + Duration::from_secs_f64(s));
+        let frame = match read_picture(reader, index, deadline) {
+            Ok(frame) => frame,
+            Err(e) => return Response::NoPicture(e.to_string()),
+        };
+        let (width, height) = framecull_media::convert::fit_rgb(
+            &frame,
+            quarter_turns,
+            max,
+            &mut self.scratch,
+            &mut self.rgb,
+        );
+        match self.memory.reserve(self.rgb.len()) {
+            Ok(()) => {
+                self.memory.bytes_mut()[..self.rgb.len()].copy_from_slice(&self.rgb);
+                Response::Picture { width, height }
+            }
+            Err(e) => Response::NoPicture(format!("cannot grow the shared memory: {e}")),
+        }
+    }
+}
+
 /// The `framecull loader-worker` process: greet, then answer requests from stdin until it
 /// closes. The shared memory is the one its parent passed ([`SharedMemory::inherited`]).
 pub fn serve() -> std::io::Result<()> {
     framecull_media::init();
     framecull_media::isolate::keep_freed_memory();
-    let mut memory = SharedMemory::inherited()?;
-    let stdin = std::io::stdin().lock();
-    let mut stdout = std::io::stdout().lock();
-    writeln!(
-        stdout,
-        "{}",
-        greeting(LoaderWorker::NAME, LoaderWorker::PROTOCOL)
-    )?;
-    stdout.flush()?;
-    let mut state: Option<(LoaderConfig, Readers)> = None;
-    let mut clips: HashMap<u32, ClipSource> = HashMap::new();
-    let mut told_keyframes: HashSet<u32> = HashSet::new();
-    let mut scratch = Scratch::default();
-    let mut picture_reader: Option<VideoReader> = None;
-    let mut rgb = Vec::new();
-    let mut stores = Stores::default();
-    for line in stdin.lines() {
-        let response = match (serde_json::from_str::<Request>(&line?), &mut state) {
-            (Ok(Request::Setup { config }), _) => {
-                let readers =
-                    Readers::new(OPEN_DECODERS, config.decoder_threads, config.cache.clone());
-                state = Some((config, readers));
-                Response::Ready
-            }
-            (
-                Ok(Request::Window {
-                    clip,
-                    define,
-                    sample,
-                    frames,
-                    out_len,
-                }),
-                Some((config, readers)),
-            ) => {
-                let failed = match define.map(|d| d.into_clip(&mut stores)).transpose() {
-                    Ok(Some(source)) => {
-                        clips.insert(clip, source);
-                        None
-                    }
-                    Ok(None) => None,
-                    Err(e) => Some(e.to_string()),
-                };
-                match (failed, clips.get(&clip)) {
-                    (Some(e), _) => Response::Failed(e),
-                    (None, Some(source)) => {
-                        let mut answer = window(
-                            readers,
-                            source,
-                            &sample,
-                            config,
-                            (frames, out_len),
-                            &mut memory,
-                            &mut scratch,
-                        );
-                        if !told_keyframes.contains(&clip) {
-                            answer.keyframes = readers.clip_keyframes(source);
-                            if answer.keyframes.is_some() {
-                                told_keyframes.insert(clip);
-                            }
-                        }
-                        Response::Window(answer)
-                    }
-                    (None, None) => Response::Failed(format!("clip {clip} was never told")),
-                }
-            }
-            (Ok(Request::Window { .. }), None) => Response::Failed("a window before set-up".into()),
-            (
-                Ok(Request::Open {
-                    source,
-                    threads,
-                    read,
-                }),
-                _,
-            ) => {
-                #[cfg(feature = "fault-injection")]
-                framecull_media::isolate::inject_fault(&source.name());
-                picture_reader = None;
-                let opened = source
-                    .into_source(&mut stores)
-                    .map_err(WorkerError::from)
-                    .and_then(|s| Ok(VideoReader::open_as(&s, threads, read)?));
-                match opened {
-                    Ok(reader) => {
-                        let opened = Response::Opened {
-                            pts: reader.frame_pts().to_vec(),
-                            time_base: reader.time_base(),
-                        };
-                        picture_reader = Some(reader);
-                        opened
-                    }
-                    Err(e) => Response::NoPicture(e.to_string()),
-                }
-            }
-            (
-                Ok(Request::Picture {
-                    index,
-                    quarter_turns,
-                    max,
-                    budget_secs,
-                }),
-                _,
-            ) => match picture_reader.as_mut() {
-                Some(reader) => {
-                    let deadline =
-                        budget_secs.map(|s| std::time::Instant::now() + Duration::from_secs_f64(s));
-                    match read_picture(reader, index, deadline) {
-                        Ok(frame) => {
-                            let (width, height) = framecull_media::convert::fit_rgb(
-                                &frame,
-                                quarter_turns,
-                                max,
-                                &mut scratch,
-                                &mut rgb,
-                            );
-                            match memory.reserve(rgb.len()) {
-                                Ok(()) => {
-                                    memory.bytes_mut()[..rgb.len()].copy_from_slice(&rgb);
-                                    Response::Picture { width, height }
-                                }
-                                Err(e) => Response::NoPicture(format!(
-                                    "cannot grow the shared memory: {e}"
-                                )),
-                            }
-                        }
-                        Err(e) => Response::NoPicture(e.to_string()),
-                    }
-                }
-                None => Response::Failed("a picture before a file was opened".into()),
-            },
-            (Err(e), _) => Response::Failed(format!("unreadable request: {e}")),
-        };
-        let reply = Reply {
-            answer: response,
-            storage: stores.report(),
-        };
-        writeln!(stdout, "{}", serde_json::to_string(&reply)?)?;
-        stdout.flush()?;
-    }
-    Ok(())
+    framecull_media::isolate::serve(&mut LoaderService {
+        memory: SharedMemory::inherited()?,
+        state: None,
+        clips: HashMap::new(),
+        told_keyframes: HashSet::new(),
+        scratch: Scratch::default(),
+        picture_reader: None,
+        rgb: Vec::new(),
+    })
 }
 
 /// Frame `index` of `reader`'s file.
