@@ -962,7 +962,7 @@ impl Pictures {
                 Ok((width, height, &remote.memory.bytes()[..len]))
             }
             Ok(Response::NoPicture(e)) => Err(WorkerError::Failed(e)),
-            Ok(_) | Err(CallError::Encode(_) | CallError::Unreadable(_)) => {
+            Ok(_) | Err(CallError::Encode(_) | CallError::Unreadable(_) | CallError::NoWorker) => {
                 remote.worker = None;
                 Err(WorkerError::Unreadable)
             }

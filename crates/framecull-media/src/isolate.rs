@@ -29,7 +29,9 @@ use serde::{Deserialize, Serialize};
 use super::source::{Opened, Source};
 use framecull_storage::{CachedObject, Object, Remote, RequestCounts, Root, StorageError};
 
+mod client;
 mod service;
+pub use client::{Client, Pool, STARTS_IN_A_ROW};
 pub use service::{Protocol, Service, serve};
 
 /// Lines of the child's stderr kept to explain its end.
@@ -48,6 +50,11 @@ pub enum StartError {
     Protocol { speaks: u64, build: u32 },
     #[error("unexpected greeting {0:?}")]
     Unexpected(String),
+    /// The request each new worker gets first failed ([`Client::with_setup`]).
+    #[error("the worker process's set-up failed: {0}")]
+    SetupFailed(#[from] CallError),
+    #[error("the worker process refused its set-up: {0}")]
+    Setup(String),
 }
 
 /// Why a request got no answer. The child is gone after any of these.
@@ -794,6 +801,9 @@ pub enum CallError {
     /// Its answer is not one of the protocol's.
     #[error("the worker's answer is unreadable: {0}")]
     Unreadable(String),
+    /// No worker runs ([`Client::ready`] first).
+    #[error("no worker process")]
+    NoWorker,
 }
 
 /// A worker's answer: the request's own answer and what its reads of object stores cost.

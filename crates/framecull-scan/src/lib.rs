@@ -347,7 +347,7 @@ fn probe_and_store(
         None
     };
     // As many as the CPU work needs: the threads beyond `jobs` are there to wait on a store.
-    let workers = &worker::WorkerPool::new(spec, options.jobs);
+    let workers = &worker::pool(spec, options.jobs);
 
     // Set when the object store fails for every file (network, permission): the file that
     // met it is not recorded, and no other file is started.

@@ -21,7 +21,7 @@ use framecull_analysis::cuts::CutOptions;
 use framecull_catalog::AnalysisTodo;
 use framecull_media::Opened;
 use framecull_media::isolate::{
-    CallError, Failure, Protocol, Reply, RootWire, Service, SourceWire, Spec, Stores, Worker,
+    CallError, Client, Failure, Pool, Protocol, Reply, RootWire, Service, SourceWire, Spec, Stores,
     absorb, hard_limit, path_from_wire, path_to_wire, worker_exe,
 };
 use framecull_model::{
@@ -78,9 +78,7 @@ enum Response {
 /// Why a request to a worker (or its work in this process) has no answer to use.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
-    #[error("no worker process")]
-    NoWorker,
-    /// It crashed, hung, ran out of memory, exited or was stopped.
+    /// It crashed, hung, ran out of memory, exited or was stopped, or none runs.
     #[error(transparent)]
     Call(#[from] CallError),
     /// The worker's reason, as it sent it.
@@ -107,77 +105,26 @@ pub fn spec(memory_bytes: Option<u64>) -> Option<Spec> {
     })
 }
 
-/// Worker processes shared by threads that need one for part of their work only: a scan's
-/// probing threads, more than the cores when they wait on an object store (`--requests`),
-/// read signatures and headers themselves and take a worker for FFmpeg's probe alone. At most
-/// `max` workers run (each costs a process start, and CPU is what they need).
-pub struct WorkerPool {
-    spec: Option<Spec>,
-    max: usize,
-    /// Idle slots, and how many slots were made.
-    state: std::sync::Mutex<(Vec<WorkerSlot>, usize)>,
-    freed: std::sync::Condvar,
+/// Worker slots shared by threads that need one for part of their work only: a scan's probing
+/// threads, more than the cores when they wait on an object store (`--requests`), read
+/// signatures and headers themselves and take a worker for FFmpeg's probe alone.
+pub type WorkerPool = Pool<WorkerSlot>;
+
+/// Workers for the threads of a scan's probes: at most `max` (see [`Pool`]).
+pub fn pool(spec: Option<Spec>, max: usize) -> WorkerPool {
+    Pool::new(max, move || WorkerSlot::new(spec.clone()))
 }
 
-impl WorkerPool {
-    pub fn new(spec: Option<Spec>, max: usize) -> WorkerPool {
-        WorkerPool {
-            spec,
-            max: max.max(1),
-            state: std::sync::Mutex::new((Vec::new(), 0)),
-            freed: std::sync::Condvar::new(),
-        }
-    }
-
-    /// Run `work` with a worker slot, waiting for one while `max` are busy.
-    pub fn with<R>(&self, work: impl FnOnce(&mut WorkerSlot) -> R) -> R {
-        let slot = {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            loop {
-                if let Some(slot) = state.0.pop() {
-                    break slot;
-                }
-                if state.1 < self.max {
-                    state.1 += 1;
-                    break WorkerSlot::new(self.spec.clone());
-                }
-                state = self.freed.wait(state).unwrap_or_else(|p| p.into_inner());
-            }
-        };
-        // Given back however `work` ends (a panic included).
-        struct Lent<'a> {
-            pool: &'a WorkerPool,
-            slot: Option<WorkerSlot>,
-        }
-        impl Drop for Lent<'_> {
-            fn drop(&mut self) {
-                if let Some(slot) = self.slot.take() {
-                    let mut state = self.pool.state.lock().unwrap_or_else(|p| p.into_inner());
-                    state.0.push(slot);
-                    self.pool.freed.notify_one();
-                }
-            }
-        }
-        let mut lent = Lent {
-            pool: self,
-            slot: Some(slot),
-        };
-        match lent.slot.as_mut() {
-            Some(slot) => work(slot),
-            None => unreachable!("a lent slot is there until dropped"),
-        }
-    }
-}
-
-/// One thread's worker, started on first use and after each failure.
+/// One thread's scan worker ([`Client`]: started on first use and after each failure).
 pub struct WorkerSlot {
-    spec: Option<Spec>,
-    worker: Option<Worker>,
+    client: Client<ScanService>,
 }
 
 impl WorkerSlot {
     pub fn new(spec: Option<Spec>) -> WorkerSlot {
-        WorkerSlot { spec, worker: None }
+        WorkerSlot {
+            client: Client::new(spec),
+        }
     }
 
     /// Analyse one file in the worker (in this process when there is none). `None`: `stop`
@@ -189,7 +136,7 @@ impl WorkerSlot {
         options: &AnalyzeOptions,
         stop: &AtomicBool,
     ) -> Option<(Metrics, Curves)> {
-        if !self.ready() {
+        if !self.client.ready() {
             return Some(super::deep::analyse_in_process(root, item, options));
         }
         let request = Request::Analyse {
@@ -227,7 +174,7 @@ impl WorkerSlot {
     /// FFmpeg's probe of `opened`, stopping at `deadline`; in this process when there is no
     /// worker.
     pub fn probe(&mut self, opened: &Opened, deadline: Instant, stream: StreamChoice) -> Probe {
-        if !self.ready() {
+        if !self.client.ready() {
             return framecull_media::probe_with_ffmpeg(opened, deadline, stream);
         }
         let source = SourceWire::of_opened(opened);
@@ -259,7 +206,7 @@ impl WorkerSlot {
         budget: Duration,
     ) -> Result<(usize, usize, Vec<u8>), WorkerError> {
         use framecull_media::decode::first_picture;
-        if !self.ready() {
+        if !self.client.ready() {
             return Ok(first_picture(opened, max_side, Instant::now() + budget)?);
         }
         let source = SourceWire::of_opened(opened);
@@ -289,9 +236,8 @@ impl WorkerSlot {
         }
     }
 
-    /// One request and its answer; a failure's reason, with the worker dropped (a new one
-    /// starts for the next file).
-    /// `stop`: abandon the request when it is set (the worker is ended).
+    /// One request and its answer; a failure's reason (the worker is gone, and a new one
+    /// starts for the next file). `stop`: abandon the request when it is set.
     fn call(
         &mut self,
         request: &Request,
@@ -299,41 +245,12 @@ impl WorkerSlot {
         path: &str,
         stop: Option<&AtomicBool>,
     ) -> Result<Reply<Response>, WorkerError> {
-        let Some(worker) = self.worker.as_mut() else {
-            return Err(WorkerError::NoWorker);
-        };
-        worker.request(request, limit, stop).map_err(|e| {
-            self.worker = None;
+        self.client.request(request, limit, stop).map_err(|e| {
             if !matches!(e, CallError::Failed(Failure::Stopped)) {
                 tracing::warn!("{path}: {e}");
             }
             WorkerError::Call(e)
         })
-    }
-
-    /// Whether a worker is running, starting one if needed. A worker that cannot start or
-    /// does not greet with this protocol turns isolation off for this slot, with a warning.
-    fn ready(&mut self) -> bool {
-        if self.worker.is_some() {
-            return true;
-        }
-        let Some(spec) = &self.spec else {
-            return false;
-        };
-        match Worker::start::<ScanService>(spec, None) {
-            Ok(worker) => {
-                self.worker = Some(worker);
-                true
-            }
-            Err(e) => {
-                tracing::warn!(
-                    "no usable worker process ({}: {e}); FFmpeg runs in this process",
-                    spec.exe.display()
-                );
-                self.spec = None;
-                false
-            }
-        }
     }
 }
 

@@ -1,0 +1,339 @@
+//! The parent's side of [`super`]: [`Client`], one thread's worker of a [`Protocol`] under the
+//! one restart rule every kind of worker follows, and [`Pool`], what holds a client lent to
+//! threads that need one for part of their work only.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use super::{CallError, GREETING, Protocol, Reply, SharedMemory, Spec, StartError, Worker};
+
+/// Starts in a row that may fail before a client gives workers up.
+pub const STARTS_IN_A_ROW: u32 = 3;
+
+/// A request each new worker gets before any other, and whether its answer is the one hoped for.
+type Setup<P> = (
+    <P as Protocol>::Request,
+    fn(&<P as Protocol>::Response) -> bool,
+);
+
+/// A worker process of protocol `P` for one thread. The restart rule: a worker starts on first
+/// use, and again after any request that failed (a crash, a hang, memory, an unreadable answer:
+/// each costs its request, not the next); a start that fails is tried again at once, and after
+/// [`STARTS_IN_A_ROW`] failed starts in a row (a missing or stale binary, no memory) the client
+/// gives workers up with a warning: [`Client::ready`] is false from then on, and the caller
+/// does the work in its own process.
+pub struct Client<P: Protocol> {
+    /// `None`: no workers (never, or given up).
+    spec: Option<Spec>,
+    /// Memory each worker maps too ([`super::SHARED_FD`]).
+    memory: Option<SharedMemory>,
+    setup: Option<Setup<P>>,
+    worker: Option<Worker>,
+    failed_starts: u32,
+    started: u64,
+}
+
+impl<P: Protocol> Client<P> {
+    /// Workers started as `spec` says; `None`: none, the work runs in this process.
+    pub fn new(spec: Option<Spec>) -> Client<P> {
+        Client {
+            spec,
+            memory: None,
+            setup: None,
+            worker: None,
+            failed_starts: 0,
+            started: 0,
+        }
+    }
+
+    /// Workers that map `memory` too.
+    pub fn sharing(mut self, memory: SharedMemory) -> Client<P> {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// `request` sent to each new worker before any other; a worker whose answer `accept`
+    /// refuses counts as a failed start.
+    pub fn with_setup(
+        mut self,
+        request: P::Request,
+        accept: fn(&P::Response) -> bool,
+    ) -> Client<P> {
+        self.setup = Some((request, accept));
+        self
+    }
+
+    pub fn memory(&self) -> Option<&SharedMemory> {
+        self.memory.as_ref()
+    }
+
+    pub fn memory_mut(&mut self) -> Option<&mut SharedMemory> {
+        self.memory.as_mut()
+    }
+
+    /// Workers started so far: a new number means a new worker, which knows nothing of what
+    /// the last one was told.
+    pub fn started(&self) -> u64 {
+        self.started
+    }
+
+    /// Whether a worker runs now.
+    pub fn running(&self) -> bool {
+        self.worker.is_some()
+    }
+
+    /// Whether workers may still run (none given up on, or configured off).
+    pub fn enabled(&self) -> bool {
+        self.spec.is_some()
+    }
+
+    /// Whether a worker runs, starting one if none does (see the type's restart rule).
+    pub fn ready(&mut self) -> bool {
+        if self.worker.is_some() {
+            return true;
+        }
+        while let Some(spec) = &self.spec {
+            match start::<P>(spec, self.memory.as_ref(), self.setup.as_ref()) {
+                Ok(worker) => {
+                    self.worker = Some(worker);
+                    self.started += 1;
+                    self.failed_starts = 0;
+                    return true;
+                }
+                Err(e) => {
+                    self.failed_starts += 1;
+                    if self.failed_starts < STARTS_IN_A_ROW {
+                        tracing::warn!("cannot start a worker process ({e}); trying again");
+                        continue;
+                    }
+                    tracing::warn!(
+                        "no usable worker process ({}: {e}): FFmpeg runs in this process",
+                        spec.exe.display()
+                    );
+                    self.spec = None;
+                }
+            }
+        }
+        false
+    }
+
+    /// One request and its reply within `limit`, abandoned once `stop` is set. After any
+    /// failure the worker is gone (a new one starts at the next [`Client::ready`]);
+    /// [`CallError::NoWorker`] where none runs.
+    pub fn request(
+        &mut self,
+        request: &P::Request,
+        limit: Duration,
+        stop: Option<&AtomicBool>,
+    ) -> Result<Reply<P::Response>, CallError> {
+        let worker = self.worker.as_mut().ok_or(CallError::NoWorker)?;
+        let reply = worker.request(request, limit, stop);
+        if reply.is_err() {
+            self.worker = None;
+        }
+        reply
+    }
+
+    /// The running worker is of no more use (an answer that makes no sense): it is ended, and
+    /// a new one starts at the next [`Client::ready`].
+    pub fn lose(&mut self) {
+        self.worker = None;
+    }
+}
+
+/// Start a worker of `P`, greeted and set up.
+fn start<P: Protocol>(
+    spec: &Spec,
+    memory: Option<&SharedMemory>,
+    setup: Option<&Setup<P>>,
+) -> Result<Worker, StartError> {
+    let mut worker = Worker::start::<P>(spec, memory.map(SharedMemory::fd))?;
+    if let Some((request, accept)) = setup {
+        let reply = worker.request::<_, P::Response>(request, GREETING, None)?;
+        if !accept(&reply.answer) {
+            let said = serde_json::to_string(&reply.answer).unwrap_or_default();
+            return Err(StartError::Setup(said));
+        }
+    }
+    Ok(worker)
+}
+
+/// What `make` makes (a [`Client`], or what holds one), lent to threads that need one for
+/// part of their work only, such as a scan's probing threads, which may be more than the
+/// cores while they wait on an object store: at most `max` are made (each client's worker
+/// costs a process start, and CPU is what they need); the others wait for one.
+pub struct Pool<T> {
+    make: Box<dyn Fn() -> T + Send + Sync>,
+    max: usize,
+    /// Idle ones, and how many were made.
+    state: Mutex<(Vec<T>, usize)>,
+    freed: Condvar,
+}
+
+impl<T> Pool<T> {
+    pub fn new(max: usize, make: impl Fn() -> T + Send + Sync + 'static) -> Pool<T> {
+        Pool {
+            make: Box::new(make),
+            max: max.max(1),
+            state: Mutex::new((Vec::new(), 0)),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Run `work` with one, waiting for one while `max` are lent.
+    pub fn with<R>(&self, work: impl FnOnce(&mut T) -> R) -> R {
+        let held = {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if let Some(held) = state.0.pop() {
+                    break held;
+                }
+                if state.1 < self.max {
+                    state.1 += 1;
+                    break (self.make)();
+                }
+                state = self.freed.wait(state).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        // Given back however `work` ends (a panic included).
+        struct Lent<'a, T> {
+            pool: &'a Pool<T>,
+            held: Option<T>,
+        }
+        impl<T> Drop for Lent<'_, T> {
+            fn drop(&mut self) {
+                if let Some(held) = self.held.take() {
+                    let mut state = self.pool.state.lock().unwrap_or_else(|p| p.into_inner());
+                    state.0.push(held);
+                    self.pool.freed.notify_one();
+                }
+            }
+        }
+        let mut lent = Lent {
+            pool: self,
+            held: Some(held),
+        };
+        match lent.held.as_mut() {
+            Some(held) => work(held),
+            None => unreachable!("a lent one is there until dropped"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isolate::Failure;
+
+    /// A protocol spoken by shell scripts.
+    struct Echo;
+
+    impl Protocol for Echo {
+        const NAME: &'static str = "echo";
+        const PROTOCOL: u32 = 1;
+        type Request = String;
+        type Response = String;
+    }
+
+    fn shell(script: &str) -> Option<Spec> {
+        Some(Spec {
+            exe: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            memory_bytes: None,
+            memory_setting: "a test",
+        })
+    }
+
+    /// Greets as `echo` 1, answers `ok` to each line, and crashes on one that says so.
+    const ECHO: &str = r#"echo '{"echo":1}'; while read l; do case "$l" in *crash*) kill -SEGV $$;; *) echo '{"answer":"ok"}';; esac; done"#;
+
+    #[test]
+    fn a_worker_starts_on_first_use_and_again_after_a_failure() {
+        let mut client = Client::<Echo>::new(shell(ECHO));
+        assert!(!client.running());
+        assert_eq!(
+            client.request(&"hi".into(), GREETING, None).unwrap_err(),
+            CallError::NoWorker
+        );
+        assert!(client.ready());
+        assert_eq!(client.started(), 1);
+        let reply = client.request(&"hi".into(), GREETING, None).unwrap();
+        assert_eq!(reply.answer, "ok");
+        let crashed = client.request(&"crash".into(), GREETING, None);
+        assert!(
+            matches!(crashed, Err(CallError::Failed(Failure::Crashed { .. }))),
+            "{crashed:?}"
+        );
+        assert!(!client.running());
+        assert!(client.ready());
+        assert_eq!(client.started(), 2);
+        assert_eq!(
+            client.request(&"hi".into(), GREETING, None).unwrap().answer,
+            "ok"
+        );
+        client.lose();
+        assert!(client.ready() && client.started() == 3 && client.enabled());
+    }
+
+    #[test]
+    fn workers_are_given_up_after_three_failed_starts_in_a_row() {
+        for script in [
+            // No greeting; another protocol; a set-up refused.
+            "exit 0",
+            r#"echo '{"echo":2}'; read l"#,
+            ECHO,
+        ] {
+            let mut client = Client::<Echo>::new(shell(script));
+            if script == ECHO {
+                client = client.with_setup("set up".into(), |answer| answer == "ready");
+            }
+            assert!(!client.ready(), "{script}");
+            assert!(!client.enabled() && client.started() == 0, "{script}");
+            // Given up: no more starts.
+            assert!(!client.ready());
+        }
+        // Each start tried: three.
+        let tries = std::env::temp_dir().join(format!("framecull-starts-{}", std::process::id()));
+        let mut client = Client::<Echo>::new(shell(&format!("echo x >> '{}'", tries.display())));
+        assert!(!client.ready() && !client.ready());
+        let counted = std::fs::read_to_string(&tries).unwrap_or_default();
+        let _ = std::fs::remove_file(&tries);
+        assert_eq!(counted.lines().count(), STARTS_IN_A_ROW as usize);
+        let mut accepted =
+            Client::<Echo>::new(shell(ECHO)).with_setup("set up".into(), |a| a == "ok");
+        assert!(accepted.ready());
+        assert!(!Client::<Echo>::new(None).ready());
+    }
+
+    #[test]
+    fn a_pool_makes_at_most_max_and_lends_them_again() {
+        let made = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = made.clone();
+        let pool = Pool::new(2, move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            0u32
+        });
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        pool.with(|n| {
+                            *n += 1;
+                            std::thread::sleep(Duration::from_micros(200));
+                        });
+                    }
+                });
+            }
+        });
+        assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 2);
+        let lent: u32 = pool.state.lock().unwrap().0.iter().sum();
+        assert_eq!(lent, 160);
+        // One given back after a panic is lent again.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.with(|_| panic!("work failed"))
+        }));
+        assert!(caught.is_err());
+        assert_eq!(pool.state.lock().unwrap().0.len(), 2);
+    }
+}
