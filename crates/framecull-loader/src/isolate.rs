@@ -25,7 +25,7 @@ use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_bud
 use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
 use framecull_media::decode::DecodeError;
 use framecull_media::isolate::{
-    CallError, Failure, GREETING, Protocol, Reply, Service, SharedMemory, SourceWire, Spec,
+    CallError, Client, Failure, Protocol, Reply, Service, SharedMemory, SourceWire, Spec,
     StartError, Stores, Worker, absorb, hard_limit, path_from_wire, path_to_wire, worker_exe,
 };
 use framecull_media::reader::{ReadError, ReadTimes, VideoReader};
@@ -343,7 +343,7 @@ impl WindowReader {
 
     /// Worker processes started so far.
     pub fn processes_started(&self) -> u64 {
-        self.remote.as_ref().map_or(0, |r| r.started)
+        self.remote.as_ref().map_or(0, |r| r.client.started())
     }
 
     /// Why the frame cache could not be written, once.
@@ -355,90 +355,58 @@ impl WindowReader {
     }
 }
 
-/// One decode thread's worker process, started on first use and after each failure.
+/// One decode thread's worker process ([`Client`]: started on first use and after each
+/// failure), and what it has told.
 struct Remote {
-    spec: Spec,
-    /// The `Setup` request line.
-    setup: String,
-    worker: Option<Worker>,
+    client: Client<LoaderService>,
     memory: SharedMemory,
-    /// Clips the running worker has been told.
+    /// Clips the running worker has been told, and which start it was ([`Client::started`]).
     told: HashSet<u32>,
+    told_by: u64,
     keyframes: HashMap<u32, Vec<f64>>,
     cache_hits: u64,
     cache_fills: u64,
     cache_failure: Option<String>,
-    /// Workers that could not start in a row: after a few, windows are read here.
-    failed_starts: u32,
-    /// Workers started.
-    started: u64,
 }
 
 impl Remote {
     fn new(spec: Spec, config: &LoaderConfig) -> Result<Remote, WorkerError> {
-        let setup = serde_json::to_string(&Request::Setup {
+        let memory = SharedMemory::new().map_err(WorkerError::Memory)?;
+        let setup = Request::Setup {
             config: config.clone(),
-        })
-        .map_err(WorkerError::Encode)?;
+        };
+        let client = Client::new(Some(spec))
+            .sharing(memory.share().map_err(WorkerError::Memory)?)
+            .with_setup(setup, |answer| matches!(answer, Response::Ready));
         Ok(Remote {
-            spec,
-            setup,
-            worker: None,
-            memory: SharedMemory::new().map_err(WorkerError::Memory)?,
+            client,
+            memory,
             told: HashSet::new(),
+            told_by: 0,
             keyframes: HashMap::new(),
             cache_hits: 0,
             cache_fills: 0,
             cache_failure: None,
-            failed_starts: 0,
-            started: 0,
         })
     }
 
     /// Whether a worker is running, starting one if needed; false when workers cannot start
     /// (a missing binary, one of another protocol), with a warning.
     fn ready(&mut self) -> bool {
-        if self.worker.is_some() {
-            return true;
-        }
-        if self.failed_starts >= 3 {
+        if !self.client.ready() {
             return false;
         }
-        match self.start() {
-            Ok(worker) => {
-                self.worker = Some(worker);
-                self.started += 1;
-                self.told.clear();
-                self.failed_starts = 0;
-                true
-            }
-            Err(e) => {
-                self.failed_starts += 1;
-                if self.failed_starts < 3 {
-                    tracing::warn!("cannot start a loader worker ({e}); trying again");
-                    return self.ready();
-                }
-                tracing::warn!(
-                    "no usable loader worker ({}: {e}): the loader decodes in this process",
-                    self.spec.exe.display()
-                );
-                false
-            }
+        if self.client.started() != self.told_by {
+            self.told.clear();
+            self.told_by = self.client.started();
         }
-    }
-
-    fn start(&mut self) -> Result<Worker, WorkerError> {
-        let mut worker = start_worker(&self.spec, &self.memory)?;
-        match worker.call(&self.setup, GREETING)? {
-            line if line.contains("\"ready\"") => Ok(worker),
-            line => Err(WorkerError::SetupAnswer(line)),
-        }
+        true
     }
 
     /// The worker is of no more use (a broken answer): the window's error, and a new worker
     /// for the next.
     fn lost(&mut self, why: &str) -> (SkipReason, String) {
-        self.worker = None;
+        self.client.lose();
         (SkipReason::Corrupt, why.to_string())
     }
 
@@ -471,18 +439,16 @@ impl Remote {
             frames,
             out_len,
         };
-        let worker = self
-            .worker
-            .as_mut()
-            .ok_or_else(|| (SkipReason::Corrupt, "no loader worker".to_string()))?;
         let reply: Reply<Response> =
-            match worker.request(&request, window_limit(clip, config), None) {
+            match self
+                .client
+                .request(&request, window_limit(clip, config), None)
+            {
                 Ok(reply) => reply,
                 Err(CallError::Unreadable(_)) => {
                     return Err(self.lost("the loader worker's answer is unreadable"));
                 }
                 Err(e) => {
-                    self.worker = None;
                     tracing::warn!("{}: {e}", clip.path.display());
                     return Err((SkipReason::Corrupt, e.to_string()));
                 }
@@ -717,10 +683,6 @@ pub enum WorkerError {
     /// It crashed, hung, ran out of memory or exited.
     #[error(transparent)]
     Gone(#[from] Failure),
-    #[error("unexpected answer to the set-up: {0}")]
-    SetupAnswer(String),
-    #[error("cannot write the set-up: {0}")]
-    Encode(serde_json::Error),
     /// The request could not be sent, or the answer read.
     #[error(transparent)]
     Call(CallError),

@@ -412,6 +412,11 @@ impl SharedMemory {
         self.file.as_fd()
     }
 
+    /// A descriptor of its own to share, for a [`Client`] that starts workers with it.
+    pub fn share(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        Ok(self.file.try_clone()?.into())
+    }
+
     /// The mapped bytes (at least what was last reserved).
     pub fn bytes(&self) -> &[u8] {
         &self.map

@@ -2,11 +2,12 @@
 //! one restart rule every kind of worker follows, and [`Pool`], what holds a client lent to
 //! threads that need one for part of their work only.
 
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use super::{CallError, GREETING, Protocol, Reply, SharedMemory, Spec, StartError, Worker};
+use super::{CallError, GREETING, Protocol, Reply, Spec, StartError, Worker};
 
 /// Starts in a row that may fail before a client gives workers up.
 pub const STARTS_IN_A_ROW: u32 = 3;
@@ -26,8 +27,8 @@ type Setup<P> = (
 pub struct Client<P: Protocol> {
     /// `None`: no workers (never, or given up).
     spec: Option<Spec>,
-    /// Memory each worker maps too ([`super::SHARED_FD`]).
-    memory: Option<SharedMemory>,
+    /// What each worker gets as its descriptor [`super::SHARED_FD`] (memory both map).
+    shared: Option<OwnedFd>,
     setup: Option<Setup<P>>,
     worker: Option<Worker>,
     failed_starts: u32,
@@ -39,7 +40,7 @@ impl<P: Protocol> Client<P> {
     pub fn new(spec: Option<Spec>) -> Client<P> {
         Client {
             spec,
-            memory: None,
+            shared: None,
             setup: None,
             worker: None,
             failed_starts: 0,
@@ -47,9 +48,9 @@ impl<P: Protocol> Client<P> {
         }
     }
 
-    /// Workers that map `memory` too.
-    pub fn sharing(mut self, memory: SharedMemory) -> Client<P> {
-        self.memory = Some(memory);
+    /// Workers that get `shared` too ([`super::SharedMemory::share`]).
+    pub fn sharing(mut self, shared: OwnedFd) -> Client<P> {
+        self.shared = Some(shared);
         self
     }
 
@@ -62,14 +63,6 @@ impl<P: Protocol> Client<P> {
     ) -> Client<P> {
         self.setup = Some((request, accept));
         self
-    }
-
-    pub fn memory(&self) -> Option<&SharedMemory> {
-        self.memory.as_ref()
-    }
-
-    pub fn memory_mut(&mut self) -> Option<&mut SharedMemory> {
-        self.memory.as_mut()
     }
 
     /// Workers started so far: a new number means a new worker, which knows nothing of what
@@ -94,7 +87,8 @@ impl<P: Protocol> Client<P> {
             return true;
         }
         while let Some(spec) = &self.spec {
-            match start::<P>(spec, self.memory.as_ref(), self.setup.as_ref()) {
+            let shared = self.shared.as_ref().map(|fd| fd.as_fd());
+            match start::<P>(spec, shared, self.setup.as_ref()) {
                 Ok(worker) => {
                     self.worker = Some(worker);
                     self.started += 1;
@@ -145,10 +139,10 @@ impl<P: Protocol> Client<P> {
 /// Start a worker of `P`, greeted and set up.
 fn start<P: Protocol>(
     spec: &Spec,
-    memory: Option<&SharedMemory>,
+    shared: Option<std::os::fd::BorrowedFd<'_>>,
     setup: Option<&Setup<P>>,
 ) -> Result<Worker, StartError> {
-    let mut worker = Worker::start::<P>(spec, memory.map(SharedMemory::fd))?;
+    let mut worker = Worker::start::<P>(spec, shared)?;
     if let Some((request, accept)) = setup {
         let reply = worker.request::<_, P::Response>(request, GREETING, None)?;
         if !accept(&reply.answer) {
