@@ -25,8 +25,8 @@ use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_bud
 use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
 use framecull_media::decode::DecodeError;
 use framecull_media::isolate::{
-    CallError, Client, Failure, Protocol, Reply, Service, SharedMemory, SourceWire, Spec,
-    StartError, Stores, Worker, absorb, hard_limit, path_from_wire, path_to_wire, worker_exe,
+    CallError, Client, Failure, Protocol, Reply, Service, SharedMemory, SourceWire, Spec, Stores,
+    absorb, hard_limit, path_from_wire, path_to_wire, worker_exe,
 };
 use framecull_media::reader::{ReadError, ReadTimes, VideoReader};
 use framecull_media::source::Source;
@@ -215,11 +215,6 @@ fn worker_spec(exe: PathBuf, memory_mib: u64) -> Spec {
         memory_bytes: (memory_mib > 0).then_some(memory_mib.saturating_mul(1 << 20)),
         memory_setting: "the loader's worker_memory_mib",
     }
-}
-
-/// Start a worker sharing `memory` and check its greeting.
-fn start_worker(spec: &Spec, memory: &SharedMemory) -> Result<Worker, StartError> {
-    Worker::start::<LoaderService>(spec, Some(memory.fd()))
 }
 
 /// The windows one decode thread reads: in its worker process when there is one, else here.
@@ -678,8 +673,6 @@ fn read_picture(
 /// Why a loader worker could not be used, or a picture not read through one.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
-    #[error(transparent)]
-    Start(#[from] StartError),
     /// It crashed, hung, ran out of memory or exited.
     #[error(transparent)]
     Gone(#[from] Failure),
@@ -731,37 +724,57 @@ pub struct Pictures {
     rgb: Vec<u8>,
 }
 
+/// The player's worker ([`Client`]) and the file it opened, in which of its starts.
 struct PictureWorker {
-    spec: Spec,
-    worker: Option<Worker>,
+    client: Client<LoaderService>,
     memory: SharedMemory,
+    opened_by: Option<u64>,
 }
 
 impl PictureWorker {
-    /// Start a worker and open `source` in it: the video's frame timestamps and time base.
+    fn new(spec: Spec) -> Result<PictureWorker, WorkerError> {
+        let memory = SharedMemory::new().map_err(WorkerError::Memory)?;
+        Ok(PictureWorker {
+            client: Client::new(Some(spec)).sharing(memory.share().map_err(WorkerError::Memory)?),
+            memory,
+            opened_by: None,
+        })
+    }
+
+    /// Whether the running worker has the file open.
+    fn is_open(&self) -> bool {
+        self.client.running() && self.opened_by == Some(self.client.started())
+    }
+
+    /// Open `source` in the worker (started if none runs): the video's frame timestamps and
+    /// time base.
     fn open(
         &mut self,
         source: &Source,
         threads: usize,
         read: ReadAs,
     ) -> Result<(Vec<i64>, Ratio), Opening> {
-        self.worker = None;
-        let wire = SourceWire::of(source);
-        let mut worker = start_worker(&self.spec, &self.memory).map_err(Opening::NoWorker)?;
+        self.opened_by = None;
+        if !self.client.ready() {
+            return Err(Opening::NoWorker);
+        }
         let request = Request::Open {
-            source: wire,
+            source: SourceWire::of(source),
             threads,
             read,
         };
-        match answer_of(worker.request(&request, OPEN_LIMIT, None), source) {
+        match answer_of(self.client.request(&request, OPEN_LIMIT, None), source) {
             Ok(Response::Opened { pts, time_base }) => {
-                self.worker = Some(worker);
+                self.opened_by = Some(self.client.started());
                 Ok((pts, time_base))
             }
             Ok(Response::NoPicture(e) | Response::Failed(e)) => {
                 Err(Opening::Failed(WorkerError::Failed(e)))
             }
-            Ok(_) => Err(Opening::Failed(WorkerError::Unreadable)),
+            Ok(_) => {
+                self.client.lose();
+                Err(Opening::Failed(WorkerError::Unreadable))
+            }
             Err(CallError::Failed(failure)) => Err(Opening::Failed(failure.into())),
             Err(e) => Err(Opening::Failed(WorkerError::Call(e))),
         }
@@ -778,10 +791,10 @@ fn answer_of(
     Ok(reply.answer)
 }
 
-/// Why a worker could not open a file: no worker (then the file is opened here), or the
-/// file's own failure (a crash included).
+/// Why a worker could not open a file: no worker can start (then the file is opened here),
+/// or the file's own failure (a crash included).
 enum Opening {
-    NoWorker(StartError),
+    NoWorker,
     Failed(WorkerError),
 }
 
@@ -840,12 +853,7 @@ impl Pictures {
             rgb: Vec::new(),
         };
         if let Some(spec) = spec {
-            let memory = SharedMemory::new().map_err(WorkerError::Memory)?;
-            let mut remote = PictureWorker {
-                spec,
-                worker: None,
-                memory,
-            };
+            let mut remote = PictureWorker::new(spec)?;
             match remote.open(source, threads, read) {
                 Ok((pts, time_base)) => {
                     pictures.timeline = framecull_model::FrameTimeline { pts, time_base };
@@ -853,18 +861,23 @@ impl Pictures {
                     return Ok(pictures);
                 }
                 Err(Opening::Failed(e)) => return Err(e),
-                Err(Opening::NoWorker(e)) => {
-                    tracing::warn!("no worker process to decode in ({e}): decoding in this one");
-                }
+                Err(Opening::NoWorker) => {}
             }
         }
-        let reader = VideoReader::open_as(source, threads, read)?;
-        pictures.timeline = framecull_model::FrameTimeline {
+        pictures.decode_here()?;
+        Ok(pictures)
+    }
+
+    /// Decode in this process from now on (no worker can start).
+    fn decode_here(&mut self) -> Result<(), WorkerError> {
+        let reader = VideoReader::open_as(&self.source, self.threads, self.read)?;
+        self.timeline = framecull_model::FrameTimeline {
             pts: reader.frame_pts().to_vec(),
             time_base: reader.time_base(),
         };
-        pictures.here = Some(reader);
-        Ok(pictures)
+        self.remote = None;
+        self.here = Some(reader);
+        Ok(())
     }
 
     /// The video's frames (presentation timestamps, in display order).
@@ -881,6 +894,15 @@ impl Pictures {
         max: (u32, u32),
         budget: Option<Duration>,
     ) -> Result<(u32, u32, &[u8]), WorkerError> {
+        if let Some(remote) = self.remote.as_mut()
+            && !remote.is_open()
+        {
+            match remote.open(&self.source, self.threads, self.read) {
+                Ok(_) => {}
+                Err(Opening::Failed(e)) => return Err(e),
+                Err(Opening::NoWorker) => self.decode_here()?,
+            }
+        }
         if let Some(reader) = self.here.as_mut() {
             let frame = read_picture(reader, index, budget.map(|b| std::time::Instant::now() + b))?;
             let (w, h) = framecull_media::convert::fit_rgb(
@@ -895,37 +917,26 @@ impl Pictures {
         let Some(remote) = self.remote.as_mut() else {
             return Err(WorkerError::NotOpen);
         };
-        if remote.worker.is_none() {
-            match remote.open(&self.source, self.threads, self.read) {
-                Ok(_) => {}
-                Err(Opening::Failed(e)) => return Err(e),
-                Err(Opening::NoWorker(e)) => return Err(e.into()),
-            }
-        }
         let request = Request::Picture {
             index,
             quarter_turns,
             max,
             budget_secs: budget.map(|b| b.as_secs_f64()),
         };
-        let worker = remote.worker.as_mut().ok_or(WorkerError::NotOpen)?;
         let limit = budget.map_or(PICTURE_LIMIT, hard_limit);
-        match answer_of(worker.request(&request, limit, None), &self.source) {
-            Err(CallError::Failed(failure)) => {
-                remote.worker = None;
-                Err(WorkerError::Crashed { index, failure })
-            }
+        match answer_of(remote.client.request(&request, limit, None), &self.source) {
+            Err(CallError::Failed(failure)) => Err(WorkerError::Crashed { index, failure }),
             Ok(Response::Picture { width, height }) => {
                 let len = width as usize * height as usize * 3;
                 if remote.memory.reserve(len).is_err() {
-                    remote.worker = None;
+                    remote.client.lose();
                     return Err(WorkerError::OutOfReach);
                 }
                 Ok((width, height, &remote.memory.bytes()[..len]))
             }
             Ok(Response::NoPicture(e)) => Err(WorkerError::Failed(e)),
             Ok(_) | Err(CallError::Encode(_) | CallError::Unreadable(_) | CallError::NoWorker) => {
-                remote.worker = None;
+                remote.client.lose();
                 Err(WorkerError::Unreadable)
             }
         }
