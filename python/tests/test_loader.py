@@ -103,7 +103,7 @@ def test_one_and_four_workers_give_identical_batches(dataset):
 
 def test_worker_processes_and_this_process_give_identical_batches(dataset):
     # scripts/python.sh points FRAMECULL_WORKER_EXE at the binary: the loader's default then
-    # decodes in `framecull loader-worker` processes.
+    # decodes in `framecull worker loader` processes.
     assert os.environ.get("FRAMECULL_WORKER_EXE"), "FRAMECULL_WORKER_EXE is not set"
     args = dict(SMALL, mode="all", clip_len=8, crop="random", hflip=0.5, seed=7, workers=2)
     isolated = framecull.Loader(dataset["all"], **args)

@@ -84,13 +84,14 @@ enum Command {
     /// Crash-safety test support: a burst of journaled edits, each acknowledged on stdout.
     #[command(hide = true)]
     EditBurst(review::BurstArgs),
-    /// A worker process of deep analysis: JSON requests on stdin, answers on stdout.
+    /// A worker process: JSON requests on stdin, answers on stdout (`scan`: probes, analyses
+    /// and first pictures; `loader`: the loader's windows and the player's pictures, in the
+    /// memory shared as descriptor 3).
     #[command(hide = true)]
-    Worker,
-    /// A worker process of the loader: JSON requests on stdin, answers on stdout, windows in
-    /// the memory shared as descriptor 3.
-    #[command(hide = true)]
-    LoaderWorker,
+    Worker {
+        /// The service to run.
+        service: String,
+    },
     /// Export a new version of a manifest (Parquet, JSON lines, CSV).
     Export(export::Args),
     /// List manifests and their versions.
@@ -208,17 +209,9 @@ pub fn main() -> ExitCode {
         Command::Undo(args) => review::undo(args, false),
         Command::Redo(args) => review::undo(args, true),
         Command::EditBurst(args) => review::edit_burst(args),
-        Command::Worker => {
+        Command::Worker { service } => {
             stop::leave_to_the_parent();
-            crate::scan::worker::serve()
-                .map(|()| Outcome::Clean)
-                .map_err(Into::into)
-        }
-        Command::LoaderWorker => {
-            stop::leave_to_the_parent();
-            crate::loader::isolate::serve()
-                .map(|()| Outcome::Clean)
-                .map_err(Into::into)
+            worker(&service)
         }
         Command::Export(args) => export::run(args),
         Command::Manifests(args) => manifests::list(args),
@@ -291,4 +284,30 @@ pub(crate) fn peak_rss_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// A worker service's process: serve requests until stdin closes.
+type Serve = fn() -> std::io::Result<()>;
+
+/// The worker services this binary runs (`framecull worker NAME`), each under the name its
+/// parent starts it by.
+const SERVICES: [(&str, Serve); 2] = [
+    (crate::scan::worker::SERVICE, crate::scan::worker::serve),
+    (
+        crate::loader::isolate::SERVICE,
+        crate::loader::isolate::serve,
+    ),
+];
+
+/// Run the worker service `name` until its parent closes its stdin.
+fn worker(name: &str) -> anyhow::Result<Outcome> {
+    let Some((_, serve)) = SERVICES.iter().find(|(n, _)| *n == name) else {
+        let known: Vec<&str> = SERVICES.iter().map(|(n, _)| *n).collect();
+        anyhow::bail!(
+            "no worker service {name:?} (this build runs {})",
+            known.join(", ")
+        );
+    };
+    serve()?;
+    Ok(Outcome::Clean)
 }

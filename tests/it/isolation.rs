@@ -567,3 +567,62 @@ fn a_decoder_crash_on_an_object_in_a_bucket_costs_its_file_a_reason_too() {
         .to_string();
     assert!(err.contains("decoder crashed"), "{err}");
 }
+
+/// A worker of another build (FRAMECULL_WORKER_EXE naming a stale binary) is refused with
+/// what it is and what this build is, and the work runs in this process, with the same rows
+/// as through this build's workers; an unknown service is an error.
+#[test]
+fn a_stale_worker_is_refused_by_name_and_the_work_runs_here() {
+    let data = tempfile::tempdir().unwrap();
+    common::mixed_dataset(data.path());
+    let stale = tempfile::tempdir().unwrap();
+    let exe = stale.path().join("framecull");
+    std::fs::write(
+        &exe,
+        "#!/bin/sh\necho '{\"service\":\"scan\",\"protocol\":5,\"version\":\"0.0.1 (0123456789ab)\"}'\ncat > /dev/null\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut rows = Vec::new();
+    for worker in [Some(exe.as_path()), None] {
+        let project = tempfile::tempdir().unwrap();
+        let mut command = common::bin();
+        command
+            .args(["scan", data.path().to_str().unwrap(), "--deep", "--project"])
+            .arg(project.path());
+        if let Some(worker) = worker {
+            command.env("FRAMECULL_WORKER_EXE", worker);
+        }
+        let out = command.output().unwrap();
+        let log = common::stderr(&out);
+        assert!(out.status.code().unwrap() <= 1, "{log}");
+        let refused = format!(
+            "{} is not this build's worker: it is framecull 0.0.1 (0123456789ab), scan worker \
+             protocol 5, this build framecull {}",
+            exe.display(),
+            framecull::model::VERSION
+        );
+        assert_eq!(log.contains(&refused), worker.is_some(), "{log}");
+        assert_eq!(
+            log.contains("FFmpeg runs in this process"),
+            worker.is_some(),
+            "{log}"
+        );
+        let mut listed = common::list_jsonl(project.path());
+        for row in listed.values_mut() {
+            row.as_object_mut().unwrap().remove("id");
+        }
+        rows.push(listed);
+    }
+    assert_eq!(rows[0], rows[1]);
+    assert!(rows[0].values().any(|r| r["motion_mean"].is_number()));
+
+    let out = common::run(&["worker", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out)
+            .contains("error: no worker service \"nosuch\" (this build runs scan, loader)"),
+        "{}",
+        common::stderr(&out)
+    );
+}

@@ -1,5 +1,5 @@
 //! Windows read in worker processes: each decode thread of the loader hands its windows to a
-//! `framecull loader-worker` child ([`framecull_media::isolate`]), which decodes them and (on the
+//! `framecull worker loader` child ([`framecull_media::isolate`]), which decodes them and (on the
 //! CPU path) preprocesses them into memory it shares with this process. A decoder that
 //! crashes, loops or allocates without end costs its window (skipped like a corrupt file, with
 //! the reason: `decoder crashed: signal 11 (SIGSEGV)`) and the child, not the training run; a
@@ -207,11 +207,11 @@ pub(crate) fn spec(config: &LoaderConfig) -> Option<Spec> {
     Some(worker_spec(exe, config.worker_memory_mib))
 }
 
-/// A `framecull loader-worker` with an address space of `memory_mib` (0: no cap).
+/// A `framecull worker loader` with an address space of `memory_mib` (0: no cap).
 fn worker_spec(exe: PathBuf, memory_mib: u64) -> Spec {
     Spec {
         exe,
-        args: vec!["loader-worker".into()],
+        args: vec!["worker".into(), SERVICE.into()],
         memory_bytes: (memory_mib > 0).then_some(memory_mib.saturating_mul(1 << 20)),
         memory_setting: "the loader's worker_memory_mib",
     }
@@ -491,7 +491,7 @@ struct LoaderService {
 }
 
 impl Protocol for LoaderService {
-    const NAME: &'static str = "framecull_loader_worker";
+    const NAME: &'static str = "loader";
     const PROTOCOL: u32 = 3;
     type Request = Request;
     type Response = Response;
@@ -634,7 +634,10 @@ impl LoaderService {
     }
 }
 
-/// The `framecull loader-worker` process: greet, then answer requests from stdin until it
+/// The loader's service name: `framecull worker loader` runs [`serve`].
+pub const SERVICE: &str = LoaderService::NAME;
+
+/// The `framecull worker loader` process: greet, then answer requests from stdin until it
 /// closes. The shared memory is the one its parent passed ([`SharedMemory::inherited`]).
 pub fn serve() -> std::io::Result<()> {
     framecull_media::init();
@@ -696,6 +699,8 @@ pub enum WorkerError {
     Failed(String),
     #[error("nothing is open")]
     NotOpen,
+    #[error("no worker process could start to decode in")]
+    NoWorker,
     #[error("the worker's picture is out of reach")]
     OutOfReach,
     #[error("the worker's answer is unreadable")]
@@ -768,7 +773,10 @@ impl PictureWorker {
                 self.opened_by = Some(self.client.started());
                 Ok((pts, time_base))
             }
-            Ok(Response::NoPicture(e) | Response::Failed(e)) => {
+            Ok(Response::NoPicture(e)) => Err(Opening::Failed(WorkerError::Failed(e))),
+            Ok(Response::Failed(e)) => {
+                // It could not read the request: of no more use.
+                self.client.lose();
                 Err(Opening::Failed(WorkerError::Failed(e)))
             }
             Ok(_) => {
@@ -868,7 +876,7 @@ impl Pictures {
         Ok(pictures)
     }
 
-    /// Decode in this process from now on (no worker can start).
+    /// Decode in this process (no worker could start when the file was opened).
     fn decode_here(&mut self) -> Result<(), WorkerError> {
         let reader = VideoReader::open_as(&self.source, self.threads, self.read)?;
         self.timeline = framecull_model::FrameTimeline {
@@ -897,10 +905,12 @@ impl Pictures {
         if let Some(remote) = self.remote.as_mut()
             && !remote.is_open()
         {
+            // A worker ended on this file: the file is opened again in a new one, never in
+            // this process (where the same crash would end the window).
             match remote.open(&self.source, self.threads, self.read) {
                 Ok(_) => {}
                 Err(Opening::Failed(e)) => return Err(e),
-                Err(Opening::NoWorker) => self.decode_here()?,
+                Err(Opening::NoWorker) => return Err(WorkerError::NoWorker),
             }
         }
         if let Some(reader) = self.here.as_mut() {

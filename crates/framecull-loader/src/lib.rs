@@ -105,7 +105,7 @@ pub struct LoaderConfig {
     /// two cores: xxh3 over every output byte). `load-bench` turns it on.
     #[serde(default)]
     pub checksum: bool,
-    /// Decode in worker processes (`framecull loader-worker`, one per decode
+    /// Decode in worker processes (`framecull worker loader`, one per decode
     /// worker), so that a decoder that crashes, hangs or allocates without end costs its clip
     /// (skipped with the reason), not the training run. Off, or with no `framecull` binary to
     /// run (beside this program, or `FRAMECULL_WORKER_EXE`), FFmpeg runs in this process.

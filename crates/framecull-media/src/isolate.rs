@@ -46,8 +46,8 @@ pub enum StartError {
     Spawn(#[from] std::io::Error),
     #[error("the worker process did not greet: {0}")]
     Greeting(#[from] Failure),
-    #[error("the worker process speaks protocol {speaks}, this build {build}")]
-    Protocol { speaks: u64, build: u32 },
+    #[error(transparent)]
+    Stale(Box<Stale>),
     #[error("unexpected greeting {0:?}")]
     Unexpected(String),
     /// The request each new worker gets first failed ([`Client::with_setup`]).
@@ -55,6 +55,34 @@ pub enum StartError {
     SetupFailed(#[from] CallError),
     #[error("the worker process refused its set-up: {0}")]
     Setup(String),
+}
+
+impl StartError {
+    /// Whether starting again would fail the same way (no such binary, another build, a
+    /// worker that hangs or refuses its set-up), so that a [`Client`] gives workers up at once.
+    pub fn lasts(&self) -> bool {
+        match self {
+            StartError::Spawn(_)
+            | StartError::Stale(_)
+            | StartError::Unexpected(_)
+            | StartError::Setup(_) => true,
+            StartError::Greeting(failure) => matches!(failure, Failure::TimedOut { .. }),
+            StartError::SetupFailed(_) => false,
+        }
+    }
+}
+
+/// A worker that greeted as another build, protocol or service would.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{} is not this build's worker: it is {theirs}, this build {ours} (a stale binary? \
+     FRAMECULL_WORKER_EXE names the one to run)",
+    exe.display()
+)]
+pub struct Stale {
+    pub exe: PathBuf,
+    pub theirs: Greeting,
+    pub ours: Greeting,
 }
 
 /// Why a request got no answer. The child is gone after any of these.
@@ -138,31 +166,58 @@ pub struct Worker {
 /// How long a new worker may take to greet, or to answer a set-up.
 pub const GREETING: Duration = Duration::from_secs(20);
 
-/// The line a worker greets with: `{"NAME":PROTOCOL}`.
-pub fn greeting(name: &str, protocol: u32) -> String {
-    serde_json::json!({ name: protocol }).to_string()
+/// What a worker says first: which service it runs, the protocol it speaks and the build it is
+/// (`framecull_model::VERSION`). A worker that says otherwise than this build would is not used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Greeting {
+    pub service: String,
+    pub protocol: u32,
+    pub version: String,
+}
+
+impl Greeting {
+    /// This build's greeting of `P`.
+    pub fn of<P: Protocol>() -> Greeting {
+        Greeting {
+            service: P::NAME.into(),
+            protocol: P::PROTOCOL,
+            version: framecull_model::VERSION.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Greeting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "framecull {}, {} worker protocol {}",
+            self.version, self.service, self.protocol
+        )
+    }
 }
 
 impl Worker {
     /// Start a worker (sharing `shared`, see [`Worker::spawn_sharing`]) and check that it
-    /// greets as `P` ([`greeting`]): one of another build is not used.
+    /// greets as this build's `P` ([`Greeting`]): one of another build, another protocol or
+    /// another service is not used.
     pub fn start<P: Protocol>(
         spec: &Spec,
         shared: Option<BorrowedFd<'_>>,
     ) -> Result<Worker, StartError> {
         let mut worker = Worker::spawn_sharing(spec, shared)?;
         let line = worker.receive(GREETING)?;
-        let said = serde_json::from_str::<serde_json::Value>(&line)
-            .ok()
-            .and_then(|v| v.get(P::NAME)?.as_u64());
-        match said {
-            Some(p) if p == u64::from(P::PROTOCOL) => Ok(worker),
-            Some(speaks) => Err(StartError::Protocol {
-                speaks,
-                build: P::PROTOCOL,
-            }),
-            None => Err(StartError::Unexpected(line)),
+        let Ok(theirs) = serde_json::from_str::<Greeting>(&line) else {
+            return Err(StartError::Unexpected(line));
+        };
+        let ours = Greeting::of::<P>();
+        if theirs != ours {
+            return Err(StartError::Stale(Box::new(Stale {
+                exe: spec.exe.clone(),
+                theirs,
+                ours,
+            })));
         }
+        Ok(worker)
     }
 
     /// Start a worker, which also gets `shared` (memory both map, say) as its descriptor

@@ -99,7 +99,7 @@ pub enum WorkerError {
 pub fn spec(memory_bytes: Option<u64>) -> Option<Spec> {
     Some(Spec {
         exe: worker_exe()?,
-        args: vec!["worker".into()],
+        args: vec!["worker".into(), SERVICE.into()],
         memory_bytes,
         memory_setting: "limits.max_memory_mib in framecull.toml",
     })
@@ -286,7 +286,7 @@ fn failed_analysis(reason: String) -> (Metrics, Curves) {
 struct ScanService;
 
 impl Protocol for ScanService {
-    const NAME: &'static str = "framecull_worker";
+    const NAME: &'static str = "scan";
     const PROTOCOL: u32 = 5;
     type Request = Request;
     type Response = Response;
@@ -302,7 +302,11 @@ impl Service for ScanService {
     }
 }
 
-/// The `framecull worker` process: greet, then answer requests from stdin until it closes.
+/// The scan's service name: `framecull worker scan` runs [`serve`].
+pub const SERVICE: &str = ScanService::NAME;
+
+/// The `framecull worker scan` process: greet, then answer requests from stdin until it
+/// closes.
 pub fn serve() -> std::io::Result<()> {
     framecull_media::init();
     framecull_media::isolate::serve(&mut ScanService)

@@ -18,12 +18,18 @@ type Setup<P> = (
     fn(&<P as Protocol>::Response) -> bool,
 );
 
-/// A worker process of protocol `P` for one thread. The restart rule: a worker starts on first
-/// use, and again after any request that failed (a crash, a hang, memory, an unreadable answer:
-/// each costs its request, not the next); a start that fails is tried again at once, and after
-/// [`STARTS_IN_A_ROW`] failed starts in a row (a missing or stale binary, no memory) the client
-/// gives workers up with a warning: [`Client::ready`] is false from then on, and the caller
-/// does the work in its own process.
+/// A worker process of protocol `P` for one thread (or for one user at a time, lent by a
+/// [`Pool`]). The restart rule: a worker starts on first use, and again after any request that
+/// failed (a crash, a hang, memory, an unreadable answer: each costs its request, not the
+/// next); a start that failed for a passing reason (the new worker crashed or ran out of
+/// memory before it was ready) is tried again at once. After [`STARTS_IN_A_ROW`] failed starts
+/// in a row, or one that would fail again the same way ([`StartError::lasts`]: no such binary,
+/// one of another build, a worker that hangs before it greets), the client gives workers up
+/// with a warning: [`Client::ready`] is false from then on, and the caller does the work in
+/// its own process.
+///
+/// A worker ends with the thread that started it (`PR_SET_PDEATHSIG`): a client must not
+/// outlive that thread in use.
 pub struct Client<P: Protocol> {
     /// `None`: no workers (never, or given up).
     spec: Option<Spec>,
@@ -76,7 +82,8 @@ impl<P: Protocol> Client<P> {
         self.worker.is_some()
     }
 
-    /// Whether workers may still run (none given up on, or configured off).
+    /// Whether workers may still run: false where none were configured, or the client gave
+    /// them up.
     pub fn enabled(&self) -> bool {
         self.spec.is_some()
     }
@@ -97,12 +104,16 @@ impl<P: Protocol> Client<P> {
                 }
                 Err(e) => {
                     self.failed_starts += 1;
-                    if self.failed_starts < STARTS_IN_A_ROW {
-                        tracing::warn!("cannot start a worker process ({e}); trying again");
+                    if self.failed_starts < STARTS_IN_A_ROW && !e.lasts() {
+                        tracing::warn!(
+                            "cannot start a {} worker process ({e}); trying again",
+                            P::NAME
+                        );
                         continue;
                     }
                     tracing::warn!(
-                        "no usable worker process ({}: {e}): FFmpeg runs in this process",
+                        "no usable {} worker process ({}: {e}): FFmpeg runs in this process",
+                        P::NAME,
                         spec.exe.display()
                     );
                     self.spec = None;
@@ -181,14 +192,28 @@ impl<T> Pool<T> {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             loop {
                 if let Some(held) = state.0.pop() {
-                    break held;
+                    break Some(held);
                 }
                 if state.1 < self.max {
+                    // Counted now, made outside the lock.
                     state.1 += 1;
-                    break (self.make)();
+                    break None;
                 }
                 state = self.freed.wait(state).unwrap_or_else(|p| p.into_inner());
             }
+        };
+        let held = match held {
+            Some(held) => held,
+            None => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&self.make)) {
+                Ok(made) => made,
+                Err(panic) => {
+                    // Not made after all: another may be.
+                    let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                    state.1 -= 1;
+                    self.freed.notify_one();
+                    std::panic::resume_unwind(panic)
+                }
+            },
         };
         // Given back however `work` ends (a panic included).
         struct Lent<'a, T> {
@@ -218,7 +243,7 @@ impl<T> Pool<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::isolate::Failure;
+    use crate::isolate::{Failure, Greeting};
 
     /// A protocol spoken by shell scripts.
     struct Echo;
@@ -239,12 +264,19 @@ mod tests {
         })
     }
 
-    /// Greets as `echo` 1, answers `ok` to each line, and crashes on one that says so.
-    const ECHO: &str = r#"echo '{"echo":1}'; while read l; do case "$l" in *crash*) kill -SEGV $$;; *) echo '{"answer":"ok"}';; esac; done"#;
+    /// Greets as `echo` 1 of this build (or as `greeting`), answers `ok` to each line, and
+    /// crashes on one that says so.
+    fn echo(greeting: Option<Greeting>) -> String {
+        let greeting = serde_json::to_string(&greeting.unwrap_or_else(Greeting::of::<Echo>));
+        format!(
+            r#"echo '{}'; while read l; do case "$l" in *crash*) kill -SEGV $$;; *) echo '{{"answer":"ok"}}';; esac; done"#,
+            greeting.unwrap()
+        )
+    }
 
     #[test]
     fn a_worker_starts_on_first_use_and_again_after_a_failure() {
-        let mut client = Client::<Echo>::new(shell(ECHO));
+        let mut client = Client::<Echo>::new(shell(&echo(None)));
         assert!(!client.running());
         assert_eq!(
             client.request(&"hi".into(), GREETING, None).unwrap_err(),
@@ -272,14 +304,22 @@ mod tests {
 
     #[test]
     fn workers_are_given_up_after_three_failed_starts_in_a_row() {
-        for script in [
-            // No greeting; another protocol; a set-up refused.
-            "exit 0",
-            r#"echo '{"echo":2}'; read l"#,
-            ECHO,
+        let ours = Greeting::of::<Echo>();
+        let other = |change: fn(&mut Greeting)| {
+            let mut greeting = ours.clone();
+            change(&mut greeting);
+            echo(Some(greeting))
+        };
+        for (script, set_up) in [
+            // No greeting; another build, protocol, service; a set-up refused.
+            ("exit 0".to_string(), false),
+            (other(|g| g.version = "0.0.1 (0123456789ab)".into()), false),
+            (other(|g| g.protocol = 2), false),
+            (other(|g| g.service = "scan".into()), false),
+            (echo(None), true),
         ] {
-            let mut client = Client::<Echo>::new(shell(script));
-            if script == ECHO {
+            let mut client = Client::<Echo>::new(shell(&script));
+            if set_up {
                 client = client.with_setup("set up".into(), |answer| answer == "ready");
             }
             assert!(!client.ready(), "{script}");
@@ -287,15 +327,40 @@ mod tests {
             // Given up: no more starts.
             assert!(!client.ready());
         }
-        // Each start tried: three.
-        let tries = std::env::temp_dir().join(format!("framecull-starts-{}", std::process::id()));
-        let mut client = Client::<Echo>::new(shell(&format!("echo x >> '{}'", tries.display())));
-        assert!(!client.ready() && !client.ready());
-        let counted = std::fs::read_to_string(&tries).unwrap_or_default();
-        let _ = std::fs::remove_file(&tries);
-        assert_eq!(counted.lines().count(), STARTS_IN_A_ROW as usize);
+        // A stale worker is named with what it is and what this build is.
+        let stale = Worker::start::<Echo>(
+            &shell(&other(|g| g.version = "0.0.1 (0123456789ab)".into())).unwrap(),
+            None,
+        );
+        let said = stale.err().unwrap().to_string();
+        assert!(
+            said.contains("/bin/sh is not this build's worker: it is framecull 0.0.1 (0123456789ab), echo worker protocol 1, this build framecull ")
+                && said.contains(framecull_model::VERSION),
+            "{said}"
+        );
+        // A start that failed for a passing reason is tried three times, one that would fail
+        // again the same way once.
+        let dir = tempfile::tempdir().unwrap();
+        let tries = dir.path().join("starts");
+        for (then, times) in [
+            ("exit 0".to_string(), STARTS_IN_A_ROW),
+            (other(|g| g.protocol = 9), 1),
+        ] {
+            let _ = std::fs::remove_file(&tries);
+            let script = format!("echo x >> \"$0\"; {then}");
+            let mut client = Client::<Echo>::new(Some(Spec {
+                args: vec!["-c".into(), script, tries.display().to_string()],
+                ..shell("").unwrap()
+            }));
+            assert!(!client.ready() && !client.ready());
+            let counted = std::fs::read_to_string(&tries).unwrap_or_default();
+            assert_eq!(counted.lines().count(), times as usize, "{then}");
+        }
+        let hung = StartError::Greeting(Failure::TimedOut { after: GREETING });
+        assert!(hung.lasts());
+        assert!(!StartError::Greeting(Failure::Crashed { signal: 11 }).lasts());
         let mut accepted =
-            Client::<Echo>::new(shell(ECHO)).with_setup("set up".into(), |a| a == "ok");
+            Client::<Echo>::new(shell(&echo(None))).with_setup("set up".into(), |a| a == "ok");
         assert!(accepted.ready());
         assert!(!Client::<Echo>::new(None).ready());
     }
@@ -320,7 +385,8 @@ mod tests {
                 });
             }
         });
-        assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 2);
+        let made = made.load(std::sync::atomic::Ordering::SeqCst);
+        assert!((1..=2).contains(&made), "{made}");
         let lent: u32 = pool.state.lock().unwrap().0.iter().sum();
         assert_eq!(lent, 160);
         // One given back after a panic is lent again.
@@ -328,6 +394,41 @@ mod tests {
             pool.with(|_| panic!("work failed"))
         }));
         assert!(caught.is_err());
-        assert_eq!(pool.state.lock().unwrap().0.len(), 2);
+        assert_eq!(pool.state.lock().unwrap().0.len(), made);
+        // A make that panics is not counted: the next one is made.
+        let once = std::sync::atomic::AtomicBool::new(false);
+        let pool = Pool::new(1, move || {
+            assert!(
+                once.swap(true, std::sync::atomic::Ordering::SeqCst),
+                "first make"
+            );
+            7u32
+        });
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.with(|n| *n)));
+        assert!(caught.is_err());
+        assert_eq!(pool.with(|n| *n), 7);
+    }
+
+    /// After a start that worked, failed starts count from zero again.
+    #[test]
+    fn failed_starts_count_from_the_last_start_that_worked() {
+        let dir = tempfile::tempdir().unwrap();
+        let tries = dir.path().join("starts");
+        // Starts 1, 2, 4 and 5 exit at once; 3 and 6 greet and serve.
+        let script = format!(
+            "n=$(cat \"$0\" 2>/dev/null | wc -l); echo x >> \"$0\"; case $n in 0|1|3|4) exit 0;; esac; {}",
+            echo(None)
+        );
+        let mut client = Client::<Echo>::new(Some(Spec {
+            args: vec!["-c".into(), script, tries.display().to_string()],
+            ..shell("").unwrap()
+        }));
+        assert!(client.ready() && client.started() == 1);
+        assert!(client.request(&"crash".into(), GREETING, None).is_err());
+        assert!(client.ready() && client.started() == 2);
+        assert_eq!(
+            client.request(&"hi".into(), GREETING, None).unwrap().answer,
+            "ok"
+        );
     }
 }

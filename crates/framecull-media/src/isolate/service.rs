@@ -7,12 +7,12 @@ use std::io::{BufRead, Write};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Reply, Stores, greeting};
+use super::{Greeting, Reply, Stores};
 
 /// A kind of worker as its parent knows it: the name and protocol it greets with
 /// ([`super::Worker::start`] refuses a worker that greets otherwise) and its messages.
 pub trait Protocol {
-    /// The name it greets with (`framecull_worker`).
+    /// The service's name: `framecull worker NAME` runs it, and it greets with it.
     const NAME: &'static str;
     /// Bumped when a message changes: a worker of another protocol is not used.
     const PROTOCOL: u32;
@@ -36,7 +36,7 @@ pub trait Service: Protocol {
 pub fn serve<S: Service>(service: &mut S) -> std::io::Result<()> {
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", greeting(S::NAME, S::PROTOCOL))?;
+    writeln!(stdout, "{}", serde_json::to_string(&Greeting::of::<S>())?)?;
     stdout.flush()?;
     tracing::debug!(
         "worker {} serving (protocol {} of {})",
