@@ -3,10 +3,8 @@
 //! manifest's clips as files of their own against re-encoding them with `ffmpeg`
 //! ([`crate::clipfiles`]).
 
-use std::path::Path;
 use std::time::Instant;
 
-use framecull::catalog::{Catalog, ItemUpdate};
 use serde::Serialize;
 
 use crate::util::{median, print};
@@ -73,57 +71,12 @@ struct ExportBench {
     all_formats_median_secs: f64,
 }
 
-/// A catalog of `n` items (every tenth a video, the rest images), written directly.
-pub fn generated_catalog(project: &Path, n: usize) -> anyhow::Result<Catalog> {
-    let mut catalog = Catalog::create_or_open(project, Path::new("/bench"))?;
-    let scan_id = catalog.begin_scan(Path::new("/bench"))?;
-    let batch: Vec<ItemUpdate> = (0..n).map(generated_item).collect();
-    for chunk in batch.chunks(10_000) {
-        catalog.upsert_items(scan_id, framecull::scan::PROBE_VERSION, chunk)?;
-    }
-    Ok(catalog)
-}
-
-/// Item `i` of a generated dataset: every tenth a video, the rest images, in 1000 folders.
-pub fn generated_item(i: usize) -> ItemUpdate {
-    use framecull::model::{MediaInfo, MediaKind, Probe, Ratio};
-    let video = i.is_multiple_of(10);
-    ItemUpdate {
-        path: format!(
-            "d{:03}/f{i:07}.{}",
-            i % 1000,
-            if video { "mp4" } else { "jpg" }
-        ),
-        size_bytes: 10_000 + (i as u64 * 104_729) % 5_000_000,
-        mtime_ns: 1,
-        fingerprint: Some(format!("{i:032x}")),
-        probe: Probe::ok(
-            if video {
-                MediaKind::Video
-            } else {
-                MediaKind::Image
-            },
-            MediaInfo {
-                codec: Some("h264".into()),
-                width: Some([640, 1280, 1920, 3840][i % 4]),
-                height: Some([360, 720, 1080, 2160][i % 4]),
-                fps: video.then_some([24.0, 25.0, 30.0, 60.0][i / 7 % 4]),
-                time_base: video.then_some(Ratio { num: 1, den: 15360 }),
-                duration_secs: video.then_some(1.0 + (i * 7919 % 600) as f64 / 10.0),
-                start_secs: video.then_some(0.0),
-                frame_count: video.then_some(120),
-                ..MediaInfo::default()
-            },
-        ),
-    }
-}
-
 fn bench_export(n: usize, repeat: usize) -> anyhow::Result<ExportBench> {
     use framecull::manifest::{ExportOptions, Format, Include, SplitSpec};
     let project =
         std::env::temp_dir().join(format!("framecull-bench-export-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&project);
-    let catalog = generated_catalog(&project, n)?;
+    let catalog = crate::generated::catalog(&project, n)?;
     let run = |formats: Vec<Format>, name: &str| -> anyhow::Result<f64> {
         let options = ExportOptions {
             name: name.into(),

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::export::generated_catalog;
+use crate::generated::catalog as generated_catalog;
 use crate::util::{median, peak_rss_mb, print};
 
 #[derive(clap::Args, Debug)]

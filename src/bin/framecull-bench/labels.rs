@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use framecull::scan::labels::{ImportOptions, LabelSource, export, import};
 
-use crate::export::generated_catalog;
+use crate::generated::catalog as generated_catalog;
 use crate::util::{median, print};
 
 #[derive(clap::Args, Debug)]
@@ -57,9 +57,7 @@ fn bench(n: usize, classes: usize, repeat: usize) -> anyhow::Result<LabelsBench>
     let dir = std::env::temp_dir().join(format!("framecull-bench-labels-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
-    let paths: Vec<String> = (0..n)
-        .map(|i| crate::export::generated_item(i).path)
-        .collect();
+    let paths: Vec<String> = (0..n).map(|i| crate::generated::item(i).path).collect();
     let label = |i: usize| format!("class {:03}", i * 7919 % classes);
     let mut by_path = String::from("path,label\n");
     let mut by_stem = String::from("path,label\n");

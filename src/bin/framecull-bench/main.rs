@@ -8,6 +8,7 @@ mod analyze;
 mod clipfiles;
 mod content;
 mod export;
+mod generated;
 #[cfg(feature = "gui")]
 mod gui;
 mod labels;

@@ -13,7 +13,7 @@ use framecull::scan::merge::{MergeEvent, merge};
 use framecull::scan::shard::{MarkerCounts, ShardMarker, ShardSpec, shard_of};
 use serde::Serialize;
 
-use crate::export::generated_item;
+use crate::generated::item as generated_item;
 use crate::util::{peak_rss_mb, print, reset_peak_rss};
 
 #[derive(clap::Args, Debug)]

@@ -69,7 +69,7 @@ pub fn bench(
     let _ = std::fs::remove_dir_all(&project);
     std::fs::create_dir_all(&clips)?;
     // A version of `files` rows, each given a clip file of its own.
-    let catalog = crate::export::generated_catalog(&project, files)?;
+    let catalog = crate::generated::catalog(&project, files)?;
     let options = ExportOptions {
         name: "shards".into(),
         formats: vec![Format::Jsonl],
