@@ -751,7 +751,7 @@ impl App {
                     update.labels
                 } else {
                     // Made for the rows of a view since reloaded.
-                    super::view::RowLabels::new(&view.row_ids, &update.review)
+                    super::review_state::RowLabels::new(&view.row_ids, &update.review)
                 };
                 let old = (
                     std::mem::replace(&mut view.review, update.review),

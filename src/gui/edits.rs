@@ -2,15 +2,16 @@
 //! commits each action as its own journaled transaction as soon as it is asked, then reports
 //! the reviews and clips as they now stand. What the window shows as done is on disk.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 
 use crate::analysis::dups::BestBy;
 use crate::catalog::{Catalog, CatalogError};
-use crate::model::{Clip, Decision, Edit, ItemId};
+use crate::model::{Decision, Edit, ItemId};
 use crate::scan::curate::keep_best_edits;
+
+use super::review_state::{ReviewState, RowLabels, review_state};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum EditRequest {
@@ -41,21 +42,6 @@ pub enum EditRequest {
     Redo,
 }
 
-/// The review state after an operation.
-#[derive(Debug, Clone, Default)]
-pub struct ReviewState {
-    /// Files accepted or rejected (unreviewed ones are not in it).
-    pub decisions: HashMap<ItemId, Decision>,
-    /// How many files `decisions` accepts and rejects (the side panel shows them each frame).
-    pub accepted: usize,
-    pub rejected: usize,
-    pub tags: HashMap<ItemId, Vec<String>>,
-    pub notes: HashMap<ItemId, String>,
-    /// File labels.
-    pub labels: HashMap<ItemId, String>,
-    pub clips: HashMap<ItemId, Vec<Clip>>,
-}
-
 pub struct EditDone {
     pub result: anyhow::Result<String>,
     pub state: Option<ReviewUpdate>,
@@ -66,7 +52,7 @@ pub struct EditDone {
 /// `row_ids` had then.
 pub struct ReviewUpdate {
     pub review: ReviewState,
-    pub labels: super::view::RowLabels,
+    pub labels: RowLabels,
     pub row_ids: Arc<Vec<ItemId>>,
 }
 
@@ -105,7 +91,7 @@ impl EditWriter {
                     let state = review_state(&catalog).ok().map(|review| {
                         let row_ids = rows_now.lock().map(|r| Arc::clone(&r)).unwrap_or_default();
                         ReviewUpdate {
-                            labels: super::view::RowLabels::new(&row_ids, &review),
+                            labels: RowLabels::new(&row_ids, &review),
                             review,
                             row_ids,
                         }
@@ -241,35 +227,4 @@ fn describe(edits: &[Edit]) -> String {
         [Edit::RemoveClip { .. }] => "clip removed".into(),
         _ => format!("{} edits", edits.len()),
     }
-}
-
-pub fn review_state(catalog: &Catalog) -> Result<ReviewState, crate::catalog::CatalogError> {
-    let reviews = catalog.all_reviews()?;
-    // Only what differs from a file's defaults: labelled files have review rows too, and a
-    // map of a million unreviewed decisions costs every frame that counts them.
-    let decisions: HashMap<ItemId, Decision> = reviews
-        .iter()
-        .filter(|(_, r)| r.decision != Decision::Unreviewed)
-        .map(|(id, r)| (*id, r.decision))
-        .collect();
-    let count = |d: Decision| decisions.values().filter(|v| **v == d).count();
-    Ok(ReviewState {
-        accepted: count(Decision::Accepted),
-        rejected: count(Decision::Rejected),
-        tags: reviews
-            .iter()
-            .filter(|(_, r)| !r.tags.is_empty())
-            .map(|(id, r)| (*id, r.tags.clone()))
-            .collect(),
-        notes: reviews
-            .iter()
-            .filter_map(|(id, r)| r.note.clone().map(|n| (*id, n)))
-            .collect(),
-        labels: reviews
-            .iter()
-            .filter_map(|(id, r)| r.label.clone().map(|l| (*id, l)))
-            .collect(),
-        decisions,
-        clips: catalog.all_clips()?,
-    })
 }

@@ -11,6 +11,7 @@ mod manifests;
 mod panels;
 pub mod player;
 mod review;
+mod review_state;
 mod theme;
 mod thumbs;
 mod view;

@@ -8,13 +8,12 @@ use rayon::prelude::*;
 
 use std::collections::HashMap;
 
-use super::edits::ReviewState;
+use super::review_state::{ReviewState, RowLabels};
 use crate::analysis::dups::{BestBy, DEFAULT_BEST_ORDER};
 pub use crate::analysis::filter::{Filter, MeasureColumns};
 use crate::analysis::filter::{Rows, labelled};
 use crate::analysis::flags::Config;
 use crate::analysis::histogram::{HISTOGRAMS, Histogram, histogram_of};
-use crate::analysis::labels::{LabelCount, label_counts};
 use crate::analysis::rules::{self, Setting};
 use crate::catalog::{Catalog, ItemFields, Project, by_item, sort_by_path};
 use crate::media::Source;
@@ -171,103 +170,6 @@ pub struct Caught {
     pub bins: BTreeMap<Measure, Vec<u64>>,
 }
 
-/// Each row's labels (its own and its clips', distinct) as indices into `names`, laid out
-/// flat (a list per row cost an allocation each at a million files), and what the label
-/// chart counts. Made again when the review changes.
-#[derive(Debug, Clone, Default)]
-pub struct RowLabels {
-    /// Every label in use, sorted.
-    pub names: Vec<String>,
-    /// Row `r`'s labels are `ids[start[r]..start[r + 1]]`.
-    start: Vec<u32>,
-    ids: Vec<u32>,
-    /// Files and clips per label (the unlabelled last), over every row.
-    pub counts: Vec<LabelCount>,
-}
-
-impl RowLabels {
-    /// The labels of the rows whose item ids are `rows`, in order.
-    pub fn new(rows: &[ItemId], review: &ReviewState) -> Self {
-        let no_clips: &[crate::model::Clip] = &[];
-        let clips_of = |id: &ItemId| review.clips.get(id).map_or(no_clips, Vec::as_slice);
-        // Distinct first: a million labelled files have a few hundred labels.
-        let distinct: std::collections::HashSet<&str> = review
-            .labels
-            .values()
-            .map(String::as_str)
-            .chain(
-                review
-                    .clips
-                    .values()
-                    .flatten()
-                    .filter_map(|c| c.label.as_deref()),
-            )
-            .collect();
-        let mut names: Vec<String> = distinct.into_iter().map(str::to_string).collect();
-        names.sort_unstable();
-        let index: HashMap<&str, u32> = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), i as u32))
-            .collect();
-        let mut start = Vec::with_capacity(rows.len() + 1);
-        let mut ids = Vec::new();
-        start.push(0);
-        for id in rows {
-            let first = ids.len();
-            let own = review.labels.get(id).map(String::as_str);
-            let clip_labels = clips_of(id).iter().filter_map(|c| c.label.as_deref());
-            for l in own.into_iter().chain(clip_labels) {
-                if let Some(&i) = index.get(l)
-                    && !ids[first..].contains(&i)
-                {
-                    ids.push(i);
-                }
-            }
-            start.push(ids.len() as u32);
-        }
-        let counts = label_counts(
-            rows.iter()
-                .map(|id| (review.labels.get(id).map(String::as_str), clips_of(id))),
-        );
-        RowLabels {
-            names,
-            start,
-            ids,
-            counts,
-        }
-    }
-
-    /// The labels of row `row`.
-    pub fn of(&self, row: usize) -> impl Iterator<Item = &str> {
-        let (a, b) = match (self.start.get(row), self.start.get(row + 1)) {
-            (Some(&a), Some(&b)) => (a as usize, b as usize),
-            _ => (0, 0),
-        };
-        self.ids[a..b]
-            .iter()
-            .map(|&i| self.names[i as usize].as_str())
-    }
-
-    /// Of the rows `shown`, how many carry each label of `names`, and how many none.
-    pub fn shown(&self, shown: &[usize]) -> (Vec<u64>, u64) {
-        let mut per = vec![0u64; self.names.len()];
-        let mut none = 0;
-        for &row in shown {
-            let (Some(&a), Some(&b)) = (self.start.get(row), self.start.get(row + 1)) else {
-                continue;
-            };
-            if a == b {
-                none += 1;
-            }
-            for &i in &self.ids[a as usize..b as usize] {
-                per[i as usize] += 1;
-            }
-        }
-        (per, none)
-    }
-}
-
 /// The view's files as the filter sees them.
 pub struct ViewRows<'a> {
     pub rows: &'a [ViewRow],
@@ -389,7 +291,7 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
                 c.measured_by_id()?,
                 c.all_flags()?,
                 c.all_dups()?,
-                super::edits::review_state(c)?,
+                super::review_state::review_state(c)?,
             ))
         })?;
     let read = started.elapsed();
