@@ -12,6 +12,7 @@
 //! plan order.
 
 mod cache;
+mod epoch;
 pub mod gpu;
 pub mod isolate;
 pub mod materialize;

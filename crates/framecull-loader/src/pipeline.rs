@@ -9,19 +9,14 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::epoch::{Job, Queue, Shared, Spooled};
 use super::isolate::WindowReader;
-use super::plan::{PlannedBatch, Sample};
+use super::plan::PlannedBatch;
 use super::preprocess::{FrameJob, Scratch};
-use super::shards::{Feed, Spooled};
+use super::shards::Feed;
 use super::source::WindowFrames;
 use super::{Batch, BatchData, ClipSource, Loader, LoaderConfig, LoaderError, OnError, SkipReason};
 use framecull_media::reader::ReadTimes;
-
-pub(crate) struct Job {
-    pub sample: Sample,
-    /// Frame slots of the window's batch.
-    pub t: u32,
-}
 
 enum Prepared {
     /// CPU path: the window's output bytes, `t` frames (padding zeroed).
@@ -50,35 +45,6 @@ struct Done {
     started: u64,
     /// The frame cache could not be written: the run ends with this.
     cache_failure: Option<String>,
-}
-
-pub(crate) struct Shared {
-    pub queue: Mutex<Queue>,
-    /// Keyframe positions of the clips a worker has opened (stride sampling), by clip: a
-    /// worker that starts a window with a seek picks one close after a keyframe.
-    keyframes: Mutex<HashMap<u32, Arc<Vec<f64>>>>,
-    /// Window buffers the consumer has copied out, for workers to fill again (no fresh
-    /// allocation and page faults per window).
-    pool: Mutex<Vec<Vec<u8>>>,
-    pub wake: Condvar,
-    pub stop: AtomicBool,
-    /// Shards opened and their bytes read (a version read from its shards).
-    pub shards_read: AtomicU64,
-    pub shard_bytes: AtomicU64,
-    /// The store a shard is read from stopped answering: the load ends with it.
-    pub storage_failure: Mutex<Option<framecull_storage::StorageError>>,
-}
-
-/// Which windows are taken, where each worker's decoder is, and how far the consumer is.
-pub(crate) struct Queue {
-    taken: Vec<bool>,
-    untaken: usize,
-    /// The window (clip, start) each worker took last: its decoder goes on from there.
-    at: Vec<Option<(u32, f64)>>,
-    /// Batches the consumer has taken.
-    pub consumed: usize,
-    /// Reading shards: where each clip's file is (empty otherwise).
-    pub spooled: Vec<Spooled>,
 }
 
 /// The window worker `me` would read on to from its last window: the next free window of
@@ -743,6 +709,7 @@ fn wait_spooled(shared: &Shared, clip: u32) -> Option<Spooled> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Sample;
 
     fn jobs(starts: &[f64]) -> Vec<Job> {
         starts

@@ -17,7 +17,7 @@ use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::pipeline::{Job, Shared};
+use super::epoch::{Job, Shared, Spooled};
 use super::plan::{Batching, Rng, Sample};
 use super::source::{Check, Checked};
 use super::{LoaderConfig, LoaderError, SkipReason};
@@ -54,19 +54,6 @@ pub(crate) struct ShardSource {
     pub bytes: u64,
     /// The clips it holds, in its order: each one's media member and clip index.
     pub clips: Vec<(String, u32)>,
-}
-
-/// What the feeder has done with a clip of the epoch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Spooled {
-    Waiting,
-    /// In the spool, with a picture's EXIF orientation.
-    Ready {
-        orientation: u16,
-    },
-    Failed(SkipReason, String),
-    /// Removed from the spool: its windows are in batches.
-    Gone,
 }
 
 /// The folder clip files are spooled into, removed with the loader.
