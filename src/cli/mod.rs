@@ -292,7 +292,7 @@ type Serve = fn() -> std::io::Result<()>;
 /// The worker services this binary runs (`framecull worker NAME`), each under the name its
 /// parent starts it by.
 const SERVICES: [(&str, Serve); 2] = [
-    (crate::scan::worker::SERVICE, crate::scan::worker::serve),
+    (crate::scan::service::SERVICE, crate::scan::service::serve),
     (
         crate::loader::isolate::SERVICE,
         crate::loader::isolate::serve,

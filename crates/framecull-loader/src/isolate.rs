@@ -498,6 +498,8 @@ impl Protocol for LoaderService {
 }
 
 impl Service for LoaderService {
+    type Protocol = Self;
+
     fn answer(&mut self, request: Request, stores: &mut Stores) -> Response {
         match request {
             Request::Setup { config } => {

@@ -32,7 +32,7 @@ use framecull_storage::{CachedObject, Object, Remote, RequestCounts, Root, Stora
 mod client;
 mod service;
 pub use client::{Client, Pool, STARTS_IN_A_ROW};
-pub use service::{Protocol, Service, serve};
+pub use service::{Protocol, RequestOf, ResponseOf, Service, serve};
 
 /// Lines of the child's stderr kept to explain its end.
 const STDERR_TAIL: usize = 20;

@@ -7,7 +7,8 @@ use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
 use super::ScanError;
-use super::worker::WorkerSlot;
+pub use super::options::AnalyzeOptions;
+use super::worker::{Analysed, WorkerSlot};
 use framecull_analysis::cuts::CutOptions;
 use framecull_analysis::phash::{dihedral_hashes, phash};
 use framecull_analysis::still;
@@ -17,8 +18,7 @@ use framecull_media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_f
 use framecull_media::packets::scan_packets;
 use framecull_media::{Opened, Source};
 use framecull_model::{
-    AnalysisLevel, Curves, FrameRecord, FrameTable, ItemId, ItemStatus, MediaKind, Metrics,
-    StreamChoice,
+    AnalysisLevel, Curves, FrameRecord, FrameTable, ItemStatus, MediaKind, Metrics, StreamChoice,
 };
 use framecull_storage::Root;
 
@@ -32,43 +32,6 @@ pub const ANALYSIS_VERSION: u32 = 6;
 /// the GOPs with a packet anomaly: what keeps it at a tenth to a twentieth of the deep
 /// pass's cost (`framecull-bench triage`).
 const TRIAGE_SAMPLE_SHARE: f64 = 0.05;
-
-#[derive(Debug, Clone)]
-pub struct AnalyzeOptions {
-    /// Files analysed at once (each decodes on one thread).
-    pub jobs: usize,
-    /// Longest time one file may take; what was decoded by then is kept and flagged.
-    pub file_budget: Duration,
-    pub cuts: CutOptions,
-    pub batch_size: usize,
-    /// Decode in worker processes (`framecull worker`), so that a decoder's crash, endless
-    /// loop or runaway allocation costs one file, not the run. Off: in this process.
-    pub isolate: bool,
-    /// [`AnalysisLevel::Deep`]: decode every frame. [`AnalysisLevel::Triage`]: read a video's
-    /// packets only (a picture's triage is its deep analysis), leaving deep analyses in place.
-    pub level: AnalysisLevel,
-    /// Only these items (a filter's choice, `analyze --where`); `None`: every item.
-    pub only: Option<std::collections::HashSet<ItemId>>,
-    /// Decoder threads of each video: `None` gives a file a share of the `jobs` threads by
-    /// its share of the work left ([`file_threads`]), so that a few long files keep every
-    /// core busy; files in flight never hold more than `jobs` threads together.
-    pub file_threads: Option<usize>,
-}
-
-impl Default for AnalyzeOptions {
-    fn default() -> Self {
-        AnalyzeOptions {
-            jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            file_budget: Duration::from_secs(300),
-            cuts: CutOptions::default(),
-            batch_size: 64,
-            isolate: true,
-            level: AnalysisLevel::Deep,
-            only: None,
-            file_threads: None,
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub enum AnalyzeEvent {
@@ -353,7 +316,11 @@ fn analyse_guarded(
     options: &AnalyzeOptions,
     stop: &AtomicBool,
 ) -> Option<AnalysisResult> {
-    let (metrics, curves) = analyst.analyse(root, item, options, stop)?;
+    let (metrics, curves) = match analyst.analyse(root, item, options, stop) {
+        Analysed::Done(metrics, curves) => (metrics, curves),
+        Analysed::Stopped => return None,
+        Analysed::NoWorker => analyse_in_process(root, item, options),
+    };
     Some(AnalysisResult {
         id: item.id,
         size_bytes: item.size_bytes,

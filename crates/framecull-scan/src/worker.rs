@@ -7,22 +7,22 @@
 //! requests it made and a failure that stops the run ([`framecull_media::isolate::Reply`]), which
 //! this process takes in as if it had met them.
 //!
-//! The protocol is JSON, one line per message ([`ScanService`], served by
-//! [`framecull_media::isolate::serve`]): the worker greets with its protocol number, then
-//! answers each request line with one response line.
+//! The protocol is JSON, one line per message (`ScanProtocol`; `scan::service` answers it):
+//! the worker greets with its service, protocol and build, then answers each request line
+//! with one response line.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::deep::AnalyzeOptions;
+use super::options::AnalyzeOptions;
 use framecull_analysis::cuts::CutOptions;
 use framecull_catalog::AnalysisTodo;
 use framecull_media::Opened;
 use framecull_media::isolate::{
-    CallError, Client, Failure, Pool, Protocol, Reply, RootWire, Service, SourceWire, Spec, Stores,
-    absorb, hard_limit, path_from_wire, path_to_wire, worker_exe,
+    CallError, Client, Failure, Pool, Protocol, Reply, RootWire, SourceWire, Spec, absorb,
+    hard_limit, path_to_wire, worker_exe,
 };
 use framecull_model::{
     AnalysisLevel, Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe, StreamChoice,
@@ -31,7 +31,7 @@ use framecull_storage::Root;
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
-enum Request {
+pub(crate) enum Request {
     Analyse {
         root: RootWire,
         item: AnalysisTodo,
@@ -60,7 +60,7 @@ enum Request {
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[allow(clippy::large_enum_variant)] // one per file, made and read at once
-enum Response {
+pub(crate) enum Response {
     Analysed {
         metrics: Metrics,
         curves: Curves,
@@ -99,7 +99,7 @@ pub enum WorkerError {
 pub fn spec(memory_bytes: Option<u64>) -> Option<Spec> {
     Some(Spec {
         exe: worker_exe()?,
-        args: vec!["worker".into(), SERVICE.into()],
+        args: vec!["worker".into(), ScanProtocol::NAME.into()],
         memory_bytes,
         memory_setting: "limits.max_memory_mib in framecull.toml",
     })
@@ -115,9 +115,31 @@ pub fn pool(spec: Option<Spec>, max: usize) -> WorkerPool {
     Pool::new(max, move || WorkerSlot::new(spec.clone()))
 }
 
+/// The scan's worker as its parent knows it: FFmpeg's probe, a file's analysis and first
+/// pictures (served by `scan::service`).
+pub(crate) struct ScanProtocol;
+
+impl Protocol for ScanProtocol {
+    const NAME: &'static str = "scan";
+    const PROTOCOL: u32 = 5;
+    type Request = Request;
+    type Response = Response;
+}
+
+/// What became of a file handed to a worker for analysis.
+#[allow(clippy::large_enum_variant)] // one per file, matched at once
+pub enum Analysed {
+    /// Its measures, or the reason it has none.
+    Done(Metrics, Curves),
+    /// `stop` was set meanwhile: the file stays to do.
+    Stopped,
+    /// No worker runs: the caller analyses the file in its own process.
+    NoWorker,
+}
+
 /// One thread's scan worker ([`Client`]: started on first use and after each failure).
 pub struct WorkerSlot {
-    client: Client<ScanService>,
+    client: Client<ScanProtocol>,
 }
 
 impl WorkerSlot {
@@ -127,17 +149,18 @@ impl WorkerSlot {
         }
     }
 
-    /// Analyse one file in the worker (in this process when there is none). `None`: `stop`
-    /// was set meanwhile, and the worker was ended without an answer (the file stays to do).
+    /// Analyse one file in the worker: its measures (a failure's reason among them), or that
+    /// `stop` was set meanwhile (the worker was ended without an answer: the file stays to
+    /// do), or that no worker runs (the caller analyses it in its own process).
     pub fn analyse(
         &mut self,
         root: &Root,
         item: &AnalysisTodo,
         options: &AnalyzeOptions,
         stop: &AtomicBool,
-    ) -> Option<(Metrics, Curves)> {
+    ) -> Analysed {
         if !self.client.ready() {
-            return Some(super::deep::analyse_in_process(root, item, options));
+            return Analysed::NoWorker;
         }
         let request = Request::Analyse {
             root: RootWire::of(root),
@@ -155,9 +178,9 @@ impl WorkerSlot {
         let answer = self.call(&request, hard_limit(budget), &item.path, Some(stop));
         if answer.is_err() && stop.load(Ordering::SeqCst) {
             // Abandoned for the stop (or failed as it came): left to do, not recorded.
-            return None;
+            return Analysed::Stopped;
         }
-        Some(match absorbed(answer, root.as_remote().map(|r| &**r)) {
+        let (metrics, curves) = match absorbed(answer, root.as_remote().map(|r| &**r)) {
             Ok(Response::Analysed {
                 metrics,
                 mut curves,
@@ -168,7 +191,8 @@ impl WorkerSlot {
             }
             Ok(other) => failed_analysis(unexpected(other).to_string()),
             Err(e) => failed_analysis(e.to_string()),
-        })
+        };
+        Analysed::Done(metrics, curves)
     }
 
     /// FFmpeg's probe of `opened`, stopping at `deadline`; in this process when there is no
@@ -280,122 +304,4 @@ fn failed_analysis(reason: String) -> (Metrics, Curves) {
         },
         Curves::default(),
     )
-}
-
-/// The scan's worker: FFmpeg's probe, a file's analysis and first pictures.
-struct ScanService;
-
-impl Protocol for ScanService {
-    const NAME: &'static str = "scan";
-    const PROTOCOL: u32 = 5;
-    type Request = Request;
-    type Response = Response;
-}
-
-impl Service for ScanService {
-    fn answer(&mut self, request: Request, stores: &mut Stores) -> Response {
-        answer(request, stores)
-    }
-
-    fn unreadable(reason: String) -> Response {
-        Response::Failed(reason)
-    }
-}
-
-/// The scan's service name: `framecull worker scan` runs [`serve`].
-pub const SERVICE: &str = ScanService::NAME;
-
-/// The `framecull worker scan` process: greet, then answer requests from stdin until it
-/// closes.
-pub fn serve() -> std::io::Result<()> {
-    framecull_media::init();
-    framecull_media::isolate::serve(&mut ScanService)
-}
-
-fn answer(request: Request, stores: &mut Stores) -> Response {
-    #[cfg(feature = "fault-injection")]
-    framecull_media::isolate::inject_fault(&match &request {
-        Request::Probe { source, .. } | Request::FirstPicture { source, .. } => source.name(),
-        Request::Analyse { item, .. } => item.path.clone(),
-    });
-    match request {
-        Request::Probe {
-            source,
-            budget_secs,
-            stream,
-        } => {
-            let source = match source.into_opened(stores) {
-                Ok(source) => source,
-                Err(e) => return Response::Failed(e.to_string()),
-            };
-            let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
-            let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                framecull_media::probe_with_ffmpeg(&source, deadline, stream)
-            }))
-            .unwrap_or_else(|_| {
-                Probe::failed(
-                    MediaKind::Video,
-                    ItemStatus::Error,
-                    "internal error while probing this file (a bug: please report it)",
-                )
-            });
-            Response::Probed(probe)
-        }
-        Request::FirstPicture {
-            source,
-            max_side,
-            budget_secs,
-            out,
-        } => {
-            let source = match source.into_opened(stores) {
-                Ok(source) => source,
-                Err(e) => return Response::Failed(e.to_string()),
-            };
-            let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
-            let picture = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                framecull_media::decode::first_picture(&source, max_side, deadline)
-            }))
-            .map_err(|_| "internal error while decoding this file".to_string());
-            match picture {
-                Ok(Ok((width, height, rgb))) => match std::fs::write(path_from_wire(out), rgb) {
-                    Ok(()) => Response::Picture { width, height },
-                    Err(e) => Response::Failed(format!("cannot write the picture: {e}")),
-                },
-                Ok(Err(e)) => Response::Failed(e.to_string()),
-                Err(reason) => Response::Failed(reason),
-            }
-        }
-        Request::Analyse {
-            root,
-            item,
-            budget_secs,
-            cuts,
-            level,
-            threads,
-        } => {
-            let root = match root.into_root(stores) {
-                Ok(root) => root,
-                Err(e) => return Response::Failed(e.to_string()),
-            };
-            // Spelled out: `AnalyzeOptions::default()` asks the system for its CPU count
-            // (several file reads), once per file here.
-            let options = AnalyzeOptions {
-                jobs: 1,
-                file_budget: Duration::from_secs_f64(budget_secs),
-                cuts,
-                batch_size: 1,
-                isolate: false,
-                level,
-                only: None,
-                file_threads: Some(threads),
-            };
-            let (metrics, mut curves) = super::deep::analyse_in_process(&root, &item, &options);
-            let frames = std::mem::take(&mut curves.frames);
-            Response::Analysed {
-                metrics,
-                curves,
-                frames,
-            }
-        }
-    }
 }

@@ -20,15 +20,23 @@ pub trait Protocol {
     type Response: Serialize + DeserializeOwned;
 }
 
+/// A request of `S`'s protocol.
+pub type RequestOf<S> = <<S as Service>::Protocol as Protocol>::Request;
+/// A response of `S`'s protocol.
+pub type ResponseOf<S> = <<S as Service>::Protocol as Protocol>::Response;
+
 /// What a worker process does with the requests of its [`Protocol`], with the state it keeps
-/// from one request to the next.
-pub trait Service: Protocol {
+/// from one request to the next. Apart from the protocol, so that the parent's side (which
+/// names the protocol) need not see what the worker does.
+pub trait Service {
+    type Protocol: Protocol;
+
     /// The answer to `request`. `stores` holds the object stores opened so far; what their
     /// reads cost goes back with each answer ([`Reply::storage`]).
-    fn answer(&mut self, request: Self::Request, stores: &mut Stores) -> Self::Response;
+    fn answer(&mut self, request: RequestOf<Self>, stores: &mut Stores) -> ResponseOf<Self>;
 
     /// The answer to a line that is no request of this protocol (`reason`: why).
-    fn unreadable(reason: String) -> Self::Response;
+    fn unreadable(reason: String) -> ResponseOf<Self>;
 }
 
 /// Run `service` in this (worker) process: greet with its name and protocol on stdout, then
@@ -36,17 +44,21 @@ pub trait Service: Protocol {
 pub fn serve<S: Service>(service: &mut S) -> std::io::Result<()> {
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", serde_json::to_string(&Greeting::of::<S>())?)?;
+    writeln!(
+        stdout,
+        "{}",
+        serde_json::to_string(&Greeting::of::<S::Protocol>())?
+    )?;
     stdout.flush()?;
     tracing::debug!(
         "worker {} serving (protocol {} of {})",
         std::process::id(),
-        S::PROTOCOL,
-        S::NAME
+        <S::Protocol as Protocol>::PROTOCOL,
+        <S::Protocol as Protocol>::NAME
     );
     let mut stores = Stores::default();
     for line in stdin.lines() {
-        let answer = match serde_json::from_str::<S::Request>(&line?) {
+        let answer = match serde_json::from_str::<RequestOf<S>>(&line?) {
             Ok(request) => service.answer(request, &mut stores),
             Err(e) => S::unreadable(format!("unreadable request: {e}")),
         };
