@@ -15,7 +15,6 @@ use crate::loader::isolate::Pictures;
 use crate::media::Source;
 use crate::media::convert::{self, Scratch};
 use crate::media::picture::Frame;
-use crate::media::reader::Picture;
 use crate::model::{Clip, Curves, Decision, FrameTimeline, ItemId, ReadAs};
 
 /// Frames are shown at most this size (after rotation).
@@ -517,8 +516,7 @@ impl Converter {
         }
     }
 
-    pub fn display(&mut self, p: Picture, quarter_turns: u8) -> ColorImage {
-        let frame = Frame::from(p);
+    pub fn display(&mut self, frame: Frame, quarter_turns: u8) -> ColorImage {
         let (w, h) = convert::fit_rgb(
             &frame,
             quarter_turns,

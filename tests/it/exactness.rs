@@ -21,7 +21,8 @@ use framecull::loader::{
     Timing,
 };
 use framecull::media::frames::Identity;
-use framecull::media::reader::{Picture, ReadTimes, VideoReader};
+use framecull::media::picture::{Frame, FrameFormat};
+use framecull::media::reader::{ReadTimes, VideoReader};
 use framecull::media::synth::{self, Pattern, VideoSpec};
 
 /// A generated file and what it is made to test.
@@ -322,13 +323,13 @@ fn ffprobe_frame_count(path: &Path) -> usize {
 }
 
 /// The reference: every frame of one decode from the start, in order.
-fn sequential(path: &Path) -> Vec<Picture> {
+fn sequential(path: &Path) -> Vec<Frame> {
     let n = VideoReader::open(path, 1).unwrap().frames().len();
     first_frames(path, n)
 }
 
 /// The first `n` frames of one decode from the start, in order.
-fn first_frames(path: &Path, n: usize) -> Vec<Picture> {
+fn first_frames(path: &Path, n: usize) -> Vec<Frame> {
     let mut reader = VideoReader::open(path, 1).unwrap();
     let mut frames = vec![None; n];
     reader
@@ -365,7 +366,7 @@ fn ffmpeg_raw_frames(path: &Path, dir: &Path, w: u32, h: u32) -> Vec<Vec<u8>> {
     bytes.chunks(size).map(<[u8]>::to_vec).collect()
 }
 
-fn check_picture(name: &str, how: &str, got: &Picture, want: &Picture, index: usize) {
+fn check_picture(name: &str, how: &str, got: &Frame, want: &Frame, index: usize) {
     assert_eq!(got.index, index, "{name} ({how}): reported index");
     assert_eq!(got.pts, want.pts, "{name} ({how}): pts of frame {index}");
     assert!(
@@ -380,7 +381,7 @@ fn read_windows(
     how: &str,
     reader: &mut VideoReader,
     windows: &[Vec<usize>],
-    reference: &[Picture],
+    reference: &[Frame],
 ) -> ReadTimes {
     let mut times = ReadTimes::default();
     for wanted in windows {
@@ -421,7 +422,7 @@ fn reader_hands_out_the_frames_of_a_sequential_decode() {
         // 8 bits; at 10 and 12 bits within 1 of swscale's rounding to 8 bits (ours does not
         // dither).
         let deep = case.name.contains("bit");
-        if reference[0].yuv420 && !case.name.contains("444") {
+        if reference[0].format == FrameFormat::Yuv420 && !case.name.contains("444") {
             let (w, h) = (reference[0].width, reference[0].height);
             if reference.iter().all(|p| p.width == w && p.height == h) {
                 let raw = ffmpeg_raw_frames(&path, dir, w, h);
@@ -617,7 +618,7 @@ fn loader_batches_hold_the_frames_they_name_with_any_worker_count() {
 }
 
 /// Each file's sequential decode and rotation, by file name.
-type References = std::collections::HashMap<String, (Vec<Picture>, i64)>;
+type References = std::collections::HashMap<String, (Vec<Frame>, i64)>;
 
 /// Every frame of every batch is the frame it names; batches are identical across worker
 /// counts and runs; `all` windows cover exactly the frames they should.
@@ -652,9 +653,7 @@ fn check_loader(manifest: &Path, references: &References) {
                     let (reference, rotation) = &references[name];
                     let quarter_turns = (((rotation + 45) / 90) % 4) as u8;
                     for (slot, &f) in window.frames.iter().enumerate() {
-                        let frame = framecull::loader::preprocess::Frame::from(
-                            reference[f as usize].clone(),
-                        );
+                        let frame = reference[f as usize].clone();
                         assert_eq!(window.pts[slot], frame.pts, "{name}: pts of frame {f}");
                         let (dw, dh) = frame.display_size(quarter_turns);
                         let params = FrameParams {
@@ -963,7 +962,7 @@ fn metadata_only_windows_stay_within_the_frames_a_decode_shows() {
     let manifest = manifest(&data, &tmp.path().join("project"), false);
     let (rows, names) = row_paths(&manifest);
     let (_, manifest_rows) = framecull::manifest::open_path(&manifest).unwrap();
-    let decoded: std::collections::HashMap<&str, Vec<Picture>> = files
+    let decoded: std::collections::HashMap<&str, Vec<Frame>> = files
         .iter()
         .map(|&(name, n)| (name, first_frames(&data.join(name), n)))
         .collect();
@@ -1002,7 +1001,7 @@ fn metadata_only_windows_stay_within_the_frames_a_decode_shows() {
                         let picture = reference.get(f as usize).unwrap_or_else(|| {
                             panic!("{name}: frame {f} named, {} decoded", reference.len())
                         });
-                        let frame = framecull::loader::preprocess::Frame::from(picture.clone());
+                        let frame = picture.clone();
                         let (dw, dh) = frame.display_size(0);
                         let mut want = vec![0u8; out.frame_elements()];
                         write_frame(
@@ -1101,7 +1100,7 @@ fn bt2020_video_converts_like_ffmpeg() {
         framecull::loader::preprocess::Matrix::Bt2020
     );
     let (w, h) = (picture.width, picture.height);
-    let frame = framecull::loader::preprocess::Frame::from(picture);
+    let frame = picture;
     let out = OutputSpec::rgb8(w, h, Filter::Bilinear);
     let mut ours = vec![0u8; out.frame_elements()];
     write_frame(

@@ -185,11 +185,10 @@ impl CacheConfig {
         let wanted: Vec<usize> = frames.collect();
         let time_base = reader.time_base();
         reader
-            .read(&wanted, Some(deadline), times, &mut |_, picture| {
+            .read(&wanted, Some(deadline), times, &mut |_, frame| {
                 if failure.is_some() {
                     return;
                 }
-                let frame = Frame::from(picture);
                 let (dw, dh) = frame.display_size(clip.quarter_turns);
                 let (w, h) = *size.get_or_insert_with(|| shrink(dw, dh, self.short_side));
                 let spec = OutputSpec::rgb8(w, h, Filter::Area);

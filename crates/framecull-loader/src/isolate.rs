@@ -670,9 +670,7 @@ fn read_picture(
             &mut |_, p| picture = Some(p),
         )
         .map_err(|source| WorkerError::Read { index, source })?;
-    picture
-        .map(Frame::from)
-        .ok_or(WorkerError::NotDecoded(index))
+    picture.ok_or(WorkerError::NotDecoded(index))
 }
 
 /// Why a loader worker could not be used, or a picture not read through one.

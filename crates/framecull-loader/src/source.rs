@@ -13,7 +13,7 @@ use super::preprocess::{Frame, FrameJob, FrameParams, OutputSpec, Scratch, write
 use super::{ClipSource, Crop, LoaderConfig, SkipReason};
 use framecull_manifest::ManifestRow;
 use framecull_media::decode::DecodeError;
-use framecull_media::reader::{Picture, ReadError, ReadTimes, VideoReader};
+use framecull_media::reader::{ReadError, ReadTimes, VideoReader};
 use framecull_media::source::Source;
 use framecull_model::{ClipBounds, Matrix, MediaKind, Ratio, ReadAs, StreamChoice};
 use framecull_storage::{Root, StorageError};
@@ -503,7 +503,7 @@ impl Readers {
         times: &mut ReadTimes,
     ) -> Result<(Vec<Frame>, Ratio), WindowError> {
         let (pictures, time_base) = self.read_planned(clip, sample, timing, |reader, wanted| {
-            let mut pictures: Vec<Option<Picture>> = vec![None; wanted.len()];
+            let mut pictures: Vec<Option<Frame>> = vec![None; wanted.len()];
             reader.read(wanted, Some(deadline), times, &mut |i, p| {
                 pictures[i] = Some(p)
             })?;
@@ -511,7 +511,7 @@ impl Readers {
         })?;
         let frames = pictures
             .into_iter()
-            .map(|p| p.map(Frame::from).ok_or(WindowError::NotDecoded))
+            .map(|p| p.ok_or(WindowError::NotDecoded))
             .collect::<Result<_, _>>()?;
         Ok((frames, time_base))
     }
@@ -639,8 +639,7 @@ impl Readers {
                 // caller zeroes those past the window's end.
                 let mut cut = Cut::new(sample, config, clip, false);
                 let mut frames: Vec<Option<(usize, i64)>> = vec![None; wanted.len()];
-                reader.read_recycling(wanted, Some(deadline), times, &mut |slot, picture| {
-                    let frame = Frame::from(picture);
+                reader.read_recycling(wanted, Some(deadline), times, &mut |slot, frame| {
                     frames[slot] = Some((frame.index, frame.pts));
                     each(slot, &frame, cut.params(&frame));
                     Some(frame.data)

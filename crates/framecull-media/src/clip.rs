@@ -19,7 +19,8 @@ use crate::decode::DecodeError;
 use crate::ffmpeg_log;
 use crate::nal::Family;
 use crate::picture::Matrix;
-use crate::reader::{Picture, ReadError, ReadTimes, VideoReader};
+use crate::picture::{Frame, FrameFormat, Range};
+use crate::reader::{ReadError, ReadTimes, VideoReader};
 use crate::source::Source;
 use framecull_model::{ClipBounds, ReadAs, SeekReference};
 
@@ -333,7 +334,7 @@ fn frame_duration(pts: &[i64], i: usize) -> i64 {
 fn each_picture(
     reader: &mut VideoReader,
     frames: std::ops::Range<usize>,
-    each: &mut dyn FnMut(&Picture) -> Result<(), ClipError>,
+    each: &mut dyn FnMut(&Frame) -> Result<(), ClipError>,
 ) -> Result<(), ClipError> {
     let wanted: Vec<usize> = frames.collect();
     let mut failure: Option<ClipError> = None;
@@ -387,7 +388,7 @@ impl Encoder {
     /// Its packets are Annex B, its parameter sets leading every keyframe (a clip is joined
     /// from parts, each with its own), each decoded again and measured ([`Check`]).
     fn open(
-        first: &Picture,
+        first: &Frame,
         time_base: ff::Rational,
         described: &Described,
         kind: smart::Codec,
@@ -402,7 +403,7 @@ impl Encoder {
         // x264 wants even sizes for 4:2:0.
         let (width, height) = (first.width & !1, first.height & !1);
         // RGB pictures are written limited range, as the reader writes other layouts.
-        let full_range = first.yuv420 && first.full_range;
+        let full_range = first.format == FrameFormat::Yuv420 && first.range == Range::Full;
         enc.set_width(width.max(2));
         enc.set_height(height.max(2));
         enc.set_format(Pixel::YUV420P);
@@ -486,7 +487,7 @@ impl Encoder {
             Check::Decode(DecodeCheck::new(kind.id())?)
         };
         let encoder = enc.open_with(opts).map_err(encode_error("encoder"))?;
-        let scaler = if first.yuv420 {
+        let scaler = if first.format == FrameFormat::Yuv420 {
             None
         } else {
             // Odd sizes are cropped by a column or a row, as the 4:2:0 pictures are.
@@ -534,7 +535,7 @@ impl Encoder {
     }
 
     /// Send `picture`, shown at `pts`, to the encoder.
-    fn send(&mut self, picture: &Picture, pts: i64) -> Result<(), ClipError> {
+    fn send(&mut self, picture: &Frame, pts: i64) -> Result<(), ClipError> {
         let size = (picture.width, picture.height);
         if size != self.size {
             return Err(ClipError::SizeChange {
@@ -789,7 +790,7 @@ fn keep_stream_description(ost: &mut ff::format::stream::StreamMut<'_>, describe
 
 /// Copy a tightly packed 4:2:0 picture into `frame` (its size, or one pixel less where the
 /// picture's is odd).
-fn copy_yuv420(picture: &Picture, frame: &mut ff::frame::Video) {
+fn copy_yuv420(picture: &Frame, frame: &mut ff::frame::Video) {
     let (w, h) = (picture.width as usize, picture.height as usize);
     let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
     let planes = [

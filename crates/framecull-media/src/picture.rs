@@ -1,7 +1,10 @@
 //! A decoded frame as the conversions read it (size, format, matrix, range, and its planes,
 //! packed or still in the decoder's buffers), and its colours: the YUV -> RGB formula of
-//! BT.601, BT.709 and BT.2020 (non-constant luminance), limited or full range. The reader's
-//! [`Picture`](super::reader::Picture) becomes a [`Frame`] with `Frame::from`.
+//! BT.601, BT.709 and BT.2020 (non-constant luminance), limited or full range. The one type
+//! of a decoded frame: the reader's, the clip writer's, the loader's and the player's.
+
+use ffmpeg_next as ff;
+use ffmpeg_next::ffi;
 
 /// A decoded frame, tightly packed.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,34 +20,61 @@ pub struct Frame {
     /// the picture.
     pub data: Vec<u8>,
     /// `Yuv420` only: the planes still in the decoder's buffers, instead of `data`.
-    pub decoded: Option<std::sync::Arc<crate::reader::DecodedPlanes>>,
+    pub decoded: Option<std::sync::Arc<DecodedPlanes>>,
     /// Presentation timestamp, in the stream's time base (0 for images).
     pub pts: i64,
     /// Index of the frame in its file, in display order (0 for images).
     pub index: usize,
 }
 
-impl From<crate::reader::Picture> for Frame {
-    fn from(p: crate::reader::Picture) -> Frame {
-        Frame {
-            width: p.width,
-            height: p.height,
-            format: if p.yuv420 {
-                FrameFormat::Yuv420
-            } else {
-                FrameFormat::Rgb
-            },
-            matrix: p.matrix,
-            range: if p.full_range {
-                Range::Full
-            } else {
-                Range::Limited
-            },
-            data: p.data,
-            decoded: p.decoded,
-            pts: p.pts,
-            index: p.index,
+/// A decoded 8-bit 4:2:0 picture left in the decoder's buffers: a reference to the frame,
+/// no copy (a 4K frame is 12 MB; a resize to training size reads a fraction of its rows).
+pub struct DecodedPlanes {
+    frame: ff::frame::Video,
+}
+
+impl DecodedPlanes {
+    /// A new reference to `frame`'s buffers.
+    pub(crate) fn reference(frame: &ff::frame::Video) -> Option<DecodedPlanes> {
+        let mut copy = ff::frame::Video::empty();
+        // SAFETY: both pointers are valid AVFrames; av_frame_ref adds references to the
+        // source's buffers (and copies its properties) into the empty destination.
+        let rc = unsafe { ffi::av_frame_ref(copy.as_mut_ptr(), frame.as_ptr()) };
+        (rc >= 0).then_some(DecodedPlanes { frame: copy })
+    }
+
+    /// Plane `i` (0 Y, 1 U, 2 V) and its row stride in bytes.
+    pub fn plane(&self, i: usize) -> (&[u8], usize) {
+        (self.frame.data(i), self.frame.stride(i))
+    }
+}
+
+impl std::fmt::Debug for DecodedPlanes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DecodedPlanes({}x{})",
+            self.frame.width(),
+            self.frame.height()
+        )
+    }
+}
+
+impl PartialEq for DecodedPlanes {
+    fn eq(&self, other: &Self) -> bool {
+        let (w, h) = (self.frame.width() as usize, self.frame.height() as usize);
+        if (w, h) != (other.frame.width() as usize, other.frame.height() as usize) {
+            return false;
         }
+        (0..3).all(|i| {
+            let (cw, ch) = if i == 0 {
+                (w, h)
+            } else {
+                (w.div_ceil(2), h.div_ceil(2))
+            };
+            let ((a, sa), (b, sb)) = (self.plane(i), other.plane(i));
+            (0..ch).all(|r| a[r * sa..r * sa + cw] == b[r * sb..r * sb + cw])
+        })
     }
 }
 

@@ -16,87 +16,11 @@ use crate::decode::{DecodeError, video_stream};
 use crate::ffmpeg_log;
 use crate::frames::{FrameIndex, Identity, SeekPoint, content_hash, is_damaged, stream_frame_step};
 use crate::nal::{Family, Framing, nal_units};
-use crate::picture::Matrix;
+use crate::picture::{DecodedPlanes, Frame, FrameFormat, Matrix, Range};
 use crate::source::{Opened, Source};
 use framecull_model::{MatrixGuess, ReadAs};
 use framecull_model::{Ratio, SeekReference};
 use seek::{Attempt, Check, Seen, Start, start_plan};
-
-/// A decoded picture, tightly packed: planar YUV 4:2:0 (Y, then U, then V, each
-/// `ceil(w/2) * ceil(h/2)`) or packed RGB.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Picture {
-    pub width: u32,
-    pub height: u32,
-    /// `true`: YUV 4:2:0 planes; `false`: RGB, 3 bytes per pixel.
-    pub yuv420: bool,
-    /// The YUV matrix the stream declares (BT.601, BT.709 or BT.2020); for one that declares
-    /// none, the reader's guess ([`VideoReader::open_as`]: BT.601 unless set).
-    pub matrix: Matrix,
-    /// Full-range samples (JPEG), else limited (16..235).
-    pub full_range: bool,
-    pub data: Vec<u8>,
-    /// Presentation timestamp in the stream's time base (best effort where the file's
-    /// packets carry none: see [`Identity::Ordinal`]).
-    pub pts: i64,
-    /// Index of the frame in display order: the `index`-th frame a decode from the start
-    /// shows.
-    pub index: usize,
-    /// With [`VideoReader::set_zero_copy`], 8-bit 4:2:0 pictures stay in the decoder's
-    /// buffers (a reference, not a copy) and `data` is empty.
-    pub decoded: Option<std::sync::Arc<DecodedPlanes>>,
-}
-
-/// A decoded 8-bit 4:2:0 picture left in the decoder's buffers: a reference to the frame,
-/// no copy (a 4K frame is 12 MB; a resize to training size reads a fraction of its rows).
-pub struct DecodedPlanes {
-    frame: ff::frame::Video,
-}
-
-impl DecodedPlanes {
-    /// A new reference to `frame`'s buffers.
-    fn reference(frame: &ff::frame::Video) -> Option<DecodedPlanes> {
-        let mut copy = ff::frame::Video::empty();
-        // SAFETY: both pointers are valid AVFrames; av_frame_ref adds references to the
-        // source's buffers (and copies its properties) into the empty destination.
-        let rc = unsafe { ffi::av_frame_ref(copy.as_mut_ptr(), frame.as_ptr()) };
-        (rc >= 0).then_some(DecodedPlanes { frame: copy })
-    }
-
-    /// Plane `i` (0 Y, 1 U, 2 V) and its row stride in bytes.
-    pub fn plane(&self, i: usize) -> (&[u8], usize) {
-        (self.frame.data(i), self.frame.stride(i))
-    }
-}
-
-impl std::fmt::Debug for DecodedPlanes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "DecodedPlanes({}x{})",
-            self.frame.width(),
-            self.frame.height()
-        )
-    }
-}
-
-impl PartialEq for DecodedPlanes {
-    fn eq(&self, other: &Self) -> bool {
-        let (w, h) = (self.frame.width() as usize, self.frame.height() as usize);
-        if (w, h) != (other.frame.width() as usize, other.frame.height() as usize) {
-            return false;
-        }
-        (0..3).all(|i| {
-            let (cw, ch) = if i == 0 {
-                (w, h)
-            } else {
-                (w.div_ceil(2), h.div_ceil(2))
-            };
-            let ((a, sa), (b, sb)) = (self.plane(i), other.plane(i));
-            (0..ch).all(|r| a[r * sa..r * sa + cw] == b[r * sb..r * sb + cw])
-        })
-    }
-}
 
 /// Time spent per stage of a request, in seconds.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize)]
@@ -341,7 +265,7 @@ impl VideoReader {
     }
 
     /// Hand 8-bit 4:2:0 pictures out as references to the decoder's buffers
-    /// ([`Picture::decoded`]) instead of copies.
+    /// ([`Frame::decoded`]) instead of copies.
     pub fn set_zero_copy(&mut self, on: bool) {
         self.zero_copy = on;
     }
@@ -417,7 +341,7 @@ impl VideoReader {
         wanted: &[usize],
         deadline: Option<Instant>,
         times: &mut ReadTimes,
-        on_frame: &mut dyn FnMut(usize, Picture),
+        on_frame: &mut dyn FnMut(usize, Frame),
     ) -> Result<(), ReadError> {
         self.read_recycling(wanted, deadline, times, &mut |i, picture| {
             on_frame(i, picture);
@@ -433,7 +357,7 @@ impl VideoReader {
         wanted: &[usize],
         deadline: Option<Instant>,
         times: &mut ReadTimes,
-        on_frame: &mut dyn FnMut(usize, Picture) -> Option<Vec<u8>>,
+        on_frame: &mut dyn FnMut(usize, Frame) -> Option<Vec<u8>>,
     ) -> Result<(), ReadError> {
         let Some(&first) = wanted.first() else {
             return Ok(());
@@ -497,7 +421,7 @@ impl VideoReader {
         handed: &mut usize,
         deadline: Option<Instant>,
         times: &mut ReadTimes,
-        on_frame: &mut dyn FnMut(usize, Picture) -> Option<Vec<u8>>,
+        on_frame: &mut dyn FnMut(usize, Frame) -> Option<Vec<u8>>,
     ) -> Result<Outcome, ReadError> {
         let mut frame = ff::frame::Video::empty();
         let mut eof = false;
@@ -655,7 +579,7 @@ impl VideoReader {
 
     /// Copy a decoded frame into a packed picture, converting formats other than 8-bit
     /// YUV 4:2:0 (to 4:2:0, or to RGB for RGB, grey and palette pictures).
-    fn convert(&mut self, frame: &ff::frame::Video, index: usize) -> Result<Picture, ReadError> {
+    fn convert(&mut self, frame: &ff::frame::Video, index: usize) -> Result<Frame, ReadError> {
         let pts = self.frames.pts[index];
         let (w, h, format) = (frame.width(), frame.height(), frame.format());
         let full_range = matches!(format, Pixel::YUVJ420P | Pixel::YUVJ422P | Pixel::YUVJ444P)
@@ -686,12 +610,16 @@ impl VideoReader {
                     append_plane(frame, plane, width, rows, shift, &mut data);
                 }
             }
-            return Ok(Picture {
+            return Ok(Frame {
                 width: w,
                 height: h,
-                yuv420: true,
+                format: FrameFormat::Yuv420,
                 matrix,
-                full_range,
+                range: if full_range {
+                    Range::Full
+                } else {
+                    Range::Limited
+                },
                 data,
                 pts,
                 index,
@@ -735,12 +663,16 @@ impl VideoReader {
             }
         }
         // swscale writes limited-range YUV (its default) from any input.
-        Ok(Picture {
+        Ok(Frame {
             width: w,
             height: h,
-            yuv420: !to_rgb,
+            format: if to_rgb {
+                FrameFormat::Rgb
+            } else {
+                FrameFormat::Yuv420
+            },
             matrix,
-            full_range: to_rgb,
+            range: if to_rgb { Range::Full } else { Range::Limited },
             data,
             pts,
             index,
