@@ -291,7 +291,11 @@ type Serve = fn() -> std::io::Result<()>;
 
 /// The worker services this binary runs (`framecull worker NAME`), each under the name its
 /// parent starts it by.
-const SERVICES: [(&str, Serve); 2] = [
+const SERVICES: [(&str, Serve); 3] = [
+    (
+        crate::media::pictures::SERVICE,
+        crate::media::pictures::serve,
+    ),
     (crate::scan::service::SERVICE, crate::scan::service::serve),
     (
         crate::loader::isolate::SERVICE,

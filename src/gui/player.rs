@@ -11,10 +11,10 @@ use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, Sense, Stroke, Texture
 
 use super::theme;
 use crate::catalog::Catalog;
-use crate::loader::isolate::Pictures;
 use crate::media::Source;
 use crate::media::convert::{self, Scratch};
 use crate::media::picture::Frame;
+use crate::media::pictures::Pictures;
 use crate::model::{Clip, Curves, Decision, FrameTimeline, ItemId, ReadAs};
 
 /// Frames are shown at most this size (after rotation).

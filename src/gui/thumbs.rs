@@ -11,7 +11,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use eframe::egui;
 
 use crate::media::Source;
-use crate::scan::worker::{self, WorkerSlot};
+use crate::media::pictures::FirstPictures;
 
 /// Longest side of a thumbnail, pixels.
 pub const THUMB_SIZE: u32 = 160;
@@ -54,13 +54,12 @@ impl Thumbnails {
         let spawned = std::thread::Builder::new()
             .name("framecull-thumbs".into())
             .spawn(move || {
-                let limits = crate::analysis::flags::Limits::default();
-                let mut slot = WorkerSlot::new(worker::spec(limits.memory_bytes()));
+                let mut first = FirstPictures::new();
                 while let Ok(r) = req_rx.recv() {
                     let result = if r.scrub {
                         load_or_make_scrub(&r.file, &r.cache, r.orientation)
                     } else {
-                        load_or_make(&mut slot, &r.file, &r.cache, r.orientation)
+                        load_or_make(&mut first, &r.file, &r.cache, r.orientation)
                             .map(|(w, h, rgb)| (w, h, vec![rgb]))
                     };
                     if done_tx.send((r.key, r.scrub, result)).is_err() {
@@ -189,7 +188,7 @@ impl Thumbnails {
 }
 
 fn load_or_make(
-    slot: &mut WorkerSlot,
+    first: &mut FirstPictures,
     file: &Source,
     cache: &Path,
     orientation: u16,
@@ -205,8 +204,7 @@ fn load_or_make(
     }
     // In a worker process: a decoder that crashes or hangs on a broken file costs its
     // thumbnail ("cannot decode", the reason on hover), not the window.
-    let (w, h, rgb) =
-        slot.first_picture(&file.open(), THUMB_SIZE, std::time::Duration::from_secs(10))?;
+    let (w, h, rgb) = first.first(&file.open(), THUMB_SIZE, std::time::Duration::from_secs(10))?;
     let (w, h, rgb) = crate::analysis::image::orient(w, h, &rgb, 3, orientation);
     if let Some(dir) = cache.parent() {
         let _ = std::fs::create_dir_all(dir);
@@ -222,7 +220,7 @@ fn load_or_make(
 /// [`SCRUB_FRAMES`] frames spread evenly over a video, each upright and fitted within
 /// [`THUMB_SIZE`]; from the disk cache when it is there.
 fn load_or_make_scrub(file: &Source, cache: &Path, orientation: u16) -> anyhow::Result<Frames> {
-    use crate::loader::isolate::Pictures;
+    use crate::media::pictures::Pictures;
     if let Ok(bytes) = std::fs::read(cache)
         && bytes.len() > 6
     {

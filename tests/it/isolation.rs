@@ -386,8 +386,8 @@ fn the_loader_skips_a_clip_whose_decoder_crashes_hangs_or_overallocates_and_read
 /// with the reason, not the end of the window.
 #[test]
 fn the_players_pictures_come_from_a_worker_the_same_and_a_crash_is_an_error() {
-    use framecull::loader::isolate::Pictures;
     use framecull::media::Source;
+    use framecull::media::pictures::Pictures;
     let data = tempfile::tempdir().unwrap();
     let mut spec = clip(40);
     spec.rotation_deg = Some(90);
@@ -543,8 +543,8 @@ fn a_decoder_crash_on_an_object_in_a_bucket_costs_its_file_a_reason_too() {
     }
 
     // The player's pictures of an object: from a worker, the same as decoded here.
-    use framecull::loader::isolate::Pictures;
     use framecull::media::Source;
+    use framecull::media::pictures::Pictures;
     let root = server.root(url);
     let object = |name: &str| {
         let size = std::fs::metadata(data.path().join(name)).unwrap().len();
@@ -620,8 +620,9 @@ fn a_stale_worker_is_refused_by_name_and_the_work_runs_here() {
     let out = common::run(&["worker", "nosuch"]);
     assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
     assert!(
-        common::stderr(&out)
-            .contains("error: no worker service \"nosuch\" (this build runs scan, loader)"),
+        common::stderr(&out).contains(
+            "error: no worker service \"nosuch\" (this build runs pictures, scan, loader)"
+        ),
         "{}",
         common::stderr(&out)
     );

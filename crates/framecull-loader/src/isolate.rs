@@ -22,15 +22,13 @@ use serde::{Deserialize, Serialize};
 use super::plan::Sample;
 use super::preprocess::{Frame, FrameFormat, FrameParams, Matrix, Range, Scratch};
 use super::source::{FramesRead, OPEN_DECODERS, Readers, WindowFrames, window_budget};
-use super::{ClipSource, LoaderConfig, SkipReason, worker_memory_mib};
-use framecull_media::decode::DecodeError;
+use super::{ClipSource, LoaderConfig, SkipReason};
 use framecull_media::isolate::{
-    CallError, Client, Failure, Protocol, Reply, Service, SharedMemory, SourceWire, Spec, Stores,
-    absorb, hard_limit, path_from_wire, path_to_wire, worker_exe,
+    CallError, Client, Protocol, Reply, Service, SharedMemory, SourceWire, Spec, Stores, absorb,
+    hard_limit, path_from_wire, path_to_wire, worker_exe,
 };
-use framecull_media::reader::{ReadError, ReadTimes, VideoReader};
-use framecull_media::source::Source;
-use framecull_model::{Ratio, ReadAs, SeekReference, StreamChoice};
+use framecull_media::reader::ReadTimes;
+use framecull_model::{Ratio, SeekReference, StreamChoice};
 use framecull_storage::StorageError;
 
 #[derive(Serialize, Deserialize)]
@@ -49,20 +47,6 @@ enum Request {
         frames: bool,
         out_len: usize,
     },
-    /// Open `source` for [`Pictures`] (in place of the one open before).
-    Open {
-        source: SourceWire,
-        threads: usize,
-        read: ReadAs,
-    },
-    /// Frame `index` of the open file, as [`framecull_media::convert::fit_rgb`] makes it, into
-    /// the shared memory.
-    Picture {
-        index: usize,
-        quarter_turns: u8,
-        max: (u32, u32),
-        budget_secs: Option<f64>,
-    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -70,16 +54,6 @@ enum Request {
 enum Response {
     Ready,
     Window(Answer),
-    Opened {
-        pts: Vec<i64>,
-        time_base: Ratio,
-    },
-    Picture {
-        width: u32,
-        height: u32,
-    },
-    /// A picture that could not be read (the worker goes on).
-    NoPicture(String),
     Failed(String),
 }
 
@@ -475,8 +449,8 @@ fn window_limit(clip: &ClipSource, config: &LoaderConfig) -> Duration {
     hard_limit(window_budget(clip, config))
 }
 
-/// The loader's worker: windows of clips for the loader's decode threads, pictures for the
-/// player, both into the memory it shares with its parent.
+/// The loader's worker: windows of clips for the loader's decode threads, into the memory it
+/// shares with its parent.
 struct LoaderService {
     memory: SharedMemory,
     /// The loader's settings and this worker's decoders, from the set-up on.
@@ -485,14 +459,11 @@ struct LoaderService {
     clips: HashMap<u32, ClipSource>,
     told_keyframes: HashSet<u32>,
     scratch: Scratch,
-    /// The player's open file.
-    picture_reader: Option<VideoReader>,
-    rgb: Vec<u8>,
 }
 
 impl Protocol for LoaderService {
     const NAME: &'static str = "loader";
-    const PROTOCOL: u32 = 3;
+    const PROTOCOL: u32 = 4;
     type Request = Request;
     type Response = Response;
 }
@@ -515,17 +486,6 @@ impl Service for LoaderService {
                 frames,
                 out_len,
             } => self.window(clip, define, &sample, (frames, out_len), stores),
-            Request::Open {
-                source,
-                threads,
-                read,
-            } => self.open(source, threads, read, stores),
-            Request::Picture {
-                index,
-                quarter_turns,
-                max,
-                budget_secs,
-            } => self.picture(index, quarter_turns, max, budget_secs),
         }
     }
 
@@ -574,66 +534,6 @@ impl LoaderService {
         }
         Response::Window(answer)
     }
-
-    /// Open `source` for the player, in place of the file open before.
-    fn open(
-        &mut self,
-        source: SourceWire,
-        threads: usize,
-        read: ReadAs,
-        stores: &mut Stores,
-    ) -> Response {
-        #[cfg(feature = "fault-injection")]
-        framecull_media::isolate::inject_fault(&source.name());
-        self.picture_reader = None;
-        let opened = source
-            .into_source(stores)
-            .map_err(WorkerError::from)
-            .and_then(|s| Ok(VideoReader::open_as(&s, threads, read)?));
-        match opened {
-            Ok(reader) => {
-                let opened = Response::Opened {
-                    pts: reader.frame_pts().to_vec(),
-                    time_base: reader.time_base(),
-                };
-                self.picture_reader = Some(reader);
-                opened
-            }
-            Err(e) => Response::NoPicture(e.to_string()),
-        }
-    }
-
-    /// Frame `index` of the open file, fitted into `max` and turned, into the shared memory.
-    fn picture(
-        &mut self,
-        index: usize,
-        quarter_turns: u8,
-        max: (u32, u32),
-        budget_secs: Option<f64>,
-    ) -> Response {
-        let Some(reader) = self.picture_reader.as_mut() else {
-            return Response::Failed("a picture before a file was opened".into());
-        };
-        let deadline = budget_secs.map(|s| std::time::Instant::now() + Duration::from_secs_f64(s));
-        let frame = match read_picture(reader, index, deadline) {
-            Ok(frame) => frame,
-            Err(e) => return Response::NoPicture(e.to_string()),
-        };
-        let (width, height) = framecull_media::convert::fit_rgb(
-            &frame,
-            quarter_turns,
-            max,
-            &mut self.scratch,
-            &mut self.rgb,
-        );
-        match self.memory.reserve(self.rgb.len()) {
-            Ok(()) => {
-                self.memory.bytes_mut()[..self.rgb.len()].copy_from_slice(&self.rgb);
-                Response::Picture { width, height }
-            }
-            Err(e) => Response::NoPicture(format!("cannot grow the shared memory: {e}")),
-        }
-    }
 }
 
 /// The loader's service name: `framecull worker loader` runs [`serve`].
@@ -650,307 +550,14 @@ pub fn serve() -> std::io::Result<()> {
         clips: HashMap::new(),
         told_keyframes: HashSet::new(),
         scratch: Scratch::default(),
-        picture_reader: None,
-        rgb: Vec::new(),
     })
 }
 
-/// Frame `index` of `reader`'s file.
-fn read_picture(
-    reader: &mut VideoReader,
-    index: usize,
-    deadline: Option<std::time::Instant>,
-) -> Result<Frame, WorkerError> {
-    let mut picture = None;
-    reader
-        .read(
-            &[index],
-            deadline,
-            &mut ReadTimes::default(),
-            &mut |_, p| picture = Some(p),
-        )
-        .map_err(|source| WorkerError::Read { index, source })?;
-    picture.ok_or(WorkerError::NotDecoded(index))
-}
-
-/// Why a loader worker could not be used, or a picture not read through one.
+/// Why a loader thread has no worker process.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
-    /// It crashed, hung, ran out of memory or exited.
-    #[error(transparent)]
-    Gone(#[from] Failure),
-    /// The request could not be sent, or the answer read.
-    #[error(transparent)]
-    Call(CallError),
     #[error("shared memory: {0}")]
     Memory(std::io::Error),
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    #[error(transparent)]
-    Open(#[from] DecodeError),
-    #[error("{}", read_text(*.index, .source))]
-    Read { index: usize, source: ReadError },
-    #[error("frame {index}: {failure}")]
-    Crashed { index: usize, failure: Failure },
-    #[error("frame {0} was not decoded")]
-    NotDecoded(usize),
-    /// The worker's reason, as it sent it.
-    #[error("{0}")]
-    Failed(String),
-    #[error("nothing is open")]
-    NotOpen,
-    #[error("no worker process could start to decode in")]
-    NoWorker,
-    #[error("the worker's picture is out of reach")]
-    OutOfReach,
-    #[error("the worker's answer is unreadable")]
-    Unreadable,
-}
-
-/// A read's error, with the frame where its own words do not name it.
-fn read_text(index: usize, e: &ReadError) -> String {
-    match e {
-        ReadError::Missing(_) | ReadError::Corrupt { .. } => e.to_string(),
-        _ => format!("frame {index}: {e}"),
-    }
-}
-
-/// Frames of one video as pictures to show (the window's player and scrub strips): decoded in
-/// a loader worker process when a worker can start (a file or an object), so that a decoder
-/// that crashes or hangs on it costs an error message, not the window; else here.
-pub struct Pictures {
-    source: Source,
-    threads: usize,
-    read: ReadAs,
-    timeline: framecull_model::FrameTimeline,
-    remote: Option<PictureWorker>,
-    here: Option<VideoReader>,
-    scratch: Scratch,
-    rgb: Vec<u8>,
-}
-
-/// The player's worker ([`Client`]) and the file it opened, in which of its starts.
-struct PictureWorker {
-    client: Client<LoaderService>,
-    memory: SharedMemory,
-    opened_by: Option<u64>,
-}
-
-impl PictureWorker {
-    fn new(spec: Spec) -> Result<PictureWorker, WorkerError> {
-        let memory = SharedMemory::new().map_err(WorkerError::Memory)?;
-        Ok(PictureWorker {
-            client: Client::new(Some(spec)).sharing(memory.share().map_err(WorkerError::Memory)?),
-            memory,
-            opened_by: None,
-        })
-    }
-
-    /// Whether the running worker has the file open.
-    fn is_open(&self) -> bool {
-        self.client.running() && self.opened_by == Some(self.client.started())
-    }
-
-    /// Open `source` in the worker (started if none runs): the video's frame timestamps and
-    /// time base.
-    fn open(
-        &mut self,
-        source: &Source,
-        threads: usize,
-        read: ReadAs,
-    ) -> Result<(Vec<i64>, Ratio), Opening> {
-        self.opened_by = None;
-        if !self.client.ready() {
-            return Err(Opening::NoWorker);
-        }
-        let request = Request::Open {
-            source: SourceWire::of(source),
-            threads,
-            read,
-        };
-        match answer_of(self.client.request(&request, OPEN_LIMIT, None), source) {
-            Ok(Response::Opened { pts, time_base }) => {
-                self.opened_by = Some(self.client.started());
-                Ok((pts, time_base))
-            }
-            Ok(Response::NoPicture(e)) => Err(Opening::Failed(WorkerError::Failed(e))),
-            Ok(Response::Failed(e)) => {
-                // It could not read the request: of no more use.
-                self.client.lose();
-                Err(Opening::Failed(WorkerError::Failed(e)))
-            }
-            Ok(_) => {
-                self.client.lose();
-                Err(Opening::Failed(WorkerError::Unreadable))
-            }
-            Err(CallError::Failed(failure)) => Err(Opening::Failed(failure.into())),
-            Err(e) => Err(Opening::Failed(WorkerError::Call(e))),
-        }
-    }
-}
-
-/// A worker's answer, its storage reports taken in by `source`'s store.
-fn answer_of(
-    reply: Result<Reply<Response>, CallError>,
-    source: &Source,
-) -> Result<Response, CallError> {
-    let reply = reply?;
-    absorb(source.store(), &reply.storage);
-    Ok(reply.answer)
-}
-
-/// Why a worker could not open a file: no worker can start (then the file is opened here),
-/// or the file's own failure (a crash included).
-enum Opening {
-    NoWorker,
-    Failed(WorkerError),
-}
-
-/// Opening a video reads its packets' table: a large file on slow storage takes a while.
-const OPEN_LIMIT: Duration = Duration::from_secs(120);
-
-/// One picture without a budget of its own: a seek and a decode from a keyframe (with one,
-/// [`hard_limit`] of it, at most 30 s more).
-const PICTURE_LIMIT: Duration = Duration::from_secs(30);
-
-impl Pictures {
-    /// Open `source` (`threads` decoder threads): in a worker process when a `framecull`
-    /// binary is there to run.
-    pub fn open(source: &Source, threads: usize) -> Result<Pictures, WorkerError> {
-        Pictures::open_as(source, threads, ReadAs::default())
-    }
-
-    /// [`Pictures::open`], reading as `read` says: the stream the catalog recorded, and the
-    /// project's matrix guess.
-    pub fn open_as(source: &Source, threads: usize, read: ReadAs) -> Result<Pictures, WorkerError> {
-        Pictures::open_where(source, threads, read, true)
-    }
-
-    /// [`Pictures::open`], decoding in this process.
-    pub fn open_here(source: &Source, threads: usize) -> Result<Pictures, WorkerError> {
-        Pictures::open_where(source, threads, ReadAs::default(), false)
-    }
-
-    /// Whether the pictures come from a worker process.
-    pub fn in_worker(&self) -> bool {
-        self.remote.is_some()
-    }
-
-    fn open_where(
-        source: &Source,
-        threads: usize,
-        read: ReadAs,
-        isolate: bool,
-    ) -> Result<Pictures, WorkerError> {
-        let spec = if isolate {
-            worker_exe().map(|exe| worker_spec(exe, worker_memory_mib()))
-        } else {
-            None
-        };
-        let mut pictures = Pictures {
-            source: source.clone(),
-            threads,
-            read,
-            timeline: framecull_model::FrameTimeline {
-                pts: Vec::new(),
-                time_base: Ratio { num: 1, den: 1 },
-            },
-            remote: None,
-            here: None,
-            scratch: Scratch::default(),
-            rgb: Vec::new(),
-        };
-        if let Some(spec) = spec {
-            let mut remote = PictureWorker::new(spec)?;
-            match remote.open(source, threads, read) {
-                Ok((pts, time_base)) => {
-                    pictures.timeline = framecull_model::FrameTimeline { pts, time_base };
-                    pictures.remote = Some(remote);
-                    return Ok(pictures);
-                }
-                Err(Opening::Failed(e)) => return Err(e),
-                Err(Opening::NoWorker) => {}
-            }
-        }
-        pictures.decode_here()?;
-        Ok(pictures)
-    }
-
-    /// Decode in this process (no worker could start when the file was opened).
-    fn decode_here(&mut self) -> Result<(), WorkerError> {
-        let reader = VideoReader::open_as(&self.source, self.threads, self.read)?;
-        self.timeline = framecull_model::FrameTimeline {
-            pts: reader.frame_pts().to_vec(),
-            time_base: reader.time_base(),
-        };
-        self.remote = None;
-        self.here = Some(reader);
-        Ok(())
-    }
-
-    /// The video's frames (presentation timestamps, in display order).
-    pub fn timeline(&self) -> &framecull_model::FrameTimeline {
-        &self.timeline
-    }
-
-    /// Frame `index`, upright and fitted within `max`: width, height and packed RGB. A
-    /// worker that crashed or hung is replaced (the file opened again) for the next one.
-    pub fn picture(
-        &mut self,
-        index: usize,
-        quarter_turns: u8,
-        max: (u32, u32),
-        budget: Option<Duration>,
-    ) -> Result<(u32, u32, &[u8]), WorkerError> {
-        if let Some(remote) = self.remote.as_mut()
-            && !remote.is_open()
-        {
-            // A worker ended on this file: the file is opened again in a new one, never in
-            // this process (where the same crash would end the window).
-            match remote.open(&self.source, self.threads, self.read) {
-                Ok(_) => {}
-                Err(Opening::Failed(e)) => return Err(e),
-                Err(Opening::NoWorker) => return Err(WorkerError::NoWorker),
-            }
-        }
-        if let Some(reader) = self.here.as_mut() {
-            let frame = read_picture(reader, index, budget.map(|b| std::time::Instant::now() + b))?;
-            let (w, h) = framecull_media::convert::fit_rgb(
-                &frame,
-                quarter_turns,
-                max,
-                &mut self.scratch,
-                &mut self.rgb,
-            );
-            return Ok((w, h, &self.rgb));
-        }
-        let Some(remote) = self.remote.as_mut() else {
-            return Err(WorkerError::NotOpen);
-        };
-        let request = Request::Picture {
-            index,
-            quarter_turns,
-            max,
-            budget_secs: budget.map(|b| b.as_secs_f64()),
-        };
-        let limit = budget.map_or(PICTURE_LIMIT, hard_limit);
-        match answer_of(remote.client.request(&request, limit, None), &self.source) {
-            Err(CallError::Failed(failure)) => Err(WorkerError::Crashed { index, failure }),
-            Ok(Response::Picture { width, height }) => {
-                let len = width as usize * height as usize * 3;
-                if remote.memory.reserve(len).is_err() {
-                    remote.client.lose();
-                    return Err(WorkerError::OutOfReach);
-                }
-                Ok((width, height, &remote.memory.bytes()[..len]))
-            }
-            Ok(Response::NoPicture(e)) => Err(WorkerError::Failed(e)),
-            Ok(_) | Err(CallError::Encode(_) | CallError::Unreadable(_) | CallError::NoWorker) => {
-                remote.client.lose();
-                Err(WorkerError::Unreadable)
-            }
-        }
-    }
 }
 
 /// Read one window in the worker, into the shared memory.

@@ -14,6 +14,7 @@ pub mod isolate;
 mod nal;
 pub mod packets;
 pub mod picture;
+pub mod pictures;
 pub mod reader;
 pub mod sniff;
 pub mod source;

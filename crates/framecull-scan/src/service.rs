@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::options::AnalyzeOptions;
 use super::worker::{Request, Response, ScanProtocol};
-use framecull_media::isolate::{Protocol, Service, Stores, path_from_wire};
+use framecull_media::isolate::{Protocol, Service, Stores};
 use framecull_model::{ItemStatus, MediaKind, Probe};
 
 /// The scan's worker: FFmpeg's probe, a file's analysis and first pictures.
@@ -36,7 +36,7 @@ pub fn serve() -> std::io::Result<()> {
 fn answer(request: Request, stores: &mut Stores) -> Response {
     #[cfg(feature = "fault-injection")]
     framecull_media::isolate::inject_fault(&match &request {
-        Request::Probe { source, .. } | Request::FirstPicture { source, .. } => source.name(),
+        Request::Probe { source, .. } => source.name(),
         Request::Analyse { item, .. } => item.path.clone(),
     });
     match request {
@@ -61,30 +61,6 @@ fn answer(request: Request, stores: &mut Stores) -> Response {
                 )
             });
             Response::Probed(probe)
-        }
-        Request::FirstPicture {
-            source,
-            max_side,
-            budget_secs,
-            out,
-        } => {
-            let source = match source.into_opened(stores) {
-                Ok(source) => source,
-                Err(e) => return Response::Failed(e.to_string()),
-            };
-            let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
-            let picture = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                framecull_media::decode::first_picture(&source, max_side, deadline)
-            }))
-            .map_err(|_| "internal error while decoding this file".to_string());
-            match picture {
-                Ok(Ok((width, height, rgb))) => match std::fs::write(path_from_wire(out), rgb) {
-                    Ok(()) => Response::Picture { width, height },
-                    Err(e) => Response::Failed(format!("cannot write the picture: {e}")),
-                },
-                Ok(Err(e)) => Response::Failed(e.to_string()),
-                Err(reason) => Response::Failed(reason),
-            }
         }
         Request::Analyse {
             root,

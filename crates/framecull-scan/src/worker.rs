@@ -22,7 +22,7 @@ use framecull_catalog::AnalysisTodo;
 use framecull_media::Opened;
 use framecull_media::isolate::{
     CallError, Client, Failure, Pool, Protocol, Reply, RootWire, SourceWire, Spec, absorb,
-    hard_limit, path_to_wire, worker_exe,
+    hard_limit, worker_exe,
 };
 use framecull_model::{
     AnalysisLevel, Curves, FrameTable, ItemStatus, MediaKind, Metrics, Probe, StreamChoice,
@@ -47,14 +47,6 @@ pub(crate) enum Request {
         budget_secs: f64,
         stream: StreamChoice,
     },
-    /// The first picture of `source` ([`framecull_media::decode::first_picture`]), its packed RGB
-    /// written to the file `out` (no pixels through the pipe).
-    FirstPicture {
-        source: SourceWire,
-        max_side: u32,
-        budget_secs: f64,
-        out: Vec<u8>,
-    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -68,10 +60,6 @@ pub(crate) enum Response {
         frames: FrameTable,
     },
     Probed(Probe),
-    Picture {
-        width: usize,
-        height: usize,
-    },
     Failed(String),
 }
 
@@ -86,13 +74,6 @@ pub enum WorkerError {
     Failed(String),
     #[error("the worker answered another request")]
     Unexpected,
-    #[error("cannot read the worker's picture: {0}")]
-    Picture(std::io::Error),
-    #[error("the worker's picture is incomplete")]
-    Incomplete,
-    /// This process's own decode, without a worker.
-    #[error(transparent)]
-    Decode(#[from] framecull_media::decode::DecodeError),
 }
 
 /// Where and how workers run: `None` analyses in this process.
@@ -121,7 +102,7 @@ pub(crate) struct ScanProtocol;
 
 impl Protocol for ScanProtocol {
     const NAME: &'static str = "scan";
-    const PROTOCOL: u32 = 5;
+    const PROTOCOL: u32 = 6;
     type Request = Request;
     type Response = Response;
 }
@@ -218,45 +199,6 @@ impl WorkerSlot {
                 unexpected(other).to_string(),
             ),
             Err(e) => Probe::failed(MediaKind::Video, ItemStatus::Error, e.to_string()),
-        }
-    }
-
-    /// The first picture of `opened` fitted within `max_side`, as packed RGB (a thumbnail);
-    /// in this process when there is no worker.
-    pub fn first_picture(
-        &mut self,
-        opened: &Opened,
-        max_side: u32,
-        budget: Duration,
-    ) -> Result<(usize, usize, Vec<u8>), WorkerError> {
-        use framecull_media::decode::first_picture;
-        if !self.client.ready() {
-            return Ok(first_picture(opened, max_side, Instant::now() + budget)?);
-        }
-        let source = SourceWire::of_opened(opened);
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let out =
-            std::env::temp_dir().join(format!("framecull-picture-{}-{n}.rgb", std::process::id()));
-        let name = source.name();
-        let request = Request::FirstPicture {
-            source,
-            max_side,
-            budget_secs: budget.as_secs_f64(),
-            out: path_to_wire(&out),
-        };
-        let answer = self.call(&request, hard_limit(budget), &name, None);
-        let read = std::fs::read(&out);
-        let _ = std::fs::remove_file(&out);
-        match absorbed(answer, opened.store())? {
-            Response::Picture { width, height } => {
-                let rgb = read.map_err(WorkerError::Picture)?;
-                if rgb.len() != width * height * 3 {
-                    return Err(WorkerError::Incomplete);
-                }
-                Ok((width, height, rgb))
-            }
-            other => Err(unexpected(other)),
         }
     }
 

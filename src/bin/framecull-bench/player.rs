@@ -171,8 +171,8 @@ fn bench_player(dir: &Path, frames: u32, repeat: usize) -> anyhow::Result<Player
 /// Seconds to open `path` and fetch every frame in order as the player's thread does.
 fn pictures_secs(path: &Path, in_worker: bool) -> anyhow::Result<f64> {
     use framecull::gui::player::MAX_DISPLAY;
-    use framecull::loader::isolate::Pictures;
     use framecull::media::Source;
+    use framecull::media::pictures::Pictures;
     let started = Instant::now();
     let source = Source::File(path.to_path_buf());
     let mut pictures = if in_worker {
