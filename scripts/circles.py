@@ -8,7 +8,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PATH = re.compile(r"\b((?:crate|super)(?:::super)*)::(\{[^;]*?\}|[A-Za-z_][\w:]*)", re.S)
+PATH = re.compile(r"\b((?:crate|super)(?:::super)*)::(\{|[A-Za-z_][\w:]*)")
+
+
+def group_at(text: str, start: int) -> str:
+    """The brace group that opens at `start`, nested groups included."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start : i + 1]
+    return text[start:]
 
 
 def module_of(src: Path, file: Path) -> list[str]:
@@ -73,6 +83,8 @@ def edges(src: Path) -> dict[Path, set[Path]]:
         targets = graph.setdefault(file, set())
         for m in PATH.finditer(text):
             head, rest = m.group(1), m.group(2)
+            if rest == "{":
+                rest = group_at(text, m.start(2))
             if head == "crate":
                 base = []
             else:

@@ -84,9 +84,9 @@ enum Command {
     /// Crash-safety test support: a burst of journaled edits, each acknowledged on stdout.
     #[command(hide = true)]
     EditBurst(review::BurstArgs),
-    /// A worker process: JSON requests on stdin, answers on stdout (`scan`: probes, analyses
-    /// and first pictures; `loader`: the loader's windows and the player's pictures, in the
-    /// memory shared as descriptor 3).
+    /// A worker process: JSON requests on stdin, answers on stdout (`scan`: probes and
+    /// analyses; `loader`: the loader's windows; `pictures`: thumbnails and the player's
+    /// pictures; the last two in the memory shared as descriptor 3).
     #[command(hide = true)]
     Worker {
         /// The service to run.

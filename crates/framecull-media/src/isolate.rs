@@ -58,14 +58,16 @@ pub enum StartError {
 }
 
 impl StartError {
-    /// Whether starting again would fail the same way (no such binary, another build, a
-    /// worker that hangs or refuses its set-up), so that a [`Client`] gives workers up at once.
+    /// Whether starting again would fail the same way (no such binary or not one to run,
+    /// another build, a worker that hangs or refuses its set-up), so that a [`Client`] gives
+    /// workers up at once; not a start the system refused for want of a process or memory.
     pub fn lasts(&self) -> bool {
         match self {
-            StartError::Spawn(_)
-            | StartError::Stale(_)
-            | StartError::Unexpected(_)
-            | StartError::Setup(_) => true,
+            StartError::Spawn(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+            ),
+            StartError::Stale(_) | StartError::Unexpected(_) | StartError::Setup(_) => true,
             StartError::Greeting(failure) => matches!(failure, Failure::TimedOut { .. }),
             StartError::SetupFailed(_) => false,
         }
@@ -546,6 +548,11 @@ pub fn worker_exe() -> Option<PathBuf> {
     let own = std::env::current_exe().ok()?;
     if own.file_stem().is_some_and(|s| s == "framecull") {
         return Some(own);
+    }
+    // Replaced on disk since it started (an upgrade): its own image, not the new build,
+    // which would greet as another version.
+    if own.file_name().is_some_and(|s| s == "framecull (deleted)") {
+        return Some(PathBuf::from("/proc/self/exe"));
     }
     let dir = own.parent()?;
     [dir.join("framecull"), dir.parent()?.join("framecull")]

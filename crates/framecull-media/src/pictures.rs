@@ -154,9 +154,17 @@ impl PicturesService {
             Err(e) => return Response::NoPicture(e.to_string()),
         };
         let deadline = Instant::now() + Duration::from_secs_f64(budget_secs);
-        let (width, height, rgb) = match crate::decode::first_picture(&source, max_side, deadline) {
-            Ok(picture) => picture,
-            Err(e) => return Response::NoPicture(e.to_string()),
+        let picture = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::decode::first_picture(&source, max_side, deadline)
+        }));
+        let (width, height, rgb) = match picture {
+            Ok(Ok(picture)) => picture,
+            Ok(Err(e)) => return Response::NoPicture(e.to_string()),
+            Err(_) => {
+                return Response::NoPicture(
+                    "internal error while decoding this file (a bug: please report it)".into(),
+                );
+            }
         };
         self.share(&rgb, width as u32, height as u32)
     }

@@ -14,7 +14,7 @@ pub struct AnalyzeOptions {
     pub file_budget: Duration,
     pub cuts: CutOptions,
     pub batch_size: usize,
-    /// Decode in worker processes (`framecull worker`), so that a decoder's crash, endless
+    /// Decode in worker processes (`framecull worker scan`), so that a decoder's crash, endless
     /// loop or runaway allocation costs one file, not the run. Off: in this process.
     pub isolate: bool,
     /// [`AnalysisLevel::Deep`]: decode every frame. [`AnalysisLevel::Triage`]: read a video's

@@ -1,5 +1,5 @@
 //! The scan's worker process (`framecull worker scan`): FFmpeg's probes, deep and triage
-//! analyses and first pictures, answered for a parent's [`super::worker::WorkerSlot`].
+//! analyses, answered for a parent's [`super::worker::WorkerSlot`].
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +8,7 @@ use super::worker::{Request, Response, ScanProtocol};
 use framecull_media::isolate::{Protocol, Service, Stores};
 use framecull_model::{ItemStatus, MediaKind, Probe};
 
-/// The scan's worker: FFmpeg's probe, a file's analysis and first pictures.
+/// The scan's worker: FFmpeg's probe and a file's analysis.
 struct ScanService;
 
 impl Service for ScanService {

@@ -1,5 +1,5 @@
 //! FFmpeg work of scans and deep analysis in worker processes: each thread hands its files to
-//! a `framecull worker` child (`media::isolate`), so that a demuxer or decoder that crashes,
+//! a `framecull worker scan` child (`media::isolate`), so that a demuxer or decoder that crashes,
 //! loops or runs out of memory costs one file a row with the reason, not the whole run. A
 //! dead worker is replaced for the next file. Signatures and image headers are read by safe
 //! code in this process; only what FFmpeg reads goes to a worker. Objects in a bucket too: the
@@ -96,8 +96,8 @@ pub fn pool(spec: Option<Spec>, max: usize) -> WorkerPool {
     Pool::new(max, move || WorkerSlot::new(spec.clone()))
 }
 
-/// The scan's worker as its parent knows it: FFmpeg's probe, a file's analysis and first
-/// pictures (served by `scan::service`).
+/// The scan's worker as its parent knows it: FFmpeg's probe and a file's analysis (served by
+/// `scan::service`).
 pub(crate) struct ScanProtocol;
 
 impl Protocol for ScanProtocol {
