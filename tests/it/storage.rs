@@ -851,6 +851,70 @@ fn frames_read_from_an_object_are_the_local_files_frames() {
     }
 }
 
+/// The window's pictures of objects (thumbnails and the player's frames, decoded in a
+/// `framecull worker pictures` process and handed over in shared memory) are those of the
+/// local files: an open-GOP MKV, an MPEG-TS with one keyframe and an offset, and an AVI
+/// (MPEG-4 Part 2, no per-frame timestamps) under a name with a space, an accent and a hash.
+#[test]
+fn the_windows_pictures_of_objects_are_the_local_files_pictures() {
+    use framecull::media::pictures::{FirstPictures, Pictures};
+    use framecull::media::source::Source;
+    let Some(moto) = moto_server() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let mut names = hard_to_seek(data.path());
+    let odd = "hard/odd name \u{e9} #1.avi";
+    common::ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=176x144:rate=25",
+        "-frames:v",
+        "50",
+        "-c:v",
+        "mpeg4",
+        "-g",
+        "12",
+        data.path().join(odd).to_str().unwrap(),
+    ]);
+    names.push(odd);
+    let server = Server::start(&moto, None);
+    server.upload(data.path(), "pictures", "w", false);
+    let root = server.root("s3://pictures/w");
+    let mut first = FirstPictures::new();
+    for name in names {
+        let path = data.path().join(name);
+        let size = std::fs::metadata(&path).unwrap().len();
+        let object = Source::in_root(&root, name, size);
+        let local = Source::File(path.clone());
+        // Thumbnails: the first picture, fitted in 160 px.
+        let budget = Duration::from_secs(20);
+        let thumb = first.first(&object.open(), 160, budget).unwrap();
+        let here =
+            framecull::media::decode::first_picture(&local.open(), 160, Instant::now() + budget)
+                .unwrap();
+        assert!(
+            thumb == here,
+            "{name}: the object's thumbnail is not the file's"
+        );
+        // The player: frames across the video, upright and turned, from a worker.
+        let mut remote = Pictures::open(&object, 1).unwrap();
+        assert!(remote.in_worker(), "{name}");
+        let mut mine = Pictures::open_here(&local, 1).unwrap();
+        assert_eq!(remote.timeline().pts, mine.timeline().pts, "{name}");
+        let n = mine.timeline().pts.len();
+        assert!(n >= 50, "{name}: {n} frames");
+        for (index, turns) in [(0, 0), (n / 2, 1), (n - 1, 0), (7, 2), (n / 3, 3)] {
+            let (w, h, rgb) = remote.picture(index, turns, (320, 240), None).unwrap();
+            let (w, h, rgb) = (w, h, rgb.to_vec());
+            let want = mine.picture(index, turns, (320, 240), None).unwrap();
+            assert!(
+                (w, h) == (want.0, want.1) && rgb == want.2,
+                "{name}: frame {index} turned {turns} differs"
+            );
+        }
+    }
+}
+
 /// A copy of `data` at `url`, read with the settings of `framecull()`: a deep scan gives the
 /// local folder's rows and records the URL (and never `secret`), an unchanged rescan only
 /// lists, and its manifest read from the store gives the batches of the same manifest read
