@@ -12,7 +12,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -462,11 +462,6 @@ impl SharedMemory {
         // SAFETY: the parent put the shared memory at this descriptor
         // (`Worker::spawn_sharing`); nothing else in this process owns it.
         SharedMemory::of(unsafe { File::from_raw_fd(SHARED_FD) })
-    }
-
-    /// The descriptor to share.
-    pub fn fd(&self) -> BorrowedFd<'_> {
-        self.file.as_fd()
     }
 
     /// A descriptor of its own to share, for a [`Client`] that starts workers with it.
