@@ -208,24 +208,10 @@ fn every_broken_file_is_a_row_with_a_status_and_reason() {
     assert_eq!(rows["broken/derived_png_named_as.mp4"]["kind"], "image");
 }
 
-/// Deep-scan the corpus once for the analysis checks below.
+/// The corpus deep-scanned once (shared with the other tests that read it), as `list` rows.
 fn deep_rows() -> Option<(std::path::PathBuf, BTreeMap<String, Value>)> {
-    static ROWS: std::sync::OnceLock<Option<(std::path::PathBuf, BTreeMap<String, Value>)>> =
-        std::sync::OnceLock::new();
-    ROWS.get_or_init(|| {
-        let media = common::corpus_dir()?;
-        let proj = tempfile::tempdir().unwrap();
-        let out = common::run(&[
-            "scan",
-            media.to_str().unwrap(),
-            "--project",
-            proj.path().to_str().unwrap(),
-            "--deep",
-        ]);
-        assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
-        Some((media, common::list_jsonl(proj.path())))
-    })
-    .clone()
+    let (media, project) = common::corpus_deep_project()?;
+    Some((media, common::list_jsonl(&project)))
 }
 
 fn integrity_codes(row: &Value) -> Vec<String> {

@@ -242,6 +242,30 @@ pub fn corpus_dir() -> Option<PathBuf> {
     }
 }
 
+/// The corpus deep-scanned once for every test that only reads the result
+/// (`scan MEDIA --project P --deep`, under the tests' scratch folder of `target/`): the media
+/// folder and the project. Tests must not change the project.
+pub fn corpus_deep_project() -> Option<(PathBuf, PathBuf)> {
+    static PROJECT: std::sync::OnceLock<Option<(PathBuf, PathBuf)>> = std::sync::OnceLock::new();
+    PROJECT
+        .get_or_init(|| {
+            let media = corpus_dir()?;
+            let project = Path::new(env!("CARGO_TARGET_TMPDIR")).join("corpus-deep");
+            let _ = std::fs::remove_dir_all(&project);
+            let out = run(&[
+                "scan",
+                media.to_str().unwrap(),
+                "--project",
+                project.to_str().unwrap(),
+                "--deep",
+            ]);
+            // The corpus has broken files: finished with per-file problems.
+            assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+            Some((media, project))
+        })
+        .clone()
+}
+
 /// Duplicate group ids in `list` rows (item ids, which depend on the order files were
 /// recorded in and differ between catalogs) replaced by the group's first path.
 pub fn groups_by_first_path(rows: &mut std::collections::BTreeMap<String, serde_json::Value>) {
