@@ -234,9 +234,15 @@ impl App {
         self.edits.as_ref().map_or(0, EditWriter::pending)
     }
 
-    /// Index of the row with this path.
-    pub fn row_index(&self, path: &str) -> Option<usize> {
-        self.view.as_ref()?.rows.iter().position(|r| r.path == path)
+    /// The item id of the file with this path.
+    pub fn item_id(&self, path: &str) -> Option<crate::model::ItemId> {
+        let view = self.view.as_ref()?;
+        view.rows.iter().find(|r| r.path == path).map(|r| r.id)
+    }
+
+    /// The row of the current view that shows this item.
+    fn row_of(&self, item: crate::model::ItemId) -> Option<usize> {
+        self.view.as_ref()?.row_of.get(&item).copied()
     }
 
     /// The committed decision of a file.
@@ -368,7 +374,8 @@ impl App {
                     self.loading = Some(spawn_save_settings(view.project.clone(), changes));
                 }
             }
-            Command::Select(i) => {
+            Command::Select(item) => {
+                let i = item.and_then(|id| self.row_of(id));
                 self.selection.selected = i;
                 self.selection.picked = i.into_iter().collect();
                 self.open_player();
@@ -394,7 +401,8 @@ impl App {
                     }));
                 }
             }
-            Command::TogglePick(i) => {
+            Command::TogglePick(item) => {
+                let Some(i) = self.row_of(item) else { return };
                 if !self.selection.picked.remove(&i) {
                     self.selection.picked.insert(i);
                     self.selection.selected = Some(i);
@@ -403,7 +411,8 @@ impl App {
                 }
                 self.open_player();
             }
-            Command::PickRange(i) => {
+            Command::PickRange(item) => {
+                let Some(i) = self.row_of(item) else { return };
                 let from = self
                     .selection
                     .selected
@@ -571,9 +580,14 @@ impl App {
                     }
                     None => 0,
                 };
-                if let Some(&i) = self.shown.filtered.get(next) {
+                let item = self
+                    .shown
+                    .filtered
+                    .get(next)
+                    .and_then(|&i| self.view.as_ref().map(|v| v.rows[i].id));
+                if let Some(item) = item {
                     self.selection.scroll_to_selected = Some(());
-                    self.apply(Command::Select(Some(i)));
+                    self.apply(Command::Select(Some(item)));
                 }
             }
             Command::Undo => {

@@ -1,5 +1,7 @@
 //! Everything the window can be asked to do: panels, shortcuts and tests push commands,
-//! [`App::apply`](super::App::apply) carries them out.
+//! [`App::apply`](super::App::apply) carries them out. Files are named by item id, not by row:
+//! a command made before the view reloads (a scan reloads it every second) still names the
+//! file it was made for.
 
 use std::path::PathBuf;
 
@@ -38,7 +40,8 @@ pub enum Command {
     SaveSettings,
     /// Drop the edited thresholds.
     ResetSettings,
-    Select(Option<usize>),
+    /// Show this file in the inspector (and the player), the only one selected.
+    Select(Option<ItemId>),
     ShowGallery(bool),
     /// Histogram bar heights on a log scale of counts (a few tall bins no longer flatten the
     /// rest).
@@ -108,9 +111,9 @@ pub enum Command {
     /// Replace the selected file's label (empty: none).
     SetLabel(String),
     /// Ctrl+click: add a file to the selection, or take it out.
-    TogglePick(usize),
+    TogglePick(ItemId),
     /// Shift+click: select every shown file from the selected one to this one.
-    PickRange(usize),
+    PickRange(ItemId),
     /// The system's folder picker (on its own thread; the window keeps drawing).
     Browse,
     /// Show only paths containing this text (case-insensitive).

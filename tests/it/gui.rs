@@ -297,8 +297,8 @@ fn player_marks_a_clip_with_i_and_o_undo_redo_decisions_and_bulk_reject() {
 
     let mut h = harness(data.path());
     wait(&mut h, "the project to load", App::is_idle);
-    let row = h.state().row_index("counter.mp4").unwrap();
-    h.state_mut().apply(Command::Select(Some(row)));
+    let item = h.state().item_id("counter.mp4").unwrap();
+    h.state_mut().apply(Command::Select(Some(item)));
     wait(&mut h, "the first frame", settled);
     let shown = |h: &Harness<'static, App>| {
         let (i, image) = h.state().player().unwrap().shown().unwrap();
@@ -513,7 +513,9 @@ fn shots_in_the_player(data: &Path, level: &str) -> Harness<'static, App> {
     assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
     let mut h = harness(data);
     wait(&mut h, "the project to load", App::is_idle);
-    h.state_mut().apply(Command::Select(Some(0)));
+    let first = h.state().shown_paths()[0].to_string();
+    let item = h.state().item_id(&first);
+    h.state_mut().apply(Command::Select(item));
     wait(&mut h, "the player", |a| {
         a.player()
             .is_some_and(|p| p.is_settled() && p.curves.is_some())
@@ -633,8 +635,8 @@ fn demo_project_on_the_software_adapter() {
     let brushed = h.state().shown();
     assert!(0 < brushed && brushed < all, "{brushed} of {all}");
     let first = h.state().shown_paths()[0].to_string();
-    let index = h.state().row_index(&first).unwrap();
-    h.state_mut().apply(Command::Select(Some(index)));
+    let item = h.state().item_id(&first).unwrap();
+    h.state_mut().apply(Command::Select(Some(item)));
     h.run_steps(10);
     assert!(
         h.query_by_label(&first).is_some(),
@@ -690,7 +692,9 @@ fn the_window_and_the_command_line_propose_the_same_clips() {
     let mut h = harness(&window);
     wait(&mut h, "the project to load", App::is_idle);
     for i in 0..2 {
-        h.state_mut().apply(Command::Select(Some(i)));
+        let path = h.state().shown_paths()[i].to_string();
+        let item = h.state().item_id(&path);
+        h.state_mut().apply(Command::Select(item));
         wait(&mut h, "the player", |a| {
             a.player()
                 .is_some_and(|p| p.is_settled() && p.curves.is_some())

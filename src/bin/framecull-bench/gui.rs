@@ -213,8 +213,15 @@ fn bench_gui(
     // edit until it is committed is measured).
     let mut label_edit = Vec::new();
     app.apply(Command::FilterLabel(None));
-    for k in 0..frames.min(10) {
-        app.apply(Command::Select(Some(k)));
+    let paths: Vec<String> = app
+        .shown_paths()
+        .iter()
+        .take(10)
+        .map(|p| p.to_string())
+        .collect();
+    let picked: Vec<_> = paths.iter().filter_map(|p| app.item_id(p)).collect();
+    for (k, item) in picked.into_iter().enumerate().take(frames) {
+        app.apply(Command::Select(Some(item)));
         // A label of this run's own (a kept catalog has the last run's).
         app.apply(Command::SetLabel(format!(
             "edited {k} {}",

@@ -97,7 +97,7 @@ pub(super) fn gallery_ui(
                             painter.galley(at, text, egui::Color32::WHITE);
                         }
                         if response.clicked() {
-                            commands.push(click_command(ui.ctx(), index));
+                            commands.push(click_command(ui.ctx(), row.id));
                         }
                     }
                 });

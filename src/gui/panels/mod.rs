@@ -26,6 +26,7 @@ use top_bar::{start_ui, top_bar_ui};
 
 use super::app::App;
 use super::command::Command;
+use crate::model::ItemId;
 
 impl App {
     /// One frame of the whole window.
@@ -220,13 +221,13 @@ impl App {
 
 /// What a click on a file does: select it, or with Ctrl add it (or take it out), or with
 /// Shift select the range from the selected file.
-pub(super) fn click_command(ctx: &egui::Context, index: usize) -> Command {
+pub(super) fn click_command(ctx: &egui::Context, item: ItemId) -> Command {
     let modifiers = ctx.input(|i| i.modifiers);
     if modifiers.command {
-        Command::TogglePick(index)
+        Command::TogglePick(item)
     } else if modifiers.shift {
-        Command::PickRange(index)
+        Command::PickRange(item)
     } else {
-        Command::Select(Some(index))
+        Command::Select(Some(item))
     }
 }

@@ -326,7 +326,7 @@ pub(in crate::gui) fn scatter_ui(
                     y.measure.format(ys[row])
                 ));
                 if response.clicked() {
-                    commands.push(Command::Select(Some(row)));
+                    commands.push(Command::Select(Some(r.id)));
                 }
             }
         }

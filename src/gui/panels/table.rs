@@ -90,7 +90,7 @@ pub(super) fn table_ui(
                         .selectable_label(selected == Some(index), &r.path)
                         .clicked()
                     {
-                        commands.push(click_command(ui.ctx(), index));
+                        commands.push(click_command(ui.ctx(), r.id));
                     }
                 });
                 row.col(|ui| {
@@ -159,7 +159,7 @@ pub(super) fn table_ui(
                 });
                 let response = row.response();
                 if response.clicked() {
-                    commands.push(click_command(&response.ctx, index));
+                    commands.push(click_command(&response.ctx, r.id));
                 }
             });
         });
