@@ -9,19 +9,15 @@ use std::time::{Duration, Instant};
 use eframe::egui::{self};
 use rayon::prelude::*;
 
-use super::command::Command;
-use super::edits::{EditRequest, EditWriter};
-use super::jobs::{
-    Job, Polled, ScanJob, spawn_deepen, spawn_load, spawn_rescan, spawn_save_settings, spawn_scan,
-    spawn_scan_url, take_finished,
-};
+use super::command::{Command, JobCommand};
+use super::edits::EditWriter;
+use super::jobs::{Job, Polled, ScanJob, spawn_load, take_finished};
 use super::manifests::{ExportDialog, History};
 use super::player::Player;
 use super::theme;
 use super::thumbs::Thumbnails;
 use super::view::{Filter, SortKey, View, ViewRow, binned, sort_rows};
-use crate::catalog::Project;
-use crate::model::{Clip, Decision, Edit, Measure};
+use crate::model::{Clip, Decision, Measure};
 
 /// Persisted between runs (eframe storage).
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -167,7 +163,7 @@ impl App {
         app.shown.filter = app.state.filter.clone();
         let start = dir.or_else(|| app.state.last_project.clone());
         if let Some(dir) = start {
-            app.apply(Command::Open(dir));
+            app.apply(Command::Job(JobCommand::Open(dir)));
         }
         app
     }
@@ -241,7 +237,7 @@ impl App {
     }
 
     /// The row of the current view that shows this item.
-    fn row_of(&self, item: crate::model::ItemId) -> Option<usize> {
+    pub(super) fn row_of(&self, item: crate::model::ItemId) -> Option<usize> {
         self.view.as_ref()?.row_of.get(&item).copied()
     }
 
@@ -286,318 +282,17 @@ impl App {
         self.selection.selected.and_then(|i| view.rows.get(i))
     }
 
-    /// Apply a command, as the panels do.
+    /// Apply a command, as the panels do: each part of the window carries out its own
+    /// (`gui::handlers`).
     pub fn apply(&mut self, command: Command) {
         tracing::debug!(?command, "apply");
         match command {
-            Command::Open(dir) => {
-                if crate::storage::Root::is_url(&dir) {
-                    // A dataset in object storage: its project where the window keeps them
-                    // (scanned there the first time, loaded and rescanned after).
-                    let url = dir.to_string_lossy().trim_end_matches('/').to_string();
-                    self.scan = Some(spawn_scan_url(url));
-                } else if let Some(project) = Project::locate(&dir) {
-                    self.loading = Some(spawn_load(project.dir().to_path_buf()));
-                    self.remember(project.dir().to_path_buf());
-                } else if dir.is_dir() {
-                    // A folder never scanned: scan it.
-                    self.scan = Some(spawn_scan(dir, false));
-                } else {
-                    self.message = Some(format!("{} is not a folder", dir.display()));
-                }
-            }
-            Command::Demo => {
-                self.scan = Some(spawn_scan(crate::demo::default_dir(), true));
-            }
-            Command::Rescan => {
-                if let Some(v) = &self.view {
-                    self.scan = Some(spawn_rescan(v.project.clone()));
-                }
-            }
-            Command::DeepenShown => {
-                if let Some(v) = &self.view {
-                    let ids: std::collections::HashSet<_> = self.shallow_shown().collect();
-                    if !ids.is_empty() {
-                        self.scan = Some(spawn_deepen(v.project.clone(), ids));
-                    }
-                }
-            }
-            Command::CancelScan => {
-                if let Some(s) = &self.scan {
-                    s.job.cancel();
-                }
-            }
-            Command::Brush { measure, lo, hi } => {
-                let (lo, hi) = round_outward(lo.min(hi), lo.max(hi));
-                self.shown.filter.ranges.retain(|r| r.0 != measure);
-                self.shown.filter.ranges.push((measure, lo, hi));
-                self.refilter();
-            }
-            Command::ClearRange(measure) => {
-                self.shown.filter.ranges.retain(|r| r.0 != measure);
-                self.refilter();
-            }
-            Command::FilterLabel(label) => {
-                self.shown.filter.label = label;
-                self.refilter();
-            }
-            Command::FilterFlag(code) => {
-                if code != self.shown.filter.flag {
-                    // Edited thresholds belong to the flag they were made on.
-                    self.drafts.settings = None;
-                }
-                self.shown.filter.flag = code;
-                self.refilter();
-            }
-            Command::DraftSetting { key, value } => {
-                let setting = crate::analysis::rules::SETTINGS
-                    .iter()
-                    .find(|s| s.key == key);
-                if let (Some(view), Some(setting)) = (&self.view, setting) {
-                    let draft = self
-                        .drafts
-                        .settings
-                        .get_or_insert_with(|| view.config.clone());
-                    setting.set(draft, value);
-                }
-            }
-            Command::ResetSettings => self.drafts.settings = None,
-            Command::SaveSettings => {
-                if let (Some(view), Some(draft), None) =
-                    (&self.view, &self.drafts.settings, &self.loading)
-                {
-                    let changes = crate::analysis::rules::SETTINGS
-                        .iter()
-                        .map(|s| (s, s.value(draft)))
-                        .filter(|(s, v)| *v != s.value(&view.config))
-                        .collect();
-                    self.loading = Some(spawn_save_settings(view.project.clone(), changes));
-                }
-            }
-            Command::Select(item) => {
-                let i = item.and_then(|id| self.row_of(id));
-                self.selection.selected = i;
-                self.selection.picked = i.into_iter().collect();
-                self.open_player();
-            }
-            Command::Search(text) => {
-                self.shown.filter.search = text;
-                self.refilter();
-            }
-            Command::SortBy(key) => {
-                self.state.sort = match self.state.sort.take() {
-                    Some((c, asc)) if c == key => Some((c, !asc)),
-                    _ => Some((key, true)),
-                };
-                self.resort();
-                self.refilter();
-            }
-            Command::Browse => {
-                if self.browse.is_none() {
-                    self.browse = Some(Job::run("framecull-browse", || {
-                        rfd::FileDialog::new()
-                            .set_title("Open a dataset folder")
-                            .pick_folder()
-                    }));
-                }
-            }
-            Command::TogglePick(item) => {
-                let Some(i) = self.row_of(item) else { return };
-                if !self.selection.picked.remove(&i) {
-                    self.selection.picked.insert(i);
-                    self.selection.selected = Some(i);
-                } else if self.selection.selected == Some(i) {
-                    self.selection.selected = self.selection.picked.iter().next().copied();
-                }
-                self.open_player();
-            }
-            Command::PickRange(item) => {
-                let Some(i) = self.row_of(item) else { return };
-                let from = self
-                    .selection
-                    .selected
-                    .and_then(|s| self.shown.filtered.iter().position(|&f| f == s));
-                let to = self.shown.filtered.iter().position(|&f| f == i);
-                if let (Some(a), Some(b)) = (from, to) {
-                    self.selection
-                        .picked
-                        .extend(self.shown.filtered[a.min(b)..=a.max(b)].iter().copied());
-                } else {
-                    self.selection.picked.insert(i);
-                }
-                self.selection.selected = Some(i);
-                self.open_player();
-            }
-            Command::ShowGallery(on) => self.state.gallery = on,
-            Command::LogCounts(on) => self.state.log_counts = on,
-            Command::ScatterAxes(x, y) => self.state.scatter = Some((x, y)),
-            Command::ShowExport => self.export.open = true,
-            Command::ShowDuplicates => self.duplicates = true,
-            Command::KeepBest(group) => {
-                if let Some(v) = &self.view {
-                    let order = v.best_order.clone();
-                    self.send_edit(EditRequest::KeepBest {
-                        order,
-                        only: group.map(|g| vec![g]),
-                    });
-                }
-            }
-            Command::PreviewExport => {
-                if let Some(v) = &self.view {
-                    self.export.start_preview(&v.project);
-                }
-            }
-            Command::Export => {
-                if let Some(v) = &self.view {
-                    self.export.start_export(&v.project);
-                }
-            }
-            Command::CancelExport => self.export.cancel_export(),
-            Command::DiffManifests { name, from, to } => {
-                if let Some(v) = &self.view {
-                    self.history.start_diff(&v.project, name, from, to);
-                }
-            }
-            Command::ShowManifests => {
-                self.history.open = true;
-                if let Some(v) = &self.view {
-                    self.history.refresh(&v.project);
-                }
-            }
-            Command::Close => {
-                self.view = None;
-                self.player = None;
-                self.edits = None;
-                self.state.last_project = None;
-            }
-            Command::PlayPause => {
-                if let Some(p) = &mut self.player {
-                    if p.speed == 0.0 {
-                        p.play(1.0)
-                    } else {
-                        p.pause()
-                    }
-                }
-            }
-            Command::Step(d) => {
-                if let Some(p) = &mut self.player {
-                    p.step(d);
-                }
-            }
-            Command::Shuttle(d) => {
-                if let Some(p) = &mut self.player {
-                    p.shuttle(d);
-                }
-            }
-            Command::SeekFrame(f) => {
-                if let Some(p) = &mut self.player {
-                    p.seek(f);
-                }
-            }
-            Command::MarkIn => {
-                if let Some(p) = &mut self.player {
-                    p.mark_in = Some(p.current);
-                }
-            }
-            Command::MarkOut => self.mark_out(),
-            Command::Decide(decision) => self.decide(decision),
-            Command::DecideShown(decision) => {
-                if let Some(v) = &self.view {
-                    let items = self.shown.filtered.iter().map(|&i| v.rows[i].id).collect();
-                    self.send_edit(EditRequest::Decide { items, decision });
-                }
-            }
-            Command::RemoveClip(clip) => {
-                self.send_edit(EditRequest::Apply(vec![Edit::RemoveClip { clip }]))
-            }
-            Command::LabelClip { clip, label } => {
-                let before = self.view.as_ref().and_then(|v| {
-                    v.review
-                        .clips
-                        .values()
-                        .flatten()
-                        .find(|c| c.id == clip)
-                        .map(|c| c.label.clone())
-                });
-                if let Some(before) = before {
-                    let after = crate::model::label_of(&label);
-                    if before != after {
-                        self.send_edit(EditRequest::Apply(vec![Edit::ClipLabel {
-                            clip,
-                            before,
-                            after,
-                        }]));
-                    }
-                }
-            }
-            Command::ReshapeClip { clip, start, end } => {
-                if let Some(t) = self.player.as_ref().and_then(|p| p.timeline.as_ref()) {
-                    let mut new = t.clip(clip.item_id, start, end, clip.label.clone(), clip.origin);
-                    new.decision = clip.decision;
-                    self.send_edit(EditRequest::Apply(vec![
-                        Edit::RemoveClip { clip },
-                        Edit::AddClip { clip: new },
-                    ]));
-                }
-            }
-            Command::ToggleHelp => self.help = !self.help,
-            Command::SplitAtCuts => self.split_at_cuts(),
-            Command::ProposeClips => self.propose_clips(),
-            Command::SetLabel(text) => {
-                if let (Some(item), Some(view)) = (self.selected_row().map(|r| r.id), &self.view) {
-                    let label = crate::model::label_of(&text);
-                    // The same label again is no operation (it would clear what can be redone).
-                    if view.review.labels.get(&item) != label.as_ref() {
-                        self.send_edit(EditRequest::Label { item, label });
-                    }
-                }
-            }
-            Command::SetNote(note) => {
-                if let Some(item) = self.selected_row().map(|r| r.id) {
-                    self.send_edit(EditRequest::Note { item, note });
-                }
-            }
-            Command::SetTags(text) => {
-                if let Some(item) = self.selected_row().map(|r| r.id) {
-                    let mut tags: Vec<String> = text
-                        .split(',')
-                        .map(|t| t.trim().to_string())
-                        .filter(|t| !t.is_empty())
-                        .collect();
-                    tags.sort();
-                    tags.dedup();
-                    self.send_edit(EditRequest::Tags { item, tags });
-                }
-            }
-            Command::SelectNext(d) => {
-                let at = self
-                    .selection
-                    .selected
-                    .and_then(|s| self.shown.filtered.iter().position(|&i| i == s));
-                let next = match at {
-                    Some(p) => {
-                        (p as i64 + d).clamp(0, self.shown.filtered.len() as i64 - 1) as usize
-                    }
-                    None => 0,
-                };
-                let item = self
-                    .shown
-                    .filtered
-                    .get(next)
-                    .and_then(|&i| self.view.as_ref().map(|v| v.rows[i].id));
-                if let Some(item) = item {
-                    self.selection.scroll_to_selected = Some(());
-                    self.apply(Command::Select(Some(item)));
-                }
-            }
-            Command::Undo => {
-                self.drafts.refill = true;
-                self.send_edit(EditRequest::Undo);
-            }
-            Command::Redo => {
-                self.drafts.refill = true;
-                self.send_edit(EditRequest::Redo);
-            }
+            Command::Job(c) => self.on_job(c),
+            Command::Filter(c) => self.on_filter(c),
+            Command::Selection(c) => self.on_selection(c),
+            Command::Player(c) => self.on_player(c),
+            Command::Review(c) => self.on_review(c),
+            Command::Dialog(c) => self.on_dialog(c),
         }
     }
 
@@ -672,7 +367,7 @@ impl App {
             match job.poll() {
                 Polled::Done(Some(dir)) => {
                     self.browse = None;
-                    self.apply(Command::Open(dir));
+                    self.apply(Command::Job(JobCommand::Open(dir)));
                 }
                 Polled::Done(None) => self.browse = None,
                 Polled::Running => ctx.request_repaint_after(Duration::from_millis(100)),
@@ -729,7 +424,7 @@ impl App {
             self.scan = None;
             match r {
                 Ok((project, warnings)) => {
-                    self.apply(Command::Open(project));
+                    self.apply(Command::Job(JobCommand::Open(project)));
                     if !warnings.is_empty() {
                         self.message = Some(warnings.join("\n"));
                     }
@@ -797,24 +492,6 @@ impl App {
     }
 }
 
-/// A brushed range widened to three significant digits of its width, so the filter reads
-/// `0.2<=duration_secs<=3.34` rather than with every digit of a pointer position.
-fn round_outward(lo: f64, hi: f64) -> (f64, f64) {
-    let width = hi - lo;
-    if !(width.is_finite() && width > 0.0) {
-        return (lo, hi);
-    }
-    let step = 10f64.powf(width.log10().floor() - 2.0);
-    let (l, h) = ((lo / step).floor() * step, (hi / step).ceil() * step);
-    // Keep the shortest decimal form (a multiple of 0.001 is not exact in binary).
-    let tidy = |v: f64| {
-        format!("{v:.*}", (-step.log10()).max(0.0) as usize)
-            .parse()
-            .unwrap_or(v)
-    };
-    (tidy(l).min(lo), tidy(h).max(hi))
-}
-
 impl eframe::App for App {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.frame_ui(ui);
@@ -823,21 +500,5 @@ impl eframe::App for App {
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         self.state.filter = self.shown.filter.clone();
         eframe::set_value(storage, eframe::APP_KEY, &self.state);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::round_outward;
-
-    #[test]
-    fn brushed_ranges_round_outward_to_three_digits_of_their_width() {
-        assert_eq!(
-            round_outward(0.2035051840972784, 3.333903370404572),
-            (0.2, 3.34)
-        );
-        assert_eq!(round_outward(0.9, 1.1), (0.9, 1.1));
-        assert_eq!(round_outward(1234.5, 98765.4), (1200.0, 98800.0));
-        assert_eq!(round_outward(5.0, 5.0), (5.0, 5.0));
     }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context as _, anyhow};
 use eframe::egui::{self, RichText};
 
-use super::command::Command;
+use super::command::{Command, DialogCommand};
 use super::jobs::{Job, Polled, Reporter, take_finished};
 use super::theme;
 use crate::analysis::filter::Filter;
@@ -328,7 +328,7 @@ impl ExportDialog {
                         )
                         .clicked()
                     {
-                        commands.push(Command::PreviewExport);
+                        commands.push(Command::Dialog(DialogCommand::PreviewExport));
                     }
                     let can_export = options.is_ok()
                         && self.preview.as_ref().is_some_and(Result::is_ok)
@@ -337,14 +337,14 @@ impl ExportDialog {
                         .add_enabled(can_export, egui::Button::new("Export"))
                         .clicked()
                     {
-                        commands.push(Command::Export);
+                        commands.push(Command::Dialog(DialogCommand::Export));
                     }
                     if self.preview_job.is_some() || self.export_job.is_some() {
                         ui.spinner();
                     }
                     if self.export_job.is_some() && self.clip_files && ui.button("Cancel").clicked()
                     {
-                        commands.push(Command::CancelExport);
+                        commands.push(Command::Dialog(DialogCommand::CancelExport));
                     }
                 });
                 if let (Some(p), Some(_)) = (&self.clip_progress, &self.export_job) {
@@ -606,7 +606,7 @@ impl History {
             .default_width(520.0)
             .show(ctx, |ui| {
                 if ui.button("Refresh").clicked() {
-                    commands.push(Command::ShowManifests);
+                    commands.push(Command::Dialog(DialogCommand::ShowManifests));
                 }
                 match &self.versions {
                     Some(Ok(versions)) if versions.is_empty() => {
@@ -622,11 +622,11 @@ impl History {
                                 if let Some(parent) = m.parent
                                     && ui.button("diff with parent").clicked()
                                 {
-                                    commands.push(Command::DiffManifests {
+                                    commands.push(Command::Dialog(DialogCommand::DiffManifests {
                                         name: m.name.clone(),
                                         from: parent,
                                         to: m.version,
-                                    });
+                                    }));
                                 }
                                 ui.end_row();
                             }

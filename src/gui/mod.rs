@@ -6,6 +6,7 @@
 mod app;
 mod command;
 mod edits;
+mod handlers;
 mod jobs;
 mod manifests;
 mod panels;
@@ -19,7 +20,10 @@ mod view;
 use std::path::PathBuf;
 
 pub use app::{App, State};
-pub use command::Command;
+pub use command::{
+    Command, DialogCommand, FilterCommand, JobCommand, PlayerCommand, ReviewCommand,
+    SelectionCommand,
+};
 
 /// The window's icon (assets/framecull.svg rendered at 256 px; packaging installs the sizes).
 const ICON: &[u8] = include_bytes!("../../assets/icons/framecull-256.png");

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use framecull::gui::{App, Command};
+use framecull::gui::{
+    App, Command, DialogCommand, FilterCommand, JobCommand, PlayerCommand, ReviewCommand,
+    SelectionCommand,
+};
 
 fn harness(dir: &Path) -> Harness<'static, App> {
     let dir = dir.to_path_buf();
@@ -24,11 +27,11 @@ fn harness(dir: &Path) -> Harness<'static, App> {
 
 /// Brush the duration histogram to the files of 0.9 to 1.1 s.
 fn brush_one_second(h: &mut Harness<'static, App>) {
-    h.state_mut().apply(Command::Brush {
+    h.state_mut().apply(Command::Filter(FilterCommand::Brush {
         measure: framecull::model::Measure::DurationSecs,
         lo: 0.9,
         hi: 1.1,
-    });
+    }));
     h.run();
 }
 
@@ -132,7 +135,8 @@ fn open_brush_gallery_select_scan_and_cancel() {
         framecull::model::Measure::DurationSecs,
         framecull::model::Measure::MotionMean,
     ] {
-        h.state_mut().apply(Command::ClearRange(measure));
+        h.state_mut()
+            .apply(Command::Filter(FilterCommand::ClearRange(measure)));
     }
     h.run();
     assert_eq!(h.state().shown(), 8);
@@ -162,7 +166,8 @@ fn open_brush_gallery_select_scan_and_cancel() {
     h.run();
     assert_eq!(h.state().shown_paths()[0], "clips/h264.mp4"); // 1 s
     assert_eq!(h.state().shown_paths().last(), Some(&"clips/garbage.mp4")); // none: last
-    h.state_mut().apply(Command::Search(String::new()));
+    h.state_mut()
+        .apply(Command::Filter(FilterCommand::Search(String::new())));
     h.run();
     assert_eq!(h.state().shown(), 8);
 
@@ -236,7 +241,7 @@ fn open_brush_gallery_select_scan_and_cancel() {
     let out = common::run(&["scan", other.path().to_str().unwrap()]);
     assert!(out.status.code().unwrap() <= 1, "{}", common::stderr(&out));
     h.state_mut()
-        .apply(Command::Open(other.path().to_path_buf()));
+        .apply(Command::Job(JobCommand::Open(other.path().to_path_buf())));
     wait(&mut h, "the other project to load", App::is_idle);
     assert_eq!(h.state().shown(), 8);
     assert!(h.query_by_label_contains("flag unreadable").is_none());
@@ -298,7 +303,8 @@ fn player_marks_a_clip_with_i_and_o_undo_redo_decisions_and_bulk_reject() {
     let mut h = harness(data.path());
     wait(&mut h, "the project to load", App::is_idle);
     let item = h.state().item_id("counter.mp4").unwrap();
-    h.state_mut().apply(Command::Select(Some(item)));
+    h.state_mut()
+        .apply(Command::Selection(SelectionCommand::Select(Some(item))));
     wait(&mut h, "the first frame", settled);
     let shown = |h: &Harness<'static, App>| {
         let (i, image) = h.state().player().unwrap().shown().unwrap();
@@ -324,7 +330,8 @@ fn player_marks_a_clip_with_i_and_o_undo_redo_decisions_and_bulk_reject() {
 
     // Frame accuracy on a variable-frame-rate file: seeking far away and back to the stored
     // boundary shows the marked frame (decoded pixels).
-    h.state_mut().apply(Command::SeekFrame(50));
+    h.state_mut()
+        .apply(Command::Player(PlayerCommand::SeekFrame(50)));
     wait(&mut h, "frame 50", settled);
     assert_eq!(shown(&h), (50, 50));
     h.get_by_label("go").click();
@@ -375,7 +382,8 @@ fn player_marks_a_clip_with_i_and_o_undo_redo_decisions_and_bulk_reject() {
     );
 
     // A on a frame outside the clip accepts the file; R inside the clip rejects the clip.
-    h.state_mut().apply(Command::SeekFrame(30));
+    h.state_mut()
+        .apply(Command::Player(PlayerCommand::SeekFrame(30)));
     wait(&mut h, "frame 30", settled);
     press(&mut h, Key::A, 1);
     let reviews = framecull::catalog::Catalog::open(&project)
@@ -390,7 +398,8 @@ fn player_marks_a_clip_with_i_and_o_undo_redo_decisions_and_bulk_reject() {
         h.state().decision("counter.mp4"),
         Some(framecull::model::Decision::Accepted)
     );
-    h.state_mut().apply(Command::SeekFrame(6));
+    h.state_mut()
+        .apply(Command::Player(PlayerCommand::SeekFrame(6)));
     wait(&mut h, "frame 6", settled);
     press(&mut h, Key::R, 1);
     let clips = catalog_clips(&project);
@@ -497,7 +506,8 @@ fn snapshots_of_the_start_screen_and_the_shortcuts_window() {
     h.run();
     let options = SnapshotOptions::new().threshold(0.6).max_failed_pixels(100);
     h.snapshot_options("start_screen", &options);
-    h.state_mut().apply(Command::ToggleHelp);
+    h.state_mut()
+        .apply(Command::Dialog(DialogCommand::ToggleHelp));
     h.run();
     h.snapshot_options("shortcuts_window", &options);
 }
@@ -515,7 +525,8 @@ fn shots_in_the_player(data: &Path, level: &str) -> Harness<'static, App> {
     wait(&mut h, "the project to load", App::is_idle);
     let first = h.state().shown_paths()[0].to_string();
     let item = h.state().item_id(&first);
-    h.state_mut().apply(Command::Select(item));
+    h.state_mut()
+        .apply(Command::Selection(SelectionCommand::Select(item)));
     wait(&mut h, "the player", |a| {
         a.player()
             .is_some_and(|p| p.is_settled() && p.curves.is_some())
@@ -624,19 +635,21 @@ fn demo_project_on_the_software_adapter() {
     wait(&mut h, "the demo to load", App::is_idle);
     let all = h.state().shown();
     assert!(all >= 40, "{all} files");
-    h.state_mut().apply(Command::ShowGallery(true));
+    h.state_mut()
+        .apply(Command::Dialog(DialogCommand::ShowGallery(true)));
     h.run_steps(5);
-    h.state_mut().apply(Command::Brush {
+    h.state_mut().apply(Command::Filter(FilterCommand::Brush {
         measure: framecull::model::Measure::DurationSecs,
         lo: 0.5,
         hi: 2.5,
-    });
+    }));
     h.run_steps(5);
     let brushed = h.state().shown();
     assert!(0 < brushed && brushed < all, "{brushed} of {all}");
     let first = h.state().shown_paths()[0].to_string();
     let item = h.state().item_id(&first).unwrap();
-    h.state_mut().apply(Command::Select(Some(item)));
+    h.state_mut()
+        .apply(Command::Selection(SelectionCommand::Select(Some(item))));
     h.run_steps(10);
     assert!(
         h.query_by_label(&first).is_some(),
@@ -694,12 +707,16 @@ fn the_window_and_the_command_line_propose_the_same_clips() {
     for i in 0..2 {
         let path = h.state().shown_paths()[i].to_string();
         let item = h.state().item_id(&path);
-        h.state_mut().apply(Command::Select(item));
+        h.state_mut()
+            .apply(Command::Selection(SelectionCommand::Select(item)));
         wait(&mut h, "the player", |a| {
             a.player()
                 .is_some_and(|p| p.is_settled() && p.curves.is_some())
         });
-        for command in [Command::SplitAtCuts, Command::ProposeClips] {
+        for command in [
+            Command::Review(ReviewCommand::SplitAtCuts),
+            Command::Review(ReviewCommand::ProposeClips),
+        ] {
             h.state_mut().apply(command);
             h.step();
             wait(&mut h, "the clips", |a| a.pending_edits() == 0);
@@ -743,7 +760,10 @@ fn the_window_and_the_command_line_propose_the_same_clips() {
 fn clips_from_cuts_or_motion_ask_for_the_deep_pass_on_a_triaged_video() {
     let data = tempfile::tempdir().unwrap();
     let mut h = shots_in_the_player(data.path(), "--triage");
-    for command in [Command::SplitAtCuts, Command::ProposeClips] {
+    for command in [
+        Command::Review(ReviewCommand::SplitAtCuts),
+        Command::Review(ReviewCommand::ProposeClips),
+    ] {
         h.state_mut().apply(command);
         h.step();
         h.get_by_label_contains("no deep analysis for this video yet (framecull analyze)");
@@ -797,7 +817,7 @@ fn duplicates_window_keeps_the_best_and_undo_restores() {
         "a.png"
     };
     assert_eq!(rejected(), [other]);
-    h.state_mut().apply(Command::Undo);
+    h.state_mut().apply(Command::Review(ReviewCommand::Undo));
     h.step();
     wait(&mut h, "the undo", |a| a.pending_edits() == 0);
     assert!(rejected().is_empty());
@@ -904,10 +924,11 @@ fn a_flag_threshold_is_explained_previewed_saved_and_recomputed() {
     assert!(h.query_by_label("rules.min_width").is_some());
 
     // 112 and 128 wide are caught too at 130: a preview, nothing saved yet.
-    h.state_mut().apply(Command::DraftSetting {
-        key: "rules.min_width",
-        value: Some(130.0),
-    });
+    h.state_mut()
+        .apply(Command::Filter(FilterCommand::DraftSetting {
+            key: "rules.min_width",
+            value: Some(130.0),
+        }));
     h.run();
     assert!(
         h.query_by_label("With the edited settings: 4 files (+2)")
@@ -921,10 +942,11 @@ fn a_flag_threshold_is_explained_previewed_saved_and_recomputed() {
             .is_none()
     );
 
-    h.state_mut().apply(Command::DraftSetting {
-        key: "rules.min_width",
-        value: Some(130.0),
-    });
+    h.state_mut()
+        .apply(Command::Filter(FilterCommand::DraftSetting {
+            key: "rules.min_width",
+            value: Some(130.0),
+        }));
     h.run();
     h.get_by_label("Save to framecull.toml and recompute flags")
         .click();
@@ -947,7 +969,8 @@ fn a_flag_threshold_is_explained_previewed_saved_and_recomputed() {
         h.query_by_label_contains("With the edited settings")
             .is_none()
     );
-    h.state_mut().apply(Command::FilterFlag(None));
+    h.state_mut()
+        .apply(Command::Filter(FilterCommand::FilterFlag(None)));
     h.run();
     assert_eq!(h.state().shown(), all);
 
@@ -957,7 +980,9 @@ fn a_flag_threshold_is_explained_previewed_saved_and_recomputed() {
     let mut h = harness(data.path());
     wait(&mut h, "the project to load", App::is_idle);
     h.state_mut()
-        .apply(Command::FilterFlag(Some("resolution_below_min".into())));
+        .apply(Command::Filter(FilterCommand::FilterFlag(Some(
+            "resolution_below_min".into(),
+        ))));
     h.run();
     assert!(
         h.query_by_label_contains("the defaults apply").is_some(),
@@ -990,10 +1015,11 @@ fn snapshots_of_the_plots_the_duplicates_and_a_flag_explained() {
         .wgpu()
         .build_eframe(move |cc| App::new(cc, Some(project)));
     wait(&mut h, "the project to load", App::is_idle);
-    h.state_mut().apply(Command::ScatterAxes(
-        Measure::Brightness,
-        Measure::Sharpness,
-    ));
+    h.state_mut()
+        .apply(Command::Dialog(DialogCommand::ScatterAxes(
+            Measure::Brightness,
+            Measure::Sharpness,
+        )));
     h.run();
     // The top bar is masked out: it shows the project's folder, a new temporary name (and
     // width) each run.
@@ -1069,19 +1095,29 @@ fn snapshots_of_the_plots_the_duplicates_and_a_flag_explained() {
     snapshot(&mut h, "scatter_with_a_box_brush");
 
     h.state_mut()
-        .apply(Command::ClearRange(Measure::Brightness));
-    h.state_mut().apply(Command::ClearRange(Measure::Sharpness));
+        .apply(Command::Filter(FilterCommand::ClearRange(
+            Measure::Brightness,
+        )));
     h.state_mut()
-        .apply(Command::FilterFlag(Some("resolution_below_min".into())));
-    h.state_mut().apply(Command::DraftSetting {
-        key: "rules.min_width",
-        value: Some(130.0),
-    });
+        .apply(Command::Filter(FilterCommand::ClearRange(
+            Measure::Sharpness,
+        )));
+    h.state_mut()
+        .apply(Command::Filter(FilterCommand::FilterFlag(Some(
+            "resolution_below_min".into(),
+        ))));
+    h.state_mut()
+        .apply(Command::Filter(FilterCommand::DraftSetting {
+            key: "rules.min_width",
+            value: Some(130.0),
+        }));
     h.run();
     snapshot(&mut h, "flag_explained_with_an_edited_threshold");
 
-    h.state_mut().apply(Command::FilterFlag(None));
-    h.state_mut().apply(Command::ShowDuplicates);
+    h.state_mut()
+        .apply(Command::Filter(FilterCommand::FilterFlag(None)));
+    h.state_mut()
+        .apply(Command::Dialog(DialogCommand::ShowDuplicates));
     h.run();
     wait(&mut h, "the thumbnails", |a| !a.thumbnails_loading());
     h.run();
@@ -1180,7 +1216,8 @@ fn remote_url_typed_in_the_window() {
     let project = framecull::catalog::Project::of_url(&url);
     assert!(project.exists(), "{}", project.dir().display());
     // Opening it again finds the same project (only what changed is read: nothing).
-    h.state_mut().apply(Command::Open(url.into()));
+    h.state_mut()
+        .apply(Command::Job(JobCommand::Open(url.into())));
     wait(&mut h, "the rescan", App::is_idle);
     assert_eq!(h.state().shown(), 8);
 }
@@ -1196,7 +1233,8 @@ fn remote_project_in_the_window() {
     wait(&mut h, "the project to load", App::is_idle);
     assert_eq!(h.state().shown(), 8);
     assert!(h.query_by_label_contains("s3://window/set").is_some());
-    h.state_mut().apply(Command::ShowGallery(true));
+    h.state_mut()
+        .apply(Command::Dialog(DialogCommand::ShowGallery(true)));
     h.run();
     wait(&mut h, "the thumbnails", |a| !a.thumbnails_loading());
     h.run();
@@ -1231,7 +1269,8 @@ fn a_decoder_that_crashes_on_a_thumbnail_costs_that_thumbnail_only() {
 
     let mut h = harness(data.path());
     wait(&mut h, "the project to load", App::is_idle);
-    h.state_mut().apply(Command::ShowGallery(true));
+    h.state_mut()
+        .apply(Command::Dialog(DialogCommand::ShowGallery(true)));
     h.run();
     wait(&mut h, "the thumbnails", |a| !a.thumbnails_loading());
     h.run();
@@ -1293,7 +1332,9 @@ fn analyse_the_files_shown_deeply_runs_the_deep_pass_on_the_filter() {
     // Nothing shallow left in the filter: the action is gone; cleared, it offers the rest.
     assert!(h.query_by_label_contains("shown deeply").is_none());
     h.state_mut()
-        .apply(Command::ClearRange(framecull::model::Measure::DurationSecs));
+        .apply(Command::Filter(FilterCommand::ClearRange(
+            framecull::model::Measure::DurationSecs,
+        )));
     h.run();
     h.get_by_label(&label(4 - shown));
 }
@@ -1376,7 +1417,7 @@ fn label_chart_filters_and_the_inspector_sets_a_label_from_those_in_use() {
     h.run();
     assert!(h.query_by_label_contains("label dog: 2 files").is_some());
     // Undo takes the label back.
-    h.state_mut().apply(Command::Undo);
+    h.state_mut().apply(Command::Review(ReviewCommand::Undo));
     wait(&mut h, "the undo", |a| a.pending_edits() == 0);
     h.run();
     assert!(h.query_by_label_contains("label dog: 1 file,").is_some());
@@ -1421,7 +1462,8 @@ fn the_export_dialog_writes_clip_files_and_their_folders_with_the_version() {
     }
     let mut h = harness(data.path());
     wait(&mut h, "the project to load", App::is_idle);
-    h.state_mut().apply(Command::ShowExport);
+    h.state_mut()
+        .apply(Command::Dialog(DialogCommand::ShowExport));
     h.run();
     // Hugging Face folders and WebDataset shards are made of clip files: asked for alone,
     // the dialog says so.

@@ -113,7 +113,9 @@ fn bench_gui(
     keep: Option<std::path::PathBuf>,
 ) -> anyhow::Result<GuiBench> {
     use eframe::egui;
-    use framecull::gui::{App, Command, State};
+    use framecull::gui::{
+        App, Command, DialogCommand, FilterCommand, ReviewCommand, SelectionCommand, State,
+    };
     let project = keep.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("framecull-bench-gui-{}", std::process::id()))
     });
@@ -147,10 +149,10 @@ fn bench_gui(
     // set yet, so every row is shown.
     let items = app.shown();
     // The scatter on two measures every item has, so each frame draws a dot per item.
-    app.apply(Command::ScatterAxes(
+    app.apply(Command::Dialog(DialogCommand::ScatterAxes(
         framecull::model::Measure::SizeBytes,
         framecull::model::Measure::Aspect,
-    ));
+    )));
     let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
     let scatter_dots = app.scatter_dots();
     let mut shown = Vec::new();
@@ -175,44 +177,58 @@ fn bench_gui(
     // half the files, every frame.
     let brush = |k: usize| {
         let lo = 10_000.0 + (k % 20) as f64 * 100_000.0;
-        Command::Brush {
+        Command::Filter(FilterCommand::Brush {
             measure: framecull::model::Measure::SizeBytes,
             lo,
             hi: lo + 2_500_000.0,
-        }
+        })
     };
-    let table = measure(&mut app, vec![Command::ShowGallery(false)], &brush);
-    let gallery = measure(&mut app, vec![Command::ShowGallery(true)], &brush);
+    let table = measure(
+        &mut app,
+        vec![Command::Dialog(DialogCommand::ShowGallery(false))],
+        &brush,
+    );
+    let gallery = measure(
+        &mut app,
+        vec![Command::Dialog(DialogCommand::ShowGallery(true))],
+        &brush,
+    );
     // The flag panel open on a rule, its threshold dragged: each frame previews the files
     // the edited value would flag, over every item.
     let flag_panel = measure(
         &mut app,
         vec![
-            Command::ShowGallery(false),
-            Command::FilterFlag(Some(
+            Command::Dialog(DialogCommand::ShowGallery(false)),
+            Command::Filter(FilterCommand::FilterFlag(Some(
                 framecull::model::FlagCode::FpsBelowMin.as_str().into(),
-            )),
+            ))),
         ],
-        &|k| Command::DraftSetting {
-            key: "rules.min_fps",
-            value: Some(10.0 + k as f64),
+        &|k| {
+            Command::Filter(FilterCommand::DraftSetting {
+                key: "rules.min_fps",
+                value: Some(10.0 + k as f64),
+            })
         },
     );
     // The label chart clicked: each frame filters on another label (a class's files, or
     // the unlabelled), then counts the shown files of each label for the chart.
-    let labels = measure(&mut app, vec![Command::FilterFlag(None)], &|k| {
-        use framecull::analysis::filter::LabelTerm;
-        Command::FilterLabel(Some(if k % 5 == 4 {
-            LabelTerm::None
-        } else {
-            LabelTerm::Is(class(k * 37))
-        }))
-    });
+    let labels = measure(
+        &mut app,
+        vec![Command::Filter(FilterCommand::FilterFlag(None))],
+        &|k| {
+            use framecull::analysis::filter::LabelTerm;
+            Command::Filter(FilterCommand::FilterLabel(Some(if k % 5 == 4 {
+                LabelTerm::None
+            } else {
+                LabelTerm::Is(class(k * 37))
+            })))
+        },
+    );
     // A label set in the inspector: the frame that takes the committed edit rebuilds each
     // row's labels and the chart's counts, and filters again (the slowest frame from the
     // edit until it is committed is measured).
     let mut label_edit = Vec::new();
-    app.apply(Command::FilterLabel(None));
+    app.apply(Command::Filter(FilterCommand::FilterLabel(None)));
     let paths: Vec<String> = app
         .shown_paths()
         .iter()
@@ -221,12 +237,12 @@ fn bench_gui(
         .collect();
     let picked: Vec<_> = paths.iter().filter_map(|p| app.item_id(p)).collect();
     for (k, item) in picked.into_iter().enumerate().take(frames) {
-        app.apply(Command::Select(Some(item)));
+        app.apply(Command::Selection(SelectionCommand::Select(Some(item))));
         // A label of this run's own (a kept catalog has the last run's).
-        app.apply(Command::SetLabel(format!(
+        app.apply(Command::Review(ReviewCommand::SetLabel(format!(
             "edited {k} {}",
             std::process::id()
-        )));
+        ))));
         let mut slowest = 0f64;
         let waiting = Instant::now();
         while app.pending_edits() > 0 {

@@ -5,7 +5,7 @@
 use eframe::egui::{self, RichText};
 
 use super::gallery::paint_thumb;
-use crate::gui::command::Command;
+use crate::gui::command::{Command, ReviewCommand};
 use crate::gui::theme;
 use crate::gui::thumbs::Thumbnails;
 use crate::gui::view::View;
@@ -38,7 +38,7 @@ pub(super) fn duplicates_ui(
                     order.join(", then ")
                 ));
                 if ui.button("Keep the best in every group").clicked() {
-                    commands.push(Command::KeepBest(None));
+                    commands.push(Command::Review(ReviewCommand::KeepBest(None)));
                 }
             });
             ui.separator();
@@ -50,7 +50,7 @@ pub(super) fn duplicates_ui(
                         ui.label(RichText::new(title).strong())
                             .on_hover_text(format!("framecull dups --group {}", g.group));
                         if ui.button("Keep best, reject the rest").clicked() {
-                            commands.push(Command::KeepBest(Some(g.group)));
+                            commands.push(Command::Review(ReviewCommand::KeepBest(Some(g.group))));
                         }
                     });
                     egui::Grid::new(("dup-group", g.group))

@@ -3,7 +3,7 @@
 
 use eframe::egui::{self, RichText};
 
-use crate::gui::command::Command;
+use crate::gui::command::{Command, PlayerCommand, ReviewCommand};
 use crate::gui::player::{Player, TimelineAction, clip_frames, timeline_ui};
 use crate::gui::theme;
 use crate::gui::view::{View, ViewRow};
@@ -53,7 +53,7 @@ pub(super) fn inspector_ui(
             ("Reset (U)", Decision::Unreviewed),
         ] {
             if ui.small_button(label).clicked() {
-                commands.push(Command::Decide(d));
+                commands.push(Command::Review(ReviewCommand::Decide(d)));
             }
         }
     });
@@ -64,7 +64,7 @@ pub(super) fn inspector_ui(
             .labelled_by(label.id);
         let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
         if ui.small_button("Set tags").clicked() || enter {
-            commands.push(Command::SetTags(fields.tags.clone()));
+            commands.push(Command::Review(ReviewCommand::SetTags(fields.tags.clone())));
         }
     });
     label_ui(ui, fields.file_label, &view.labels.names, commands);
@@ -75,7 +75,7 @@ pub(super) fn inspector_ui(
             .labelled_by(label.id);
         let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
         if ui.small_button("Set note").clicked() || enter {
-            commands.push(Command::SetNote(fields.note.clone()));
+            commands.push(Command::Review(ReviewCommand::SetNote(fields.note.clone())));
         }
     });
     if let Some(p) = player {
@@ -125,7 +125,7 @@ fn label_ui(ui: &mut egui::Ui, text: &mut String, names: &[String], commands: &m
         focused = edit.has_focus();
         let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
         if ui.small_button("Set label").clicked() || enter {
-            commands.push(Command::SetLabel(text.clone()));
+            commands.push(Command::Review(ReviewCommand::SetLabel(text.clone())));
         }
     });
     let typed = text.trim().to_lowercase();
@@ -148,7 +148,7 @@ fn label_ui(ui: &mut egui::Ui, text: &mut String, names: &[String], commands: &m
         for name in matching {
             if ui.small_button(name.as_str()).clicked() {
                 *text = name.clone();
-                commands.push(Command::SetLabel(name.clone()));
+                commands.push(Command::Review(ReviewCommand::SetLabel(name.clone())));
             }
         }
     });
@@ -171,27 +171,27 @@ pub(super) fn player_ui(
             "Pause (Space)"
         };
         if ui.button(play).clicked() {
-            commands.push(Command::PlayPause);
+            commands.push(Command::Player(PlayerCommand::PlayPause));
         }
         if ui.button("< frame").clicked() {
-            commands.push(Command::Step(-1));
+            commands.push(Command::Player(PlayerCommand::Step(-1)));
         }
         if ui.button("frame >").clicked() {
-            commands.push(Command::Step(1));
+            commands.push(Command::Player(PlayerCommand::Step(1)));
         }
         if ui.button("In (I)").clicked() {
-            commands.push(Command::MarkIn);
+            commands.push(Command::Player(PlayerCommand::MarkIn));
         }
         if ui.button("Out (O)").clicked() {
-            commands.push(Command::MarkOut);
+            commands.push(Command::Player(PlayerCommand::MarkOut));
         }
     });
     ui.label(RichText::new(player.position_text()).monospace());
     if let Some(action) = timeline_ui(ui, player, clips, drag) {
         commands.push(match action {
-            TimelineAction::Seek(f) => Command::SeekFrame(f),
+            TimelineAction::Seek(f) => Command::Player(PlayerCommand::SeekFrame(f)),
             TimelineAction::Reshape { clip, start, end } => {
-                Command::ReshapeClip { clip, start, end }
+                Command::Review(ReviewCommand::ReshapeClip { clip, start, end })
             }
         });
     }
@@ -206,10 +206,10 @@ pub(super) fn player_ui(
         ui.add(egui::TextEdit::singleline(label).desired_width(120.0))
             .labelled_by(text.id);
         if ui.small_button("Split at cuts").clicked() {
-            commands.push(Command::SplitAtCuts);
+            commands.push(Command::Review(ReviewCommand::SplitAtCuts));
         }
         if ui.small_button("Propose from motion").clicked() {
-            commands.push(Command::ProposeClips);
+            commands.push(Command::Review(ReviewCommand::ProposeClips));
         }
     });
     ui.label(RichText::new(format!("Clips ({})", clips.len())).strong());
@@ -229,7 +229,9 @@ pub(super) fn player_ui(
             if ui.small_button("go").clicked()
                 && let Some(t) = &player.timeline
             {
-                commands.push(Command::SeekFrame(clip_frames(clip, t).0));
+                commands.push(Command::Player(PlayerCommand::SeekFrame(
+                    clip_frames(clip, t).0,
+                )));
             }
             let text = label.trim();
             if !text.is_empty()
@@ -239,13 +241,13 @@ pub(super) fn player_ui(
                     .on_hover_text(format!("give this clip the label {text:?}"))
                     .clicked()
             {
-                commands.push(Command::LabelClip {
+                commands.push(Command::Review(ReviewCommand::LabelClip {
                     clip: clip.id,
                     label: text.to_string(),
-                });
+                }));
             }
             if ui.small_button("remove").clicked() {
-                commands.push(Command::RemoveClip(clip.clone()));
+                commands.push(Command::Review(ReviewCommand::RemoveClip(clip.clone())));
             }
         });
     }

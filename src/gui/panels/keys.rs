@@ -2,7 +2,7 @@
 
 use eframe::egui::{self};
 
-use crate::gui::command::Command;
+use crate::gui::command::{Command, PlayerCommand, ReviewCommand, SelectionCommand};
 use crate::model::Decision;
 
 /// Keyboard shortcuts (when no text field has the keyboard).
@@ -16,19 +16,19 @@ pub(super) fn shortcuts(ui: &egui::Ui, commands: &mut Vec<Command>) {
         let right = i.num_presses(Key::ArrowRight) as i64;
         let left = i.num_presses(Key::ArrowLeft) as i64;
         if !command && right != left {
-            commands.push(Command::Step(step * (right - left)));
+            commands.push(Command::Player(PlayerCommand::Step(step * (right - left))));
         }
         let down = i.num_presses(Key::ArrowDown) as i64 - i.num_presses(Key::ArrowUp) as i64;
         if !command && down != 0 {
-            commands.push(Command::SelectNext(down));
+            commands.push(Command::Selection(SelectionCommand::SelectNext(down)));
         }
         for (key, c) in [
-            (Key::Space, Command::PlayPause),
-            (Key::J, Command::Shuttle(-1)),
-            (Key::K, Command::Shuttle(0)),
-            (Key::L, Command::Shuttle(1)),
-            (Key::I, Command::MarkIn),
-            (Key::O, Command::MarkOut),
+            (Key::Space, Command::Player(PlayerCommand::PlayPause)),
+            (Key::J, Command::Player(PlayerCommand::Shuttle(-1))),
+            (Key::K, Command::Player(PlayerCommand::Shuttle(0))),
+            (Key::L, Command::Player(PlayerCommand::Shuttle(1))),
+            (Key::I, Command::Player(PlayerCommand::MarkIn)),
+            (Key::O, Command::Player(PlayerCommand::MarkOut)),
         ] {
             if !command && i.key_pressed(key) {
                 commands.push(c);
@@ -41,15 +41,19 @@ pub(super) fn shortcuts(ui: &egui::Ui, commands: &mut Vec<Command>) {
                 (Key::U, Decision::Unreviewed),
             ] {
                 if i.key_pressed(key) {
-                    commands.push(Command::Decide(d));
+                    commands.push(Command::Review(ReviewCommand::Decide(d)));
                 }
             }
         }
         if command && i.key_pressed(Key::Z) {
-            commands.push(if shift { Command::Redo } else { Command::Undo });
+            commands.push(if shift {
+                Command::Review(ReviewCommand::Redo)
+            } else {
+                Command::Review(ReviewCommand::Undo)
+            });
         }
         if command && i.key_pressed(Key::Y) {
-            commands.push(Command::Redo);
+            commands.push(Command::Review(ReviewCommand::Redo));
         }
     });
 }

@@ -25,7 +25,7 @@ use table::table_ui;
 use top_bar::{start_ui, top_bar_ui};
 
 use super::app::App;
-use super::command::Command;
+use super::command::{Command, DialogCommand, FilterCommand, SelectionCommand};
 use crate::model::ItemId;
 
 impl App {
@@ -57,7 +57,7 @@ impl App {
             shortcuts(ui, &mut commands);
         }
         if ui.input(|i| i.key_pressed(egui::Key::F1)) {
-            commands.push(Command::ToggleHelp);
+            commands.push(Command::Dialog(DialogCommand::ToggleHelp));
         }
         help_ui(&ctx, &mut self.help);
         if let Some(view) = &self.view {
@@ -164,10 +164,10 @@ impl App {
                 ui.separator();
                 ui.horizontal(|ui| {
                     if ui.selectable_label(!self.state.gallery, "Table").clicked() {
-                        commands.push(Command::ShowGallery(false));
+                        commands.push(Command::Dialog(DialogCommand::ShowGallery(false)));
                     }
                     if ui.selectable_label(self.state.gallery, "Gallery").clicked() {
-                        commands.push(Command::ShowGallery(true));
+                        commands.push(Command::Dialog(DialogCommand::ShowGallery(true)));
                     }
                     ui.separator();
                     let label = ui.label("path contains:");
@@ -176,7 +176,7 @@ impl App {
                         .add(egui::TextEdit::singleline(&mut text).desired_width(220.0))
                         .labelled_by(label.id);
                     if edit.changed() {
-                        commands.push(Command::Search(text));
+                        commands.push(Command::Filter(FilterCommand::Search(text)));
                     }
                 });
                 if self.state.gallery {
@@ -224,10 +224,10 @@ impl App {
 pub(super) fn click_command(ctx: &egui::Context, item: ItemId) -> Command {
     let modifiers = ctx.input(|i| i.modifiers);
     if modifiers.command {
-        Command::TogglePick(item)
+        Command::Selection(SelectionCommand::TogglePick(item))
     } else if modifiers.shift {
-        Command::PickRange(item)
+        Command::Selection(SelectionCommand::PickRange(item))
     } else {
-        Command::Select(Some(item))
+        Command::Selection(SelectionCommand::Select(Some(item)))
     }
 }

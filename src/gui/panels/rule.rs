@@ -7,7 +7,7 @@ use eframe::egui::{self, RichText, Sense};
 use super::side::{Line, draw_bars, draw_lines, files};
 use crate::analysis::flags::Config;
 use crate::analysis::rules::{self, Setting};
-use crate::gui::command::Command;
+use crate::gui::command::{Command, FilterCommand};
 use crate::gui::theme;
 use crate::gui::view::{Caught, View};
 
@@ -110,13 +110,13 @@ pub(super) fn rule_ui(
                     egui::Button::new("Save to framecull.toml and recompute flags"),
                 );
                 if save.clicked() {
-                    commands.push(Command::SaveSettings);
+                    commands.push(Command::Filter(FilterCommand::SaveSettings));
                 }
                 if ui
                     .add_enabled(changed, egui::Button::new("Reset"))
                     .clicked()
                 {
-                    commands.push(Command::ResetSettings);
+                    commands.push(Command::Filter(FilterCommand::ResetSettings));
                 }
             });
         });
@@ -152,10 +152,10 @@ fn setting_ui(
                         edit = edit.fixed_decimals(0);
                     }
                     if ui.add(edit).labelled_by(key.id).changed() {
-                        commands.push(Command::DraftSetting {
+                        commands.push(Command::Filter(FilterCommand::DraftSetting {
                             key: setting.key,
                             value: Some(v),
-                        });
+                        }));
                     }
                     let optional = {
                         let mut off = draft.clone();
@@ -163,10 +163,10 @@ fn setting_ui(
                         setting.value(&off).is_none()
                     };
                     if optional && ui.small_button("Turn off").clicked() {
-                        commands.push(Command::DraftSetting {
+                        commands.push(Command::Filter(FilterCommand::DraftSetting {
                             key: setting.key,
                             value: None,
-                        });
+                        }));
                     }
                 }
                 None => {
@@ -176,10 +176,10 @@ fn setting_ui(
                         .and_then(super::scatter::Axis::from_histogram)
                         .map_or(1.0, |a| a.value(0.5) / setting.scale);
                     if ui.small_button("Set").clicked() {
-                        commands.push(Command::DraftSetting {
+                        commands.push(Command::Filter(FilterCommand::DraftSetting {
                             key: setting.key,
                             value: Some(start),
-                        });
+                        }));
                     }
                 }
             }

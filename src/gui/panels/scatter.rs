@@ -6,7 +6,7 @@
 
 use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, RichText, Sense, TextureHandle};
 
-use crate::gui::command::Command;
+use crate::gui::command::{Command, DialogCommand, FilterCommand, SelectionCommand};
 use crate::gui::theme;
 use crate::gui::view::View;
 use crate::model::{Measure, Severity};
@@ -139,7 +139,9 @@ pub(in crate::gui) fn scatter_ui(
                                 } else {
                                     (other, m)
                                 };
-                                commands.push(Command::ScatterAxes(axes.0, axes.1));
+                                commands.push(Command::Dialog(DialogCommand::ScatterAxes(
+                                    axes.0, axes.1,
+                                )));
                             }
                         }
                     });
@@ -293,11 +295,11 @@ pub(in crate::gui) fn scatter_ui(
                     let (min, max) = extremes(values);
                     let lo = if a <= 0.01 { min } else { axis.value(a) };
                     let hi = if b >= 0.99 { max } else { axis.value(b) };
-                    Command::Brush {
+                    Command::Filter(FilterCommand::Brush {
                         measure: axis.measure,
                         lo: lo.min(axis.value(a)),
                         hi: hi.max(axis.value(b)),
-                    }
+                    })
                 };
                 if brush.width() >= 3.0 {
                     commands.push(range(&x, xs, tx(brush.left()), tx(brush.right())));
@@ -326,7 +328,7 @@ pub(in crate::gui) fn scatter_ui(
                     y.measure.format(ys[row])
                 ));
                 if response.clicked() {
-                    commands.push(Command::Select(Some(r.id)));
+                    commands.push(Command::Selection(SelectionCommand::Select(Some(r.id))));
                 }
             }
         }

@@ -4,7 +4,7 @@
 use eframe::egui::{self, RichText, Sense};
 
 use crate::analysis::filter::LabelTerm;
-use crate::gui::command::Command;
+use crate::gui::command::{Command, DialogCommand, FilterCommand, ReviewCommand};
 use crate::gui::theme;
 use crate::gui::view::{Filter, View};
 use crate::model::{Decision, Measure};
@@ -60,21 +60,25 @@ pub(super) fn side_ui(
     }
     ui.horizontal(|ui| {
         if ui.button(format!("Accept {shown} shown")).clicked() {
-            commands.push(Command::DecideShown(Decision::Accepted));
+            commands.push(Command::Review(ReviewCommand::DecideShown(
+                Decision::Accepted,
+            )));
         }
         if ui.button(format!("Reject {shown} shown")).clicked() {
-            commands.push(Command::DecideShown(Decision::Rejected));
+            commands.push(Command::Review(ReviewCommand::DecideShown(
+                Decision::Rejected,
+            )));
         }
     });
     ui.horizontal(|ui| {
         if ui.small_button("Undo").clicked() {
-            commands.push(Command::Undo);
+            commands.push(Command::Review(ReviewCommand::Undo));
         }
         if ui.small_button("Redo").clicked() {
-            commands.push(Command::Redo);
+            commands.push(Command::Review(ReviewCommand::Redo));
         }
         if ui.small_button("Shortcuts (F1)").clicked() {
-            commands.push(Command::ToggleHelp);
+            commands.push(Command::Dialog(DialogCommand::ToggleHelp));
         }
     });
     ui.separator();
@@ -89,7 +93,9 @@ pub(super) fn side_ui(
                 let text = RichText::new(format!("{code}  {count}"))
                     .color(theme::severity_color(*severity));
                 if ui.selectable_label(selected, text).clicked() {
-                    commands.push(Command::FilterFlag((!selected).then(|| code.clone())));
+                    commands.push(Command::Filter(FilterCommand::FilterFlag(
+                        (!selected).then(|| code.clone()),
+                    )));
                 }
             }
         });
@@ -187,7 +193,9 @@ fn labels_ui(
                     c.clips
                 ));
                 if response.clicked() {
-                    commands.push(Command::FilterLabel((!on).then_some(term)));
+                    commands.push(Command::Filter(FilterCommand::FilterLabel(
+                        (!on).then_some(term),
+                    )));
                 }
             }
         });
@@ -205,13 +213,13 @@ pub(super) fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut
                 .button(format!("{} {range}  x", measure.title()))
                 .clicked()
             {
-                commands.push(Command::ClearRange(*measure));
+                commands.push(Command::Filter(FilterCommand::ClearRange(*measure)));
             }
         }
         if let Some(code) = &filter.flag
             && ui.button(format!("flag {code}  x")).clicked()
         {
-            commands.push(Command::FilterFlag(None));
+            commands.push(Command::Filter(FilterCommand::FilterFlag(None)));
         }
         let label = match &filter.label {
             Some(LabelTerm::Is(name)) => Some(name.as_str()),
@@ -221,7 +229,7 @@ pub(super) fn filter_chips_ui(ui: &mut egui::Ui, filter: &Filter, commands: &mut
         if let Some(name) = label
             && ui.button(format!("label {name}  x")).clicked()
         {
-            commands.push(Command::FilterLabel(None));
+            commands.push(Command::Filter(FilterCommand::FilterLabel(None)));
         }
     });
     // The same filter on the command line (`list --where`, `export --where`).
@@ -248,7 +256,7 @@ pub(super) fn histograms_ui(
         .on_hover_text("Bar heights by log(1 + files): small bins stay visible next to tall ones")
         .changed()
     {
-        commands.push(Command::LogCounts(log));
+        commands.push(Command::Dialog(DialogCommand::LogCounts(log)));
     }
     let cell = theme::HISTOGRAM_SIZE.x + theme::SPACING;
     let per_row = ((ui.available_width() / cell).floor() as usize).max(1);
@@ -389,13 +397,13 @@ pub(super) fn histogram_ui(
                 // pixels it is no range (a zero-width one would hide every file), and
                 // releasing it clears the measure's range, as a click beside a brush does.
                 if (p.x - start).abs() >= BRUSH_MIN_PX {
-                    commands.push(Command::Brush {
+                    commands.push(Command::Filter(FilterCommand::Brush {
                         measure: *col,
                         lo: value_at(*start),
                         hi: value_at(p.x),
-                    });
+                    }));
                 } else if response.drag_stopped() {
-                    commands.push(Command::ClearRange(*col));
+                    commands.push(Command::Filter(FilterCommand::ClearRange(*col)));
                 }
             }
             if response.drag_stopped() {

@@ -4,7 +4,7 @@ use eframe::egui::{self, RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
 use super::click_command;
-use crate::gui::command::Command;
+use crate::gui::command::{Command, FilterCommand};
 use crate::gui::theme;
 use crate::gui::view::{SortKey, View};
 use crate::model::Decision;
@@ -71,7 +71,7 @@ pub(super) fn table_ui(
                     };
                     let text = RichText::new(format!("{title}{arrow}")).strong();
                     if ui.add(egui::Button::new(text).frame(false)).clicked() {
-                        commands.push(Command::SortBy(key));
+                        commands.push(Command::Filter(FilterCommand::SortBy(key)));
                     }
                 });
             }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use eframe::egui::{self, RichText};
 
 use crate::gui::app::App;
-use crate::gui::command::Command;
+use crate::gui::command::{Command, DialogCommand, JobCommand};
 use crate::gui::theme;
 
 pub(super) fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Command>) {
@@ -15,7 +15,7 @@ pub(super) fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Comman
         if let Some(v) = &app.view {
             ui.label(v.root.recorded().display().to_string());
             if app.scan.is_none() && ui.button("Rescan").clicked() {
-                commands.push(Command::Rescan);
+                commands.push(Command::Job(JobCommand::Rescan));
             }
             let shallow = app.shown.shallow;
             if app.scan.is_none()
@@ -32,19 +32,19 @@ pub(super) fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Comman
                     ))
                     .clicked()
             {
-                commands.push(Command::DeepenShown);
+                commands.push(Command::Job(JobCommand::DeepenShown));
             }
             if ui.button("Export…").clicked() {
-                commands.push(Command::ShowExport);
+                commands.push(Command::Dialog(DialogCommand::ShowExport));
             }
             if ui.button("Duplicates").clicked() {
-                commands.push(Command::ShowDuplicates);
+                commands.push(Command::Dialog(DialogCommand::ShowDuplicates));
             }
             if ui.button("Manifests").clicked() {
-                commands.push(Command::ShowManifests);
+                commands.push(Command::Dialog(DialogCommand::ShowManifests));
             }
             if ui.button("Close").clicked() {
-                commands.push(Command::Close);
+                commands.push(Command::Job(JobCommand::Close));
             }
         }
         if let Some(job) = app.scan.as_ref().map(|s| &s.state) {
@@ -69,7 +69,7 @@ pub(super) fn top_bar_ui(ui: &mut egui::Ui, app: &App, commands: &mut Vec<Comman
                     )),
             );
             if ui.button("Cancel").clicked() {
-                commands.push(Command::CancelScan);
+                commands.push(Command::Job(JobCommand::CancelScan));
             }
         }
         if app.loading.is_some() {
@@ -101,10 +101,12 @@ pub(super) fn start_ui(ui: &mut egui::Ui, app: &mut App, commands: &mut Vec<Comm
             )
             .labelled_by(label.id);
             if ui.button("Open").clicked() && !app.drafts.open_text.trim().is_empty() {
-                commands.push(Command::Open(PathBuf::from(app.drafts.open_text.trim())));
+                commands.push(Command::Job(JobCommand::Open(PathBuf::from(
+                    app.drafts.open_text.trim(),
+                ))));
             }
             if ui.button("Browse…").clicked() {
-                commands.push(Command::Browse);
+                commands.push(Command::Job(JobCommand::Browse));
             }
         });
         ui.add_space(10.0);
@@ -112,14 +114,14 @@ pub(super) fn start_ui(ui: &mut egui::Ui, app: &mut App, commands: &mut Vec<Comm
             .button(RichText::new("Try the demo").size(18.0))
             .clicked()
         {
-            commands.push(Command::Demo);
+            commands.push(Command::Job(JobCommand::Demo));
         }
         if !app.state.recent.is_empty() {
             ui.add_space(20.0);
             ui.label(RichText::new("Recent projects").strong());
             for p in app.state.recent.clone() {
                 if ui.link(p.display().to_string()).clicked() {
-                    commands.push(Command::Open(p));
+                    commands.push(Command::Job(JobCommand::Open(p)));
                 }
             }
         }
