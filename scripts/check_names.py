@@ -5,7 +5,8 @@ measure.rs, `model::Measure`) holds a flag code or a measure's name as a string 
 elsewhere names them through the registries (`Measure::Fps.name()`). Words inside longer text
 (SQL, messages) are not names. And errors are typed: no
 `Result<_, String>` in non-test code (thiserror enums in the crates, anyhow in the front
-ends). `#[cfg(test)]` items (to their closing brace), tests/ and fuzz/ are left out.
+ends). `#[cfg(test)]` items (to their closing brace), a module's unit tests in a file of their
+own (`tests.rs`, declared `#[cfg(test)] mod tests;`), tests/ and fuzz/ are left out.
 usage: scripts/check_names.py"""
 import re
 import subprocess
@@ -81,7 +82,7 @@ files = subprocess.check_output(["git", "ls-files", "*.rs"], text=True).split()
 found = []
 string_errors = []
 for path in files:
-    if path.startswith(("tests/", "fuzz/")) or "/tests/" in path:
+    if path.startswith(("tests/", "fuzz/")) or "/tests/" in path or path.endswith("/tests.rs"):
         continue
     text = without_tests(open(path, encoding="utf-8").read())
     # The AppImage's launcher is a standalone binary on the standard library only.
