@@ -3,305 +3,23 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
-use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
-    ReqwestConnector,
-};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
 
-/// Why a request to the object store failed. Messages name the object (or bucket) and the
-/// cause; they never hold a credential.
-#[derive(Debug, Clone, thiserror::Error, serde::Serialize, serde::Deserialize)]
-pub enum StorageError {
-    #[error("not a dataset URL: {url}: {reason}")]
-    Url { url: String, reason: String },
-    /// The server did not answer, or answered with a server error, after retries: worth
-    /// retrying later (exit status 3).
-    #[error(
-        "cannot reach the object store for {url}: {cause}; try again later (what was done is kept)"
-    )]
-    Unreachable { url: String, cause: String },
-    #[error("access to {url} was refused: {cause} (check {}; see docs/STORAGE.md)", Cloud::of(url).credentials())]
-    Denied { url: String, cause: String },
-    #[error("{url} does not exist: {cause}")]
-    NotFound { url: String, cause: String },
-    #[error("cannot read {url}: {cause}")]
-    Other { url: String, cause: String },
-}
-
-impl StorageError {
-    /// A passing failure: the same command may succeed later.
-    pub fn is_transient(&self) -> bool {
-        matches!(self, StorageError::Unreachable { .. })
-    }
-
-    /// A failure that is not about one object: the scan stops instead of recording it per file.
-    pub fn stops_scan(&self) -> bool {
-        matches!(
-            self,
-            StorageError::Unreachable { .. } | StorageError::Denied { .. }
-        )
-    }
-
-    /// Classify an `object_store` error about `url`.
-    fn of(url: String, e: &object_store::Error) -> StorageError {
-        let raw = cause_text(e);
-        let cause = concise(&raw);
-        let transport = error_chain(e).any(|s| {
-            s.downcast_ref::<HttpError>().is_some_and(|h| {
-                matches!(
-                    h.kind(),
-                    HttpErrorKind::Connect
-                        | HttpErrorKind::Request
-                        | HttpErrorKind::Timeout
-                        | HttpErrorKind::Interrupted
-                )
-            })
-        });
-        let has = |needles: &[&str]| needles.iter().any(|n| raw.contains(n));
-        match e {
-            object_store::Error::PermissionDenied { .. }
-            | object_store::Error::Unauthenticated { .. } => StorageError::Denied { url, cause },
-            object_store::Error::NotFound { .. } => StorageError::NotFound { url, cause },
-            _ if transport
-                || has(&[
-                    "status code: 5",
-                    "status code: 429",
-                    "SlowDown",
-                    "error sending",
-                ]) =>
-            {
-                StorageError::Unreachable { url, cause }
-            }
-            _ if has(&[
-                "status code: 403",
-                "status code: 401",
-                "AccessDenied",
-                "InvalidAccessKeyId",
-                "SignatureDoesNotMatch",
-                "AuthenticationFailed",
-                "AuthorizationFailure",
-            ]) =>
-            {
-                StorageError::Denied { url, cause }
-            }
-            _ if has(&[
-                "status code: 404",
-                "NoSuchBucket",
-                "NoSuchKey",
-                "ContainerNotFound",
-                "BlobNotFound",
-            ]) =>
-            {
-                StorageError::NotFound { url, cause }
-            }
-            _ => StorageError::Other { url, cause },
-        }
-    }
-}
-
-fn error_chain<'a>(
-    e: &'a (dyn std::error::Error + 'static),
-) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
-    std::iter::successors(Some(e), |e| e.source())
-}
-
-/// The innermost distinct messages of an error chain, joined: `object_store` wraps the
-/// server's answer several times.
-fn cause_text(e: &object_store::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for s in error_chain(e) {
-        let text = s.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.retain(|p| !text.contains(p.as_str()));
-            parts.push(text);
-        }
-    }
-    parts.last().cloned().unwrap_or_default()
-}
-
-/// A server's error answer as its status and S3 error code and message (`403 Forbidden:
-/// InvalidAccessKeyId: The AWS Access Key Id you provided does not exist in our records.`)
-/// instead of the request and the XML body; other causes on one line.
-fn concise(raw: &str) -> String {
-    let between = |open: &str, close: &str| {
-        let (_, rest) = raw.split_once(open)?;
-        let (value, _) = rest.split_once(close)?;
-        Some(value.trim())
-    };
-    let status = raw
-        .split_once("status code: ")
-        .and_then(|(_, rest)| rest.split(':').next())
-        .map(str::trim);
-    match (status, between("<Code>", "</Code>")) {
-        (Some(status), Some(code)) => {
-            // Azure's message goes on with `RequestId:` and `Time:` lines: its first line.
-            let message = between("<Message>", "</Message>")
-                .and_then(|m| m.lines().next())
-                .unwrap_or_default()
-                .trim();
-            format!("the server answered {status}: {code}: {message}")
-        }
-        _ => raw.split_whitespace().collect::<Vec<_>>().join(" "),
-    }
-}
-
-/// The kind of object store a URL names, by its scheme.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cloud {
-    /// `s3://bucket/prefix`: AWS S3 or a server that speaks its API.
-    S3,
-    /// `az://container/prefix`: Azure Blob Storage (or Azurite).
-    Azure,
-    /// `gs://bucket/prefix`: Google Cloud Storage.
-    Gcs,
-    /// `https://host/path` (or `http://`): a web server; listing needs WebDAV (`PROPFIND`),
-    /// single objects only ranged GETs.
-    Http,
-}
-
-impl Cloud {
-    /// The cloud of a URL (S3 for anything unknown: only the messages use this).
-    fn of(url: &str) -> Cloud {
-        match url.split_once("://").map(|(scheme, _)| scheme) {
-            Some("az") => Cloud::Azure,
-            Some("gs") => Cloud::Gcs,
-            Some("http" | "https") => Cloud::Http,
-            _ => Cloud::S3,
-        }
-    }
-
-    /// The settings a refused request points at.
-    fn credentials(self) -> &'static str {
-        match self {
-            Cloud::S3 => "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION",
-            Cloud::Azure => {
-                "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY (or another Azure \
-                 credential)"
-            }
-            Cloud::Gcs => {
-                "GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT, or `gcloud auth \
-                 application-default login`)"
-            }
-            Cloud::Http => "that the server lets this machine read the URL",
-        }
-    }
-}
-
-/// Requests made to one object store, by kind, and the bytes its GETs returned.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RequestCounts {
-    /// Listing requests (one per page of up to 1,000 keys).
-    pub list: u64,
-    /// Ranged or whole-object GETs.
-    pub get: u64,
-    pub head: u64,
-    /// Any other request (none while scanning).
-    pub other: u64,
-    /// Bytes of object content received.
-    pub bytes_read: u64,
-}
-
-impl RequestCounts {
-    pub fn total(&self) -> u64 {
-        self.list + self.get + self.head + self.other
-    }
-
-    /// What was counted since `earlier`.
-    pub fn since(&self, earlier: &RequestCounts) -> RequestCounts {
-        RequestCounts {
-            list: self.list.saturating_sub(earlier.list),
-            get: self.get.saturating_sub(earlier.get),
-            head: self.head.saturating_sub(earlier.head),
-            other: self.other.saturating_sub(earlier.other),
-            bytes_read: self.bytes_read.saturating_sub(earlier.bytes_read),
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct Counters {
-    list: AtomicU64,
-    get: AtomicU64,
-    head: AtomicU64,
-    other: AtomicU64,
-    bytes_read: AtomicU64,
-}
-
-/// Counts every HTTP request the store sends (retries included) by kind.
-#[derive(Debug)]
-struct CountingConnector(Arc<Counters>);
-
-impl HttpConnector for CountingConnector {
-    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
-        Ok(HttpClient::new(CountingService {
-            inner: ReqwestConnector::default().connect(options)?,
-            counters: self.0.clone(),
-        }))
-    }
-}
-
-#[derive(Debug)]
-struct CountingService {
-    inner: HttpClient,
-    counters: Arc<Counters>,
-}
-
-#[async_trait::async_trait]
-impl HttpService for CountingService {
-    async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
-        let c = &self.counters;
-        // S3 and GCS list with `list-type=2`, Azure with `comp=list`, WebDAV with PROPFIND.
-        let is_list = req
-            .uri()
-            .query()
-            .is_some_and(|q| q.contains("list-type") || q.contains("comp=list"));
-        let counter = match req.method().as_str() {
-            "GET" if is_list => &c.list,
-            "PROPFIND" => &c.list,
-            "GET" => &c.get,
-            "HEAD" => &c.head,
-            _ => &c.other,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        let counts_bytes = req.method().as_str() == "GET" && !is_list;
-        let (method, path) = (req.method().clone(), req.uri().path().to_string());
-        let range = req
-            .headers()
-            .get("range")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let response = self.inner.execute(req).await?;
-        let bytes = response
-            .headers()
-            .get("content-length")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0);
-        if counts_bytes && response.status().is_success() {
-            c.bytes_read.fetch_add(bytes, Ordering::Relaxed);
-        }
-        // What a scan fetched, request by request (`--log framecull::storage=debug`); the
-        // path holds the bucket and key, never a credential (those travel in headers).
-        tracing::debug!(
-            target: "framecull::storage",
-            "{method} {path} range={} status={} bytes={bytes}",
-            range.as_deref().unwrap_or("-"),
-            response.status().as_u16(),
-        );
-        Ok(response)
-    }
-}
+mod counting;
+mod error;
+pub use counting::RequestCounts;
+use counting::{Counters, CountingConnector};
+pub use error::StorageError;
+use error::{Cloud, cause_text};
 
 /// The runtime every object store's requests run on; worker threads block on it.
 fn runtime(url: &str) -> Result<&'static tokio::runtime::Runtime, StorageError> {
@@ -541,12 +259,7 @@ impl Remote {
     /// this store's counts, and a failure that stops a scan is this store's failure, as if
     /// met here.
     pub fn absorb(&self, counts: &RequestCounts, failure: Option<StorageError>) {
-        let c = &self.counters;
-        c.list.fetch_add(counts.list, Ordering::Relaxed);
-        c.get.fetch_add(counts.get, Ordering::Relaxed);
-        c.head.fetch_add(counts.head, Ordering::Relaxed);
-        c.other.fetch_add(counts.other, Ordering::Relaxed);
-        c.bytes_read.fetch_add(counts.bytes_read, Ordering::Relaxed);
+        self.counters.add(counts);
         if let Some(e) = failure {
             self.failed(e);
         }
@@ -763,14 +476,7 @@ impl Remote {
     }
 
     pub fn counts(&self) -> RequestCounts {
-        let c = &self.counters;
-        RequestCounts {
-            list: c.list.load(Ordering::Relaxed),
-            get: c.get.load(Ordering::Relaxed),
-            head: c.head.load(Ordering::Relaxed),
-            other: c.other.load(Ordering::Relaxed),
-            bytes_read: c.bytes_read.load(Ordering::Relaxed),
-        }
+        self.counters.counts()
     }
 }
 
@@ -818,6 +524,7 @@ impl Object {
 
 #[cfg(test)]
 mod tests {
+    use super::error::concise;
     use super::*;
 
     #[test]
