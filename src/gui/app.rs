@@ -236,6 +236,11 @@ impl App {
         view.rows.iter().find(|r| r.path == path).map(|r| r.id)
     }
 
+    /// The item id of row `row` of the view, shown or not (the benchmarks select by row).
+    pub fn row_item(&self, row: usize) -> Option<crate::model::ItemId> {
+        self.view.as_ref()?.rows.get(row).map(|r| r.id)
+    }
+
     /// The row of the current view that shows this item.
     pub(super) fn row_of(&self, item: crate::model::ItemId) -> Option<usize> {
         self.view.as_ref()?.row_of.get(&item).copied()

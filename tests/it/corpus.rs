@@ -210,8 +210,13 @@ fn every_broken_file_is_a_row_with_a_status_and_reason() {
 
 /// The corpus deep-scanned once (shared with the other tests that read it), as `list` rows.
 fn deep_rows() -> Option<(std::path::PathBuf, BTreeMap<String, Value>)> {
-    let (media, project) = common::corpus_deep_project()?;
-    Some((media, common::list_jsonl(&project)))
+    static ROWS: std::sync::OnceLock<Option<(std::path::PathBuf, BTreeMap<String, Value>)>> =
+        std::sync::OnceLock::new();
+    ROWS.get_or_init(|| {
+        let (media, project) = common::corpus_deep_project()?;
+        Some((media, common::list_jsonl(&project)))
+    })
+    .clone()
 }
 
 fn integrity_codes(row: &Value) -> Vec<String> {

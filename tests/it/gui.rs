@@ -524,9 +524,12 @@ fn shots_in_the_player(data: &Path, level: &str) -> Harness<'static, App> {
     let mut h = harness(data);
     wait(&mut h, "the project to load", App::is_idle);
     let first = h.state().shown_paths()[0].to_string();
-    let item = h.state().item_id(&first);
+    let item = h
+        .state()
+        .item_id(&first)
+        .expect("the first shown file has an id");
     h.state_mut()
-        .apply(Command::Selection(SelectionCommand::Select(item)));
+        .apply(Command::Selection(SelectionCommand::Select(Some(item))));
     wait(&mut h, "the player", |a| {
         a.player()
             .is_some_and(|p| p.is_settled() && p.curves.is_some())
@@ -706,9 +709,9 @@ fn the_window_and_the_command_line_propose_the_same_clips() {
     wait(&mut h, "the project to load", App::is_idle);
     for i in 0..2 {
         let path = h.state().shown_paths()[i].to_string();
-        let item = h.state().item_id(&path);
+        let item = h.state().item_id(&path).expect("a shown file has an id");
         h.state_mut()
-            .apply(Command::Selection(SelectionCommand::Select(item)));
+            .apply(Command::Selection(SelectionCommand::Select(Some(item))));
         wait(&mut h, "the player", |a| {
             a.player()
                 .is_some_and(|p| p.is_settled() && p.curves.is_some())

@@ -68,7 +68,7 @@ pub struct LoaderConfig {
     pub window_budget_secs: f64,
     /// Keep decoded, shrunk clips on disk for later epochs.
     pub cache: Option<CacheConfig>,
-    /// Keep [`Stats::checksum`] over every batch's bytes (about 3% of the CPU path's time on
+    /// Keep [`Stats::checksum`](crate::Stats::checksum) over every batch's bytes (about 3% of the CPU path's time on
     /// two cores: xxh3 over every output byte). `load-bench` turns it on.
     #[serde(default)]
     pub checksum: bool,
@@ -86,7 +86,7 @@ pub struct LoaderConfig {
     #[serde(default)]
     pub clip_files: bool,
     /// Read the clip files from the version's WebDataset shards (`--format webdataset`), each
-    /// shard once from start to end, in place of the files ([`shards`]).
+    /// shard once from start to end, in place of the files ([`shards`](crate::shards)).
     #[serde(default)]
     pub shards: bool,
 }

@@ -37,7 +37,7 @@ use encode::Encoder;
 const CRF_LADDER: [u32; 4] = [20, 14, 8, 0];
 
 /// The floor for encoded frames, in dB, each measured against the picture given to the
-/// encoder ([`Check`]): the frame rule's 40 and one more, for a reader that
+/// encoder ([`Check`](encode::Check)): the frame rule's 40 and one more, for a reader that
 /// converts the source's pictures otherwise (10-bit to 8-bit, full-range luma).
 const MIN_PSNR: f64 = 41.0;
 

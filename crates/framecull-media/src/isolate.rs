@@ -371,7 +371,7 @@ impl Worker {
     }
 
     fn send(&mut self, request: &str) -> Result<(), Failure> {
-        debug_assert!(!request.contains('\n'));
+        assert!(!request.contains('\n'), "a request is one line");
         let sent = self
             .stdin
             .write_all(request.as_bytes())

@@ -229,14 +229,10 @@ fn bench_gui(
     // edit until it is committed is measured).
     let mut label_edit = Vec::new();
     app.apply(Command::Filter(FilterCommand::FilterLabel(None)));
-    let paths: Vec<String> = app
-        .shown_paths()
-        .iter()
-        .take(10)
-        .map(|p| p.to_string())
+    let picked: Vec<_> = (0..frames.min(10))
+        .filter_map(|k| app.row_item(k))
         .collect();
-    let picked: Vec<_> = paths.iter().filter_map(|p| app.item_id(p)).collect();
-    for (k, item) in picked.into_iter().enumerate().take(frames) {
+    for (k, item) in picked.into_iter().enumerate() {
         app.apply(Command::Selection(SelectionCommand::Select(Some(item))));
         // A label of this run's own (a kept catalog has the last run's).
         app.apply(Command::Review(ReviewCommand::SetLabel(format!(

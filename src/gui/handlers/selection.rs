@@ -7,7 +7,14 @@ impl App {
     pub(in crate::gui) fn on_selection(&mut self, command: SelectionCommand) {
         match command {
             SelectionCommand::Select(item) => {
-                let i = item.and_then(|id| self.row_of(id));
+                let i = match item {
+                    Some(id) => match self.row_of(id) {
+                        Some(i) => Some(i),
+                        // Not in the view (gone since the command was made): nothing to do.
+                        None => return,
+                    },
+                    None => None,
+                };
                 self.selection.selected = i;
                 self.selection.picked = i.into_iter().collect();
                 self.open_player();

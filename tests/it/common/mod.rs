@@ -242,7 +242,7 @@ pub fn corpus_dir() -> Option<PathBuf> {
     }
 }
 
-/// The corpus deep-scanned once for every test that only reads the result
+/// The corpus deep-scanned once for every test of this process that only reads the result
 /// (`scan MEDIA --project P --deep`, under the tests' scratch folder of `target/`): the media
 /// folder and the project. Tests must not change the project.
 pub fn corpus_deep_project() -> Option<(PathBuf, PathBuf)> {
@@ -250,7 +250,18 @@ pub fn corpus_deep_project() -> Option<(PathBuf, PathBuf)> {
     PROJECT
         .get_or_init(|| {
             let media = corpus_dir()?;
-            let project = Path::new(env!("CARGO_TARGET_TMPDIR")).join("corpus-deep");
+            // One per test process (two runs on one target folder do not share it); those of
+            // processes that have ended are removed.
+            let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"));
+            for entry in std::fs::read_dir(scratch).into_iter().flatten().flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = name.strip_prefix("corpus-deep-")
+                    && !Path::new("/proc").join(pid).exists()
+                {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+            let project = scratch.join(format!("corpus-deep-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&project);
             let out = run(&[
                 "scan",

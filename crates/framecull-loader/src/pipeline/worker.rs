@@ -45,7 +45,7 @@ pub(super) struct Done {
 /// The window worker `me` would read on to from its last window: the next free window of
 /// that clip when close after it (`near`), unless another worker's decoder stands between
 /// the two (that one reads on to it, decoding fewer frames).
-pub(super) fn next_window(
+fn next_window(
     jobs: &[Job],
     taken: &[bool],
     me: usize,
@@ -79,7 +79,7 @@ pub(super) fn next_window(
 /// With nothing left but other workers' next windows, the worker waits: the window's own
 /// worker reads on to it for less than a seek costs. Output does not depend on this:
 /// batches are assembled in plan order.
-pub(super) fn pick(
+fn pick(
     jobs: &[Job],
     taken: &[bool],
     me: usize,
@@ -136,7 +136,7 @@ pub(super) fn pick(
 
 /// Clears a worker's place in the queue when it ends (or panics outside a window), so no
 /// other worker waits for it to read on.
-pub(super) struct Leave<'a> {
+struct Leave<'a> {
     me: usize,
     shared: &'a Shared,
 }
@@ -313,7 +313,7 @@ pub(super) fn worker(
 /// Where clip `clip`'s file is when the version is read from its shards, once the feeder
 /// has spooled it or given up on it (`Waiting`: not read from shards); `None` when the epoch
 /// stops first.
-pub(super) fn wait_spooled(shared: &Shared, clip: u32) -> Option<Spooled> {
+fn wait_spooled(shared: &Shared, clip: u32) -> Option<Spooled> {
     let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
     loop {
         if shared.stop.load(Ordering::SeqCst) {

@@ -264,7 +264,7 @@ impl Encoder {
 /// The frame rule checked as the clip is written: each encoded frame measured against the
 /// picture the encoder was given, the lower of its luma PSNR and its three planes' together
 /// at least [`MIN_PSNR`].
-pub(super) enum Check {
+enum Check {
     /// x264's own measure of each frame it reconstructs, logged at the debug level and kept
     /// by the encoder context's sink: its reconstruction is the very picture every decoder
     /// makes of the frame (H.264 decoding is exact), so no decode again. Frames sent, and
@@ -303,7 +303,7 @@ impl Check {
 /// finished (`frame=  12 QP=... size=... bytes PSNR Y:45.12 U:47.00 V:47.50`), `None` for
 /// any other line (its summaries at the end among them). The planes' together: their mean
 /// squared errors weighted by their samples (4:2:0: four of luma to one of each chroma).
-pub(super) fn x264_frame_psnr(line: &str) -> Option<f64> {
+fn x264_frame_psnr(line: &str) -> Option<f64> {
     let line = ffmpeg_log::strip_context(line);
     if !line.starts_with("frame=") {
         return None;
@@ -322,7 +322,7 @@ pub(super) fn x264_frame_psnr(line: &str) -> Option<f64> {
     Some(plane[0].min(all))
 }
 
-pub(super) struct DecodeCheck {
+struct DecodeCheck {
     decoder: ff::decoder::Video,
     /// Pictures sent to the encoder and not yet decoded back, by timestamp.
     pending: std::collections::HashMap<i64, ff::frame::Video>,
@@ -374,7 +374,7 @@ impl DecodeCheck {
 
 /// PSNR between two 8-bit 4:2:0 frames of one size: the lower of the luma plane's and the
 /// three planes' together (grain in the luma can hide behind smooth chroma).
-pub(super) fn psnr_420(a: &ff::frame::Video, b: &ff::frame::Video) -> f64 {
+fn psnr_420(a: &ff::frame::Video, b: &ff::frame::Video) -> f64 {
     let is_420 = |f: &ff::frame::Video| matches!(f.format(), Pixel::YUV420P | Pixel::YUVJ420P);
     if (a.width(), a.height()) != (b.width(), b.height()) || !is_420(a) || !is_420(b) {
         return 0.0;
@@ -409,7 +409,7 @@ pub(super) fn psnr_420(a: &ff::frame::Video, b: &ff::frame::Video) -> f64 {
 
 /// Copy a tightly packed 4:2:0 picture into `frame` (its size, or one pixel less where the
 /// picture's is odd).
-pub(super) fn copy_yuv420(picture: &Frame, frame: &mut ff::frame::Video) {
+fn copy_yuv420(picture: &Frame, frame: &mut ff::frame::Video) {
     let (w, h) = (picture.width as usize, picture.height as usize);
     let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
     let planes = [
@@ -433,7 +433,7 @@ pub(super) fn copy_yuv420(picture: &Frame, frame: &mut ff::frame::Video) {
 /// Fill plane `plane` of `frame` beyond the `width` x `height` pixels (of `bytes` each)
 /// copied into it by repeating the last column and row: a picture of one pixel's width or
 /// height is encoded at two.
-pub(super) fn pad_edges(
+fn pad_edges(
     frame: &mut ff::frame::Video,
     plane: usize,
     width: usize,
@@ -462,7 +462,7 @@ pub(super) fn pad_edges(
 
 /// Copy `rows` rows of `row_bytes`-wide packed data into a plane of `stride` bytes a row
 /// (each row cut to the stride where the plane is narrower).
-pub(super) fn copy_rows(src: &[u8], row_bytes: usize, rows: usize, stride: usize, dst: &mut [u8]) {
+fn copy_rows(src: &[u8], row_bytes: usize, rows: usize, stride: usize, dst: &mut [u8]) {
     let n = row_bytes.min(stride);
     for r in 0..rows {
         let (from, to) = (r * row_bytes, r * stride);

@@ -31,7 +31,7 @@ pub(super) struct Link {
 
 /// The link's capacity, shared by every connection through the relay: each chunk passed on
 /// takes its time on the wire after the chunks before it, whichever connection sent them.
-pub(super) struct Wire {
+struct Wire {
     bytes_per_sec: u64,
     free_at: std::sync::Mutex<std::time::Instant>,
 }
@@ -57,7 +57,7 @@ impl Wire {
 /// the link's delay before passing it on (every request waits that much more, as it would for
 /// a store that far away) and passes answers back, all connections together, no faster than
 /// the link's rate. Returns its port.
-pub(super) fn start_relay(port: u16, link: Link) -> anyhow::Result<u16> {
+fn start_relay(port: u16, link: Link) -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let relay = listener.local_addr()?.port();
     let wire = std::sync::Arc::new(Wire {

@@ -34,7 +34,7 @@ pub(super) struct TriageCost {
 /// The 720p video with sound of at least 50 MB that a triage of a bucket is measured on
 /// (generated once, kept), its index last as FFmpeg writes it, and a copy with its index
 /// first.
-pub(super) fn big_720p(dir: &Path) -> anyhow::Result<[PathBuf; 2]> {
+fn big_720p(dir: &Path) -> anyhow::Result<[PathBuf; 2]> {
     let last = dir.join("triage-last/720p_sound_60s.mp4");
     let first = dir.join("triage-first/720p_sound_60s.mp4");
     let ffmpeg = |args: &[&str]| -> anyhow::Result<()> {
