@@ -134,6 +134,12 @@ fn bench_gui(
         )),
         ..Default::default()
     };
+    // One frame of the window; the textures it made or freed are let go (no renderer here).
+    let run = |app: &mut App| {
+        let mut out = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+        out.textures_delta.clear();
+        out
+    };
     let started = Instant::now();
     let mut app = App::with_state(&ctx, State::default(), Some(project.clone()));
     while !app.is_idle() {
@@ -141,7 +147,7 @@ fn bench_gui(
             started.elapsed().as_secs() < 300,
             "the catalog did not load"
         );
-        let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+        let _ = run(&mut app);
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let load_secs = started.elapsed().as_secs_f64();
@@ -153,7 +159,7 @@ fn bench_gui(
         framecull::model::Measure::SizeBytes,
         framecull::model::Measure::Aspect,
     )));
-    let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+    let _ = run(&mut app);
     let scatter_dots = app.scatter_dots();
     let mut shown = Vec::new();
     // Each frame: a command (a drag step), then the whole frame laid out and tessellated.
@@ -161,12 +167,12 @@ fn bench_gui(
         for c in setup {
             app.apply(c);
         }
-        let _ = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+        let _ = run(app);
         let mut ms = Vec::with_capacity(frames);
         for k in 0..frames {
             let t = Instant::now();
             app.apply(step(k));
-            let out = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+            let out = run(app);
             let _ = ctx.tessellate(out.shapes, out.pixels_per_point);
             ms.push(t.elapsed().as_secs_f64() * 1e3);
             shown.push(app.shown());
@@ -244,7 +250,7 @@ fn bench_gui(
         while app.pending_edits() > 0 {
             anyhow::ensure!(waiting.elapsed().as_secs() < 120, "the label edit hung");
             let t = Instant::now();
-            let out = ctx.run_ui(input(), |ui| app.frame_ui(ui));
+            let out = run(&mut app);
             let _ = ctx.tessellate(out.shapes, out.pixels_per_point);
             slowest = slowest.max(t.elapsed().as_secs_f64() * 1e3);
             std::thread::sleep(std::time::Duration::from_millis(2));
