@@ -88,6 +88,8 @@ const fn spec(
 }
 
 impl FlagCode {
+    /// The registry itself: one arm per flag code with its name, source, severity and
+    /// explanation, each defined here once. Long because it is the table, not an algorithm.
     pub const fn spec(self) -> FlagSpec {
         use FlagSource::{Decode, Duplicates, Probe, Rule};
         use Severity::{Error, Info, Warning};

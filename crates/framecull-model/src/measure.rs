@@ -151,7 +151,10 @@ const fn spec(
 }
 
 impl Measure {
-    /// Everything about the measure but its value.
+    /// Everything about the measure but its value. The registry itself: one arm per measure
+    /// with its name, title, unit, where it is stored and what reads it (manifest column,
+    /// log scale, triage estimate, outlier test), each defined here once. Long because it
+    /// is the table, not an algorithm.
     pub const fn spec(self) -> MeasureSpec {
         use Stored::{Derived, Items, Metrics};
         match self {
