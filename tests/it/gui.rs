@@ -658,6 +658,12 @@ fn demo_project_on_the_software_adapter() {
         h.query_by_label(&first).is_some(),
         "{first} not in the inspector"
     );
+    // A command naming a file the view does not hold (gone since it was made) changes
+    // nothing: the selection stays.
+    h.state_mut()
+        .apply(Command::Selection(SelectionCommand::Select(Some(i64::MAX))));
+    h.run_steps(2);
+    assert_eq!(h.state().selected_path(), Some(first.as_str()));
     h.get_by_label("Rescan").click();
     h.step();
     if let Some(cancel) = h.query_by_label("Cancel") {
