@@ -6,15 +6,19 @@
 #     framecull-VERSION-ARCH-linux.tar.gz  #   the .deb's tree, for systems with the same libraries
 #   bash packaging/build.sh --profile dev  # the same from the dev profile, compressed fast
 #                                          # (what CI's install smoke test uses: see smoke.sh)
+#   ... --binary target/debug/framecull    # packs that binary, built before, with no build
+#                                          # (CI: the one its tests ran)
 # All hold the binary, the desktop entry, the icons, the man page and the shell completions
 # (generated from the command-line definition).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=release
+binary=""
 while (($#)); do
   case "$1" in
     --profile) profile="$2"; shift 2 ;;
-    *) echo "usage: bash packaging/build.sh [--profile release|dev]" >&2; exit 2 ;;
+    --binary) binary="${2:?--binary needs the path of a built framecull}"; shift 2 ;;
+    *) echo "usage: bash packaging/build.sh [--profile release|dev] [--binary PATH]" >&2; exit 2 ;;
   esac
 done
 case "$profile" in
@@ -26,9 +30,12 @@ bash scripts/toolchain.sh
 if [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi
 bash packaging/deps.sh
 
-cargo build --profile "$profile" --bin framecull
-target="${CARGO_TARGET_DIR:-target}"
-bin="$target/$profile_dir/framecull"
+if [ -n "$binary" ]; then
+  bin="$binary"
+else
+  cargo build --profile "$profile" --bin framecull
+  bin="${CARGO_TARGET_DIR:-target}/$profile_dir/framecull"
+fi
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | sed -n 1p)"
 arch="$(dpkg --print-architecture 2>/dev/null || uname -m)"
 

@@ -2,6 +2,8 @@
 # The wheel as a user gets it, on clean systems with no compiler and no FFmpeg:
 #   bash packaging/wheel-smoke.sh [--profile release|dev]   # default release; CI uses dev
 #   bash packaging/wheel-smoke.sh --wheel dist/framecull-*.whl  # a wheel built before
+#   bash packaging/wheel-smoke.sh --profile dev --binary target/debug/framecull
+#                                  # the wheel around that executable (CI: the tests' one)
 # 1. Builds dist/framecull-*.whl with packaging/wheel.sh (the arguments are its) and checks it
 #    with `auditwheel show`: no library outside the manylinux policy that it does not carry.
 # 2. Makes clean Debian 12 and Debian 13 roots with debootstrap (minbase) holding only
@@ -23,6 +25,13 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 smoke="$PWD/target/wheel-smoke"
+# The executable the source build's frames are read with at the end: the one given to wheel.sh,
+# else a build here.
+binary=""
+args=("$@")
+for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+  if [ "${args[i]}" = "--binary" ]; then binary="${args[i + 1]}"; fi
+done
 suites=(bookworm trixie)
 # What a user's system has: Python with venv, and the libraries the window loads (X11 and
 # Wayland clients, a Vulkan loader with a software driver, fonts are not needed).
@@ -214,8 +223,11 @@ done
 # first root's manifest and files.
 venv="${FRAMECULL_VENV:-target/python-venv}"
 bash scripts/python.sh --no-test
-cargo build --bin framecull
-FRAMECULL_WORKER_EXE="$PWD/target/debug/framecull" "$venv/bin/python" "$smoke/frames.py" \
+if [ -z "$binary" ]; then
+  cargo build --bin framecull
+  binary=target/debug/framecull
+fi
+FRAMECULL_WORKER_EXE="$(realpath "$binary")" "$venv/bin/python" "$smoke/frames.py" \
   "$smoke/${suites[0]}/root/project/manifests/smoke" "$smoke/${suites[0]}/data" >"$smoke/source-frames.json"
 log "source build: loader $(cat "$smoke/source-frames.json")"
 python3 - "$smoke" "${suites[@]}" <<'EOF'

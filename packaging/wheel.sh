@@ -5,6 +5,8 @@
 #     dist/framecull-VERSION.tar.gz         # the sdist (builds where Rust and FFmpeg's headers are)
 #   bash packaging/wheel.sh --profile dev   # the same from the dev profile (CI's smoke test)
 #   bash packaging/wheel.sh --tools-only    # only the tools' venv (target/wheel/tools)
+#   ... --binary target/debug/framecull     # with that executable, built before (CI: the one
+#                                           # its tests ran); the extension is built here
 # The wheel holds the extension module (python/), the `framecull` executable with the window
 # (framecull/bin/framecull, put on the environment's PATH by a launcher script, and the
 # loader's worker process), and the FFmpeg libraries both link with their own dependencies,
@@ -15,11 +17,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=release
 tools_only=false
+binary=""
 while (($#)); do
   case "$1" in
     --profile) profile="${2:?--profile needs release or dev}"; shift 2 ;;
     --tools-only) tools_only=true; shift ;;
-    *) echo "usage: bash packaging/wheel.sh [--profile release|dev] [--tools-only]" >&2; exit 2 ;;
+    --binary) binary="${2:?--binary needs the path of a built framecull}"; shift 2 ;;
+    *) echo "usage: bash packaging/wheel.sh [--profile release|dev] [--tools-only] [--binary PATH]" >&2; exit 2 ;;
   esac
 done
 case "$profile" in
@@ -43,7 +47,10 @@ fi
 export PATH="$tools/bin:$PATH"
 if $tools_only; then exit 0; fi
 
-cargo build --profile "$profile" --bin framecull
+if [ -z "$binary" ]; then
+  cargo build --profile "$profile" --bin framecull
+  binary="$target/$profile_dir/framecull"
+fi
 rm -rf "$work/raw" "$work/stage" "$work/packed"
 maturin build --quiet --profile "$profile" --manifest-path python/Cargo.toml \
   --out "$work/raw" --compatibility linux --auditwheel skip
@@ -52,7 +59,7 @@ unpacked="$(ls -d "$work"/stage/framecull-*)"
 version="${unpacked##*/framecull-}"
 
 # The executable, stripped (the dev profile's debug information is most of its size).
-install -Dm755 "$target/$profile_dir/framecull" "$unpacked/framecull/bin/framecull"
+install -Dm755 "$binary" "$unpacked/framecull/bin/framecull"
 strip --strip-all "$unpacked/framecull/bin/framecull" "$unpacked"/framecull/_framecull*.so
 # `framecull` on the environment's PATH: pip installs this script into its bin/ with the
 # environment's Python in the first line. It finds the package without importing it (no

@@ -1258,9 +1258,9 @@ fn remote_project_in_the_window() {
 /// Thumbnails are decoded in a worker process: a decoder that crashes on one file (fault
 /// injection) costs that thumbnail, shown as "cannot decode" with the reason, and the window
 /// goes on with the others.
-#[cfg(feature = "fault-injection")]
 #[test]
 fn a_decoder_that_crashes_on_a_thumbnail_costs_that_thumbnail_only() {
+    framecull::media::isolate::inject_faults_in_workers();
     use framecull::media::synth::ImageKind;
     let data = tempfile::tempdir().unwrap();
     common::image(data.path(), "good.png", ImageKind::Png, 64, 48, None);

@@ -1,7 +1,8 @@
 //! Deep analysis runs FFmpeg in worker processes: a decoder that crashes, hangs or allocates
 //! without end costs its file a row with the reason, and the run goes on. The faults are
-//! injected by the `fault-injection` feature, on files named `framecull-fault-crash*`,
-//! `-hang*` and `-alloc*`.
+//! injected where `FRAMECULL_FAULT_INJECTION=1` (`common::bin` sets it; in this process,
+//! `inject_faults_in_workers`), on files named `framecull-fault-crash*`, `-hang*` and
+//! `-alloc*`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -120,6 +121,36 @@ fn a_crash_a_hang_and_a_runaway_allocation_each_cost_one_file_a_reason() {
         common::list_jsonl(faulted.path())["framecull-fault-crash.png"]["flags"],
         rows["framecull-fault-crash.png"]["flags"]
     );
+}
+
+/// Fault injection is a switch of every build, off unless set: without it, a file named as a
+/// fault is an ordinary file, probed and analysed as any other.
+#[test]
+fn without_the_switch_a_file_named_as_a_fault_is_an_ordinary_file() {
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path();
+    common::image(d, "framecull-fault-crash.png", ImageKind::Png, 64, 48, None);
+    common::video(d, "framecull-fault-hang.mp4", &clip(10));
+    let project = tempfile::tempdir().unwrap();
+    let out = common::bin()
+        .env_remove(framecull::model::FAULTS_ENV)
+        .args(["scan", d.to_str().unwrap(), "--deep", "--project"])
+        .arg(project.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let rows = common::list_jsonl(project.path());
+    assert_eq!(rows["framecull-fault-crash.png"]["status"], "ok");
+    assert_eq!(rows["framecull-fault-crash.png"]["width"], 64);
+    assert_eq!(rows["framecull-fault-hang.mp4"]["status"], "ok");
+    assert_eq!(rows["framecull-fault-hang.mp4"]["frame_count"], 10);
+    for row in rows.values() {
+        let flags = row["flags"].as_array().unwrap();
+        assert!(
+            flags.iter().all(|f| f["code"] != "undecodable"),
+            "{flags:?}"
+        );
+    }
 }
 
 /// Isolated and in-process analysis store the same results (`FRAMECULL_WORKER_EXE=` turns
@@ -278,6 +309,7 @@ fn windows_of(mut loader: framecull::loader::Loader, paths: &[String]) -> (Windo
 /// the CPU path (preprocessed in the worker) and the GPU path's frames (preprocessed here).
 #[test]
 fn the_loader_skips_a_clip_whose_decoder_crashes_hangs_or_overallocates_and_reads_the_rest() {
+    framecull::media::isolate::inject_faults_in_workers();
     use framecull::loader::LoaderConfig;
     let data = tempfile::tempdir().unwrap();
     let d = data.path().join("data");
@@ -386,6 +418,7 @@ fn the_loader_skips_a_clip_whose_decoder_crashes_hangs_or_overallocates_and_read
 /// with the reason, not the end of the window.
 #[test]
 fn the_players_pictures_come_from_a_worker_the_same_and_a_crash_is_an_error() {
+    framecull::media::isolate::inject_faults_in_workers();
     use framecull::media::Source;
     use framecull::media::pictures::Pictures;
     let data = tempfile::tempdir().unwrap();
@@ -430,6 +463,7 @@ fn the_players_pictures_come_from_a_worker_the_same_and_a_crash_is_an_error() {
 /// good objects read (scan, loader, the player's pictures) as they do in this process.
 #[test]
 fn a_decoder_crash_on_an_object_in_a_bucket_costs_its_file_a_reason_too() {
+    framecull::media::isolate::inject_faults_in_workers();
     use framecull::loader::{Loader, LoaderConfig};
     let Some(moto) = common::s3::moto_server() else {
         return;

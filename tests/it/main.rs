@@ -11,8 +11,7 @@ mod corpus;
 mod exactness;
 mod fuzz_corpus;
 mod gui;
-// Crash, hang and memory faults in analysis workers: needs `--features fault-injection`.
-#[cfg(feature = "fault-injection")]
+// Crash, hang and memory faults in worker processes (FRAMECULL_FAULT_INJECTION).
 mod isolation;
 mod kill;
 mod labels;

@@ -570,7 +570,6 @@ fn window(
     memory: &mut SharedMemory,
     scratch: &mut Scratch,
 ) -> Answer {
-    #[cfg(feature = "fault-injection")]
     framecull_media::isolate::inject_fault(&clip.path.to_string_lossy());
     let (hits, fills) = (readers.cache_hits, readers.cache_fills);
     let mut times = ReadTimes::default();

@@ -350,10 +350,10 @@ fn write_shard(
                 return Err(ManifestError::Stopped);
             }
             flushed = start_writeback(&tar, flushed);
-            #[cfg(feature = "fault-injection")]
-            if let Some(ms) = std::env::var("FRAMECULL_FAULT_SLOW_SHARD_MS")
-                .ok()
-                .and_then(|v| v.parse().ok())
+            if framecull_model::faults_on()
+                && let Some(ms) = std::env::var("FRAMECULL_FAULT_SLOW_SHARD_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
             {
                 std::thread::sleep(std::time::Duration::from_millis(ms));
             }

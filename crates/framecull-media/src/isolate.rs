@@ -236,6 +236,9 @@ impl Worker {
             // Out of the terminal's process group: Ctrl-C stops the run, which lets the
             // files in flight finish, rather than killing the workers under them.
             .process_group(0);
+        if FAULTS_IN_WORKERS.load(Ordering::SeqCst) {
+            command.env(framecull_model::FAULTS_ENV, "1");
+        }
         let memory = spec.memory_bytes;
         // SAFETY: between fork and exec only async-signal-safe calls are made (prctl,
         // setrlimit, fcntl, dup2).
@@ -561,11 +564,24 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Test support (feature `fault-injection`): misbehave on a file whose name starts with
-/// `framecull-fault-crash` (SIGSEGV), `framecull-fault-hang` (loop for ever) or
-/// `framecull-fault-alloc` (allocate until refused), as a broken decoder would.
-#[cfg(feature = "fault-injection")]
+/// Whether the workers this process starts inject faults ([`inject_faults_in_workers`]).
+static FAULTS_IN_WORKERS: AtomicBool = AtomicBool::new(false);
+
+/// Test support: the workers this process starts from now on inject faults
+/// ([`framecull_model::FAULTS_ENV`] in their environment), while this process does not (a
+/// test that reads a `framecull-fault-*` file through a worker, in the test's own process).
+pub fn inject_faults_in_workers() {
+    FAULTS_IN_WORKERS.store(true, Ordering::SeqCst);
+}
+
+/// Test support, where fault injection is on ([`framecull_model::faults_on`]): misbehave on
+/// a file whose name starts with `framecull-fault-crash` (SIGSEGV), `framecull-fault-hang`
+/// (loop for ever) or `framecull-fault-alloc` (allocate until refused), as a broken decoder
+/// would. Otherwise nothing.
 pub fn inject_fault(path: &str) {
+    if !framecull_model::faults_on() {
+        return;
+    }
     let name = path.rsplit('/').next().unwrap_or(path);
     let named = |fault: &str| name.starts_with(&format!("framecull-fault-{fault}"));
     if named("crash") {

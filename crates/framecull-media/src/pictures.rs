@@ -147,7 +147,6 @@ impl PicturesService {
         budget_secs: f64,
         stores: &mut Stores,
     ) -> Response {
-        #[cfg(feature = "fault-injection")]
         crate::isolate::inject_fault(&source.name());
         let source = match source.into_opened(stores) {
             Ok(source) => source,
@@ -188,7 +187,6 @@ impl PicturesService {
         read: ReadAs,
         stores: &mut Stores,
     ) -> Response {
-        #[cfg(feature = "fault-injection")]
         crate::isolate::inject_fault(&source.name());
         self.picture_reader = None;
         let opened = source

@@ -34,7 +34,6 @@ pub fn serve() -> std::io::Result<()> {
 }
 
 fn answer(request: Request, stores: &mut Stores) -> Response {
-    #[cfg(feature = "fault-injection")]
     framecull_media::isolate::inject_fault(&match &request {
         Request::Probe { source, .. } => source.name(),
         Request::Analyse { item, .. } => item.path.clone(),

@@ -10,9 +10,12 @@ use std::process::{Command, Output};
 
 use framecull::media::synth::{self, ImageKind, Pattern, VideoSpec};
 
+/// The framecull command, its fault injection on (files named `framecull-fault-*` make its
+/// workers crash, hang or over-allocate; no other file is touched).
 pub fn bin() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_framecull"));
-    cmd.env_remove("FRAMECULL_LOG");
+    cmd.env_remove("FRAMECULL_LOG")
+        .env(framecull::model::FAULTS_ENV, "1");
     cmd
 }
 
@@ -24,7 +27,8 @@ pub fn bin_with_file_size_limit(limit: Option<u64>) -> Command {
             let mut c = Command::new("prlimit");
             c.arg(format!("--fsize={bytes}"))
                 .arg(env!("CARGO_BIN_EXE_framecull"))
-                .env_remove("FRAMECULL_LOG");
+                .env_remove("FRAMECULL_LOG")
+                .env(framecull::model::FAULTS_ENV, "1");
             c
         }
         None => bin(),
