@@ -175,6 +175,61 @@ fn kinetics_layout_through_a_path_template_labels_whole_files() {
     );
 }
 
+/// A row that cannot be applied is reported on its line, with why, and the rest is applied.
+#[test]
+fn rows_that_cannot_be_applied_say_why_on_their_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    common::image(&data, "a.png", ImageKind::Png, 32, 24, None);
+    short_video(&data, "v.mp4", 30);
+    let proj = tmp.path().join("proj");
+    scan(&data, &proj);
+    let csv = tmp.path().join("labels.csv");
+    std::fs::write(
+        &csv,
+        "path,start,end,label\n\
+         a.png,,,\n\
+         a.png,f1,f5,x\n\
+         v.mp4,f5,,x\n\
+         v.mp4,f20,f10,x\n\
+         v.mp4,f5,f10,kept\n",
+    )
+    .unwrap();
+    let r = report(&expect(
+        &proj,
+        1,
+        &["labels", "import", csv.to_str().unwrap(), "--json"],
+    ));
+    let why: Vec<(u64, String)> = r["invalid"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["line"].as_u64().unwrap(),
+                p["why"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        why,
+        [
+            (2, "no label".to_string()),
+            (3, "a start and an end need a video".into()),
+            (
+                4,
+                "a start without an end, or an end without a start".into()
+            ),
+            (
+                5,
+                "the clip is empty: end f10 is not after start f20".into()
+            ),
+        ],
+    );
+    assert_eq!(r["clips_added"], 1);
+}
+
 #[test]
 fn folders_clips_tags_problems_dry_run_undo_and_the_round_trip() {
     let tmp = tempfile::tempdir().unwrap();

@@ -144,6 +144,43 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             why.clone(),
         ));
     }
+    decode_error_flags(item, m, config, d, frames, out);
+    if item.kind != MediaKind::Video {
+        return;
+    }
+    frame_count_flags(item, m, d, decode, frames, out);
+    stream_flags(m, d, out);
+    picture_flags(item, m, config, d, out);
+    if let Some(why) = &m.suspect {
+        out.push(flag(
+            FlagCode::Suspect,
+            Severity::Warning,
+            d,
+            format!("{why}: deepen to know (framecull analyze --where 'flag:suspect')"),
+        ));
+    }
+    if m.timed_out {
+        out.push(flag(
+            FlagCode::TimedOut,
+            Severity::Warning,
+            d,
+            format!(
+                "analysis stopped at the per-file time budget after {}",
+                count(m.decoded_frames, frames)
+            ),
+        ));
+    }
+}
+
+/// The errors met decoding the file or, where every frame decoded, the decoder's messages.
+fn decode_error_flags(
+    item: &Item,
+    m: &Metrics,
+    config: &Config,
+    d: FlagSource,
+    frames: &str,
+    out: &mut Vec<Flag>,
+) {
     if m.decode_errors > 0 {
         let share = m.decode_errors as f64 / m.decoded_frames.max(1) as f64;
         let severity =
@@ -199,9 +236,18 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             ),
         ));
     }
-    if item.kind != MediaKind::Video {
-        return;
-    }
+}
+
+/// A video's length against its header: truncated, frames that repeat, or fewer or more
+/// frames than it declares.
+fn frame_count_flags(
+    item: &Item,
+    m: &Metrics,
+    d: FlagSource,
+    decode: &str,
+    frames: &str,
+    out: &mut Vec<Flag>,
+) {
     if m.truncated {
         let declared = item.info.duration_secs.unwrap_or(0.0);
         let decoded = m.decoded_duration_secs.unwrap_or(0.0);
@@ -251,6 +297,10 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             ));
         }
     }
+}
+
+/// A video's timestamps out of order, a variable frame rate, and a frame size that changes.
+fn stream_flags(m: &Metrics, d: FlagSource, out: &mut Vec<Flag>) {
     if m.pts_backwards > 0 || m.pts_repeats > 0 {
         out.push(flag(
             FlagCode::Timestamps,
@@ -287,6 +337,10 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             },
         ));
     }
+}
+
+/// What a video's frames show: black, frozen, bars around the picture, interlacing.
+fn picture_flags(item: &Item, m: &Metrics, config: &Config, d: FlagSource, out: &mut Vec<Flag>) {
     if let Some(share) = m
         .black_share
         .filter(|s| *s >= config.quality.black_share_above)
@@ -344,28 +398,20 @@ fn decode_flags(item: &Item, m: &Metrics, config: &Config, out: &mut Vec<Flag>) 
             interlaced_reason(order, m),
         ));
     }
-    if let Some(why) = &m.suspect {
-        out.push(flag(
-            FlagCode::Suspect,
-            Severity::Warning,
-            d,
-            format!("{why}: deepen to know (framecull analyze --where 'flag:suspect')"),
-        ));
-    }
-    if m.timed_out {
-        out.push(flag(
-            FlagCode::TimedOut,
-            Severity::Warning,
-            d,
-            format!(
-                "analysis stopped at the per-file time budget after {}",
-                count(m.decoded_frames, frames)
-            ),
-        ));
-    }
 }
 
 fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut Vec<Flag>) {
+    size_flags(item, config, out);
+    if item.kind == MediaKind::Video {
+        duration_and_fps_flags(item, &config.rules, out);
+    }
+    let Some(m) = metrics else { return };
+    quality_flags(item, m, &config.quality, out);
+}
+
+/// A picture too large to decode, smaller or larger than the rules allow, or with an aspect
+/// ratio outside theirs.
+fn size_flags(item: &Item, config: &Config, out: &mut Vec<Flag>) {
     let r = &config.rules;
     let s = FlagSource::Rule;
     let i = &item.info;
@@ -425,46 +471,54 @@ fn rule_flags(item: &Item, metrics: Option<&Metrics>, config: &Config, out: &mut
             ));
         }
     }
-    if item.kind == MediaKind::Video {
-        if let Some(d) = i.duration_secs {
-            if let Some(min) = r.min_duration_secs.filter(|m| d < *m) {
-                out.push(flag(
-                    FlagCode::DurationBelowMin,
-                    Severity::Warning,
-                    s,
-                    format!("duration {} is below the minimum {}", secs(d), secs(min)),
-                ));
-            }
-            if let Some(max) = r.max_duration_secs.filter(|m| d > *m) {
-                out.push(flag(
-                    FlagCode::DurationAboveMax,
-                    Severity::Warning,
-                    s,
-                    format!("duration {} is above the maximum {}", secs(d), secs(max)),
-                ));
-            }
+}
+
+/// A video's duration and frame rate below the rules' minimum or above their maximum.
+fn duration_and_fps_flags(item: &Item, r: &Rules, out: &mut Vec<Flag>) {
+    let s = FlagSource::Rule;
+    let i = &item.info;
+    if let Some(d) = i.duration_secs {
+        if let Some(min) = r.min_duration_secs.filter(|m| d < *m) {
+            out.push(flag(
+                FlagCode::DurationBelowMin,
+                Severity::Warning,
+                s,
+                format!("duration {} is below the minimum {}", secs(d), secs(min)),
+            ));
         }
-        if let Some(f) = i.fps {
-            if let Some(min) = r.min_fps.filter(|m| f < *m) {
-                out.push(flag(
-                    FlagCode::FpsBelowMin,
-                    Severity::Warning,
-                    s,
-                    format!("{f:.2} fps is below the minimum {min}"),
-                ));
-            }
-            if let Some(max) = r.max_fps.filter(|m| f > *m) {
-                out.push(flag(
-                    FlagCode::FpsAboveMax,
-                    Severity::Warning,
-                    s,
-                    format!("{f:.2} fps is above the maximum {max}"),
-                ));
-            }
+        if let Some(max) = r.max_duration_secs.filter(|m| d > *m) {
+            out.push(flag(
+                FlagCode::DurationAboveMax,
+                Severity::Warning,
+                s,
+                format!("duration {} is above the maximum {}", secs(d), secs(max)),
+            ));
         }
     }
-    let Some(m) = metrics else { return };
-    let q = &config.quality;
+    if let Some(f) = i.fps {
+        if let Some(min) = r.min_fps.filter(|m| f < *m) {
+            out.push(flag(
+                FlagCode::FpsBelowMin,
+                Severity::Warning,
+                s,
+                format!("{f:.2} fps is below the minimum {min}"),
+            ));
+        }
+        if let Some(max) = r.max_fps.filter(|m| f > *m) {
+            out.push(flag(
+                FlagCode::FpsAboveMax,
+                Severity::Warning,
+                s,
+                format!("{f:.2} fps is above the maximum {max}"),
+            ));
+        }
+    }
+}
+
+/// What the picture shows against the quality rules: dark, overexposed, greyscale, nearly
+/// uniform.
+fn quality_flags(item: &Item, m: &Metrics, q: &QualityRules, out: &mut Vec<Flag>) {
+    let s = FlagSource::Rule;
     if let Some(b) = m.brightness {
         if b < q.dark_below {
             out.push(flag(

@@ -16,18 +16,20 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
 use std::time::Instant;
 
 use framecull_manifest::{ClipFileColumns, ClipFiles};
 use framecull_media::clip::{self, ClipError, ClipSource, ClipWritten};
 use framecull_media::source::Source;
 use framecull_model::{MediaKind, ReadAs, SeekReference, StreamChoice};
-use framecull_storage::{Remote, Root, StorageError};
+use framecull_storage::{Root, StorageError};
 use serde::{Deserialize, Serialize};
 
 use framecull_manifest::{ManifestError, ManifestRow};
+mod output;
+use output::Output;
 
 /// The ledger of a clip folder: one JSON line per clip file written.
 pub const LEDGER: &str = ".framecull-clips.jsonl";
@@ -95,29 +97,8 @@ pub fn materialize(
         .iter()
         .map(|r| (r.file_fingerprint.as_str(), r))
         .collect();
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ManifestError::Io { path, source }
-    };
     let output = Output::open(root, dir)?;
-    let work = output.work_dir();
-    std::fs::create_dir_all(work).map_err(io(work))?;
-    let ledger_path = work.join(LEDGER);
-    let mut ledger = output.remote_ledger()?;
-    ledger.extend(read_ledger(&ledger_path));
-    let mut appender = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&ledger_path)
-        .map_err(io(&ledger_path))?;
-    // A line a kill cut short ends here, not in the next entry.
-    let ends_whole = std::fs::read(&ledger_path)
-        .map_err(io(&ledger_path))?
-        .last()
-        .is_none_or(|&b| b == b'\n');
-    if !ends_whole {
-        appender.write_all(b"\n").map_err(io(&ledger_path))?;
-    }
+    let mut ledger = Ledger::open(&output)?;
     let mut out = Materialized {
         files: ClipFiles {
             dir: output.recorded(),
@@ -126,9 +107,115 @@ pub fn materialize(
         ..Materialized::default()
     };
     let total = rows.len() as u64;
+    let mut results = written_before(rows, &ledger.entries, &output)?;
+    out.present = results.iter().filter(|r| r.is_some()).count() as u64;
+    let order = write_order(rows, &results);
+    let jobs = jobs.max(1);
+    let runs = runs_of(rows, &order, jobs);
+    let next = AtomicUsize::new(0);
+    let mut progress = Progress {
+        done: out.present,
+        total,
+        started,
+        on_progress,
+    };
+    progress.tell(0);
+    let writer = ClipWriter {
+        root,
+        rows,
+        references: &references,
+        output: &output,
+        runs: &runs,
+        next: &next,
+        stop,
+    };
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Entry, NoClipFile>)>();
+        for _ in 0..jobs.min(runs.len()) {
+            let (tx, writer) = (tx.clone(), &writer);
+            scope.spawn(move || writer.write_runs(&tx));
+        }
+        drop(tx);
+        record_written(
+            rx,
+            &mut ledger,
+            &output,
+            &mut results,
+            &mut out,
+            &mut progress,
+        );
+    });
+    output.publish_ledger(&ledger.entries);
+    if results.iter().any(Option::is_none) {
+        return Err(ManifestError::Stopped);
+    }
+    set_clip_columns(rows, results, &mut out);
+    out.secs = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// A clip folder's ledger: its entries by clip id (a bucket's with the work folder's), and
+/// its file in the work folder, open for appending.
+struct Ledger {
+    path: PathBuf,
+    entries: HashMap<String, Entry>,
+    appender: std::fs::File,
+}
+
+impl Ledger {
+    /// The ledger of `output`, its work folder made where missing and its file opened for
+    /// appending, a last line a kill cut short ended.
+    fn open(output: &Output) -> Result<Ledger, ManifestError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ManifestError::Io { path, source }
+        };
+        let work = output.work_dir();
+        std::fs::create_dir_all(work).map_err(io(work))?;
+        let path = work.join(LEDGER);
+        let mut entries = output.remote_ledger()?;
+        entries.extend(read_ledger(&path));
+        let mut appender = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        // A line a kill cut short ends here, not in the next entry.
+        let ends_whole = std::fs::read(&path)
+            .map_err(io(&path))?
+            .last()
+            .is_none_or(|&b| b == b'\n');
+        if !ends_whole {
+            appender.write_all(b"\n").map_err(io(&path))?;
+        }
+        Ok(Ledger {
+            path,
+            entries,
+            appender,
+        })
+    }
+
+    /// Append `entry`'s line to the ledger's file, synced to disk.
+    fn append(&mut self, entry: &Entry) -> Result<(), NoClipFile> {
+        let mut line = serde_json::to_vec(entry)?;
+        line.push(b'\n');
+        self.appender
+            .write_all(&line)
+            .and_then(|()| self.appender.sync_data())
+            .map_err(NoClipFile::at(&self.path))
+    }
+}
+
+/// Each row's clip file that an earlier run wrote, where the ledger records it and the file
+/// there has the size it records; `None` for the clips still to write.
+fn written_before(
+    rows: &[ManifestRow],
+    ledger: &HashMap<String, Entry>,
+    output: &Output,
+) -> Result<Vec<Option<Result<Entry, NoClipFile>>>, ManifestError> {
     // Each row's file: the one an earlier run recorded, where it is whole, else written now.
     let listing = output.listing()?;
-    let mut results: Vec<Option<Result<Entry, NoClipFile>>> = rows
+    let results: Vec<Option<Result<Entry, NoClipFile>>> = rows
         .iter()
         .map(|row| {
             ledger
@@ -137,98 +224,148 @@ pub fn materialize(
                 .map(|e| Ok(e.clone()))
         })
         .collect();
-    out.present = results.iter().filter(|r| r.is_some()).count() as u64;
+    Ok(results)
+}
+
+/// The rows whose clips are still to write, by their source and then their place in it.
+fn write_order(rows: &[ManifestRow], results: &[Option<Result<Entry, NoClipFile>>]) -> Vec<usize> {
     // The clips to write, those of a file one after another (rows come by clip id, a hash),
     // in order, in runs of one source each.
     let mut order: Vec<usize> = (0..rows.len()).filter(|&i| results[i].is_none()).collect();
     order.sort_by_key(|&i| (source_of(&rows[i]), rows[i].start_frame, rows[i].start_pts));
-    let jobs = jobs.max(1);
+    order
+}
+
+/// `order` cut into runs of one source each, none longer than a quarter of a thread's share
+/// of `jobs` threads.
+fn runs_of<'a>(rows: &[ManifestRow], order: &'a [usize], jobs: usize) -> Vec<&'a [usize]> {
     let longest = order.len().div_ceil(jobs * 4).max(1);
     let mut runs: Vec<&[usize]> = Vec::new();
     for same in order.chunk_by(|&a, &b| source_of(&rows[a]) == source_of(&rows[b])) {
         runs.extend(same.chunks(longest));
     }
-    let next = AtomicUsize::new(0);
-    let mut done = out.present;
-    on_progress(MaterializeProgress {
-        done,
-        total,
-        bytes: 0,
-        secs: started.elapsed().as_secs_f64(),
-    });
-    let shared: &[ManifestRow] = rows;
-    std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Entry, NoClipFile>)>();
-        for _ in 0..jobs.min(runs.len()) {
-            let (tx, runs, next, output, references) =
-                (tx.clone(), &runs, &next, &output, &references);
-            scope.spawn(move || {
-                while let Some(run) = runs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    // The source of the clip before, kept open for the next clips of the
-                    // same file: its frames are indexed once.
-                    let mut open: Option<(SourceKey, ClipSource)> = None;
-                    for &at in *run {
-                        if stop.load(Ordering::Relaxed) {
-                            return;
-                        }
-                        let row = &shared[at];
-                        let entry = write_one(
-                            root,
-                            row,
-                            references.get(row.file_fingerprint.as_str()).copied(),
-                            output.work_dir(),
-                            &mut open,
-                        )
-                        .and_then(|(file, w)| {
-                            let mut entry = Entry::of(&row.clip_id, &file, w)?;
-                            if let Some(fingerprint) = output.deliver(&file)? {
-                                entry.fingerprint = fingerprint;
-                            }
-                            Ok(entry)
-                        });
-                        if tx.send((at, entry)).is_err() {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-        drop(tx);
-        // Each file written is recorded here, one thread appending to the ledger.
-        for (at, entry) in rx {
-            let entry = entry.and_then(|entry| {
-                let mut line = serde_json::to_vec(&entry)?;
-                line.push(b'\n');
-                appender
-                    .write_all(&line)
-                    .and_then(|()| appender.sync_data())
-                    .map_err(NoClipFile::at(&ledger_path))?;
-                out.written += 1;
-                out.bytes += entry.bytes;
-                out.reencoded_frames += entry.encoded;
-                out.copied_frames += entry.copied;
-                ledger.insert(entry.clip_id.clone(), entry.clone());
-                Ok(entry)
-            });
-            // A bucket's copy of the ledger, now and then (a rerun elsewhere resumes from
-            // it; this machine's rerun from the staging folder's).
-            if output.ledger_due() {
-                output.publish_ledger(&ledger);
-            }
-            results[at] = Some(entry);
-            done += 1;
-            on_progress(MaterializeProgress {
-                done,
-                total,
-                bytes: out.bytes,
-                secs: started.elapsed().as_secs_f64(),
-            });
-        }
-    });
-    output.publish_ledger(&ledger);
-    if results.iter().any(Option::is_none) {
-        return Err(ManifestError::Stopped);
+    runs
+}
+
+/// How far a materialization is, as its caller is told.
+struct Progress<'a> {
+    /// Clips done (written, present or failed) of `total`.
+    done: u64,
+    total: u64,
+    started: Instant,
+    on_progress: &'a mut dyn FnMut(MaterializeProgress),
+}
+
+impl Progress<'_> {
+    /// Tell the caller how far the run is, with `bytes` written so far.
+    fn tell(&mut self, bytes: u64) {
+        (self.on_progress)(MaterializeProgress {
+            done: self.done,
+            total: self.total,
+            bytes,
+            secs: self.started.elapsed().as_secs_f64(),
+        });
     }
+}
+
+/// What the threads that write clip files share: the rows, where their files go, and the
+/// runs of clips they take one after another.
+struct ClipWriter<'a> {
+    root: &'a Root,
+    rows: &'a [ManifestRow],
+    /// The version's seek references, by file fingerprint.
+    references: &'a HashMap<&'a str, &'a SeekReference>,
+    output: &'a Output,
+    runs: &'a [&'a [usize]],
+    /// The next run to take.
+    next: &'a AtomicUsize,
+    stop: &'a AtomicBool,
+}
+
+impl ClipWriter<'_> {
+    /// Take runs and write their clips until no run is left, the run stops or the receiver
+    /// is gone, sending each row's entry (or why it has no file) to `tx`.
+    fn write_runs(&self, tx: &Sender<(usize, Result<Entry, NoClipFile>)>) {
+        while let Some(run) = self.runs.get(self.next.fetch_add(1, Ordering::Relaxed)) {
+            // The source of the clip before, kept open for the next clips of the
+            // same file: its frames are indexed once.
+            let mut open: Option<(SourceKey, ClipSource)> = None;
+            for &at in *run {
+                if self.stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let entry = self.write_clip(&self.rows[at], &mut open);
+                if tx.send((at, entry)).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Write `row`'s clip file through `open` (the source of the clip before) and put it
+    /// where it goes: its ledger entry, with the object's fingerprint where it was uploaded.
+    fn write_clip(
+        &self,
+        row: &ManifestRow,
+        open: &mut Option<(SourceKey, ClipSource)>,
+    ) -> Result<Entry, NoClipFile> {
+        write_one(
+            self.root,
+            row,
+            self.references.get(row.file_fingerprint.as_str()).copied(),
+            self.output.work_dir(),
+            open,
+        )
+        .and_then(|(file, w)| {
+            let mut entry = Entry::of(&row.clip_id, &file, w)?;
+            if let Some(fingerprint) = self.output.deliver(&file)? {
+                entry.fingerprint = fingerprint;
+            }
+            Ok(entry)
+        })
+    }
+}
+
+/// Record each clip file the writing threads report, until they are done: its entry
+/// appended to the ledger and counted in `out`, its result kept in `results` by row, and
+/// the progress told.
+fn record_written(
+    rx: Receiver<(usize, Result<Entry, NoClipFile>)>,
+    ledger: &mut Ledger,
+    output: &Output,
+    results: &mut [Option<Result<Entry, NoClipFile>>],
+    out: &mut Materialized,
+    progress: &mut Progress<'_>,
+) {
+    // Each file written is recorded here, one thread appending to the ledger.
+    for (at, entry) in rx {
+        let entry = entry.and_then(|entry| {
+            ledger.append(&entry)?;
+            out.written += 1;
+            out.bytes += entry.bytes;
+            out.reencoded_frames += entry.encoded;
+            out.copied_frames += entry.copied;
+            ledger.entries.insert(entry.clip_id.clone(), entry.clone());
+            Ok(entry)
+        });
+        // A bucket's copy of the ledger, now and then (a rerun elsewhere resumes from
+        // it; this machine's rerun from the staging folder's).
+        if output.ledger_due() {
+            output.publish_ledger(&ledger.entries);
+        }
+        results[at] = Some(entry);
+        progress.done += 1;
+        progress.tell(out.bytes);
+    }
+}
+
+/// Set each row's `clip_*` columns from its result (every row has one): its file, counted
+/// among `out`'s files, or why it has none, counted as missing and failed.
+fn set_clip_columns(
+    rows: &mut [ManifestRow],
+    results: Vec<Option<Result<Entry, NoClipFile>>>,
+    out: &mut Materialized,
+) {
     for (row, result) in rows.iter_mut().zip(results.into_iter().flatten()) {
         row.clip = match result {
             Ok(e) => {
@@ -249,183 +386,6 @@ pub fn materialize(
             }
         };
     }
-    out.secs = started.elapsed().as_secs_f64();
-    Ok(out)
-}
-
-/// Where clip files go: a local folder, or a bucket prefix they are uploaded to from a local
-/// staging folder.
-enum Output {
-    Folder(PathBuf),
-    Bucket {
-        remote: Arc<Remote>,
-        staging: PathBuf,
-        /// When the ledger's copy in the bucket was last written.
-        published: std::sync::Mutex<Instant>,
-    },
-}
-
-/// How often a bucket's copy of the ledger is written again while clips are written.
-const LEDGER_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
-
-impl Output {
-    /// `dir` as a folder, or as a bucket prefix (a URL: opened with the settings of the
-    /// dataset's store, where the dataset is in one, else from the environment).
-    fn open(root: &Root, dir: &Path) -> Result<Output, ManifestError> {
-        if !Root::is_url(dir) {
-            std::fs::create_dir_all(dir).map_err(|source| ManifestError::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-            let canonical = std::fs::canonicalize(dir).map_err(|source| ManifestError::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-            return Ok(Output::Folder(canonical));
-        }
-        let url = dir.to_string_lossy();
-        let url = url.trim_end_matches('/');
-        let settings: Vec<(&str, &str)> = root
-            .as_remote()
-            .map(|r| {
-                r.settings()
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let remote = Remote::open_with(url, &settings).map_err(storage)?;
-        // One staging folder a prefix, as one folder a local output: its ledger survives a
-        // kill for this machine's rerun.
-        let key = xxhash_rust::xxh3::xxh3_64(url.as_bytes());
-        let staging = std::env::temp_dir().join(format!("framecull-clips-{key:016x}"));
-        Ok(Output::Bucket {
-            remote: Arc::new(remote),
-            staging,
-            published: std::sync::Mutex::new(Instant::now()),
-        })
-    }
-
-    /// Where clip files are written: the folder, or the staging folder.
-    fn work_dir(&self) -> &Path {
-        match self {
-            Output::Folder(dir) => dir,
-            Output::Bucket { staging, .. } => staging,
-        }
-    }
-
-    /// The folder or the URL, as the version records it.
-    fn recorded(&self) -> String {
-        match self {
-            Output::Folder(dir) => framecull_model::text_of_path(dir).into_owned(),
-            Output::Bucket { remote, .. } => remote.url().to_string(),
-        }
-    }
-
-    /// The objects under a bucket prefix now, by name: their sizes (one listing); `None` for
-    /// a folder, whose files are looked at one by one ([`Output::size_of`]).
-    fn listing(&self) -> Result<Option<HashMap<String, u64>>, ManifestError> {
-        match self {
-            Output::Folder(_) => Ok(None),
-            Output::Bucket { remote, .. } => Ok(Some(
-                remote
-                    .list()
-                    .map_err(storage)?
-                    .into_iter()
-                    .map(|l| (l.rel_path, l.size_bytes))
-                    .collect(),
-            )),
-        }
-    }
-
-    /// The size of clip file `name` there: a folder's file, or the object `listing` has.
-    fn size_of(&self, name: &str, listing: Option<&HashMap<String, u64>>) -> Option<u64> {
-        match (self, listing) {
-            (_, Some(listed)) => listed.get(name).copied(),
-            (Output::Folder(dir), None) => std::fs::metadata(dir.join(name)).ok().map(|m| m.len()),
-            (Output::Bucket { .. }, None) => None,
-        }
-    }
-
-    /// The ledger a bucket prefix holds (none for a folder, whose ledger is its own file).
-    fn remote_ledger(&self) -> Result<HashMap<String, Entry>, ManifestError> {
-        match self {
-            Output::Folder(_) => Ok(HashMap::new()),
-            Output::Bucket { remote, .. } => Ok(remote
-                .get_all(LEDGER)
-                .map_err(storage)?
-                .map(|bytes| parse_ledger(&String::from_utf8_lossy(&bytes)))
-                .unwrap_or_default()),
-        }
-    }
-
-    /// Put the clip file `file`, complete in the work folder, where it goes: a bucket's is
-    /// uploaded and its local copy removed, and its fingerprint is then the object's (its
-    /// size and ETag, as a scan or the loader finds it), where the store gives one.
-    fn deliver(&self, file: &Path) -> Result<Option<String>, StorageError> {
-        let Output::Bucket { remote, .. } = self else {
-            return Ok(None);
-        };
-        let name = file_name(file);
-        // The object as the upload's answer gives it (no HEAD after it).
-        let uploaded = remote.put_file(&name, file);
-        let _ = std::fs::remove_file(file);
-        let object = uploaded?;
-        Ok(framecull_media::fingerprint::of_listing(
-            object.size_bytes,
-            object.e_tag.as_deref(),
-            object.version.as_deref(),
-        ))
-    }
-
-    /// Whether a bucket's copy of the ledger is due again.
-    fn ledger_due(&self) -> bool {
-        match self {
-            Output::Folder(_) => false,
-            Output::Bucket { published, .. } => published
-                .lock()
-                .is_ok_and(|at| at.elapsed() >= LEDGER_EVERY),
-        }
-    }
-
-    /// Write a bucket's copy of the ledger: every entry known, with those another machine
-    /// wrote there since (a failure only warns: the staging folder's ledger has them, and a
-    /// rerun elsewhere writes those clips again).
-    fn publish_ledger(&self, ledger: &HashMap<String, Entry>) {
-        let Output::Bucket {
-            remote, published, ..
-        } = self
-        else {
-            return;
-        };
-        // Another machine's entries, written there since, kept beside this run's.
-        let theirs = match remote.get_all(LEDGER) {
-            Ok(Some(bytes)) => parse_ledger(&String::from_utf8_lossy(&bytes)),
-            _ => HashMap::new(),
-        };
-        let mut entries: Vec<&Entry> = ledger
-            .values()
-            .chain(theirs.values().filter(|e| !ledger.contains_key(&e.clip_id)))
-            .collect();
-        entries.sort_by(|a, b| a.clip_id.cmp(&b.clip_id));
-        let mut text = Vec::new();
-        for entry in entries {
-            if serde_json::to_writer(&mut text, entry).is_ok() {
-                text.push(b'\n');
-            }
-        }
-        if let Err(e) = remote.put(LEDGER, text) {
-            tracing::warn!("the clip files' ledger was not copied to the bucket: {e}");
-        }
-        if let Ok(mut at) = published.lock() {
-            *at = Instant::now();
-        }
-    }
-}
-
-/// A bucket's error as the export's.
-fn storage(e: framecull_storage::StorageError) -> ManifestError {
-    ManifestError::Invalid(e.to_string())
 }
 
 /// A clip file as the ledger records it.

@@ -16,7 +16,7 @@ use framecull_catalog::{Catalog, CatalogError};
 use framecull_media::Source;
 use framecull_media::decode::{DecodeError, frame_timestamps};
 use framecull_model::{
-    Clip, ClipOrigin, Edit, FrameTimeline, Item, ItemId, MediaKind, StreamChoice,
+    Clip, ClipOrigin, Edit, FrameTimeline, Item, ItemId, MediaKind, Review, StreamChoice,
 };
 use framecull_storage::Root;
 
@@ -187,6 +187,16 @@ enum Target {
     Clip(usize, usize, usize),
 }
 
+/// A target as a key: its kind (0 a file's label, 1 a file's tags, 2 a clip), the file, and a
+/// clip's first and end frames (0 for a file).
+type TargetKey = (u8, usize, usize, usize);
+
+/// A target's wish: the labels asked and the rows asking (in file order).
+type Wish<'r> = (Target, Vec<String>, Vec<&'r LabelRow>);
+
+/// A video's frame timeline, or why it cannot be read, by video.
+type Timelines = HashMap<ItemId, Result<FrameTimeline, TimelineError>>;
+
 /// Import labels: match `rows` to the catalog's files and clips and apply them as one
 /// operation (none with `dry_run`). `timeline` reads a video's frame timeline (for rows
 /// with a start and an end), once per video.
@@ -201,16 +211,62 @@ pub fn import(
         dry_run: options.dry_run,
         ..ImportReport::default()
     };
+    let rows = source_rows(source, options, &items, &mut report.notes)?;
+    report.rows = rows.len() as u64;
+    let root = catalog
+        .dataset_root()?
+        .map(|r| r.to_string_lossy().into_owned());
+    let index = PathIndex::new(&items);
+    let mut timelines: Timelines = HashMap::new();
+    // Each target's wish: the labels asked and the rows asking (in file order).
+    let mut wishes: Vec<Wish<'_>> = Vec::new();
+    let mut wish_of: HashMap<TargetKey, usize> = HashMap::new();
+    for row in &rows {
+        let Some(item) = row_file(row, &items, &index, root.as_deref(), &mut report) else {
+            continue;
+        };
+        let asked = row_target(
+            row,
+            item,
+            &items,
+            options.as_tags,
+            &mut timelines,
+            timeline,
+            &mut report,
+        );
+        if let Some(key) = asked {
+            add_wish(&mut wishes, &mut wish_of, key, row);
+        }
+    }
+
+    let reviews = catalog.all_reviews()?;
+    let clips = catalog.all_clips()?;
+    let edits = wish_edits(wishes, &items, &reviews, &clips, &timelines, &mut report);
+    report.invalid.sort_by_key(|p| p.line);
+    if !edits.is_empty() && !options.dry_run {
+        report.operation = Some(catalog.apply(edits)?);
+    }
+    Ok(report)
+}
+
+/// The rows of the label file, or those the class folders make; notes on what is left aside
+/// go to `notes`.
+fn source_rows(
+    source: LabelSource,
+    options: &ImportOptions,
+    items: &[Item],
+    notes: &mut Vec<String>,
+) -> Result<Vec<LabelRow>, LabelError> {
     let rows = match source {
         LabelSource::File(path) => {
-            let (rows, notes) = read_rows(path, options)?;
-            report.notes.extend(notes);
+            let (rows, read_notes) = read_rows(path, options)?;
+            notes.extend(read_notes);
             rows
         }
         LabelSource::Folders => {
-            let (rows, at_root) = folder_rows(&items);
+            let (rows, at_root) = folder_rows(items);
             if at_root > 0 {
-                report.notes.push(format!(
+                notes.push(format!(
                     "{} in no folder, left as they are",
                     framecull_model::count(at_root, "file")
                 ));
@@ -218,125 +274,140 @@ pub fn import(
             rows
         }
     };
-    report.rows = rows.len() as u64;
-    let root = catalog
-        .dataset_root()?
-        .map(|r| r.to_string_lossy().into_owned());
-    let index = PathIndex::new(&items);
-    let mut timelines: HashMap<ItemId, Result<FrameTimeline, TimelineError>> = HashMap::new();
-    // Each target's wish: the labels asked and the rows asking (in file order).
-    let mut wishes: Vec<(Target, Vec<String>, Vec<&LabelRow>)> = Vec::new();
-    let mut wish_of: HashMap<(u8, usize, usize, usize), usize> = HashMap::new();
-    for row in &rows {
-        let problem = |why: String| RowProblem {
-            line: row.line,
-            path: row.path.clone(),
-            why,
-        };
-        // The path as written first (any name a file system allows), then tidied.
-        let mut found = index.find(&row.path);
-        if found.is_empty() {
-            found = index.find(&normalise(&row.path, root.as_deref()));
+    Ok(rows)
+}
+
+/// A row that was not applied, with why.
+fn problem(row: &LabelRow, why: String) -> RowProblem {
+    RowProblem {
+        line: row.line,
+        path: row.path.clone(),
+        why,
+    }
+}
+
+/// The one file of the catalog that a row names (an index into `items`); a row that names
+/// none or several is reported as unmatched or ambiguous.
+fn row_file(
+    row: &LabelRow,
+    items: &[Item],
+    index: &PathIndex<'_>,
+    root: Option<&str>,
+    report: &mut ImportReport,
+) -> Option<usize> {
+    // The path as written first (any name a file system allows), then tidied.
+    let mut found = index.find(&row.path);
+    if found.is_empty() {
+        found = index.find(&normalise(&row.path, root));
+    }
+    match found.as_slice() {
+        [] => {
+            report
+                .unmatched
+                .push(problem(row, "no file of the catalog has this path".into()));
+            None
         }
-        let item = match found.as_slice() {
-            [] => {
-                report
-                    .unmatched
-                    .push(problem("no file of the catalog has this path".into()));
-                continue;
-            }
-            [one] => *one,
-            several => {
-                let names: Vec<&str> = several
-                    .iter()
-                    .take(3)
-                    .map(|&i| items[i].path.as_str())
-                    .collect();
-                let more = if several.len() > 3 { ", …" } else { "" };
-                report.ambiguous.push(problem(format!(
+        [one] => Some(*one),
+        several => {
+            let names: Vec<&str> = several
+                .iter()
+                .take(3)
+                .map(|&i| items[i].path.as_str())
+                .collect();
+            let more = if several.len() > 3 { ", …" } else { "" };
+            report.ambiguous.push(problem(
+                row,
+                format!(
                     "{} files end with it: {}{more}",
                     several.len(),
                     names.join(", ")
-                )));
-                continue;
-            }
-        };
-        if row.labels.is_empty() {
-            report.invalid.push(problem("no label".into()));
-            continue;
+                ),
+            ));
+            None
         }
-        if row.labels.len() > 1 && !options.as_tags {
-            report.invalid.push(problem(format!(
-                "{} labels: a file or clip has one (--as-tags makes them tags)",
-                row.labels.len()
-            )));
-            continue;
-        }
-        let key = match (&row.start, &row.end) {
-            (None, None) if options.as_tags => (1, item, 0, 0),
-            (None, None) => (0, item, 0, 0),
-            (Some(start), Some(end)) => {
-                if options.as_tags {
-                    report
-                        .invalid
-                        .push(problem("a clip has no tags: give a file's tags".into()));
-                    continue;
-                }
-                if items[item].kind != MediaKind::Video {
-                    report
-                        .invalid
-                        .push(problem("a start and an end need a video".into()));
-                    continue;
-                }
-                let tl = timelines
-                    .entry(items[item].id)
-                    .or_insert_with(|| timeline(&items[item]));
-                let span = tl.as_ref().map_err(|e| e.to_string()).and_then(|tl| {
-                    let s = tl.index_at(start, false).map_err(|e| e.to_string())?;
-                    let e = tl.index_at(end, true).map_err(|e| e.to_string())?;
-                    if e > s {
-                        Ok((s, e))
-                    } else {
-                        Err(format!(
-                            "the clip is empty: end {end} is not after start {start}"
-                        ))
-                    }
-                });
-                match span {
-                    Ok((s, e)) => (2, item, s, e),
-                    Err(why) => {
-                        report.invalid.push(problem(why));
-                        continue;
-                    }
-                }
-            }
-            _ => {
-                report.invalid.push(problem(
-                    "a start without an end, or an end without a start".into(),
-                ));
-                continue;
-            }
-        };
-        let k = *wish_of.entry(key).or_insert_with(|| {
-            let target = match key.0 {
-                0 => Target::FileLabel(item),
-                1 => Target::Tags(item),
-                _ => Target::Clip(item, key.2, key.3),
-            };
-            wishes.push((target, Vec::new(), Vec::new()));
-            wishes.len() - 1
-        });
-        let (_, labels, asking) = &mut wishes[k];
-        for l in &row.labels {
-            if !labels.contains(l) {
-                labels.push(l.clone());
-            }
-        }
-        asking.push(row);
     }
+}
 
-    let reviews = catalog.all_reviews()?;
-    let clips = catalog.all_clips()?;
+/// The target a row of file `item` asks for; `None` when the row cannot be applied, with why
+/// in `report`. A row with a start and an end reads its video's timeline into `timelines`
+/// (once per video).
+fn row_target(
+    row: &LabelRow,
+    item: usize,
+    items: &[Item],
+    as_tags: bool,
+    timelines: &mut Timelines,
+    timeline: &mut dyn FnMut(&Item) -> Result<FrameTimeline, TimelineError>,
+    report: &mut ImportReport,
+) -> Option<TargetKey> {
+    let why = match (&row.start, &row.end) {
+        _ if row.labels.is_empty() => "no label".to_string(),
+        _ if row.labels.len() > 1 && !as_tags => format!(
+            "{} labels: a file or clip has one (--as-tags makes them tags)",
+            row.labels.len()
+        ),
+        (None, None) => return Some((u8::from(as_tags), item, 0, 0)),
+        (Some(_), Some(_)) if as_tags => "a clip has no tags: give a file's tags".to_string(),
+        (Some(_), Some(_)) if items[item].kind != MediaKind::Video => {
+            "a start and an end need a video".to_string()
+        }
+        (Some(start), Some(end)) => {
+            let tl = timelines
+                .entry(items[item].id)
+                .or_insert_with(|| timeline(&items[item]));
+            match tl
+                .as_ref()
+                .map(|tl| (tl.index_at(start, false), tl.index_at(end, true)))
+            {
+                Ok((Ok(s), Ok(e))) if e > s => return Some((2, item, s, e)),
+                Ok((Ok(_), Ok(_))) => {
+                    format!("the clip is empty: end {end} is not after start {start}")
+                }
+                Ok((Err(e), _) | (_, Err(e))) => e.to_string(),
+                Err(e) => e.to_string(),
+            }
+        }
+        _ => "a start without an end, or an end without a start".to_string(),
+    };
+    report.invalid.push(problem(row, why));
+    None
+}
+
+/// Add a row's labels to the wish for `key`, starting a wish for a target not asked before.
+fn add_wish<'r>(
+    wishes: &mut Vec<Wish<'r>>,
+    wish_of: &mut HashMap<TargetKey, usize>,
+    key: TargetKey,
+    row: &'r LabelRow,
+) {
+    let k = *wish_of.entry(key).or_insert_with(|| {
+        let target = match key.0 {
+            0 => Target::FileLabel(key.1),
+            1 => Target::Tags(key.1),
+            _ => Target::Clip(key.1, key.2, key.3),
+        };
+        wishes.push((target, Vec::new(), Vec::new()));
+        wishes.len() - 1
+    });
+    let (_, labels, asking) = &mut wishes[k];
+    for l in &row.labels {
+        if !labels.contains(l) {
+            labels.push(l.clone());
+        }
+    }
+    asking.push(row);
+}
+
+/// The edits that grant the wishes, counted in `report`; wishes whose rows disagree on the
+/// label are reported instead.
+fn wish_edits(
+    wishes: Vec<Wish<'_>>,
+    items: &[Item],
+    reviews: &HashMap<ItemId, Review>,
+    clips: &HashMap<ItemId, Vec<Clip>>,
+    timelines: &Timelines,
+    report: &mut ImportReport,
+) -> Vec<Edit> {
     let mut edits = Vec::new();
     for (target, labels, asking) in wishes {
         if !matches!(target, Target::Tags(_)) && labels.len() > 1 {
@@ -355,58 +426,14 @@ pub fn import(
         }
         report.matched += asking.len() as u64;
         let changed = match target {
-            Target::FileLabel(i) => {
-                let id = items[i].id;
-                let before = reviews.get(&id).and_then(|r| r.label.clone());
-                let after = labels.into_iter().next();
-                (before != after).then(|| {
-                    report.files_labelled += 1;
-                    Edit::Label {
-                        item: id,
-                        before,
-                        after,
-                    }
-                })
-            }
-            Target::Tags(i) => {
-                let id = items[i].id;
-                let before = reviews.get(&id).map(|r| r.tags.clone()).unwrap_or_default();
-                let mut after = before.clone();
-                after.extend(labels.into_iter().filter(|l| !before.contains(l)));
-                (after != before).then(|| {
-                    report.files_tagged += 1;
-                    Edit::Tags {
-                        item: id,
-                        before,
-                        after,
-                    }
-                })
-            }
+            Target::FileLabel(i) => label_edit(items[i].id, labels, reviews, report),
+            Target::Tags(i) => tags_edit(items[i].id, labels, reviews, report),
             Target::Clip(i, s, e) => {
                 let id = items[i].id;
-                let label = labels.into_iter().next();
                 let Some(Ok(tl)) = timelines.get(&id) else {
                     continue;
                 };
-                let new = tl.clip(id, s, e, label.clone(), ClipOrigin::Manual);
-                let existing = clips
-                    .get(&id)
-                    .and_then(|cs| cs.iter().find(|c| same_span(c, &new)));
-                match existing {
-                    Some(c) if c.label == label => None,
-                    Some(c) => {
-                        report.clips_labelled += 1;
-                        Some(Edit::ClipLabel {
-                            clip: c.id,
-                            before: c.label.clone(),
-                            after: label,
-                        })
-                    }
-                    None => {
-                        report.clips_added += 1;
-                        Some(Edit::AddClip { clip: new })
-                    }
-                }
+                clip_edit(tl, id, (s, e), labels, clips, report)
             }
         };
         match changed {
@@ -414,11 +441,79 @@ pub fn import(
             None => report.unchanged += asking.len() as u64,
         }
     }
-    report.invalid.sort_by_key(|p| p.line);
-    if !edits.is_empty() && !options.dry_run {
-        report.operation = Some(catalog.apply(edits)?);
+    edits
+}
+
+/// The edit that gives file `id` its label; none when it has that label already.
+fn label_edit(
+    id: ItemId,
+    labels: Vec<String>,
+    reviews: &HashMap<ItemId, Review>,
+    report: &mut ImportReport,
+) -> Option<Edit> {
+    let before = reviews.get(&id).and_then(|r| r.label.clone());
+    let after = labels.into_iter().next();
+    (before != after).then(|| {
+        report.files_labelled += 1;
+        Edit::Label {
+            item: id,
+            before,
+            after,
+        }
+    })
+}
+
+/// The edit that adds `labels` to file `id`'s tags; none when it has them all already.
+fn tags_edit(
+    id: ItemId,
+    labels: Vec<String>,
+    reviews: &HashMap<ItemId, Review>,
+    report: &mut ImportReport,
+) -> Option<Edit> {
+    let before = reviews.get(&id).map(|r| r.tags.clone()).unwrap_or_default();
+    let mut after = before.clone();
+    after.extend(labels.into_iter().filter(|l| !before.contains(l)));
+    (after != before).then(|| {
+        report.files_tagged += 1;
+        Edit::Tags {
+            item: id,
+            before,
+            after,
+        }
+    })
+}
+
+/// The edit that labels the clip of file `id` over frames `span` (the start and the end),
+/// adding the clip where the file has none over them; none when it has the label already.
+fn clip_edit(
+    tl: &FrameTimeline,
+    id: ItemId,
+    span: (usize, usize),
+    labels: Vec<String>,
+    clips: &HashMap<ItemId, Vec<Clip>>,
+    report: &mut ImportReport,
+) -> Option<Edit> {
+    let (s, e) = span;
+    let label = labels.into_iter().next();
+    let new = tl.clip(id, s, e, label.clone(), ClipOrigin::Manual);
+    let existing = clips
+        .get(&id)
+        .and_then(|cs| cs.iter().find(|c| same_span(c, &new)));
+    match existing {
+        Some(c) if c.label == label => None,
+        Some(c) => {
+            report.clips_labelled += 1;
+            Some(Edit::ClipLabel {
+                clip: c.id,
+                before: c.label.clone(),
+                after: label,
+            })
+        }
+        None => {
+            report.clips_added += 1;
+            Some(Edit::AddClip { clip: new })
+        }
     }
-    Ok(report)
 }
 
 /// Why a video's frame timeline cannot be read.

@@ -159,14 +159,45 @@ pub(super) fn worker(
     gpu: bool,
     shared: &Shared,
     tx: &Sender<Done>,
-    mut reader: WindowReader,
+    reader: WindowReader,
 ) {
-    let mut scratch = Scratch::default();
     let out = config.output;
-    let frame_bytes = out.frame_elements() * out.dtype.size_bytes();
-    let ahead = config.prefetch_batches.max(1);
-    // A window this close after the last one read goes on with the open decoder.
-    let near = match config.sampling.timing {
+    let mut worker = Worker {
+        me,
+        jobs,
+        job_start,
+        clips,
+        config,
+        gpu,
+        shared,
+        scratch: Scratch::default(),
+        reader,
+        frame_bytes: out.frame_elements() * out.dtype.size_bytes(),
+        ahead: config.prefetch_batches.max(1),
+        // A window this close after the last one read goes on with the open decoder.
+        near: near_after(config),
+    };
+    let _leave = Leave { me, shared };
+    loop {
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(j) = worker.take_window() else {
+            return;
+        };
+        let Some(done) = worker.read(j) else {
+            return;
+        };
+        if tx.send(done).is_err() {
+            return;
+        }
+    }
+}
+
+/// How close after the last window read (in the unit of a window's start) a window is for
+/// the open decoder to go on to it: two windows' span with a stride, else 4.
+fn near_after(config: &LoaderConfig) -> f64 {
+    match config.sampling.timing {
         crate::Timing::Stride(stride) => {
             f64::from(stride)
                 * f64::from(
@@ -178,115 +209,82 @@ pub(super) fn worker(
                 * 2.0
         }
         crate::Timing::Fps(_) => 4.0,
-    };
-    let _leave = Leave { me, shared };
-    loop {
-        if shared.stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let j = {
-            let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-            loop {
-                if shared.stop.load(Ordering::SeqCst) || queue.untaken == 0 {
-                    return;
-                }
-                let limit = job_start[(queue.consumed + ahead).min(job_start.len() - 1)];
-                // Lock order: the queue, then the keyframes (workers publish keyframes
-                // holding only the latter).
-                let keyframes = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
-                let picked = pick(jobs, &queue.taken[..limit], me, &queue.at, near, &keyframes);
-                drop(keyframes);
-                if let Some(j) = picked {
-                    queue.taken[j] = true;
-                    queue.untaken -= 1;
-                    queue.at[me] = Some((jobs[j].sample.clip, jobs[j].sample.start));
-                    // Waiting workers look again: what counts as someone's next window moved.
-                    shared.wake.notify_all();
-                    break j;
-                }
-                queue = shared.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// A decode worker of an epoch: which one it is, what the epoch's workers share, and its own
+/// reader and buffers.
+struct Worker<'a> {
+    me: usize,
+    jobs: &'a [Job],
+    job_start: &'a [usize],
+    clips: &'a [ClipSource],
+    config: &'a LoaderConfig,
+    /// Whether windows are preprocessed on the GPU (the worker hands over decoded frames).
+    gpu: bool,
+    shared: &'a Shared,
+    scratch: Scratch,
+    reader: WindowReader,
+    /// Bytes of one output frame.
+    frame_bytes: usize,
+    /// Batches the worker may read ahead of the consumer.
+    ahead: usize,
+    near: f64,
+}
+
+impl Worker<'_> {
+    /// The next window this worker reads (see [`pick`]), marked taken; while none within
+    /// reach of the consumer can be taken, it waits. `None` when the epoch stops or every
+    /// window is taken.
+    fn take_window(&self) -> Option<usize> {
+        let Worker {
+            me,
+            jobs,
+            job_start,
+            shared,
+            ahead,
+            near,
+            ..
+        } = *self;
+        let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if shared.stop.load(Ordering::SeqCst) || queue.untaken == 0 {
+                return None;
             }
-        };
-        let job = &jobs[j];
-        let mut clip = &clips[job.sample.clip as usize];
-        let turned;
-        let spooled = match wait_spooled(shared, job.sample.clip) {
-            Some(spooled) => spooled,
-            None => return,
-        };
-        if let Spooled::Ready { orientation } = spooled
-            && clip.is_image
-            && orientation != 1
-        {
-            let (quarter_turns, mirror) = framecull_model::orientation_turns(orientation);
-            turned = ClipSource {
-                quarter_turns,
-                mirror,
-                ..clip.clone()
-            };
-            clip = &turned;
+            let limit = job_start[(queue.consumed + ahead).min(job_start.len() - 1)];
+            // Lock order: the queue, then the keyframes (workers publish keyframes
+            // holding only the latter).
+            let keyframes = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
+            let picked = pick(jobs, &queue.taken[..limit], me, &queue.at, near, &keyframes);
+            drop(keyframes);
+            if let Some(j) = picked {
+                queue.taken[j] = true;
+                queue.untaken -= 1;
+                queue.at[me] = Some((jobs[j].sample.clip, jobs[j].sample.start));
+                // Waiting workers look again: what counts as someone's next window moved.
+                shared.wake.notify_all();
+                return Some(j);
+            }
+            queue = shared.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Read window `j` once its clip's file is there: what the consumer is handed, a failed
+    /// or panicked read included. `None` when the epoch stops first.
+    fn read(&mut self, j: usize) -> Option<Done> {
+        let (jobs, clips) = (self.jobs, self.clips);
+        let job = &jobs[j];
+        let clip = &clips[job.sample.clip as usize];
+        let spooled = wait_spooled(self.shared, job.sample.clip)?;
+        let turned = upright(clip, &spooled);
+        let clip = turned.as_ref().unwrap_or(clip);
         let mut times = ReadTimes::default();
-        let (hits, fills) = reader.cache_counts();
-        let started = reader.processes_started();
+        let (hits, fills) = self.reader.cache_counts();
+        let started = self.reader.processes_started();
         let mut preprocess_secs = 0.0;
         // A panic in one window (a bug, or a decoder gone wrong) fails that window only.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            match spooled {
-                Spooled::Failed(reason, why) => return Err((reason, why)),
-                Spooled::Gone => {
-                    return Err((SkipReason::Missing, "spooled and removed".to_string()));
-                }
-                Spooled::Waiting | Spooled::Ready { .. } => {}
-            }
-            let index = job.sample.clip;
-            let publish_keyframes = |reader: &WindowReader| {
-                if matches!(config.sampling.timing, crate::Timing::Stride(_))
-                    && config.cache.is_none()
-                {
-                    let mut known = shared.keyframes.lock().unwrap_or_else(|p| p.into_inner());
-                    if !known.contains_key(&index)
-                        && let Some(keys) = reader.clip_keyframes(index, clip)
-                    {
-                        known.insert(index, Arc::new(keys));
-                    }
-                }
-            };
-            if gpu {
-                let window = reader.read_window(index, clip, &job.sample, config, &mut times)?;
-                publish_keyframes(&reader);
-                let frames = window.frames.iter().map(|f| (f.index, f.pts)).collect();
-                let time_base = window.time_base;
-                return Ok(Read {
-                    prepared: Prepared::Frames(window),
-                    frames,
-                    time_base,
-                });
-            }
-            let slots = job.t as usize;
-            let mut bytes = shared
-                .pool
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .pop()
-                .unwrap_or_default();
-            bytes.resize(slots * frame_bytes, 0);
-            let ((frames, time_base), secs) = reader.read_window_into(
-                index,
-                clip,
-                &job.sample,
-                config,
-                &mut times,
-                &mut scratch,
-                &mut bytes,
-            )?;
-            preprocess_secs = secs;
-            publish_keyframes(&reader);
-            Ok(Read {
-                prepared: Prepared::Bytes(bytes),
-                frames,
-                time_base,
-            })
+            self.read_window(job, clip, spooled, &mut times, &mut preprocess_secs)
         }))
         .unwrap_or_else(|_| {
             Err((
@@ -294,20 +292,113 @@ pub(super) fn worker(
                 "reading the window panicked".to_string(),
             ))
         });
-        let done = Done {
+        Some(Done {
             job: j,
             result,
             times,
             preprocess_secs,
-            cache_hits: reader.cache_counts().0 - hits,
-            cache_fills: reader.cache_counts().1 - fills,
-            started: reader.processes_started() - started,
-            cache_failure: reader.take_cache_failure(),
-        };
-        if tx.send(done).is_err() {
-            return;
+            cache_hits: self.reader.cache_counts().0 - hits,
+            cache_fills: self.reader.cache_counts().1 - fills,
+            started: self.reader.processes_started() - started,
+            cache_failure: self.reader.take_cache_failure(),
+        })
+    }
+
+    /// Read `job`'s window of `clip`, whose file is `spooled`: its decoded frames for the
+    /// GPU, else its output bytes (in a buffer from the pool), the seconds spent
+    /// preprocessing them set in `preprocess_secs`.
+    fn read_window(
+        &mut self,
+        job: &Job,
+        clip: &ClipSource,
+        spooled: Spooled,
+        times: &mut ReadTimes,
+        preprocess_secs: &mut f64,
+    ) -> Result<Read, (SkipReason, String)> {
+        match spooled {
+            Spooled::Failed(reason, why) => return Err((reason, why)),
+            Spooled::Gone => {
+                return Err((SkipReason::Missing, "spooled and removed".to_string()));
+            }
+            Spooled::Waiting | Spooled::Ready { .. } => {}
+        }
+        let index = job.sample.clip;
+        let config = self.config;
+        if self.gpu {
+            let window = self
+                .reader
+                .read_window(index, clip, &job.sample, config, times)?;
+            self.publish_keyframes(index, clip);
+            let frames = window.frames.iter().map(|f| (f.index, f.pts)).collect();
+            let time_base = window.time_base;
+            return Ok(Read {
+                prepared: Prepared::Frames(window),
+                frames,
+                time_base,
+            });
+        }
+        let slots = job.t as usize;
+        let mut bytes = self
+            .shared
+            .pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+            .unwrap_or_default();
+        bytes.resize(slots * self.frame_bytes, 0);
+        let ((frames, time_base), secs) = self.reader.read_window_into(
+            index,
+            clip,
+            &job.sample,
+            config,
+            times,
+            &mut self.scratch,
+            &mut bytes,
+        )?;
+        *preprocess_secs = secs;
+        self.publish_keyframes(index, clip);
+        Ok(Read {
+            prepared: Prepared::Bytes(bytes),
+            frames,
+            time_base,
+        })
+    }
+
+    /// Share clip `index`'s keyframes with the other workers once this worker's reader
+    /// knows them (stride sampling without the frame cache), where none has yet.
+    fn publish_keyframes(&self, index: u32, clip: &ClipSource) {
+        if matches!(self.config.sampling.timing, crate::Timing::Stride(_))
+            && self.config.cache.is_none()
+        {
+            let mut known = self
+                .shared
+                .keyframes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if !known.contains_key(&index)
+                && let Some(keys) = self.reader.clip_keyframes(index, clip)
+            {
+                known.insert(index, Arc::new(keys));
+            }
         }
     }
+}
+
+/// `clip` turned upright as its spooled file's EXIF orientation says, for a picture whose
+/// orientation is not the normal one; `None` where it is read as it is.
+fn upright(clip: &ClipSource, spooled: &Spooled) -> Option<ClipSource> {
+    if let Spooled::Ready { orientation } = *spooled
+        && clip.is_image
+        && orientation != 1
+    {
+        let (quarter_turns, mirror) = framecull_model::orientation_turns(orientation);
+        return Some(ClipSource {
+            quarter_turns,
+            mirror,
+            ..clip.clone()
+        });
+    }
+    None
 }
 
 /// Where clip `clip`'s file is when the version is read from its shards, once the feeder

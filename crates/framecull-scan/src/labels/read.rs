@@ -98,6 +98,35 @@ fn csv_rows(
     };
     let first = first.map_err(|e| bad(1, e.to_string()))?;
     let first_line = first.position().map_or(1, |p| p.line());
+    let (columns, header) = csv_columns(&first, file, template, notes)?;
+    let mut rows = Vec::new();
+    if !header {
+        rows.extend(csv_row(&first, first_line, &columns, template, multi));
+    }
+    for record in records {
+        let record = record.map_err(|e| {
+            let line = e.position().map_or(0, |p| p.line());
+            bad(line, e.to_string())
+        })?;
+        let line = record.position().map_or(0, |p| p.line());
+        rows.extend(csv_row(&record, line, &columns, template, multi));
+    }
+    Ok(rows)
+}
+
+/// Where a CSV's fields are, from its first record, and whether that record is a header (the
+/// first row of labels when not).
+fn csv_columns(
+    first: &csv::StringRecord,
+    file: &str,
+    template: Option<&Template>,
+    notes: &mut Vec<String>,
+) -> Result<(Columns, bool), LabelError> {
+    let bad = |line: u64, why: String| LabelError::Format {
+        path: file.to_string(),
+        line,
+        why,
+    };
     let lower: Vec<String> = first.iter().map(|c| c.to_ascii_lowercase()).collect();
     let find = |names: &[&str]| lower.iter().position(|c| names.contains(&c.as_str()));
     let header =
@@ -152,58 +181,53 @@ fn csv_rows(
             ),
         ));
     }
-    let mut rows = Vec::new();
-    let mut convert = |record: &csv::StringRecord, line: u64| -> Result<(), LabelError> {
-        if record.iter().all(str::is_empty) {
-            return Ok(());
-        }
-        // Cells trimmed, but a path as written: a file's name may start or end with spaces.
-        let cell = |i: Option<usize>| {
-            i.and_then(|i| record.get(i))
-                .map(str::trim)
-                .filter(|c| !c.is_empty())
-        };
-        let path = match template {
-            Some(t) => t.render(|name| {
-                let i = columns.names.iter().position(|n| n == name);
-                cell(i).unwrap_or_default().to_string()
-            }),
-            None => columns
-                .path
-                .and_then(|i| record.get(i))
-                .unwrap_or_default()
-                .to_string(),
-        };
-        let frames = |i: Option<usize>, is_frames: bool| {
-            cell(i).map(|c| {
-                if is_frames && !c.starts_with('f') {
-                    format!("f{c}")
-                } else {
-                    c.to_string()
-                }
-            })
-        };
-        rows.push(LabelRow {
-            line,
-            path,
-            start: frames(columns.start, columns.frames[0]),
-            end: frames(columns.end, columns.frames[1]),
-            labels: labels_of(record.get(columns.label).unwrap_or_default(), multi),
-        });
-        Ok(())
+    Ok((columns, header))
+}
+
+/// The label row of a CSV record at `line`; none for a record whose cells are all empty.
+fn csv_row(
+    record: &csv::StringRecord,
+    line: u64,
+    columns: &Columns,
+    template: Option<&Template>,
+    multi: bool,
+) -> Option<LabelRow> {
+    if record.iter().all(str::is_empty) {
+        return None;
+    }
+    // Cells trimmed, but a path as written: a file's name may start or end with spaces.
+    let cell = |i: Option<usize>| {
+        i.and_then(|i| record.get(i))
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
     };
-    if !header {
-        convert(&first, first_line)?;
-    }
-    for record in records {
-        let record = record.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line());
-            bad(line, e.to_string())
-        })?;
-        let line = record.position().map_or(0, |p| p.line());
-        convert(&record, line)?;
-    }
-    Ok(rows)
+    let path = match template {
+        Some(t) => t.render(|name| {
+            let i = columns.names.iter().position(|n| n == name);
+            cell(i).unwrap_or_default().to_string()
+        }),
+        None => columns
+            .path
+            .and_then(|i| record.get(i))
+            .unwrap_or_default()
+            .to_string(),
+    };
+    let frames = |i: Option<usize>, is_frames: bool| {
+        cell(i).map(|c| {
+            if is_frames && !c.starts_with('f') {
+                format!("f{c}")
+            } else {
+                c.to_string()
+            }
+        })
+    };
+    Some(LabelRow {
+        line,
+        path,
+        start: frames(columns.start, columns.frames[0]),
+        end: frames(columns.end, columns.frames[1]),
+        labels: labels_of(record.get(columns.label).unwrap_or_default(), multi),
+    })
 }
 
 /// Where a CSV's fields are.
