@@ -70,25 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         filter: args.filter.as_deref().map(Filter::parse).transpose()?,
         shard_size: args.shard_size,
     };
-    if args
-        .materialize
-        .as_deref()
-        .is_some_and(crate::storage::Root::is_url)
-        && options.formats.iter().any(|f| {
-            matches!(
-                f,
-                manifest::Format::Folders | manifest::Format::Hf | manifest::Format::Webdataset
-            )
-        })
-    {
-        anyhow::bail!(
-            "--format folders, hf and webdataset use clip files in a local folder: give \
-             --materialize a folder, not a bucket"
-        );
-    }
-    if args.dry_run && args.materialize.is_some() {
-        anyhow::bail!("--dry-run writes nothing: leave out --materialize, or --dry-run");
-    }
+    check_materialize(args.materialize.as_deref(), args.dry_run, &options.formats)?;
     if args.dry_run {
         let (_, counts) = manifest::select_rows(&catalog, &options)?;
         super::write_stdout(&serde_json::to_string_pretty(&counts)?)?;
@@ -133,13 +115,62 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         finished.store(true, std::sync::atomic::Ordering::SeqCst);
         exported
     });
-    let meta = match exported {
-        Err(manifest::ManifestError::Stopped) if writing_clips.get() => {
-            let dir = args
-                .materialize
-                .as_deref()
-                .unwrap_or(std::path::Path::new("."));
-            return Err(stop.error(
+    let meta = exported_or_stopped(
+        exported,
+        writing_clips.get(),
+        args.materialize.as_deref(),
+        &stop,
+    )?;
+    report(
+        catalog.project_dir(),
+        &meta,
+        materialized.as_ref(),
+        args.json,
+    )?;
+    if materialized.is_some_and(|m| !m.failed.is_empty()) {
+        return Ok(Outcome::Problems);
+    }
+    Ok(Outcome::Clean)
+}
+
+/// Refuse clip files in a bucket for the formats that read them from a local folder, and
+/// `--dry-run` with `--materialize`.
+fn check_materialize(
+    materialize: Option<&std::path::Path>,
+    dry_run: bool,
+    formats: &[Format],
+) -> anyhow::Result<()> {
+    if materialize.is_some_and(crate::storage::Root::is_url)
+        && formats.iter().any(|f| {
+            matches!(
+                f,
+                manifest::Format::Folders | manifest::Format::Hf | manifest::Format::Webdataset
+            )
+        })
+    {
+        anyhow::bail!(
+            "--format folders, hf and webdataset use clip files in a local folder: give \
+             --materialize a folder, not a bucket"
+        );
+    }
+    if dry_run && materialize.is_some() {
+        anyhow::bail!("--dry-run writes nothing: leave out --materialize, or --dry-run");
+    }
+    Ok(())
+}
+
+/// The version exported, or, when `stop` stopped the export, the error that says what is
+/// kept (the clip files in `materialize` when it stopped `writing_clips`) and to run again.
+fn exported_or_stopped(
+    exported: Result<manifest::VersionMeta, manifest::ManifestError>,
+    writing_clips: bool,
+    materialize: Option<&std::path::Path>,
+    stop: &super::stop::Stop,
+) -> anyhow::Result<manifest::VersionMeta> {
+    match exported {
+        Err(manifest::ManifestError::Stopped) if writing_clips => {
+            let dir = materialize.unwrap_or(std::path::Path::new("."));
+            Err(stop.error(
                 &format!(
                     "clip files stopped before the version was written; the clips written \
                      are kept: run the same command again to write the rest into {} and the \
@@ -147,30 +178,39 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     dir.display()
                 ),
                 false,
-            ));
+            ))
         }
-        Err(manifest::ManifestError::Stopped) => {
-            return Err(stop.error(
-                "export stopped before the version was written; run the same command again",
-                false,
-            ));
-        }
-        other => other?,
-    };
-    if args.json {
-        let mut out = serde_json::to_value(&meta)?;
-        if let Some(m) = &materialized {
+        Err(manifest::ManifestError::Stopped) => Err(stop.error(
+            "export stopped before the version was written; run the same command again",
+            false,
+        )),
+        other => Ok(other?),
+    }
+}
+
+/// Say what the version `meta` of the project in `project_dir` holds: with `json`, its
+/// metadata (and the clip files `materialized`) on stdout; else a summary on stderr and its
+/// files' paths on stdout.
+fn report(
+    project_dir: &std::path::Path,
+    meta: &manifest::VersionMeta,
+    materialized: Option<&crate::loader::materialize::Materialized>,
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        let mut out = serde_json::to_value(meta)?;
+        if let Some(m) = materialized {
             out["materialized"] = serde_json::to_value(m)?;
         }
         super::write_stdout(&serde_json::to_string_pretty(&out)?)?;
     } else {
-        let dir = manifest::manifest_dir(catalog.project_dir(), &meta.name);
+        let dir = manifest::manifest_dir(project_dir, &meta.name);
         eprintln!(
             "{} v{:04}: {} from {}{}; rows hash {}",
             meta.name,
             meta.version,
-            count(meta.counts.rows as u64, "clip"),
-            count(meta.counts.files as u64, "file"),
+            count(meta.counts.rows, "clip"),
+            count(meta.counts.files, "file"),
             if meta.counts.by_split.is_empty() {
                 String::new()
             } else {
@@ -182,10 +222,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             super::write_stdout(&dir.join(file).display().to_string())?;
         }
     }
-    if materialized.is_some_and(|m| !m.failed.is_empty()) {
-        return Ok(Outcome::Problems);
-    }
-    Ok(Outcome::Clean)
+    Ok(())
 }
 
 /// The WebDataset shards' progress on stderr (bytes and samples done of all, rate, time

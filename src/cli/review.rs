@@ -200,80 +200,9 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
             start,
             end,
             label,
-        } => {
-            let id = resolve(&catalog, &items, &[path])?[0];
-            let item = items
-                .iter()
-                .find(|i| i.id == id)
-                .ok_or_else(|| anyhow::anyhow!("no such file"))?;
-            anyhow::ensure!(
-                item.kind == MediaKind::Video,
-                "{} is not a video",
-                item.path
-            );
-            let frames = read_frames(&root, item)?;
-            let s = frames.index_at(&start, false)?;
-            let e = frames.index_at(&end, true)?;
-            anyhow::ensure!(
-                e > s,
-                "the clip is empty: end {end} is not after start {start}"
-            );
-            let clip = frames.clip(id, s, e, label, ClipOrigin::Manual);
-            let op = catalog.apply(vec![Edit::AddClip { clip }])?;
-            eprintln!("clip added: frames {s}..{e}; operation {op}");
-        }
-        ClipsAction::List { path, json } => {
-            let only = path.map(|p| resolve(&catalog, &items, &[p])).transpose()?;
-            let all = catalog.all_clips()?;
-            let mut rows = Vec::new();
-            for item in &items {
-                if only.as_ref().is_some_and(|o| !o.contains(&item.id)) {
-                    continue;
-                }
-                for c in all.get(&item.id).into_iter().flatten() {
-                    rows.push((item.path.clone(), c.clone()));
-                }
-            }
-            let text = if json {
-                serde_json::to_string_pretty(
-                    &rows
-                        .iter()
-                        .map(|(p, c)| serde_json::json!({"path": p, "clip": c}))
-                        .collect::<Vec<_>>(),
-                )?
-            } else {
-                rows.iter()
-                    .map(|(p, c)| {
-                        format!(
-                            "{:>6}  {}  frames {}..{}  {:.3}-{:.3} s  {}  {}",
-                            c.id,
-                            p,
-                            c.start_frame.unwrap_or(-1),
-                            c.end_frame.unwrap_or(-1),
-                            c.start_secs,
-                            c.end_secs,
-                            c.label.as_deref().unwrap_or("-"),
-                            c.origin
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            };
-            super::write_stdout(&text)?;
-        }
-        ClipsAction::Rm { ids } => {
-            let all = catalog.all_clips()?;
-            let edits: Vec<Edit> = all
-                .values()
-                .flatten()
-                .filter(|c| ids.contains(&c.id))
-                .map(|c| Edit::RemoveClip { clip: c.clone() })
-                .collect();
-            anyhow::ensure!(edits.len() == ids.len(), "no clip with some of these ids");
-            let op = catalog.apply(edits)?;
-            let removed = count(ids.len() as u64, "clip");
-            eprintln!("{removed} removed; operation {op}");
-        }
+        } => add_clip(&mut catalog, &root, &items, path, &start, &end, label)?,
+        ClipsAction::List { path, json } => list_clips(&catalog, &items, path, json)?,
+        ClipsAction::Rm { ids } => remove_clips(&mut catalog, &ids)?,
         ClipsAction::SplitAtCuts { paths } => split_at_cuts(&mut catalog, &root, &items, &paths)?,
         ClipsAction::Propose {
             paths,
@@ -292,6 +221,103 @@ pub fn clips(args: ClipsArgs) -> anyhow::Result<Outcome> {
         }
     }
     Ok(Outcome::Clean)
+}
+
+/// Add a clip of the video `path` from `start` to `end` (seconds, or frames written `f120`),
+/// snapped to its frames.
+fn add_clip(
+    catalog: &mut Catalog,
+    root: &Root,
+    items: &[Item],
+    path: String,
+    start: &str,
+    end: &str,
+    label: Option<String>,
+) -> anyhow::Result<()> {
+    let id = resolve(catalog, items, &[path])?[0];
+    let item = items
+        .iter()
+        .find(|i| i.id == id)
+        .ok_or_else(|| anyhow::anyhow!("no such file"))?;
+    anyhow::ensure!(
+        item.kind == MediaKind::Video,
+        "{} is not a video",
+        item.path
+    );
+    let frames = read_frames(root, item)?;
+    let s = frames.index_at(start, false)?;
+    let e = frames.index_at(end, true)?;
+    anyhow::ensure!(
+        e > s,
+        "the clip is empty: end {end} is not after start {start}"
+    );
+    let clip = frames.clip(id, s, e, label, ClipOrigin::Manual);
+    let op = catalog.apply(vec![Edit::AddClip { clip }])?;
+    eprintln!("clip added: frames {s}..{e}; operation {op}");
+    Ok(())
+}
+
+/// List the clips of the file `path`, or of every file, on stdout (as JSON with `json`).
+fn list_clips(
+    catalog: &Catalog,
+    items: &[Item],
+    path: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let only = path.map(|p| resolve(catalog, items, &[p])).transpose()?;
+    let all = catalog.all_clips()?;
+    let mut rows = Vec::new();
+    for item in items {
+        if only.as_ref().is_some_and(|o| !o.contains(&item.id)) {
+            continue;
+        }
+        for c in all.get(&item.id).into_iter().flatten() {
+            rows.push((item.path.clone(), c.clone()));
+        }
+    }
+    let text = if json {
+        serde_json::to_string_pretty(
+            &rows
+                .iter()
+                .map(|(p, c)| serde_json::json!({"path": p, "clip": c}))
+                .collect::<Vec<_>>(),
+        )?
+    } else {
+        rows.iter()
+            .map(|(p, c)| {
+                format!(
+                    "{:>6}  {}  frames {}..{}  {:.3}-{:.3} s  {}  {}",
+                    c.id,
+                    p,
+                    c.start_frame.unwrap_or(-1),
+                    c.end_frame.unwrap_or(-1),
+                    c.start_secs,
+                    c.end_secs,
+                    c.label.as_deref().unwrap_or("-"),
+                    c.origin
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    super::write_stdout(&text)?;
+    Ok(())
+}
+
+/// Remove the clips with these `ids`, all or none.
+fn remove_clips(catalog: &mut Catalog, ids: &[i64]) -> anyhow::Result<()> {
+    let all = catalog.all_clips()?;
+    let edits: Vec<Edit> = all
+        .values()
+        .flatten()
+        .filter(|c| ids.contains(&c.id))
+        .map(|c| Edit::RemoveClip { clip: c.clone() })
+        .collect();
+    anyhow::ensure!(edits.len() == ids.len(), "no clip with some of these ids");
+    let op = catalog.apply(edits)?;
+    let removed = count(ids.len() as u64, "clip");
+    eprintln!("{removed} removed; operation {op}");
+    Ok(())
 }
 
 fn split_at_cuts(

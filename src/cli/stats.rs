@@ -195,8 +195,19 @@ fn summarise(df: &DataFrame, measure: &str, filter: Expr) -> PolarsResult<Summar
 }
 
 pub fn render(stats: &Stats) -> String {
-    use std::fmt::Write;
     let mut s = String::new();
+    totals_text(&mut s, stats);
+    groups_text(&mut s, stats);
+    distributions_text(&mut s, &stats.distributions);
+    histograms_text(&mut s, &stats.histograms);
+    resolution_text(&mut s, &stats.resolution);
+    s
+}
+
+/// The report's first lines: the files and their size, then the other files and entries
+/// under the root that are not media.
+fn totals_text(s: &mut String, stats: &Stats) {
+    use std::fmt::Write;
     let _ = writeln!(
         s,
         "{}, {}",
@@ -228,6 +239,12 @@ pub fn render(stats: &Stats) -> String {
             stats.not_files
         );
     }
+}
+
+/// The files and their size by kind, status, analysis level, codec and container, and the
+/// files and clips by label.
+fn groups_text(s: &mut String, stats: &Stats) {
+    use std::fmt::Write;
     for (title, groups) in [
         ("kind", &stats.by_kind),
         ("status", &stats.by_status),
@@ -262,13 +279,18 @@ pub fn render(stats: &Stats) -> String {
             );
         }
     }
+}
+
+/// A table of the measures' distribution summaries, a line per measure.
+fn distributions_text(s: &mut String, distributions: &[(String, Summary)]) {
+    use std::fmt::Write;
     let _ = writeln!(
         s,
         "\n{:<14} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "measure (ok)", "n", "min", "p5", "median", "p95", "max", "mean"
     );
     let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
-    for (name, d) in &stats.distributions {
+    for (name, d) in distributions {
         let _ = writeln!(
             s,
             "{:<14} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
@@ -282,7 +304,12 @@ pub fn render(stats: &Stats) -> String {
             f(d.mean)
         );
     }
-    for h in &stats.histograms {
+}
+
+/// Each histogram as a bar per bin, with the values below and above its bins.
+fn histograms_text(s: &mut String, histograms: &[Histogram]) {
+    use std::fmt::Write;
+    for h in histograms {
         let _ = writeln!(s, "\n{} ({} without a value):", h.label, h.missing);
         if let (true, Some(lo)) = (h.underflow > 0, h.edges.first()) {
             let _ = writeln!(s, "  {} below {}", h.underflow, h.measure.format(*lo));
@@ -302,7 +329,11 @@ pub fn render(stats: &Stats) -> String {
             );
         }
     }
-    let g = &stats.resolution;
+}
+
+/// The files by height and width as a grid, when there are any.
+fn resolution_text(s: &mut String, g: &ResolutionGrid) {
+    use std::fmt::Write;
     if !g.counts.is_empty() {
         let _ = writeln!(
             s,
@@ -321,7 +352,6 @@ pub fn render(stats: &Stats) -> String {
             let _ = writeln!(s);
         }
     }
-    s
 }
 
 fn short(v: f64) -> String {

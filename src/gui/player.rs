@@ -299,59 +299,102 @@ pub fn timeline_ui(
     painter.rect_filled(rect, 3.0, theme::CARD_BG);
     let t0 = timeline.secs(timeline.pts_at(0));
     let duration = (timeline.secs(timeline.pts_at(n)) - t0).max(1e-6);
-    let x_of_secs =
-        |s: f64| rect.left() + ((s - t0) / duration).clamp(0.0, 1.0) as f32 * rect.width();
-    let x_of_frame = |f: usize| x_of_secs(timeline.secs(timeline.pts_at(f)));
-    let frame_of_x = |x: f32| {
-        let s = t0 + f64::from(((x - rect.left()) / rect.width()).clamp(0.0, 1.0)) * duration;
-        timeline.frame_at_secs(s).min(n - 1)
+    let scale = TimelineScale {
+        timeline,
+        rect,
+        t0,
+        duration,
     };
-    let curve = Rect::from_min_max(rect.min, Pos2::new(rect.max.x, rect.max.y - 18.0));
     if let Some(curves) = &player.curves {
-        // Motion per 0.5 s bucket, scaled to the largest value.
-        let peak = curves
-            .motion
-            .iter()
-            .copied()
-            .fold(0.0f32, f32::max)
-            .max(1e-6);
-        let points: Vec<Pos2> = curves
-            .motion
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                Pos2::new(
-                    x_of_secs(t0 + (i as f64 + 0.5) * 0.5),
-                    curve.bottom() - m / peak * (curve.height() - 4.0),
-                )
-            })
-            .collect();
-        painter.add(egui::Shape::line(points, Stroke::new(1.5, theme::BAR)));
-        // Frames decoded with errors: red ticks under the curve.
-        for &e in &curves.error_secs {
-            let x = x_of_secs(t0 + e);
-            painter.line_segment(
-                [
-                    Pos2::new(x, curve.bottom() - 10.0),
-                    Pos2::new(x, curve.bottom()),
-                ],
-                Stroke::new(1.5, theme::ERROR),
-            );
-        }
-        for cut in &curves.cuts {
-            let x = x_of_secs(t0 + cut.time_secs);
-            painter.line_segment(
-                [Pos2::new(x, curve.top()), Pos2::new(x, curve.bottom())],
-                Stroke::new(1.0, theme::WARNING),
-            );
-        }
+        paint_curves(&painter, &scale, curves);
     }
     let strip = Rect::from_min_max(Pos2::new(rect.left(), rect.bottom() - 16.0), rect.max);
+    paint_clips(&painter, &scale, clips, strip);
+    paint_marks(&painter, &scale, player);
+    timeline_action(ui, &response, &scale, clips, strip, drag)
+}
+
+/// Where times and frames fall on the timeline drawn in `rect`: `duration` seconds from `t0`
+/// across its width.
+struct TimelineScale<'a> {
+    timeline: &'a FrameTimeline,
+    rect: Rect,
+    t0: f64,
+    duration: f64,
+}
+
+impl TimelineScale<'_> {
+    /// Screen x of a time in seconds (clamped to the timeline's ends).
+    fn x_of_secs(&self, s: f64) -> f32 {
+        let rect = self.rect;
+        rect.left() + ((s - self.t0) / self.duration).clamp(0.0, 1.0) as f32 * rect.width()
+    }
+
+    /// Screen x of frame `f`'s start.
+    fn x_of_frame(&self, f: usize) -> f32 {
+        self.x_of_secs(self.timeline.secs(self.timeline.pts_at(f)))
+    }
+
+    /// The frame at screen x.
+    fn frame_of_x(&self, x: f32) -> usize {
+        let rect = self.rect;
+        let s =
+            self.t0 + f64::from(((x - rect.left()) / rect.width()).clamp(0.0, 1.0)) * self.duration;
+        self.timeline.frame_at_secs(s).min(self.timeline.len() - 1)
+    }
+}
+
+/// The motion curve over the timeline's upper part, with red ticks at frames decoded with
+/// errors and a line at each scene cut.
+fn paint_curves(painter: &egui::Painter, scale: &TimelineScale, curves: &Curves) {
+    let (rect, t0) = (scale.rect, scale.t0);
+    let curve = Rect::from_min_max(rect.min, Pos2::new(rect.max.x, rect.max.y - 18.0));
+    // Motion per 0.5 s bucket, scaled to the largest value.
+    let peak = curves
+        .motion
+        .iter()
+        .copied()
+        .fold(0.0f32, f32::max)
+        .max(1e-6);
+    let points: Vec<Pos2> = curves
+        .motion
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            Pos2::new(
+                scale.x_of_secs(t0 + (i as f64 + 0.5) * 0.5),
+                curve.bottom() - m / peak * (curve.height() - 4.0),
+            )
+        })
+        .collect();
+    painter.add(egui::Shape::line(points, Stroke::new(1.5, theme::BAR)));
+    // Frames decoded with errors: red ticks under the curve.
+    for &e in &curves.error_secs {
+        let x = scale.x_of_secs(t0 + e);
+        painter.line_segment(
+            [
+                Pos2::new(x, curve.bottom() - 10.0),
+                Pos2::new(x, curve.bottom()),
+            ],
+            Stroke::new(1.5, theme::ERROR),
+        );
+    }
+    for cut in &curves.cuts {
+        let x = scale.x_of_secs(t0 + cut.time_secs);
+        painter.line_segment(
+            [Pos2::new(x, curve.top()), Pos2::new(x, curve.bottom())],
+            Stroke::new(1.0, theme::WARNING),
+        );
+    }
+}
+
+/// Each clip as a bar on the strip at the timeline's bottom, in its decision's colour.
+fn paint_clips(painter: &egui::Painter, scale: &TimelineScale, clips: &[Clip], strip: Rect) {
     for clip in clips {
-        let (s, e) = clip_frames(clip, timeline);
+        let (s, e) = clip_frames(clip, scale.timeline);
         let r = Rect::from_min_max(
-            Pos2::new(x_of_frame(s), strip.top()),
-            Pos2::new(x_of_frame(e), strip.bottom()),
+            Pos2::new(scale.x_of_frame(s), strip.top()),
+            Pos2::new(scale.x_of_frame(e), strip.bottom()),
         );
         let color = match clip.decision {
             Decision::Accepted => theme::ACCEPTED,
@@ -360,19 +403,37 @@ pub fn timeline_ui(
         };
         painter.rect_filled(r, 2.0, color.gamma_multiply(0.7));
     }
+}
+
+/// The in mark and the playhead, across the whole timeline.
+fn paint_marks(painter: &egui::Painter, scale: &TimelineScale, player: &Player) {
+    let rect = scale.rect;
     if let Some(m) = player.mark_in {
-        let x = x_of_frame(m);
+        let x = scale.x_of_frame(m);
         painter.line_segment(
             [Pos2::new(x, rect.top()), Pos2::new(x, rect.bottom())],
             Stroke::new(2.0, theme::ACCEPTED),
         );
     }
-    let x = x_of_frame(player.current);
+    let x = scale.x_of_frame(player.current);
     painter.line_segment(
         [Pos2::new(x, rect.top()), Pos2::new(x, rect.bottom())],
         Stroke::new(2.0, Color32::WHITE),
     );
+}
 
+/// What the pointer does on the timeline: drag a clip's edge on the `strip` (`drag` holds the
+/// edge grabbed), else seek where it clicks or drags.
+fn timeline_action(
+    ui: &egui::Ui,
+    response: &egui::Response,
+    scale: &TimelineScale,
+    clips: &[Clip],
+    strip: Rect,
+    drag: &mut Option<(usize, bool)>,
+) -> Option<TimelineAction> {
+    let timeline = scale.timeline;
+    let n = timeline.len();
     // Dragging a clip edge (grabbed within 5 px), else seeking.
     // Where the press began: by the time a drag is recognised the pointer has moved on.
     if response.drag_started()
@@ -383,9 +444,9 @@ pub fn timeline_ui(
     {
         for (i, clip) in clips.iter().enumerate() {
             let (s, e) = clip_frames(clip, timeline);
-            if (p.x - x_of_frame(s)).abs() < 5.0 {
+            if (p.x - scale.x_of_frame(s)).abs() < 5.0 {
                 *drag = Some((i, true));
-            } else if (p.x - x_of_frame(e)).abs() < 5.0 {
+            } else if (p.x - scale.x_of_frame(e)).abs() < 5.0 {
                 *drag = Some((i, false));
             }
         }
@@ -397,7 +458,7 @@ pub fn timeline_ui(
         if response.drag_stopped() {
             *drag = None;
             let (s, e) = clip_frames(clip, timeline);
-            let f = pointer.map_or(if is_start { s } else { e }, |p| frame_of_x(p.x));
+            let f = pointer.map_or(if is_start { s } else { e }, |p| scale.frame_of_x(p.x));
             let (start, end) = if is_start {
                 (f.min(e - 1), e)
             } else {
@@ -416,7 +477,7 @@ pub fn timeline_ui(
     if (response.clicked() || response.dragged())
         && let Some(p) = pointer
     {
-        return Some(TimelineAction::Seek(frame_of_x(p.x)));
+        return Some(TimelineAction::Seek(scale.frame_of_x(p.x)));
     }
     None
 }

@@ -298,12 +298,7 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
             ))
         })?;
     let read = started.elapsed();
-    // A broken framecull.toml does not keep the project from opening: the defaults apply
-    // and the flag panel says why.
-    let (config, config_error) = match Project::at(project).config() {
-        Ok(c) => (c, None),
-        Err(e) => (Config::default(), Some(e.to_string())),
-    };
+    let (config, config_error) = project_config(project);
     let best_order = if config_error.is_some() {
         DEFAULT_BEST_ORDER.to_vec()
     } else {
@@ -317,29 +312,8 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         .filter(|i| i.kind == MediaKind::Video)
         .filter_map(|i| i.info.duration_secs)
         .fold(0.0, |a, b| a + b);
-    // The rows take the items' strings (a million paths not copied), in table order (item
-    // ids ascending, as the analysis is read: no random reads to pair them), then are put in
-    // path order: rows are a third of the size of items to move.
-    let mut rows: Vec<ViewRow> = Vec::with_capacity(parts.iter().map(Vec::len).sum());
-    for part in parts {
-        let measured = by_item(&part, &measured);
-        rows.par_extend(part.into_par_iter().zip(measured).map(|(item, m)| {
-            let flags = flags.get(&item.id);
-            view_row(item, m, flags)
-        }));
-    }
-    sort_by_path(&mut rows, |r| &r.path);
-    let mut counts: BTreeMap<&str, (Severity, usize)> = BTreeMap::new();
-    for (code, sev, _) in rows.iter().flat_map(|r| &r.flags) {
-        let e = counts.entry(code).or_insert((*sev, 0));
-        e.0 = e.0.min(*sev);
-        e.1 += 1;
-    }
-    let mut flag_counts: Vec<(String, Severity, usize)> = counts
-        .into_iter()
-        .map(|(c, (s, n))| (c.to_string(), s, n))
-        .collect();
-    flag_counts.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
+    let rows = rows_of(parts, &measured, &flags);
+    let flag_counts = flag_counts_of(&rows);
     let worst: Vec<Option<Severity>> = rows.iter().map(ViewRow::worst).collect();
     let flagged = worst
         .iter()
@@ -347,47 +321,11 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         .count();
     let columns = columns_of(&rows);
     let made_rows = started.elapsed();
-    let histograms_of = |measures: &[Measure]| -> Vec<Histogram> {
-        measures
-            .par_iter()
-            .map(|&m| match columns.get(&m) {
-                Some(values) => histogram_of(m, values, 24),
-                None => histogram_of(m, &[], 24),
-            })
-            .filter(|h| !h.counts.is_empty())
-            .collect()
-    };
-    let histograms = histograms_of(&HISTOGRAMS);
-    // The measures flag thresholds compare that the panel does not plot (width, height,
-    // megapixels): the flag panel shows them.
-    let mut compared: Vec<Measure> = rules::SETTINGS
-        .iter()
-        .filter_map(|s| s.measure)
-        .filter(|m| !HISTOGRAMS.contains(m))
-        .collect();
-    compared.sort();
-    compared.dedup();
-    let rule_histograms = histograms_of(&compared);
-    let row_bins = histograms
-        .par_iter()
-        .map(|h: &Histogram| {
-            columns
-                .get(&h.measure)
-                .map_or_else(Vec::new, |values| bins_of(h, values))
-        })
-        .collect();
+    let histograms = histograms_of(&columns, &HISTOGRAMS);
+    let rule_histograms = histograms_of(&columns, &compared_measures());
+    let row_bins = row_bins_of(&histograms, &columns);
     let row_of = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
-    let triaged = |m: Measure| {
-        rows.iter()
-            .filter(|r| r.level == AnalysisLevel::Triage && r.measures.get(&m).is_some())
-            .count()
-    };
-    let triage_estimates = Measure::ALL
-        .into_iter()
-        .filter(|m| m.estimated_by_triage())
-        .map(|m| (m, triaged(m)))
-        .filter(|(_, n)| *n > 0)
-        .collect();
+    let triage_estimates = triage_estimates_of(&rows);
     tracing::debug!(
         "view of {} loaded in {:.2} s: read {:.2} s, rows and columns {:.2} s",
         crate::model::count(rows.len() as u64, "file"),
@@ -426,6 +364,110 @@ pub fn load(project: &Path) -> anyhow::Result<View> {
         .name("framecull-free".into())
         .spawn(move || drop((measured, flags, dups)));
     Ok(view)
+}
+
+/// The project's settings, and why they could not be read (then the defaults).
+fn project_config(project: &Path) -> (Config, Option<String>) {
+    // A broken framecull.toml does not keep the project from opening: the defaults apply
+    // and the flag panel says why.
+    match Project::at(project).config() {
+        Ok(c) => (c, None),
+        Err(e) => (Config::default(), Some(e.to_string())),
+    }
+}
+
+/// The view's rows of the items read in `parts`, with their measures and flags, in path
+/// order.
+fn rows_of(
+    parts: Vec<Vec<Item>>,
+    measured: &[(ItemId, Measured)],
+    flags: &HashMap<ItemId, Vec<Flag>>,
+) -> Vec<ViewRow> {
+    // The rows take the items' strings (a million paths not copied), in table order (item
+    // ids ascending, as the analysis is read: no random reads to pair them), then are put in
+    // path order: rows are a third of the size of items to move.
+    let mut rows: Vec<ViewRow> = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+    for part in parts {
+        let measured = by_item(&part, measured);
+        rows.par_extend(part.into_par_iter().zip(measured).map(|(item, m)| {
+            let flags = flags.get(&item.id);
+            view_row(item, m, flags)
+        }));
+    }
+    sort_by_path(&mut rows, |r| &r.path);
+    rows
+}
+
+/// Each flag's code, worst severity and files, the most severe first, then the most
+/// frequent.
+fn flag_counts_of(rows: &[ViewRow]) -> Vec<(String, Severity, usize)> {
+    let mut counts: BTreeMap<&str, (Severity, usize)> = BTreeMap::new();
+    for (code, sev, _) in rows.iter().flat_map(|r| &r.flags) {
+        let e = counts.entry(code).or_insert((*sev, 0));
+        e.0 = e.0.min(*sev);
+        e.1 += 1;
+    }
+    let mut flag_counts: Vec<(String, Severity, usize)> = counts
+        .into_iter()
+        .map(|(c, (s, n))| (c.to_string(), s, n))
+        .collect();
+    flag_counts.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
+    flag_counts
+}
+
+/// The histograms of `measures` over `columns`, one measure per thread, leaving out those
+/// without bins.
+fn histograms_of(columns: &MeasureColumns, measures: &[Measure]) -> Vec<Histogram> {
+    measures
+        .par_iter()
+        .map(|&m| match columns.get(&m) {
+            Some(values) => histogram_of(m, values, 24),
+            None => histogram_of(m, &[], 24),
+        })
+        .filter(|h| !h.counts.is_empty())
+        .collect()
+}
+
+/// The measures flag thresholds compare that the panel does not plot, sorted.
+fn compared_measures() -> Vec<Measure> {
+    // The measures flag thresholds compare that the panel does not plot (width, height,
+    // megapixels): the flag panel shows them.
+    let mut compared: Vec<Measure> = rules::SETTINGS
+        .iter()
+        .filter_map(|s| s.measure)
+        .filter(|m| !HISTOGRAMS.contains(m))
+        .collect();
+    compared.sort();
+    compared.dedup();
+    compared
+}
+
+/// Each row's bin in each of `histograms` (empty for a measure without a column).
+fn row_bins_of(histograms: &[Histogram], columns: &MeasureColumns) -> Vec<Vec<u8>> {
+    histograms
+        .par_iter()
+        .map(|h: &Histogram| {
+            columns
+                .get(&h.measure)
+                .map_or_else(Vec::new, |values| bins_of(h, values))
+        })
+        .collect()
+}
+
+/// How many rows a triage estimated each measure of, for the measures a triage estimates
+/// (none: not there).
+fn triage_estimates_of(rows: &[ViewRow]) -> HashMap<Measure, usize> {
+    let triaged = |m: Measure| {
+        rows.iter()
+            .filter(|r| r.level == AnalysisLevel::Triage && r.measures.get(&m).is_some())
+            .count()
+    };
+    Measure::ALL
+        .into_iter()
+        .filter(|m| m.estimated_by_triage())
+        .map(|m| (m, triaged(m)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
 
 /// What the window keeps of one file (its strings taken, not copied).

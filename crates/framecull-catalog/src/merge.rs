@@ -227,96 +227,123 @@ impl Catalog {
             });
         }
         let tx = self.conn.transaction()?;
-        // Rows of this shard that it no longer holds, and rows of its paths under other ids.
-        tx.execute(
-            "DELETE FROM main.items WHERE shard_index = ?2 AND NOT EXISTS (
-                 SELECT 1 FROM shard.items s
-                 WHERE s.id = main.items.id - ?2 * ?1 AND s.path = main.items.path)",
-            params![block, i],
-        )?;
-        tx.execute(
-            // CROSS JOIN: the shard's rows drive the join (the merged catalog is far larger).
-            "DELETE FROM main.items WHERE id IN (
-                 SELECT m.id FROM shard.items s CROSS JOIN main.items m ON m.path = s.path
-                 WHERE m.id != ?2 * ?1 + s.id)",
-            params![block, i],
-        )?;
-        let cols = copied_columns(&tx, "items", &["id", "shard_index", "scan_id"])?;
-        let list = cols.join(", ");
-        let updates: Vec<String> = cols.iter().map(|c| format!("{c} = excluded.{c}")).collect();
-        let items = tx.execute(
-            &format!(
-                "INSERT INTO main.items(id, shard_index, scan_id, {list})
-                 SELECT ?2 * ?1 + id, ?2, NULL, {list} FROM shard.items WHERE true
-                 ON CONFLICT(id) DO UPDATE SET shard_index = excluded.shard_index,
-                     scan_id = NULL, {}",
-                updates.join(", ")
-            ),
-            params![block, i],
-        )?;
-        for table in ["metrics", "curves"] {
-            let cols = copied_columns(&tx, table, &["item_id"])?.join(", ");
-            tx.execute(
-                &format!(
-                    "DELETE FROM main.{table} WHERE item_id >= ?2 * ?1 AND item_id < (?2 + 1) * ?1"
-                ),
-                params![block, i],
-            )?;
-            tx.execute(
-                &format!(
-                    "INSERT INTO main.{table}(item_id, {cols})
-                     SELECT ?2 * ?1 + item_id, {cols} FROM shard.{table}"
-                ),
-                params![block, i],
-            )?;
-        }
-        // Review decisions: the later of the shard's and this catalog's wins.
-        tx.execute(
-            "INSERT INTO main.reviews(item_id, decision, tags, note, label, updated_at)
-             SELECT ?2 * ?1 + item_id, decision, tags, note, label, updated_at FROM shard.reviews
-             WHERE true
-             ON CONFLICT(item_id) DO UPDATE SET decision = excluded.decision,
-                 tags = excluded.tags, note = excluded.note, label = excluded.label,
-                 updated_at = excluded.updated_at
-             WHERE excluded.updated_at > main.reviews.updated_at",
-            params![block, i],
-        )?;
-        let clip_cols = copied_columns(&tx, "clips", &["id", "item_id", "shard_index"])?;
-        let clip_list = clip_cols.join(", ");
-        tx.execute("DELETE FROM main.clips WHERE shard_index = ?1", [i])?;
-        tx.execute(
-            &format!(
-                "INSERT INTO main.clips(item_id, shard_index, {clip_list})
-                 SELECT ?2 * ?1 + item_id, ?2, {clip_list} FROM shard.clips
-                 ORDER BY item_id, start_pts, id"
-            ),
-            params![block, i],
-        )?;
-        tx.execute("DELETE FROM main.other_files WHERE shard_index = ?1", [i])?;
-        tx.execute(
-            "INSERT OR REPLACE INTO main.other_files(path, size_bytes, reason, status, shard_index)
-             SELECT path, size_bytes, reason, status, ?1 FROM shard.other_files",
-            [i],
-        )?;
-        tx.execute(
-            "INSERT OR REPLACE INTO merged_shards(shard_index, shard_count, deep, source_dir,
-                 stamp, items, finished_at, merged_at, analysis_level)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                i,
-                shard.count,
-                shard.level == AnalysisLevel::Deep,
-                shard.dir.to_string_lossy(),
-                shard.stamp,
-                items as i64,
-                shard.finished_at,
-                unix_now(),
-                shard.level.as_str()
-            ],
-        )?;
+        let items = merge_items(&tx, block, i)?;
+        merge_item_data(&tx, block, i)?;
+        merge_clips_and_other_files(&tx, block, i)?;
+        record_merged_shard(&tx, shard, i, items)?;
         tx.commit()?;
         Ok(items as u64)
     }
+}
+
+/// Copy the attached shard `i`'s items into the catalog (ids `i × block + id`), replacing the
+/// rows of its earlier merge; the items copied.
+fn merge_items(tx: &Transaction, block: i64, i: i64) -> Result<usize> {
+    // Rows of this shard that it no longer holds, and rows of its paths under other ids.
+    tx.execute(
+        "DELETE FROM main.items WHERE shard_index = ?2 AND NOT EXISTS (
+             SELECT 1 FROM shard.items s
+             WHERE s.id = main.items.id - ?2 * ?1 AND s.path = main.items.path)",
+        params![block, i],
+    )?;
+    tx.execute(
+        // CROSS JOIN: the shard's rows drive the join (the merged catalog is far larger).
+        "DELETE FROM main.items WHERE id IN (
+             SELECT m.id FROM shard.items s CROSS JOIN main.items m ON m.path = s.path
+             WHERE m.id != ?2 * ?1 + s.id)",
+        params![block, i],
+    )?;
+    let cols = copied_columns(tx, "items", &["id", "shard_index", "scan_id"])?;
+    let list = cols.join(", ");
+    let updates: Vec<String> = cols.iter().map(|c| format!("{c} = excluded.{c}")).collect();
+    let items = tx.execute(
+        &format!(
+            "INSERT INTO main.items(id, shard_index, scan_id, {list})
+             SELECT ?2 * ?1 + id, ?2, NULL, {list} FROM shard.items WHERE true
+             ON CONFLICT(id) DO UPDATE SET shard_index = excluded.shard_index,
+                 scan_id = NULL, {}",
+            updates.join(", ")
+        ),
+        params![block, i],
+    )?;
+    Ok(items)
+}
+
+/// Copy the attached shard `i`'s metrics and curves, replacing those of its earlier merge,
+/// and its review decisions.
+fn merge_item_data(tx: &Transaction, block: i64, i: i64) -> Result<()> {
+    for table in ["metrics", "curves"] {
+        let cols = copied_columns(tx, table, &["item_id"])?.join(", ");
+        tx.execute(
+            &format!(
+                "DELETE FROM main.{table} WHERE item_id >= ?2 * ?1 AND item_id < (?2 + 1) * ?1"
+            ),
+            params![block, i],
+        )?;
+        tx.execute(
+            &format!(
+                "INSERT INTO main.{table}(item_id, {cols})
+                 SELECT ?2 * ?1 + item_id, {cols} FROM shard.{table}"
+            ),
+            params![block, i],
+        )?;
+    }
+    // Review decisions: the later of the shard's and this catalog's wins.
+    tx.execute(
+        "INSERT INTO main.reviews(item_id, decision, tags, note, label, updated_at)
+         SELECT ?2 * ?1 + item_id, decision, tags, note, label, updated_at FROM shard.reviews
+         WHERE true
+         ON CONFLICT(item_id) DO UPDATE SET decision = excluded.decision,
+             tags = excluded.tags, note = excluded.note, label = excluded.label,
+             updated_at = excluded.updated_at
+         WHERE excluded.updated_at > main.reviews.updated_at",
+        params![block, i],
+    )?;
+    Ok(())
+}
+
+/// Copy the attached shard `i`'s clips and other files, replacing those of its earlier
+/// merge.
+fn merge_clips_and_other_files(tx: &Transaction, block: i64, i: i64) -> Result<()> {
+    let clip_cols = copied_columns(tx, "clips", &["id", "item_id", "shard_index"])?;
+    let clip_list = clip_cols.join(", ");
+    tx.execute("DELETE FROM main.clips WHERE shard_index = ?1", [i])?;
+    tx.execute(
+        &format!(
+            "INSERT INTO main.clips(item_id, shard_index, {clip_list})
+             SELECT ?2 * ?1 + item_id, ?2, {clip_list} FROM shard.clips
+             ORDER BY item_id, start_pts, id"
+        ),
+        params![block, i],
+    )?;
+    tx.execute("DELETE FROM main.other_files WHERE shard_index = ?1", [i])?;
+    tx.execute(
+        "INSERT OR REPLACE INTO main.other_files(path, size_bytes, reason, status, shard_index)
+         SELECT path, size_bytes, reason, status, ?1 FROM shard.other_files",
+        [i],
+    )?;
+    Ok(())
+}
+
+/// Record `shard` (index `i`, `items` items) as merged now.
+fn record_merged_shard(tx: &Transaction, shard: &ShardSource, i: i64, items: usize) -> Result<()> {
+    tx.execute(
+        "INSERT OR REPLACE INTO merged_shards(shard_index, shard_count, deep, source_dir,
+             stamp, items, finished_at, merged_at, analysis_level)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            i,
+            shard.count,
+            shard.level == AnalysisLevel::Deep,
+            shard.dir.to_string_lossy(),
+            shard.stamp,
+            items as i64,
+            shard.finished_at,
+            unix_now(),
+            shard.level.as_str()
+        ],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

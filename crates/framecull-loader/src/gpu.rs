@@ -387,6 +387,10 @@ impl Gpu {
 
     /// Upload one chunk's frames (`jobs`) and table, then dispatch it; each stage is waited
     /// for and timed.
+    ///
+    /// One function: it runs for every chunk, and its two stages share the buffers it grows
+    /// (`input`, `table`), their sizes and the output window worked out for the upload, which
+    /// the dispatch binds.
     fn run_chunk(
         &mut self,
         jobs: &[Option<FrameJob<'_>>],

@@ -125,22 +125,7 @@ pub fn export_watched(
     clip_files: Option<ClipFileWriter>,
     shards: &ShardProgress,
 ) -> Result<VersionMeta, ManifestError> {
-    let check = || {
-        if stop.load(Ordering::SeqCst) {
-            Err(ManifestError::Stopped)
-        } else {
-            Ok(())
-        }
-    };
-    if !valid_name(&options.name) {
-        return Err(ManifestError::Invalid(format!(
-            "manifest name {:?}: use letters, digits, '-', '_' and '.'",
-            options.name
-        )));
-    }
-    if options.formats.is_empty() {
-        return Err(ManifestError::Invalid("no output format".into()));
-    }
+    check_options(options)?;
     let project = catalog.project_dir().to_path_buf();
     let dir = manifest_dir(&project, &options.name);
     std::fs::create_dir_all(&dir).map_err(|e| ManifestError::io(&dir, e))?;
@@ -155,92 +140,26 @@ pub fn export_watched(
     let mut config = catalog.flags_config()?.unwrap_or_default();
     config.video = crate::select::reading(catalog)?;
     let (mut rows, counts) = select_rows(catalog, options)?;
-    check()?;
+    check_stop(stop)?;
     let references = seek_references(catalog, &rows)?;
     let clip_files = match clip_files {
         Some(write) => Some(write(&mut rows, &references)?),
         None => None,
     };
-    check()?;
+    check_stop(stop)?;
     let stem = format!("v{version:04}");
-    let mut files = BTreeMap::new();
-    let mut file_hashes = BTreeMap::new();
     let mut staged = Staged(Vec::new(), Vec::new());
-    // The maps first: each video's rows name theirs.
-    if options.formats.contains(&Format::FrameMaps) {
-        let maps = write_frame_maps(catalog, &dir, &stem, &rows, &mut staged, &mut files)?;
-        for row in &mut rows {
-            row.frame_map = maps.get(&row.path).cloned();
-        }
-        check()?;
-    }
-    for format in &options.formats {
-        if *format == Format::Dali {
-            write_dali(catalog, &dir, &stem, &rows, &mut staged, &mut files)?;
-            check()?;
-            continue;
-        }
-        if *format == Format::FrameMaps {
-            continue;
-        }
-        if matches!(format, Format::Folders | Format::Hf | Format::Webdataset) {
-            write_layout(
-                *format,
-                &dir,
-                &stem,
-                &rows,
-                clip_files.as_ref(),
-                (
-                    options.shard_size.unwrap_or(DEFAULT_SHARD_BYTES),
-                    stop,
-                    shards,
-                ),
-                &mut staged,
-                &mut files,
-            )?;
-            check()?;
-            continue;
-        }
-        let file = format!("{stem}.{}", format.extension());
-        let path = dir.join(&file);
-        if path.exists() {
-            return Err(ManifestError::Invalid(format!(
-                "{} already exists",
-                path.display()
-            )));
-        }
-        let tmp = io::write_temp(&path, |out| match format {
-            Format::Parquet => io::write_parquet(out, &rows),
-            Format::Jsonl => io::write_jsonl(out, &rows),
-            Format::Csv => io::write_csv(out, &rows),
-            Format::Dali
-            | Format::FrameMaps
-            | Format::Folders
-            | Format::Hf
-            | Format::Webdataset => Ok(()),
-        })?;
-        staged.0.push((tmp.clone(), path));
-        check()?;
-        file_hashes.insert(format.extension().to_string(), io::file_hash(&tmp)?);
-        files.insert(format.extension().to_string(), file);
-    }
-    let frame_index = if references.is_empty() {
-        None
-    } else {
-        let file = format!("{stem}.frames.jsonl");
-        let path = dir.join(&file);
-        let tmp = io::write_temp(&path, |out| {
-            for r in &references {
-                serde_json::to_writer(&mut *out, r)
-                    .map_err(|e| ManifestError::Encode(e.to_string()))?;
-                out.write_all(b"\n")
-                    .map_err(|e| ManifestError::io(&path, e))?;
-            }
-            Ok(())
-        })?;
-        staged.0.push((tmp, path));
-        Some(file)
-    };
+    let (files, file_hashes) = write_formats(
+        catalog,
+        options,
+        &dir,
+        &stem,
+        &mut rows,
+        clip_files.as_ref(),
+        (stop, shards),
+        &mut staged,
+    )?;
+    let frame_index = write_frame_index(&dir, &stem, &references, &mut staged)?;
     let meta = VersionMeta {
         schema_version: SCHEMA_VERSION,
         name: options.name.clone(),
@@ -265,14 +184,158 @@ pub fn export_watched(
         frame_index,
         clip_files,
     };
+    publish_version(catalog, &dir, &stem, &meta, &mut staged, stop)?;
+    Ok(meta)
+}
+
+/// [`ManifestError::Stopped`] once `stop` is set (a signal).
+fn check_stop(stop: &AtomicBool) -> Result<(), ManifestError> {
+    if stop.load(Ordering::SeqCst) {
+        Err(ManifestError::Stopped)
+    } else {
+        Ok(())
+    }
+}
+
+/// Refuse a manifest name that is not letters, digits, '-', '_' and '.', and an export
+/// without an output format.
+fn check_options(options: &ExportOptions) -> Result<(), ManifestError> {
+    if !valid_name(&options.name) {
+        return Err(ManifestError::Invalid(format!(
+            "manifest name {:?}: use letters, digits, '-', '_' and '.'",
+            options.name
+        )));
+    }
+    if options.formats.is_empty() {
+        return Err(ManifestError::Invalid("no output format".into()));
+    }
+    Ok(())
+}
+
+/// Names by format: a version's files, or the hashes of its row files.
+type Named = BTreeMap<String, String>;
+
+/// The version's files in each format of `options` (the frame maps first, named in `rows`),
+/// staged in `dir` under `stem`; the files by format, and the hashes of the row files.
+/// Given up once `stop` is set, looked at after each format.
+#[allow(clippy::too_many_arguments)]
+fn write_formats(
+    catalog: &Catalog,
+    options: &ExportOptions,
+    dir: &Path,
+    stem: &str,
+    rows: &mut [ManifestRow],
+    clip_files: Option<&ClipFiles>,
+    (stop, shards): (&AtomicBool, &ShardProgress),
+    staged: &mut Staged,
+) -> Result<(Named, Named), ManifestError> {
+    let mut files = BTreeMap::new();
+    let mut file_hashes = BTreeMap::new();
+    // The maps first: each video's rows name theirs.
+    if options.formats.contains(&Format::FrameMaps) {
+        let maps = write_frame_maps(catalog, dir, stem, rows, staged, &mut files)?;
+        for row in rows.iter_mut() {
+            row.frame_map = maps.get(&row.path).cloned();
+        }
+        check_stop(stop)?;
+    }
+    for format in &options.formats {
+        if *format == Format::Dali {
+            write_dali(catalog, dir, stem, rows, staged, &mut files)?;
+            check_stop(stop)?;
+            continue;
+        }
+        if *format == Format::FrameMaps {
+            continue;
+        }
+        if matches!(format, Format::Folders | Format::Hf | Format::Webdataset) {
+            write_layout(
+                *format,
+                dir,
+                stem,
+                rows,
+                clip_files,
+                (
+                    options.shard_size.unwrap_or(DEFAULT_SHARD_BYTES),
+                    stop,
+                    shards,
+                ),
+                staged,
+                &mut files,
+            )?;
+            check_stop(stop)?;
+            continue;
+        }
+        let file = format!("{stem}.{}", format.extension());
+        let path = dir.join(&file);
+        if path.exists() {
+            return Err(ManifestError::Invalid(format!(
+                "{} already exists",
+                path.display()
+            )));
+        }
+        let tmp = io::write_temp(&path, |out| match format {
+            Format::Parquet => io::write_parquet(out, rows),
+            Format::Jsonl => io::write_jsonl(out, rows),
+            Format::Csv => io::write_csv(out, rows),
+            Format::Dali
+            | Format::FrameMaps
+            | Format::Folders
+            | Format::Hf
+            | Format::Webdataset => Ok(()),
+        })?;
+        staged.0.push((tmp.clone(), path));
+        check_stop(stop)?;
+        file_hashes.insert(format.extension().to_string(), io::file_hash(&tmp)?);
+        files.insert(format.extension().to_string(), file);
+    }
+    Ok((files, file_hashes))
+}
+
+/// The seek references of the version's videos as `vNNNN.frames.jsonl` in `dir`, staged;
+/// its name, or none when there are no references.
+fn write_frame_index(
+    dir: &Path,
+    stem: &str,
+    references: &[SeekReference],
+    staged: &mut Staged,
+) -> Result<Option<String>, ManifestError> {
+    if references.is_empty() {
+        return Ok(None);
+    }
+    let file = format!("{stem}.frames.jsonl");
+    let path = dir.join(&file);
+    let tmp = io::write_temp(&path, |out| {
+        for r in references {
+            serde_json::to_writer(&mut *out, r)
+                .map_err(|e| ManifestError::Encode(e.to_string()))?;
+            out.write_all(b"\n")
+                .map_err(|e| ManifestError::io(&path, e))?;
+        }
+        Ok(())
+    })?;
+    staged.0.push((tmp, path));
+    Ok(Some(file))
+}
+
+/// Stage `meta` as the version's metadata (`vNNNN.json` in `dir`), publish every staged file
+/// (the metadata last) unless `stop` is set, and record the version in the catalog.
+fn publish_version(
+    catalog: &Catalog,
+    dir: &Path,
+    stem: &str,
+    meta: &VersionMeta,
+    staged: &mut Staged,
+    stop: &AtomicBool,
+) -> Result<(), ManifestError> {
     let meta_path = dir.join(format!("{stem}.json"));
     let meta_tmp = io::write_temp(&meta_path, |out| {
-        serde_json::to_writer_pretty(&mut *out, &meta)
+        serde_json::to_writer_pretty(&mut *out, meta)
             .map_err(|e| ManifestError::Encode(e.to_string()))
     })?;
     // The metadata last: a version is visible once it is.
     staged.0.push((meta_tmp, meta_path));
-    check()?;
+    check_stop(stop)?;
     for (tmp, path) in &staged.0 {
         io::publish(tmp, path)?;
     }
@@ -285,7 +348,7 @@ pub fn export_watched(
         &meta.rows_hash,
         &meta.catalog_fingerprint,
     )?;
-    Ok(meta)
+    Ok(())
 }
 
 /// DALI's lists of `rows` (one per split) and their index (`vNNNN.dali.json`), staged; the

@@ -125,142 +125,197 @@ pub fn frame_from_rows(rows: &[ManifestRow]) -> PolarsResult<DataFrame> {
 }
 
 pub fn rows_from_frame(df: &DataFrame) -> PolarsResult<Vec<ManifestRow>> {
-    let s = |name: &str| -> PolarsResult<StringChunked> {
-        Ok(df.column(name)?.cast(&DataType::String)?.str()?.clone())
-    };
-    let i = |name: &str| -> PolarsResult<Int64Chunked> {
-        Ok(df.column(name)?.cast(&DataType::Int64)?.i64()?.clone())
-    };
-    let f = |name: &str| -> PolarsResult<Float64Chunked> {
-        Ok(df.column(name)?.cast(&DataType::Float64)?.f64()?.clone())
-    };
-    let l = |name: &str| -> PolarsResult<Vec<Vec<String>>> {
-        let list = df.column(name)?.list()?.clone();
-        let mut out = Vec::with_capacity(list.len());
-        for v in list.amortized_iter() {
-            let strings = match v {
-                Some(series) => {
-                    let strings = series.as_ref().str()?;
-                    (0..strings.len())
-                        .filter_map(|k| strings.get(k).map(str::to_string))
-                        .collect()
-                }
-                None => Vec::new(),
-            };
-            out.push(strings);
-        }
-        Ok(out)
-    };
-    let (clip_id, path, fp, kind, tb, label, split, group) = (
-        s("clip_id")?,
-        s("path")?,
-        s("file_fingerprint")?,
-        s("kind")?,
-        s("time_base")?,
-        s("label")?,
-        s("split")?,
-        s("group_key")?,
-    );
-    let (size, sf, ef, sp, ep, w, h, rot) = (
-        i(Measure::SizeBytes.manifest_column())?,
-        i("start_frame")?,
-        i("end_frame")?,
-        i("start_pts")?,
-        i("end_pts")?,
-        i(Measure::Width.manifest_column())?,
-        i(Measure::Height.manifest_column())?,
-        i("rotation_deg")?,
-    );
-    let (ss, es, fps, motion, bright, sharp) = (
-        f("start_secs")?,
-        f("end_secs")?,
-        f(Measure::Fps.manifest_column())?,
-        f(Measure::MotionMean.manifest_column())?,
-        f(Measure::Brightness.manifest_column())?,
-        f(Measure::Sharpness.manifest_column())?,
-    );
-    let (tags, flags) = (l("tags")?, l("flags")?);
-    // Columns added after schema 1's first versions: absent in those, null in every row.
-    let absent = |name: &str| df.column(name).is_err();
-    let later_i = |name: &str| -> PolarsResult<Int64Chunked> {
-        if absent(name) {
-            Ok(Int64Chunked::full_null(name.into(), df.height()))
-        } else {
-            i(name)
-        }
-    };
-    let later_s = |name: &str| -> PolarsResult<StringChunked> {
-        if absent(name) {
-            Ok(StringChunked::full_null(name.into(), df.height()))
-        } else {
-            s(name)
-        }
-    };
-    let (stream, matrix, level) = (
-        later_i("stream_index")?,
-        later_s("color_matrix")?,
-        later_s("analysis_level")?,
-    );
-    let (clip_file, clip_bytes, clip_hash, clip_fingerprint) = (
-        later_s("clip_file")?,
-        later_i("clip_bytes")?,
-        later_s("clip_hash")?,
-        later_s("clip_fingerprint")?,
-    );
-    let (clip_frames, clip_copied, clip_encoded, clip_note) = (
-        later_i("clip_frames")?,
-        later_i("clip_copied_frames")?,
-        later_i("clip_encoded_frames")?,
-        later_s("clip_note")?,
-    );
-    let (frame_map, content_crop) = (later_s("frame_map")?, later_s("content_crop")?);
-    let owned = |v: Option<&str>| v.map(str::to_string);
-    Ok((0..df.height())
-        .map(|k| ManifestRow {
-            clip_id: owned(clip_id.get(k)).unwrap_or_default(),
-            path: owned(path.get(k)).unwrap_or_default(),
-            file_fingerprint: owned(fp.get(k)).unwrap_or_default(),
-            size_bytes: size.get(k).unwrap_or(0),
-            kind: kind
+    let columns = RowColumns::read(df)?;
+    Ok((0..df.height()).map(|k| columns.row(k)).collect())
+}
+
+/// A string column of `df`, whatever type it holds.
+fn string_column(df: &DataFrame, name: &str) -> PolarsResult<StringChunked> {
+    Ok(df.column(name)?.cast(&DataType::String)?.str()?.clone())
+}
+
+/// An integer column of `df`, whatever type it holds.
+fn int_column(df: &DataFrame, name: &str) -> PolarsResult<Int64Chunked> {
+    Ok(df.column(name)?.cast(&DataType::Int64)?.i64()?.clone())
+}
+
+/// A float column of `df`, whatever type it holds.
+fn float_column(df: &DataFrame, name: &str) -> PolarsResult<Float64Chunked> {
+    Ok(df.column(name)?.cast(&DataType::Float64)?.f64()?.clone())
+}
+
+/// A column of lists of strings of `df`, a list per row (empty for a null).
+fn list_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Vec<String>>> {
+    let list = df.column(name)?.list()?.clone();
+    let mut out = Vec::with_capacity(list.len());
+    for v in list.amortized_iter() {
+        let strings = match v {
+            Some(series) => {
+                let strings = series.as_ref().str()?;
+                (0..strings.len())
+                    .filter_map(|k| strings.get(k).map(str::to_string))
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        out.push(strings);
+    }
+    Ok(out)
+}
+
+/// An integer column added after schema 1's first versions, all nulls where `df` lacks it.
+fn later_int_column(df: &DataFrame, name: &str) -> PolarsResult<Int64Chunked> {
+    if df.column(name).is_err() {
+        Ok(Int64Chunked::full_null(name.into(), df.height()))
+    } else {
+        int_column(df, name)
+    }
+}
+
+/// A string column added after schema 1's first versions, all nulls where `df` lacks it.
+fn later_string_column(df: &DataFrame, name: &str) -> PolarsResult<StringChunked> {
+    if df.column(name).is_err() {
+        Ok(StringChunked::full_null(name.into(), df.height()))
+    } else {
+        string_column(df, name)
+    }
+}
+
+/// The columns of a manifest's frame that its rows are read from.
+struct RowColumns {
+    clip_id: StringChunked,
+    path: StringChunked,
+    file_fingerprint: StringChunked,
+    kind: StringChunked,
+    time_base: StringChunked,
+    label: StringChunked,
+    split: StringChunked,
+    group_key: StringChunked,
+    size_bytes: Int64Chunked,
+    start_frame: Int64Chunked,
+    end_frame: Int64Chunked,
+    start_pts: Int64Chunked,
+    end_pts: Int64Chunked,
+    width: Int64Chunked,
+    height: Int64Chunked,
+    rotation_deg: Int64Chunked,
+    start_secs: Float64Chunked,
+    end_secs: Float64Chunked,
+    fps: Float64Chunked,
+    motion: Float64Chunked,
+    brightness: Float64Chunked,
+    sharpness: Float64Chunked,
+    tags: Vec<Vec<String>>,
+    flags: Vec<Vec<String>>,
+    stream_index: Int64Chunked,
+    color_matrix: StringChunked,
+    analysis_level: StringChunked,
+    clip_file: StringChunked,
+    clip_bytes: Int64Chunked,
+    clip_hash: StringChunked,
+    clip_fingerprint: StringChunked,
+    clip_frames: Int64Chunked,
+    clip_copied_frames: Int64Chunked,
+    clip_encoded_frames: Int64Chunked,
+    clip_note: StringChunked,
+    frame_map: StringChunked,
+    content_crop: StringChunked,
+}
+
+impl RowColumns {
+    /// Read the row columns of `df`; the first one missing or of another shape is the error.
+    fn read(df: &DataFrame) -> PolarsResult<Self> {
+        Ok(Self {
+            clip_id: string_column(df, "clip_id")?,
+            path: string_column(df, "path")?,
+            file_fingerprint: string_column(df, "file_fingerprint")?,
+            kind: string_column(df, "kind")?,
+            time_base: string_column(df, "time_base")?,
+            label: string_column(df, "label")?,
+            split: string_column(df, "split")?,
+            group_key: string_column(df, "group_key")?,
+            size_bytes: int_column(df, Measure::SizeBytes.manifest_column())?,
+            start_frame: int_column(df, "start_frame")?,
+            end_frame: int_column(df, "end_frame")?,
+            start_pts: int_column(df, "start_pts")?,
+            end_pts: int_column(df, "end_pts")?,
+            width: int_column(df, Measure::Width.manifest_column())?,
+            height: int_column(df, Measure::Height.manifest_column())?,
+            rotation_deg: int_column(df, "rotation_deg")?,
+            start_secs: float_column(df, "start_secs")?,
+            end_secs: float_column(df, "end_secs")?,
+            fps: float_column(df, Measure::Fps.manifest_column())?,
+            motion: float_column(df, Measure::MotionMean.manifest_column())?,
+            brightness: float_column(df, Measure::Brightness.manifest_column())?,
+            sharpness: float_column(df, Measure::Sharpness.manifest_column())?,
+            tags: list_column(df, "tags")?,
+            flags: list_column(df, "flags")?,
+            // Columns added after schema 1's first versions: absent in those, null in every row.
+            stream_index: later_int_column(df, "stream_index")?,
+            color_matrix: later_string_column(df, "color_matrix")?,
+            analysis_level: later_string_column(df, "analysis_level")?,
+            clip_file: later_string_column(df, "clip_file")?,
+            clip_bytes: later_int_column(df, "clip_bytes")?,
+            clip_hash: later_string_column(df, "clip_hash")?,
+            clip_fingerprint: later_string_column(df, "clip_fingerprint")?,
+            clip_frames: later_int_column(df, "clip_frames")?,
+            clip_copied_frames: later_int_column(df, "clip_copied_frames")?,
+            clip_encoded_frames: later_int_column(df, "clip_encoded_frames")?,
+            clip_note: later_string_column(df, "clip_note")?,
+            frame_map: later_string_column(df, "frame_map")?,
+            content_crop: later_string_column(df, "content_crop")?,
+        })
+    }
+
+    /// The row at index `k`.
+    fn row(&self, k: usize) -> ManifestRow {
+        let owned = |v: Option<&str>| v.map(str::to_string);
+        ManifestRow {
+            clip_id: owned(self.clip_id.get(k)).unwrap_or_default(),
+            path: owned(self.path.get(k)).unwrap_or_default(),
+            file_fingerprint: owned(self.file_fingerprint.get(k)).unwrap_or_default(),
+            size_bytes: self.size_bytes.get(k).unwrap_or(0),
+            kind: self
+                .kind
                 .get(k)
                 .and_then(MediaKind::parse)
                 .unwrap_or(MediaKind::Other),
-            start_secs: ss.get(k).unwrap_or(0.0),
-            end_secs: es.get(k).unwrap_or(0.0),
-            start_frame: sf.get(k),
-            end_frame: ef.get(k),
-            start_pts: sp.get(k),
-            end_pts: ep.get(k),
-            time_base: owned(tb.get(k)),
-            fps: fps.get(k),
-            width: w.get(k),
-            height: h.get(k),
-            rotation_deg: rot.get(k),
-            stream_index: stream.get(k),
-            color_matrix: owned(matrix.get(k)),
-            analysis_level: owned(level.get(k)),
-            label: owned(label.get(k)),
-            tags: tags[k].clone(),
-            split: owned(split.get(k)),
-            group_key: owned(group.get(k)).unwrap_or_default(),
-            motion: motion.get(k),
-            brightness: bright.get(k),
-            sharpness: sharp.get(k),
-            flags: flags[k].clone(),
+            start_secs: self.start_secs.get(k).unwrap_or(0.0),
+            end_secs: self.end_secs.get(k).unwrap_or(0.0),
+            start_frame: self.start_frame.get(k),
+            end_frame: self.end_frame.get(k),
+            start_pts: self.start_pts.get(k),
+            end_pts: self.end_pts.get(k),
+            time_base: owned(self.time_base.get(k)),
+            fps: self.fps.get(k),
+            width: self.width.get(k),
+            height: self.height.get(k),
+            rotation_deg: self.rotation_deg.get(k),
+            stream_index: self.stream_index.get(k),
+            color_matrix: owned(self.color_matrix.get(k)),
+            analysis_level: owned(self.analysis_level.get(k)),
+            label: owned(self.label.get(k)),
+            tags: self.tags[k].clone(),
+            split: owned(self.split.get(k)),
+            group_key: owned(self.group_key.get(k)).unwrap_or_default(),
+            motion: self.motion.get(k),
+            brightness: self.brightness.get(k),
+            sharpness: self.sharpness.get(k),
+            flags: self.flags[k].clone(),
             clip: ClipFileColumns {
-                file: owned(clip_file.get(k)),
-                bytes: clip_bytes.get(k),
-                hash: owned(clip_hash.get(k)),
-                fingerprint: owned(clip_fingerprint.get(k)),
-                frames: clip_frames.get(k),
-                copied_frames: clip_copied.get(k),
-                encoded_frames: clip_encoded.get(k),
-                note: owned(clip_note.get(k)),
+                file: owned(self.clip_file.get(k)),
+                bytes: self.clip_bytes.get(k),
+                hash: owned(self.clip_hash.get(k)),
+                fingerprint: owned(self.clip_fingerprint.get(k)),
+                frames: self.clip_frames.get(k),
+                copied_frames: self.clip_copied_frames.get(k),
+                encoded_frames: self.clip_encoded_frames.get(k),
+                note: owned(self.clip_note.get(k)),
             },
-            frame_map: owned(frame_map.get(k)),
-            content_crop: owned(content_crop.get(k)),
-        })
-        .collect())
+            frame_map: owned(self.frame_map.get(k)),
+            content_crop: owned(self.content_crop.get(k)),
+        }
+    }
 }
 
 /// Parquet with the oldest Arrow compatibility level (`large_string`, not `string_view`):

@@ -134,17 +134,7 @@ pub fn write_webdataset(
         key: "clip_id".into(),
         ..ShardsIndex::default()
     };
-    // Each split's samples, in the version's row order.
-    let mut by_split: BTreeMap<String, Vec<Sample>> = BTreeMap::new();
-    for row in rows {
-        match sample_of(row, clip_dir) {
-            Ok(sample) => by_split
-                .entry(folder_name(row.split.as_deref().unwrap_or("all")))
-                .or_default()
-                .push(sample),
-            Err(why) => *index.left_out.entry(why.to_string()).or_default() += 1,
-        }
-    }
+    let by_split = samples_by_split(rows, clip_dir, &mut index.left_out);
     for samples in by_split.values() {
         progress
             .samples
@@ -154,75 +144,150 @@ pub fn write_webdataset(
             Ordering::Relaxed,
         );
     }
-    let ledger_path = out.join(LEDGER);
-    let done: HashMap<String, Done> = std::fs::read_to_string(&ledger_path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Done>(l).ok())
-        .map(|d| (d.file.clone(), d))
-        .collect();
-    let mut ledger = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&ledger_path)
-        .map_err(|e| ManifestError::io(&ledger_path, e))?;
-    // A line a kill cut short ends here.
-    ledger
-        .write_all(b"\n")
-        .map_err(|e| ManifestError::io(&ledger_path, e))?;
+    let mut ledger = Ledger::open(out)?;
     for (split, samples) in &by_split {
-        let mut shards = SplitShards {
-            list: format!("{split}.txt"),
-            ..SplitShards::default()
-        };
-        for (n, group) in plan(samples, shard_size).into_iter().enumerate() {
-            let file = format!("{split}-{n:06}.tar");
-            let path = out.join(&file);
-            let bytes: u64 = group.iter().map(|s| s.tar_bytes()).sum::<u64>() + 2 * BLOCK;
-            let plan = plan_hash(group);
-            let whole = done
-                .get(&file)
-                .is_some_and(|d| d.plan == plan && d.bytes == bytes)
-                && std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes);
-            if whole {
-                index.kept += 1;
-                progress.add(
-                    group.len() as u64,
-                    group.iter().map(Sample::tar_bytes).sum(),
-                );
-            } else {
-                write_shard(group, &path, (stop, progress))?;
-                let mut line = serde_json::to_vec(&Done {
-                    file: file.clone(),
-                    plan,
-                    bytes,
-                })
-                .map_err(|e| ManifestError::Encode(e.to_string()))?;
-                line.push(b'\n');
-                ledger
-                    .write_all(&line)
-                    .and_then(|()| ledger.sync_data())
-                    .map_err(|e| ManifestError::io(&ledger_path, e))?;
-                index.written += 1;
-            }
-            shards.samples += group.len() as u64;
-            shards.bytes += bytes;
-            shards.shards.push(Shard {
-                file,
-                samples: group.len() as u64,
-                bytes,
-                members: group.iter().map(Sample::member).collect(),
-            });
-        }
-        let list: String = shards
-            .shards
-            .iter()
-            .map(|s| format!("{}\n", s.file))
-            .collect();
-        let list_path = out.join(&shards.list);
-        std::fs::write(&list_path, list).map_err(|e| ManifestError::io(&list_path, e))?;
-        index.splits.insert(split.clone(), shards);
+        write_split(
+            split,
+            samples,
+            out,
+            shard_size,
+            &mut ledger,
+            &mut index,
+            (stop, progress),
+        )?;
     }
+    remove_unplanned(out, &index)?;
+    Ok(index)
+}
+
+/// The samples of `rows` by split; the rows without one counted in `left_out` by reason.
+fn samples_by_split(
+    rows: &[ManifestRow],
+    clip_dir: &Path,
+    left_out: &mut BTreeMap<String, u64>,
+) -> BTreeMap<String, Vec<Sample>> {
+    // Each split's samples, in the version's row order.
+    let mut by_split: BTreeMap<String, Vec<Sample>> = BTreeMap::new();
+    for row in rows {
+        match sample_of(row, clip_dir) {
+            Ok(sample) => by_split
+                .entry(folder_name(row.split.as_deref().unwrap_or("all")))
+                .or_default()
+                .push(sample),
+            Err(why) => *left_out.entry(why.to_string()).or_default() += 1,
+        }
+    }
+    by_split
+}
+
+/// A shard folder's ledger: the shards an earlier run recorded, and the file this run
+/// records its own in.
+struct Ledger {
+    path: PathBuf,
+    done: HashMap<String, Done>,
+    file: std::fs::File,
+}
+
+impl Ledger {
+    /// The ledger of the shard folder `out`, read, and opened to record more.
+    fn open(out: &Path) -> Result<Self, ManifestError> {
+        let path = out.join(LEDGER);
+        let done: HashMap<String, Done> = std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Done>(l).ok())
+            .map(|d| (d.file.clone(), d))
+            .collect();
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| ManifestError::io(&path, e))?;
+        // A line a kill cut short ends here.
+        file.write_all(b"\n")
+            .map_err(|e| ManifestError::io(&path, e))?;
+        Ok(Self { path, done, file })
+    }
+
+    /// Whether the shard `file` (at `path`) is whole: recorded with the same `plan` and
+    /// `bytes`, and of that size.
+    fn has_whole(&self, file: &str, plan: &str, bytes: u64, path: &Path) -> bool {
+        self.done
+            .get(file)
+            .is_some_and(|d| d.plan == plan && d.bytes == bytes)
+            && std::fs::metadata(path).is_ok_and(|m| m.len() == bytes)
+    }
+
+    /// Record the shard `file`, just written, durably.
+    fn record(&mut self, file: &str, plan: String, bytes: u64) -> Result<(), ManifestError> {
+        let mut line = serde_json::to_vec(&Done {
+            file: file.to_string(),
+            plan,
+            bytes,
+        })
+        .map_err(|e| ManifestError::Encode(e.to_string()))?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| ManifestError::io(&self.path, e))
+    }
+}
+
+/// Write the shards of one split's `samples` into `out` (keeping those `ledger` records
+/// whole) and the split's list of them; recorded in `index`.
+fn write_split(
+    split: &str,
+    samples: &[Sample],
+    out: &Path,
+    shard_size: u64,
+    ledger: &mut Ledger,
+    index: &mut ShardsIndex,
+    (stop, progress): (&AtomicBool, &ShardProgress),
+) -> Result<(), ManifestError> {
+    let mut shards = SplitShards {
+        list: format!("{split}.txt"),
+        ..SplitShards::default()
+    };
+    for (n, group) in plan(samples, shard_size).into_iter().enumerate() {
+        let file = format!("{split}-{n:06}.tar");
+        let path = out.join(&file);
+        let bytes: u64 = group.iter().map(|s| s.tar_bytes()).sum::<u64>() + 2 * BLOCK;
+        let plan = plan_hash(group);
+        if ledger.has_whole(&file, &plan, bytes, &path) {
+            index.kept += 1;
+            progress.add(
+                group.len() as u64,
+                group.iter().map(Sample::tar_bytes).sum(),
+            );
+        } else {
+            write_shard(group, &path, (stop, progress))?;
+            ledger.record(&file, plan, bytes)?;
+            index.written += 1;
+        }
+        shards.samples += group.len() as u64;
+        shards.bytes += bytes;
+        shards.shards.push(Shard {
+            file,
+            samples: group.len() as u64,
+            bytes,
+            members: group.iter().map(Sample::member).collect(),
+        });
+    }
+    let list: String = shards
+        .shards
+        .iter()
+        .map(|s| format!("{}\n", s.file))
+        .collect();
+    let list_path = out.join(&shards.list);
+    std::fs::write(&list_path, list).map_err(|e| ManifestError::io(&list_path, e))?;
+    index.splits.insert(split.to_string(), shards);
+    Ok(())
+}
+
+/// Remove the files of `out` that `index` does not list: shards and lists of an earlier plan,
+/// and shards left part written (`.part`).
+fn remove_unplanned(out: &Path, index: &ShardsIndex) -> Result<(), ManifestError> {
     // Shards and lists of an earlier plan that this one has not (fewer samples, other
     // splits) go.
     for entry in std::fs::read_dir(out)
@@ -239,7 +304,7 @@ pub fn write_webdataset(
             let _ = std::fs::remove_file(entry.path());
         }
     }
-    Ok(index)
+    Ok(())
 }
 
 /// Why a row has no sample (counted by these words in the index's `left_out`).

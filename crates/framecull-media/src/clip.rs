@@ -225,23 +225,7 @@ fn write_any(
             frames: reader.frame_pts().len(),
         });
     }
-    // The sound of the same span, on the container's clock: from the first frame's time to
-    // the end of the last one's.
-    let tb = reader.time_base().as_f64();
-    let pts = reader.frame_pts();
-    let span = pts[frames.start] as f64 * tb
-        ..(pts[frames.end - 1] + frame_duration(pts, frames.end - 1)) as f64 * tb;
-    let sound = if reader.has_audio() {
-        audio::Sound::read(source, span).unwrap_or_else(|e| {
-            tracing::warn!(
-                "{}: the clip is written without its sound: {e}",
-                part.display()
-            );
-            None
-        })
-    } else {
-        None
-    };
+    let sound = read_sound(reader, source, &frames, part);
     let sound = sound.as_ref();
     let copied_whole = match whole {
         Some(container) => {
@@ -273,13 +257,54 @@ fn write_any(
         }
         None => None,
     };
-    let mut plan = match copied_whole {
+    let plan = match copied_whole {
         Some(why) => smart::Plan::encode_all(frames.clone(), why),
         None => smart::plan_clip(reader, source, frames.clone()).unwrap_or_else(|e| {
             tracing::debug!("{}: no smart cut: {e}", part.display());
             smart::Plan::encode_all(frames.clone(), format!("no smart cut: {e}"))
         }),
     };
+    write_plan(reader, plan, &frames, described, sound, part)
+}
+
+/// The sound of frames `frames` of `reader`'s video, read again from `source`; `None` where
+/// the video has none, or it cannot be read (a warning says so, naming `part`).
+fn read_sound(
+    reader: &VideoReader,
+    source: &Source,
+    frames: &std::ops::Range<usize>,
+    part: &Path,
+) -> Option<audio::Sound> {
+    // The sound of the same span, on the container's clock: from the first frame's time to
+    // the end of the last one's.
+    let tb = reader.time_base().as_f64();
+    let pts = reader.frame_pts();
+    let span = pts[frames.start] as f64 * tb
+        ..(pts[frames.end - 1] + frame_duration(pts, frames.end - 1)) as f64 * tb;
+    if reader.has_audio() {
+        audio::Sound::read(source, span).unwrap_or_else(|e| {
+            tracing::warn!(
+                "{}: the clip is written without its sound: {e}",
+                part.display()
+            );
+            None
+        })
+    } else {
+        None
+    }
+}
+
+/// Write `plan` for frames `frames` to `part`, at the first rate factor of [`CRF_LADDER`]
+/// that keeps every encoded frame within [`MIN_PSNR`]; a smart cut, or an encoder other than
+/// x264, that fails is replaced by x264 encoding the clip whole, from the ladder's top.
+fn write_plan(
+    reader: &mut VideoReader,
+    mut plan: smart::Plan,
+    frames: &std::ops::Range<usize>,
+    described: &Described,
+    sound: Option<&audio::Sound>,
+    part: &Path,
+) -> Result<ClipWritten, ClipError> {
     let mut rungs = CRF_LADDER.iter().peekable();
     while let Some(&crf) = rungs.next() {
         let result = join::write(reader, &plan, described, sound, part, crf);

@@ -135,6 +135,10 @@ pub(crate) enum ConvertError {
 /// Decode every frame of the video stream `options.stream` of `source`, calling `on_frame` with a small
 /// RGB copy of each. `on_frame` returns `false` to stop early. `lowres` (0-3) asks decoders
 /// that support it (JPEG) to decode at 1/2^lowres size directly.
+///
+/// One function: the input, decoder and error sink it sets up serve the read loop that runs
+/// for every packet, and the sink is made before the decoder and read once the decoder is
+/// dropped (the decoder's threads log into it until then).
 pub fn decode_frames(
     source: &Opened,
     options: &DecodeOptions,

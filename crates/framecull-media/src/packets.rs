@@ -40,6 +40,9 @@ pub const DECODE_WHOLE_BELOW: u64 = 256 << 10;
 /// `on_frame` with the analysis copy of each frame decoded (as the deep pass's
 /// `decode_frames` makes it, but for its `content_hash`, not computed: 0) and whether it
 /// `follows` the frame handed before it (the one shown before it, in the same decoding run).
+///
+/// One function: one read loop, run for every packet, that updates the index's keyframe
+/// marks, the scan's records and the sampler (which holds `on_frame`) set up above it.
 pub fn scan_packets(
     source: &Opened,
     stream: StreamChoice,

@@ -415,6 +415,13 @@ impl VideoReader {
         Err(ReadError::Missing(wanted[handed..].to_vec()))
     }
 
+    /// Receive frames from the decoder and feed it packets until every frame of `wanted` from
+    /// `*handed` on is handed to `on_frame` (`Done`), or what comes out shows `attempt` cannot
+    /// be trusted (`Doubt`).
+    ///
+    /// One function: a single receive-and-feed loop, run for every frame and packet, whose
+    /// state (the decoder and its frame, the next frame wanted, the count from the start, the
+    /// packet left undecoded, the end of input) every step reads and changes.
     fn decode_until(
         &mut self,
         wanted: &[usize],

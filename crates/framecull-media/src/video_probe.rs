@@ -180,25 +180,89 @@ fn describe(input: &ff::format::context::Input, choice: StreamChoice) -> Probe {
     let has_audio = input
         .streams()
         .any(|s| s.parameters().medium() == Medium::Audio);
-    let is_attached =
-        |s: &ff::format::stream::Stream| s.disposition().contains(Disposition::ATTACHED_PIC);
     let Some(stream) = crate::decode::video_stream(input, choice).filter(|s| !is_attached(s))
     else {
-        let cover = input
-            .streams()
-            .any(|s| s.parameters().medium() == Medium::Video && is_attached(&s));
-        let reason = match (has_audio, cover) {
-            (true, true) => "no video stream: audio with cover art only",
-            (true, false) => "no video stream: audio only",
-            (false, true) => "no video stream: cover art only",
-            (false, false) => "no video stream",
-        };
-        let mut probe = Probe::failed(MediaKind::Other, ItemStatus::Unsupported, reason);
-        probe.info.container = Some(container);
-        probe.info.has_audio = Some(has_audio);
-        return probe;
+        return no_video_stream(input, container, has_audio);
     };
 
+    let codec_id = stream.parameters().id();
+    let info = video_stream_info(input, &stream, &container, has_audio);
+    // Single-picture demuxers (`png_pipe`, `image2`, ...) mean an image FFmpeg can read.
+    let kind = if container.ends_with("_pipe") || container == "image2" {
+        MediaKind::Image
+    } else {
+        MediaKind::Video
+    };
+    let info = if kind == MediaKind::Image {
+        // A still picture: rates and durations of the single-frame demuxer mean nothing.
+        MediaInfo {
+            container: info.codec.clone(),
+            frame_count: Some(1),
+            fps: None,
+            fps_base: None,
+            time_base: None,
+            start_secs: None,
+            duration_secs: None,
+            bit_rate: None,
+            has_audio: None,
+            ..info
+        }
+    } else {
+        info
+    };
+    if info.width.is_none() || info.height.is_none() {
+        let reason = if kind == MediaKind::Image {
+            "image header declares no size (damaged header)"
+        } else {
+            "video stream declares no frame size (damaged or missing codec headers)"
+        };
+        let mut probe = Probe::failed(kind, ItemStatus::Error, reason);
+        probe.info = info;
+        return probe;
+    }
+    if ff::decoder::find(codec_id).is_none() {
+        let mut probe = Probe::failed(kind, ItemStatus::Unsupported, missing_decoder(codec_id));
+        probe.info = info;
+        return probe;
+    }
+    Probe::ok(kind, info)
+}
+
+/// Whether stream `s` is a picture attached to the file (cover art), not a video.
+fn is_attached(s: &ff::format::stream::Stream) -> bool {
+    s.disposition().contains(Disposition::ATTACHED_PIC)
+}
+
+/// The probe of a file in `container` without a video stream to choose: why (sound only,
+/// cover art only, or both), and whether it has sound.
+fn no_video_stream(
+    input: &ff::format::context::Input,
+    container: String,
+    has_audio: bool,
+) -> Probe {
+    let cover = input
+        .streams()
+        .any(|s| s.parameters().medium() == Medium::Video && is_attached(&s));
+    let reason = match (has_audio, cover) {
+        (true, true) => "no video stream: audio with cover art only",
+        (true, false) => "no video stream: audio only",
+        (false, true) => "no video stream: cover art only",
+        (false, false) => "no video stream",
+    };
+    let mut probe = Probe::failed(MediaKind::Other, ItemStatus::Unsupported, reason);
+    probe.info.container = Some(container);
+    probe.info.has_audio = Some(has_audio);
+    probe
+}
+
+/// What the headers of `input` (in `container`) and of its video stream `stream` say of the
+/// video: codec, size, timing, rates and colour.
+fn video_stream_info(
+    input: &ff::format::context::Input,
+    stream: &ff::format::stream::Stream,
+    container: &str,
+    has_audio: bool,
+) -> MediaInfo {
     let params = stream.parameters();
     // SAFETY: `params` wraps the stream's AVCodecParameters, valid while `input` lives;
     // we only read plain fields.
@@ -239,14 +303,14 @@ fn describe(input: &ff::format::context::Input, choice: StreamChoice) -> Probe {
         })
         .filter(|r| r.num > 0 && r.den > 0);
 
-    let info = MediaInfo {
-        container: Some(container.clone()),
+    MediaInfo {
+        container: Some(container.to_string()),
         codec: Some(codec_id.name().to_string()),
         profile: profile_name(par.codec_id, par.profile),
         pix_fmt: pix_fmt_name(par.format),
         width: u32::try_from(par.width).ok().filter(|w| *w > 0),
         height: u32::try_from(par.height).ok().filter(|h| *h > 0),
-        rotation_deg: Some(rotation_deg(&stream)),
+        rotation_deg: Some(rotation_deg(stream)),
         sample_aspect_ratio: sar,
         fps,
         fps_base,
@@ -262,46 +326,7 @@ fn describe(input: &ff::format::context::Input, choice: StreamChoice) -> Probe {
             .filter(|c| *c != ffi::AVColorSpace::AVCOL_SPC_UNSPECIFIED)
             .and_then(|c| ff::color::Space::from(c).name())
             .map(str::to_string),
-    };
-    // Single-picture demuxers (`png_pipe`, `image2`, ...) mean an image FFmpeg can read.
-    let kind = if container.ends_with("_pipe") || container == "image2" {
-        MediaKind::Image
-    } else {
-        MediaKind::Video
-    };
-    let info = if kind == MediaKind::Image {
-        // A still picture: rates and durations of the single-frame demuxer mean nothing.
-        MediaInfo {
-            container: info.codec.clone(),
-            frame_count: Some(1),
-            fps: None,
-            fps_base: None,
-            time_base: None,
-            start_secs: None,
-            duration_secs: None,
-            bit_rate: None,
-            has_audio: None,
-            ..info
-        }
-    } else {
-        info
-    };
-    if info.width.is_none() || info.height.is_none() {
-        let reason = if kind == MediaKind::Image {
-            "image header declares no size (damaged header)"
-        } else {
-            "video stream declares no frame size (damaged or missing codec headers)"
-        };
-        let mut probe = Probe::failed(kind, ItemStatus::Error, reason);
-        probe.info = info;
-        return probe;
     }
-    if ff::decoder::find(codec_id).is_none() {
-        let mut probe = Probe::failed(kind, ItemStatus::Unsupported, missing_decoder(codec_id));
-        probe.info = info;
-        return probe;
-    }
-    Probe::ok(kind, info)
 }
 
 /// Clockwise display rotation in degrees (0, 90, 180, 270), from the display matrix or the

@@ -3,7 +3,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
 use super::ScanError;
@@ -13,8 +13,9 @@ use framecull_analysis::cuts::CutOptions;
 use framecull_analysis::phash::{dihedral_hashes, phash};
 use framecull_analysis::still;
 use framecull_analysis::video::{FLAT_STD, VideoAnalyzer};
-use framecull_catalog::{AnalysisResult, AnalysisTodo, Catalog};
+use framecull_catalog::{AnalysisResult, AnalysisTodo, Catalog, CatalogError};
 use framecull_media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
+use framecull_media::isolate::Spec;
 use framecull_media::packets::scan_packets;
 use framecull_media::{Opened, Source};
 use framecull_model::{
@@ -91,113 +92,24 @@ pub fn analyze(
         .build()
         .map_err(|e| ScanError::Threads(e.to_string()))?;
     let (tx, rx) = sync_channel::<(usize, AnalysisResult)>(64);
-    // Estimated decode work: pixels x frames (images count as one frame).
-    let mut order: Vec<(f64, usize)> = todo
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let pixels = f64::from(t.width.unwrap_or(1)) * f64::from(t.height.unwrap_or(1));
-            let frames = t.frame_estimate.unwrap_or(1.0).max(1.0);
-            (pixels * frames, i)
-        })
-        .collect();
-    order.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let order = longest_first(&todo);
     let order = &order;
     let stored = std::thread::scope(|s| -> Result<u64, ScanError> {
         let todo = &todo;
         let producer = std::thread::Builder::new()
             .name("framecull-analyze".into())
             .spawn_scoped(s, move || {
-                // Longest jobs first, each worker taking the next one: rayon's splitting
-                // would hand each thread a contiguous half instead.
-                let next = AtomicUsize::new(0);
-                let threads = Threads::new(options.jobs.max(1), order.iter().map(|o| o.0));
-                pool.scope(|scope| {
-                    for _ in 0..options.jobs.max(1) {
-                        let (tx, next, threads) = (tx.clone(), &next, &threads);
-                        let mut analyst = WorkerSlot::new(workers.clone());
-                        scope.spawn(move |_| {
-                            loop {
-                                let i = next.fetch_add(1, Ordering::SeqCst);
-                                let Some(&(work, item_index)) = order.get(i) else {
-                                    break;
-                                };
-                                if cancel.load(Ordering::SeqCst) {
-                                    break;
-                                }
-                                let item = &todo[item_index];
-                                let wanted = match options.file_threads {
-                                    Some(n) => n.clamp(1, options.jobs.max(1)),
-                                    None if item.kind == MediaKind::Video => threads.share(work),
-                                    None => 1,
-                                };
-                                let held = threads.take(wanted, work);
-                                tracing::debug!(
-                                    "{}: {} decoder threads (due {wanted})",
-                                    item.path,
-                                    held.count()
-                                );
-                                let file_options = AnalyzeOptions {
-                                    file_threads: Some(held.count()),
-                                    ..options.clone()
-                                };
-                                let mut result = analyse_guarded(
-                                    &mut analyst,
-                                    root,
-                                    item,
-                                    &file_options,
-                                    cancel,
-                                );
-                                // A worker that failed (a crash, its memory cap) on several
-                                // threads: once more on one, as a single thread would have
-                                // read it.
-                                if held.count() > 1
-                                    && result
-                                        .as_ref()
-                                        .is_some_and(|r| r.metrics.undecodable.is_some())
-                                {
-                                    let one = AnalyzeOptions {
-                                        file_threads: Some(1),
-                                        ..options.clone()
-                                    };
-                                    result =
-                                        analyse_guarded(&mut analyst, root, item, &one, cancel);
-                                }
-                                drop(held);
-                                let Some(result) = result else {
-                                    break;
-                                };
-                                // A network or permission failure is not this file's: the
-                                // file is left to do and the analysis stops.
-                                if root.as_remote().is_some_and(|r| r.failure().is_some())
-                                    || tx.send((item_index, result)).is_err()
-                                {
-                                    break;
-                                }
-                            }
-                        });
-                    }
-                });
-                drop(tx);
+                let files = Files {
+                    todo,
+                    order,
+                    root,
+                    options,
+                    cancel,
+                };
+                analyse_on_pool(&pool, &files, workers, tx);
             })
             .map_err(|e| ScanError::Threads(e.to_string()))?;
-        let stored = super::store_in_batches(
-            &rx,
-            options.batch_size,
-            Duration::from_millis(500),
-            cancel,
-            |batch: &[(usize, AnalysisResult)]| {
-                catalog.store_analyses(ANALYSIS_VERSION, batch.iter().map(|(_, r)| r))
-            },
-            |event| match event {
-                super::Batched::Received(done, (i, _)) => on_event(AnalyzeEvent::Analysed {
-                    done,
-                    total,
-                    path: todo[*i].path.clone(),
-                }),
-                super::Batched::Committed(stored) => on_event(AnalyzeEvent::Committed { stored }),
-            },
-        );
+        let stored = store_results(catalog, &rx, todo, total, options, cancel, on_event);
         drop(rx);
         if producer.join().is_err() {
             tracing::error!("an analysis thread panicked outside the per-file guard");
@@ -215,6 +127,156 @@ pub fn analyze(
         cancelled: cancel.load(Ordering::SeqCst),
         elapsed_secs: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Each file of `todo` by its estimated decode work, with its index in `todo`, longest
+/// first.
+fn longest_first(todo: &[AnalysisTodo]) -> Vec<(f64, usize)> {
+    // Estimated decode work: pixels x frames (images count as one frame).
+    let mut order: Vec<(f64, usize)> = todo
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let pixels = f64::from(t.width.unwrap_or(1)) * f64::from(t.height.unwrap_or(1));
+            let frames = t.frame_estimate.unwrap_or(1.0).max(1.0);
+            (pixels * frames, i)
+        })
+        .collect();
+    order.sort_by(|a, b| b.0.total_cmp(&a.0));
+    order
+}
+
+/// Store the results that come on `rx` in batches, each result (of `total`, the files of
+/// `todo`) and each commit told to `on_event`: how many were stored.
+fn store_results(
+    catalog: &mut Catalog,
+    rx: &Receiver<(usize, AnalysisResult)>,
+    todo: &[AnalysisTodo],
+    total: u64,
+    options: &AnalyzeOptions,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(AnalyzeEvent),
+) -> Result<u64, CatalogError> {
+    super::store_in_batches(
+        rx,
+        options.batch_size,
+        Duration::from_millis(500),
+        cancel,
+        |batch: &[(usize, AnalysisResult)]| {
+            catalog.store_analyses(ANALYSIS_VERSION, batch.iter().map(|(_, r)| r))
+        },
+        |event| match event {
+            super::Batched::Received(done, (i, _)) => on_event(AnalyzeEvent::Analysed {
+                done,
+                total,
+                path: todo[*i].path.clone(),
+            }),
+            super::Batched::Committed(stored) => on_event(AnalyzeEvent::Committed { stored }),
+        },
+    )
+}
+
+/// What every worker of an analysis reads: the files, the order they are taken in, and how
+/// they are analysed.
+struct Files<'a> {
+    todo: &'a [AnalysisTodo],
+    /// Each file's estimated decode work and its index in `todo`, longest first.
+    order: &'a [(f64, usize)],
+    root: &'a Root,
+    options: &'a AnalyzeOptions,
+    cancel: &'a AtomicBool,
+}
+
+/// Analyse `files` on `pool`, one worker (in its own process where `workers`
+/// says how to start one) a thread of the pool; each result is sent on `tx`.
+fn analyse_on_pool(
+    pool: &rayon::ThreadPool,
+    files: &Files<'_>,
+    workers: Option<Spec>,
+    tx: SyncSender<(usize, AnalysisResult)>,
+) {
+    let options = files.options;
+    // Longest jobs first, each worker taking the next one: rayon's splitting
+    // would hand each thread a contiguous half instead.
+    let next = AtomicUsize::new(0);
+    let threads = Threads::new(options.jobs.max(1), files.order.iter().map(|o| o.0));
+    pool.scope(|scope| {
+        for _ in 0..options.jobs.max(1) {
+            let (tx, next, threads) = (tx.clone(), &next, &threads);
+            let mut analyst = WorkerSlot::new(workers.clone());
+            scope.spawn(move |_| analyse_in_turn(files, next, threads, &mut analyst, &tx));
+        }
+    });
+    drop(tx);
+}
+
+/// One worker's files: the next of `files` (`next` counts those taken) until none is left,
+/// the analysis is cancelled, or it stops; each analysed with `analyst` on the decoder
+/// `threads` it is due, and its result sent on `tx`.
+fn analyse_in_turn(
+    files: &Files<'_>,
+    next: &AtomicUsize,
+    threads: &Threads,
+    analyst: &mut WorkerSlot,
+    tx: &SyncSender<(usize, AnalysisResult)>,
+) {
+    let Files {
+        todo,
+        order,
+        root,
+        options,
+        cancel,
+    } = *files;
+    loop {
+        let i = next.fetch_add(1, Ordering::SeqCst);
+        let Some(&(work, item_index)) = order.get(i) else {
+            break;
+        };
+        if cancel.load(Ordering::SeqCst) {
+            break;
+        }
+        let item = &todo[item_index];
+        let wanted = match options.file_threads {
+            Some(n) => n.clamp(1, options.jobs.max(1)),
+            None if item.kind == MediaKind::Video => threads.share(work),
+            None => 1,
+        };
+        let held = threads.take(wanted, work);
+        tracing::debug!(
+            "{}: {} decoder threads (due {wanted})",
+            item.path,
+            held.count()
+        );
+        let file_options = AnalyzeOptions {
+            file_threads: Some(held.count()),
+            ..options.clone()
+        };
+        let mut result = analyse_guarded(analyst, root, item, &file_options, cancel);
+        // A worker that failed (a crash, its memory cap) on several threads: once more on one,
+        // as a single thread would have read it.
+        if held.count() > 1
+            && result
+                .as_ref()
+                .is_some_and(|r| r.metrics.undecodable.is_some())
+        {
+            let one = AnalyzeOptions {
+                file_threads: Some(1),
+                ..options.clone()
+            };
+            result = analyse_guarded(analyst, root, item, &one, cancel);
+        }
+        drop(held);
+        let Some(result) = result else {
+            break;
+        };
+        // A network or permission failure is not this file's: the file is left to do and the
+        // analysis stops.
+        if root.as_remote().is_some_and(|r| r.failure().is_some())
+            || tx.send((item_index, result)).is_err()
+        {
+            break;
+        }
+    }
 }
 
 /// The decoder threads of an analysis: `jobs` of them, shared by the files in flight.

@@ -121,113 +121,16 @@ impl Remote {
     /// environment: for a process that holds its credentials itself (a test, an embedding
     /// program).
     pub fn open_with(url: &str, settings: &[(&str, &str)]) -> Result<Remote, StorageError> {
-        let bad = |reason: &str| StorageError::Url {
-            url: url.to_string(),
-            reason: reason.to_string(),
-        };
-        let (scheme, rest) = url.split_once("://").unwrap_or_default();
-        let cloud = match scheme {
-            "s3" => Cloud::S3,
-            "az" => Cloud::Azure,
-            "gs" => Cloud::Gcs,
-            "http" | "https" => Cloud::Http,
-            _ => {
-                return Err(bad(&format!(
-                    "{scheme}:// is not supported (s3://, gs://, az:// and https:// are; see \
-                     docs/STORAGE.md)"
-                )));
-            }
-        };
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if bucket.is_empty() {
-            return Err(bad(match cloud {
-                Cloud::S3 => "no bucket name (s3://BUCKET/PREFIX)",
-                Cloud::Gcs => "no bucket name (gs://BUCKET/PREFIX)",
-                Cloud::Azure => "no container name (az://CONTAINER/PREFIX)",
-                Cloud::Http => "no host name (https://HOST/PATH)",
-            }));
-        }
+        let parts = StoreUrl::parse(url)?;
+        let StoreUrl {
+            scheme,
+            bucket,
+            prefix,
+            ..
+        } = parts;
         let prefix = prefix.trim_matches('/').to_string();
         let counters = Arc::new(Counters::default());
-        let retry = RetryConfig {
-            backoff: BackoffConfig {
-                init_backoff: Duration::from_millis(100),
-                max_backoff: Duration::from_secs(5),
-                base: 2.0,
-            },
-            max_retries: 4,
-            retry_timeout: Duration::from_secs(60),
-        };
-        let connector = CountingConnector(counters.clone());
-        // Every builder takes `settings` as configuration keys, the retries and the counting
-        // connector the same way; their types share no trait.
-        macro_rules! with_settings {
-            ($builder:expr, $key:ty) => {{
-                let mut builder = $builder;
-                for (key, value) in config_keys::<$key>(settings.iter().copied(), url)? {
-                    builder = builder.with_config(key, value);
-                }
-                builder
-            }};
-        }
-        macro_rules! build {
-            ($builder:expr) => {
-                Arc::new(
-                    $builder
-                        .with_retry(retry)
-                        .with_http_connector(connector)
-                        .build()
-                        .map_err(|e| bad(&cause_text(&e)))?,
-                )
-            };
-        }
-        let store: Arc<dyn ObjectStore> = match cloud {
-            Cloud::S3 => {
-                // Under the environment, the shared config files' profile (as AWS's tools
-                // read them); `settings` over both.
-                let mut env: BTreeMap<String, String> = std::env::vars_os()
-                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                    .filter(|(k, _)| k.starts_with("AWS_"))
-                    .collect();
-                let mut builder = AmazonS3Builder::new();
-                for (name, value) in &env {
-                    if let Ok(key) = name.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() {
-                        builder = builder.with_config(key, value);
-                    }
-                }
-                env.extend(settings.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-                let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-                let profile =
-                    super::aws_profile::settings(&env, home.as_deref()).map_err(|cause| {
-                        StorageError::Other {
-                            url: url.to_string(),
-                            cause: cause.to_string(),
-                        }
-                    })?;
-                let profile = profile.iter().map(|(k, v)| (*k, v.as_str()));
-                for (key, value) in
-                    config_keys::<AmazonS3ConfigKey>(profile.chain(settings.iter().copied()), url)?
-                {
-                    builder = builder.with_config(key, value);
-                }
-                build!(builder.with_bucket_name(bucket))
-            }
-            Cloud::Azure => build!(
-                with_settings!(MicrosoftAzureBuilder::from_env(), AzureConfigKey)
-                    .with_container_name(bucket)
-            ),
-            Cloud::Gcs => build!(
-                with_settings!(GoogleCloudStorageBuilder::from_env(), GoogleConfigKey)
-                    .with_bucket_name(bucket)
-            ),
-            // The host is the store; the path is the prefix. `http://` was asked for by name,
-            // so it is allowed. No credential is sent.
-            Cloud::Http => build!(
-                HttpBuilder::new()
-                    .with_url(format!("{scheme}://{bucket}"))
-                    .with_client_options(ClientOptions::new().with_allow_http(scheme == "http"))
-            ),
-        };
+        let store = build_store(url, &parts, settings, &counters)?;
         let url = if prefix.is_empty() {
             format!("{scheme}://{bucket}")
         } else {
@@ -478,6 +381,166 @@ impl Remote {
     pub fn counts(&self) -> RequestCounts {
         self.counters.counts()
     }
+}
+
+/// The parts of an object store's URL: `scheme://bucket/prefix`.
+struct StoreUrl<'a> {
+    scheme: &'a str,
+    cloud: Cloud,
+    /// The bucket, the container or the host: never empty.
+    bucket: &'a str,
+    /// As the URL gives it, `/` and all.
+    prefix: &'a str,
+}
+
+impl<'a> StoreUrl<'a> {
+    /// Split `url`; an error where its scheme is none of the stores' or it names no bucket
+    /// (container, host).
+    fn parse(url: &'a str) -> Result<StoreUrl<'a>, StorageError> {
+        let (scheme, rest) = url.split_once("://").unwrap_or_default();
+        let cloud = match scheme {
+            "s3" => Cloud::S3,
+            "az" => Cloud::Azure,
+            "gs" => Cloud::Gcs,
+            "http" | "https" => Cloud::Http,
+            _ => {
+                return Err(bad_url(
+                    url,
+                    &format!(
+                        "{scheme}:// is not supported (s3://, gs://, az:// and https:// are; see \
+                         docs/STORAGE.md)"
+                    ),
+                ));
+            }
+        };
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(bad_url(
+                url,
+                match cloud {
+                    Cloud::S3 => "no bucket name (s3://BUCKET/PREFIX)",
+                    Cloud::Gcs => "no bucket name (gs://BUCKET/PREFIX)",
+                    Cloud::Azure => "no container name (az://CONTAINER/PREFIX)",
+                    Cloud::Http => "no host name (https://HOST/PATH)",
+                },
+            ));
+        }
+        Ok(StoreUrl {
+            scheme,
+            cloud,
+            bucket,
+            prefix,
+        })
+    }
+}
+
+/// The error about the store URL `url` that `reason` gives.
+fn bad_url(url: &str, reason: &str) -> StorageError {
+    StorageError::Url {
+        url: url.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// The client of the store `parts` of `url` names, configured from the environment with
+/// `settings` over it, retrying, its requests counted in `counters` (nothing is requested
+/// yet).
+fn build_store(
+    url: &str,
+    parts: &StoreUrl<'_>,
+    settings: &[(&str, &str)],
+    counters: &Arc<Counters>,
+) -> Result<Arc<dyn ObjectStore>, StorageError> {
+    let &StoreUrl {
+        scheme,
+        cloud,
+        bucket,
+        ..
+    } = parts;
+    let bad = |reason: &str| bad_url(url, reason);
+    let retry = RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+            base: 2.0,
+        },
+        max_retries: 4,
+        retry_timeout: Duration::from_secs(60),
+    };
+    let connector = CountingConnector(counters.clone());
+    // Every builder takes `settings` as configuration keys, the retries and the counting
+    // connector the same way; their types share no trait.
+    macro_rules! with_settings {
+        ($builder:expr, $key:ty) => {{
+            let mut builder = $builder;
+            for (key, value) in config_keys::<$key>(settings.iter().copied(), url)? {
+                builder = builder.with_config(key, value);
+            }
+            builder
+        }};
+    }
+    macro_rules! build {
+        ($builder:expr) => {
+            Arc::new(
+                $builder
+                    .with_retry(retry)
+                    .with_http_connector(connector)
+                    .build()
+                    .map_err(|e| bad(&cause_text(&e)))?,
+            )
+        };
+    }
+    let store: Arc<dyn ObjectStore> = match cloud {
+        Cloud::S3 => build!(s3_builder(url, settings)?.with_bucket_name(bucket)),
+        Cloud::Azure => build!(
+            with_settings!(MicrosoftAzureBuilder::from_env(), AzureConfigKey)
+                .with_container_name(bucket)
+        ),
+        Cloud::Gcs => build!(
+            with_settings!(GoogleCloudStorageBuilder::from_env(), GoogleConfigKey)
+                .with_bucket_name(bucket)
+        ),
+        // The host is the store; the path is the prefix. `http://` was asked for by name,
+        // so it is allowed. No credential is sent.
+        Cloud::Http => build!(
+            HttpBuilder::new()
+                .with_url(format!("{scheme}://{bucket}"))
+                .with_client_options(ClientOptions::new().with_allow_http(scheme == "http"))
+        ),
+    };
+    Ok(store)
+}
+
+/// An S3 client's builder, its bucket not yet named: configured from the `AWS_` environment
+/// variables, the shared config files' profile and `settings`.
+fn s3_builder(url: &str, settings: &[(&str, &str)]) -> Result<AmazonS3Builder, StorageError> {
+    // Under the environment, the shared config files' profile (as AWS's tools
+    // read them); `settings` over both.
+    let mut env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| k.starts_with("AWS_"))
+        .collect();
+    let mut builder = AmazonS3Builder::new();
+    for (name, value) in &env {
+        if let Ok(key) = name.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() {
+            builder = builder.with_config(key, value);
+        }
+    }
+    env.extend(settings.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let profile = super::aws_profile::settings(&env, home.as_deref()).map_err(|cause| {
+        StorageError::Other {
+            url: url.to_string(),
+            cause: cause.to_string(),
+        }
+    })?;
+    let profile = profile.iter().map(|(k, v)| (*k, v.as_str()));
+    for (key, value) in
+        config_keys::<AmazonS3ConfigKey>(profile.chain(settings.iter().copied()), url)?
+    {
+        builder = builder.with_config(key, value);
+    }
+    Ok(builder)
 }
 
 /// A ranged GET running in the background ([`Remote::spawn_range`]); dropped, it is

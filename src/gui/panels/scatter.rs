@@ -124,29 +124,7 @@ pub(in crate::gui) fn scatter_ui(
 ) {
     let measures: Vec<Measure> = view.histograms.iter().map(|h| h.measure).collect();
     ui.vertical(|ui| {
-        ui.horizontal(|ui| {
-            for (id, which, other) in [("scatter x", axes.0, axes.1), ("scatter y", axes.1, axes.0)]
-            {
-                // Labelled "x" / "y" (the accessible names are "scatter x" and "scatter y").
-                egui::ComboBox::new(id, &id[8..])
-                    .selected_text(RichText::new(which.title()).small())
-                    .width(theme::HISTOGRAM_SIZE.x / 2.0 - 26.0)
-                    .show_ui(ui, |ui| {
-                        for &m in &measures {
-                            if ui.selectable_label(m == which, m.title()).clicked() {
-                                let axes = if id == "scatter x" {
-                                    (m, other)
-                                } else {
-                                    (other, m)
-                                };
-                                commands.push(Command::Dialog(DialogCommand::ScatterAxes(
-                                    axes.0, axes.1,
-                                )));
-                            }
-                        }
-                    });
-            }
-        });
+        ui.horizontal(|ui| axis_pickers_ui(ui, &measures, axes, commands));
         let (rect, response) =
             ui.allocate_exact_size(theme::HISTOGRAM_SIZE, Sense::click_and_drag());
         response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Canvas, true, "scatter"));
@@ -159,57 +137,8 @@ pub(in crate::gui) fn scatter_ui(
         else {
             return;
         };
-        // Screen position of a row's dot.
-        let pos = |row: usize| -> Option<Pos2> {
-            let (tx, ty) = (x.t(xs[row])?, y.t(ys[row])?);
-            Some(egui::pos2(
-                rect.left() + tx * rect.width(),
-                rect.bottom() - ty * rect.height(),
-            ))
-        };
-
-        // The dots, drawn again only when the axes, the filter or the size change.
-        let ppp = ui.ctx().pixels_per_point();
-        let size = [
-            (rect.width() * ppp).round().max(1.0) as usize,
-            (rect.height() * ppp).round().max(1.0) as usize,
-        ];
-        let key = (x.measure, y.measure, generation, size);
-        if scatter.texture.as_ref().is_none_or(|(_, k)| *k != key) {
-            let places_for = (
-                x.measure,
-                y.measure,
-                view.rows.as_ptr() as usize,
-                view.rows.len(),
-            );
-            if scatter.places_for != Some(places_for) {
-                scatter.places = (0..view.rows.len())
-                    .map(|row| match (x.t(xs[row]), y.t(ys[row])) {
-                        (Some(tx), Some(ty)) => [tx, ty],
-                        _ => [f32::NAN; 2],
-                    })
-                    .collect();
-                scatter.places_for = Some(places_for);
-            }
-            let side = dot_side(view.rows.len());
-            if scatter.pixels_for != Some((places_for, size)) {
-                scatter.pixels = dot_pixels(&scatter.places, size, side);
-                scatter.pixels_for = Some((places_for, size));
-                scatter.dots = scatter.pixels.iter().filter(|&&p| p != NO_DOT).count();
-            }
-            let image = draw_dots(&view.worst, filtered, size, side, &scatter.pixels);
-            let options = egui::TextureOptions::NEAREST;
-            match &mut scatter.texture {
-                Some((texture, k)) => {
-                    texture.set(image, options);
-                    *k = key;
-                }
-                None => {
-                    let texture = ui.ctx().load_texture("scatter", image, options);
-                    scatter.texture = Some((texture, key));
-                }
-            }
-        }
+        let plot = Plot { rect, x, y, xs, ys };
+        update_dots(ui.ctx(), view, &plot, filtered, generation, scatter);
         if let Some((texture, _)) = &scatter.texture {
             painter.image(
                 texture.id(),
@@ -218,121 +147,261 @@ pub(in crate::gui) fn scatter_ui(
                 Color32::WHITE,
             );
         }
-
-        // The filter's ranges of these two measures, as bands.
-        for (m, lo, hi) in ranges {
-            let band = if *m == x.measure {
-                let (a, b) = (x.t(*lo).unwrap_or(0.0), x.t(*hi).unwrap_or(1.0));
-                Rect::from_x_y_ranges(
-                    rect.left() + a * rect.width()..=rect.left() + b * rect.width(),
-                    rect.y_range(),
-                )
-            } else if *m == y.measure {
-                let (a, b) = (y.t(*lo).unwrap_or(0.0), y.t(*hi).unwrap_or(1.0));
-                Rect::from_x_y_ranges(
-                    rect.x_range(),
-                    rect.bottom() - b * rect.height()..=rect.bottom() - a * rect.height(),
-                )
-            } else {
-                continue;
-            };
-            painter.rect_filled(band, 0.0, theme::BRUSH);
-        }
-
-        // Axes: each measure's range at its ends.
-        let small = egui::FontId::proportional(10.0);
-        painter.text(
-            rect.left_top() + egui::vec2(3.0, 2.0),
-            egui::Align2::LEFT_TOP,
-            y.measure.format(y.hi),
-            small.clone(),
-            theme::AXIS,
+        paint_ranges(&painter, &plot, ranges);
+        axis_labels_ui(ui, &painter, &plot);
+        box_brush_ui(
+            ui,
+            &response,
+            &painter,
+            &plot,
+            &mut scatter.drag_from,
+            commands,
         );
-        painter.text(
-            rect.left_bottom() + egui::vec2(3.0, -2.0),
-            egui::Align2::LEFT_BOTTOM,
-            y.measure.format(y.lo),
-            small.clone(),
-            theme::AXIS,
-        );
-        let (ticks, _) =
-            ui.allocate_exact_size(egui::vec2(theme::HISTOGRAM_SIZE.x, 12.0), Sense::hover());
-        for (text, at, align) in [
-            (
-                x.measure.format(x.lo),
-                ticks.left_top(),
-                egui::Align2::LEFT_TOP,
-            ),
-            (
-                x.measure.format(x.hi),
-                ticks.right_top(),
-                egui::Align2::RIGHT_TOP,
-            ),
-        ] {
-            ui.painter()
-                .text(at, align, text, small.clone(), theme::AXIS);
-        }
-
-        // A box brush: both measures' ranges on release.
-        if response.drag_started() {
-            // Where the button went down, not where the drag was recognised.
-            scatter.drag_from = ui
-                .input(|i| i.pointer.press_origin())
-                .or(response.interact_pointer_pos());
-        }
-        if let (Some(from), Some(to)) = (scatter.drag_from, response.interact_pointer_pos())
-            && (response.dragged() || response.drag_stopped())
-        {
-            let brush = Rect::from_two_pos(from, to).intersect(rect);
-            painter.rect_filled(brush, 0.0, theme::BRUSH);
-            if response.drag_stopped() {
-                scatter.drag_from = None;
-                let tx = |px: f32| (px - rect.left()) / rect.width();
-                let ty = |py: f32| (rect.bottom() - py) / rect.height();
-                // A box reaching an edge takes the files drawn on it too (values beyond the
-                // robust range sit there): that end goes to the data's extreme.
-                let range = |axis: &Axis, values: &[f64], a: f32, b: f32| {
-                    let (min, max) = extremes(values);
-                    let lo = if a <= 0.01 { min } else { axis.value(a) };
-                    let hi = if b >= 0.99 { max } else { axis.value(b) };
-                    Command::Filter(FilterCommand::Brush {
-                        measure: axis.measure,
-                        lo: lo.min(axis.value(a)),
-                        hi: hi.max(axis.value(b)),
-                    })
-                };
-                if brush.width() >= 3.0 {
-                    commands.push(range(&x, xs, tx(brush.left()), tx(brush.right())));
-                }
-                if brush.height() >= 3.0 {
-                    commands.push(range(&y, ys, ty(brush.bottom()), ty(brush.top())));
-                }
-            }
-        }
-
-        // The shown file nearest the pointer: named on hover, selected on click.
-        if let Some(p) = response.hover_pos() {
-            let nearest = filtered
-                .iter()
-                .filter_map(|&row| Some((pos(row)?.distance_sq(p), row)))
-                .min_by(|a, b| a.0.total_cmp(&b.0))
-                .filter(|(d, _)| *d <= 64.0);
-            if let Some((_, row)) = nearest {
-                let r = &view.rows[row];
-                response.clone().on_hover_text_at_pointer(format!(
-                    "{}\n{} {}, {} {}",
-                    r.path,
-                    x.measure.title(),
-                    x.measure.format(xs[row]),
-                    y.measure.title(),
-                    y.measure.format(ys[row])
-                ));
-                if response.clicked() {
-                    commands.push(Command::Selection(SelectionCommand::Select(Some(r.id))));
-                }
-            }
-        }
+        name_nearest_file(&response, view, &plot, filtered, commands);
     });
+}
+
+/// The plot's area and its two axes, with each row's values of their measures.
+struct Plot<'a> {
+    rect: Rect,
+    x: Axis,
+    y: Axis,
+    xs: &'a [f64],
+    ys: &'a [f64],
+}
+
+/// The two axis pickers ("x" and "y"), each offering every measure with a histogram.
+fn axis_pickers_ui(
+    ui: &mut egui::Ui,
+    measures: &[Measure],
+    axes: (Measure, Measure),
+    commands: &mut Vec<Command>,
+) {
+    for (id, which, other) in [("scatter x", axes.0, axes.1), ("scatter y", axes.1, axes.0)] {
+        // Labelled "x" / "y" (the accessible names are "scatter x" and "scatter y").
+        egui::ComboBox::new(id, &id[8..])
+            .selected_text(RichText::new(which.title()).small())
+            .width(theme::HISTOGRAM_SIZE.x / 2.0 - 26.0)
+            .show_ui(ui, |ui| {
+                for &m in measures {
+                    if ui.selectable_label(m == which, m.title()).clicked() {
+                        let axes = if id == "scatter x" {
+                            (m, other)
+                        } else {
+                            (other, m)
+                        };
+                        commands.push(Command::Dialog(DialogCommand::ScatterAxes(axes.0, axes.1)));
+                    }
+                }
+            });
+    }
+}
+
+/// Draws the dots into the scatter's texture when the axes, the filter or the size changed
+/// since it was last drawn.
+fn update_dots(
+    ctx: &egui::Context,
+    view: &View,
+    plot: &Plot,
+    filtered: &[usize],
+    generation: u64,
+    scatter: &mut Scatter,
+) {
+    let (rect, x, y, xs, ys) = (plot.rect, &plot.x, &plot.y, plot.xs, plot.ys);
+    // The dots, drawn again only when the axes, the filter or the size change.
+    let ppp = ctx.pixels_per_point();
+    let size = [
+        (rect.width() * ppp).round().max(1.0) as usize,
+        (rect.height() * ppp).round().max(1.0) as usize,
+    ];
+    let key = (x.measure, y.measure, generation, size);
+    if scatter.texture.as_ref().is_none_or(|(_, k)| *k != key) {
+        let places_for = (
+            x.measure,
+            y.measure,
+            view.rows.as_ptr() as usize,
+            view.rows.len(),
+        );
+        if scatter.places_for != Some(places_for) {
+            scatter.places = (0..view.rows.len())
+                .map(|row| match (x.t(xs[row]), y.t(ys[row])) {
+                    (Some(tx), Some(ty)) => [tx, ty],
+                    _ => [f32::NAN; 2],
+                })
+                .collect();
+            scatter.places_for = Some(places_for);
+        }
+        let side = dot_side(view.rows.len());
+        if scatter.pixels_for != Some((places_for, size)) {
+            scatter.pixels = dot_pixels(&scatter.places, size, side);
+            scatter.pixels_for = Some((places_for, size));
+            scatter.dots = scatter.pixels.iter().filter(|&&p| p != NO_DOT).count();
+        }
+        let image = draw_dots(&view.worst, filtered, size, side, &scatter.pixels);
+        let options = egui::TextureOptions::NEAREST;
+        match &mut scatter.texture {
+            Some((texture, k)) => {
+                texture.set(image, options);
+                *k = key;
+            }
+            None => {
+                let texture = ctx.load_texture("scatter", image, options);
+                scatter.texture = Some((texture, key));
+            }
+        }
+    }
+}
+
+/// The filter's ranges of the two plotted measures, as bands across the plot.
+fn paint_ranges(painter: &egui::Painter, plot: &Plot, ranges: &[(Measure, f64, f64)]) {
+    let (rect, x, y) = (plot.rect, &plot.x, &plot.y);
+    // The filter's ranges of these two measures, as bands.
+    for (m, lo, hi) in ranges {
+        let band = if *m == x.measure {
+            let (a, b) = (x.t(*lo).unwrap_or(0.0), x.t(*hi).unwrap_or(1.0));
+            Rect::from_x_y_ranges(
+                rect.left() + a * rect.width()..=rect.left() + b * rect.width(),
+                rect.y_range(),
+            )
+        } else if *m == y.measure {
+            let (a, b) = (y.t(*lo).unwrap_or(0.0), y.t(*hi).unwrap_or(1.0));
+            Rect::from_x_y_ranges(
+                rect.x_range(),
+                rect.bottom() - b * rect.height()..=rect.bottom() - a * rect.height(),
+            )
+        } else {
+            continue;
+        };
+        painter.rect_filled(band, 0.0, theme::BRUSH);
+    }
+}
+
+/// The axes' labels: the y measure's range at the plot's top and bottom, the x measure's on
+/// a row under it.
+fn axis_labels_ui(ui: &mut egui::Ui, painter: &egui::Painter, plot: &Plot) {
+    let (rect, x, y) = (plot.rect, &plot.x, &plot.y);
+    // Axes: each measure's range at its ends.
+    let small = egui::FontId::proportional(10.0);
+    painter.text(
+        rect.left_top() + egui::vec2(3.0, 2.0),
+        egui::Align2::LEFT_TOP,
+        y.measure.format(y.hi),
+        small.clone(),
+        theme::AXIS,
+    );
+    painter.text(
+        rect.left_bottom() + egui::vec2(3.0, -2.0),
+        egui::Align2::LEFT_BOTTOM,
+        y.measure.format(y.lo),
+        small.clone(),
+        theme::AXIS,
+    );
+    let (ticks, _) =
+        ui.allocate_exact_size(egui::vec2(theme::HISTOGRAM_SIZE.x, 12.0), Sense::hover());
+    for (text, at, align) in [
+        (
+            x.measure.format(x.lo),
+            ticks.left_top(),
+            egui::Align2::LEFT_TOP,
+        ),
+        (
+            x.measure.format(x.hi),
+            ticks.right_top(),
+            egui::Align2::RIGHT_TOP,
+        ),
+    ] {
+        ui.painter()
+            .text(at, align, text, small.clone(), theme::AXIS);
+    }
+}
+
+/// A box brush: drawn while dragged from `drag_from`, both measures' ranges on release.
+fn box_brush_ui(
+    ui: &mut egui::Ui,
+    response: &egui::Response,
+    painter: &egui::Painter,
+    plot: &Plot,
+    drag_from: &mut Option<Pos2>,
+    commands: &mut Vec<Command>,
+) {
+    let (rect, x, y, xs, ys) = (plot.rect, &plot.x, &plot.y, plot.xs, plot.ys);
+    // A box brush: both measures' ranges on release.
+    if response.drag_started() {
+        // Where the button went down, not where the drag was recognised.
+        *drag_from = ui
+            .input(|i| i.pointer.press_origin())
+            .or(response.interact_pointer_pos());
+    }
+    if let (Some(from), Some(to)) = (*drag_from, response.interact_pointer_pos())
+        && (response.dragged() || response.drag_stopped())
+    {
+        let brush = Rect::from_two_pos(from, to).intersect(rect);
+        painter.rect_filled(brush, 0.0, theme::BRUSH);
+        if response.drag_stopped() {
+            *drag_from = None;
+            let tx = |px: f32| (px - rect.left()) / rect.width();
+            let ty = |py: f32| (rect.bottom() - py) / rect.height();
+            // A box reaching an edge takes the files drawn on it too (values beyond the
+            // robust range sit there): that end goes to the data's extreme.
+            let range = |axis: &Axis, values: &[f64], a: f32, b: f32| {
+                let (min, max) = extremes(values);
+                let lo = if a <= 0.01 { min } else { axis.value(a) };
+                let hi = if b >= 0.99 { max } else { axis.value(b) };
+                Command::Filter(FilterCommand::Brush {
+                    measure: axis.measure,
+                    lo: lo.min(axis.value(a)),
+                    hi: hi.max(axis.value(b)),
+                })
+            };
+            if brush.width() >= 3.0 {
+                commands.push(range(x, xs, tx(brush.left()), tx(brush.right())));
+            }
+            if brush.height() >= 3.0 {
+                commands.push(range(y, ys, ty(brush.bottom()), ty(brush.top())));
+            }
+        }
+    }
+}
+
+/// Names the shown file nearest the pointer on hover; a click selects it.
+fn name_nearest_file(
+    response: &egui::Response,
+    view: &View,
+    plot: &Plot,
+    filtered: &[usize],
+    commands: &mut Vec<Command>,
+) {
+    let (rect, x, y, xs, ys) = (plot.rect, &plot.x, &plot.y, plot.xs, plot.ys);
+    // Screen position of a row's dot.
+    let pos = |row: usize| -> Option<Pos2> {
+        let (tx, ty) = (x.t(xs[row])?, y.t(ys[row])?);
+        Some(egui::pos2(
+            rect.left() + tx * rect.width(),
+            rect.bottom() - ty * rect.height(),
+        ))
+    };
+    // The shown file nearest the pointer: named on hover, selected on click.
+    if let Some(p) = response.hover_pos() {
+        let nearest = filtered
+            .iter()
+            .filter_map(|&row| Some((pos(row)?.distance_sq(p), row)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .filter(|(d, _)| *d <= 64.0);
+        if let Some((_, row)) = nearest {
+            let r = &view.rows[row];
+            response.clone().on_hover_text_at_pointer(format!(
+                "{}\n{} {}, {} {}",
+                r.path,
+                x.measure.title(),
+                x.measure.format(xs[row]),
+                y.measure.title(),
+                y.measure.format(ys[row])
+            ));
+            if response.clicked() {
+                commands.push(Command::Selection(SelectionCommand::Select(Some(r.id))));
+            }
+        }
+    }
 }
 
 /// Side of a dot in pixels: larger when there are few.

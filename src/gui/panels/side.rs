@@ -307,26 +307,7 @@ pub(super) fn histogram_ui(
     commands: &mut Vec<Command>,
 ) {
     ui.vertical(|ui| {
-        let mut title = h.measure.title().to_string();
-        if estimated > 0 {
-            title += &format!(" · {estimated} from triage");
-        }
-        let (first, last) = (h.edges.first(), h.edges.last());
-        if let (true, Some(lo)) = (h.underflow > 0, first) {
-            title += &format!(" · {} below {}", h.underflow, h.measure.format(*lo));
-        }
-        if let (true, Some(hi)) = (h.overflow > 0, last) {
-            title += &format!(" · {} above {}", h.overflow, h.measure.format(*hi));
-        }
-        let title = ui.label(RichText::new(title).small());
-        if estimated > 0 {
-            title.on_hover_text(format!(
-                "The {} of {} are a triage's estimates, from the frames it decoded \
-                 (docs/ANALYSIS.md); \"Analyse the files shown deeply\" measures them",
-                h.measure.title(),
-                crate::model::count(estimated as u64, "file")
-            ));
-        }
+        histogram_title_ui(ui, h, estimated);
         let (rect, response) = ui.allocate_exact_size(theme::HISTOGRAM_SIZE, Sense::drag());
         response.widget_info(|| {
             egui::WidgetInfo::labeled(
@@ -337,14 +318,10 @@ pub(super) fn histogram_ui(
         });
         let painter = ui.painter_at(rect);
         let peak_count = draw_bars(&painter, rect, &h.counts, subset, log_counts);
-        let n = h.counts.len().max(1);
-        let w = rect.width() / n as f32;
         // Value at a screen x, in the measure's units, and back.
         let Some(axis) = super::scatter::Axis::from_histogram(h) else {
             return;
         };
-        let value_at = |x: f32| axis.value((x - rect.left()) / rect.width());
-        let x_of = |v: f64| rect.left() + axis.t(v).unwrap_or(0.0) * rect.width();
         // Axes: the count of the tallest bar, and the values at both ends and the middle.
         painter.text(
             rect.left_top() + egui::vec2(4.0, 2.0),
@@ -358,59 +335,125 @@ pub(super) fn histogram_ui(
             theme::AXIS,
         );
         ticks_ui(ui, &axis, &[0.0, 0.5, 1.0]);
-        // Hover: the bin's range, its files, and how many the filter shows.
-        if let Some(p) = response.hover_pos() {
-            let i = (((p.x - rect.left()) / w) as usize).min(n - 1);
-            if let (Some(a), Some(b)) = (h.edges.get(i), h.edges.get(i + 1)) {
-                let text = format!(
-                    "{} to {}\n{}, {} shown",
-                    h.measure.format(*a),
-                    h.measure.format(*b),
-                    files(h.counts.get(i).copied().unwrap_or(0)),
-                    subset.get(i).copied().unwrap_or(0)
-                );
-                response.clone().on_hover_text_at_pointer(text);
-            }
-        }
-        if let Some((_, lo, hi)) = filter.ranges.iter().find(|r| r.0 == h.measure) {
-            let r = egui::Rect::from_x_y_ranges(x_of(*lo)..=x_of(*hi), rect.y_range());
-            painter.rect_filled(r, 0.0, theme::BRUSH);
-            for x in [r.left(), r.right()] {
-                painter.vline(x, rect.y_range(), egui::Stroke::new(1.0, theme::ACCENT));
-            }
-        }
+        bin_tooltip(&response, rect, h, subset);
+        paint_filter_range(&painter, rect, &axis, filter);
         draw_lines(&painter, rect, &axis, lines);
-        if response.drag_started()
-            && let Some(p) = ui
-                .input(|i| i.pointer.press_origin())
-                .or(response.interact_pointer_pos())
-        {
-            // Where the button went down, not where the drag was recognised.
-            *brushing = Some((h.measure, p.x));
-        }
-        if response.dragged() || response.drag_stopped() {
-            if let (Some((col, start)), Some(p)) =
-                (brushing.as_ref(), response.interact_pointer_pos())
-                && *col == h.measure
-            {
-                // A press held without moving is a drag too: narrower than a bar's few
-                // pixels it is no range (a zero-width one would hide every file), and
-                // releasing it clears the measure's range, as a click beside a brush does.
-                if (p.x - start).abs() >= BRUSH_MIN_PX {
-                    commands.push(Command::Filter(FilterCommand::Brush {
-                        measure: *col,
-                        lo: value_at(*start),
-                        hi: value_at(p.x),
-                    }));
-                } else if response.drag_stopped() {
-                    commands.push(Command::Filter(FilterCommand::ClearRange(*col)));
-                }
-            }
-            if response.drag_stopped() {
-                *brushing = None;
-            }
-        }
+        histogram_brush(ui, &response, rect, &axis, brushing, commands);
     });
+}
+
+/// A histogram's title: its measure, with the files a triage estimated and those beyond the
+/// plotted range (the estimates explained on hover).
+fn histogram_title_ui(
+    ui: &mut egui::Ui,
+    h: &crate::analysis::histogram::Histogram,
+    estimated: usize,
+) {
+    let mut title = h.measure.title().to_string();
+    if estimated > 0 {
+        title += &format!(" · {estimated} from triage");
+    }
+    let (first, last) = (h.edges.first(), h.edges.last());
+    if let (true, Some(lo)) = (h.underflow > 0, first) {
+        title += &format!(" · {} below {}", h.underflow, h.measure.format(*lo));
+    }
+    if let (true, Some(hi)) = (h.overflow > 0, last) {
+        title += &format!(" · {} above {}", h.overflow, h.measure.format(*hi));
+    }
+    let title = ui.label(RichText::new(title).small());
+    if estimated > 0 {
+        title.on_hover_text(format!(
+            "The {} of {} are a triage's estimates, from the frames it decoded \
+             (docs/ANALYSIS.md); \"Analyse the files shown deeply\" measures them",
+            h.measure.title(),
+            crate::model::count(estimated as u64, "file")
+        ));
+    }
+}
+
+/// On hover, the range of the bin under the pointer, its files, and how many the filter
+/// shows.
+fn bin_tooltip(
+    response: &egui::Response,
+    rect: egui::Rect,
+    h: &crate::analysis::histogram::Histogram,
+    subset: &[u64],
+) {
+    let n = h.counts.len().max(1);
+    let w = rect.width() / n as f32;
+    // Hover: the bin's range, its files, and how many the filter shows.
+    if let Some(p) = response.hover_pos() {
+        let i = (((p.x - rect.left()) / w) as usize).min(n - 1);
+        if let (Some(a), Some(b)) = (h.edges.get(i), h.edges.get(i + 1)) {
+            let text = format!(
+                "{} to {}\n{}, {} shown",
+                h.measure.format(*a),
+                h.measure.format(*b),
+                files(h.counts.get(i).copied().unwrap_or(0)),
+                subset.get(i).copied().unwrap_or(0)
+            );
+            response.clone().on_hover_text_at_pointer(text);
+        }
+    }
+}
+
+/// The filter's range of the axis' measure, as a band with its edges marked.
+fn paint_filter_range(
+    painter: &egui::Painter,
+    rect: egui::Rect,
+    axis: &super::scatter::Axis,
+    filter: &Filter,
+) {
+    let x_of = |v: f64| rect.left() + axis.t(v).unwrap_or(0.0) * rect.width();
+    if let Some((_, lo, hi)) = filter.ranges.iter().find(|r| r.0 == axis.measure) {
+        let r = egui::Rect::from_x_y_ranges(x_of(*lo)..=x_of(*hi), rect.y_range());
+        painter.rect_filled(r, 0.0, theme::BRUSH);
+        for x in [r.left(), r.right()] {
+            painter.vline(x, rect.y_range(), egui::Stroke::new(1.0, theme::ACCENT));
+        }
+    }
+}
+
+/// A drag across the histogram brushes the axis' measure to the range dragged over;
+/// `brushing` holds the measure and where the drag began.
+fn histogram_brush(
+    ui: &egui::Ui,
+    response: &egui::Response,
+    rect: egui::Rect,
+    axis: &super::scatter::Axis,
+    brushing: &mut Option<(Measure, f32)>,
+    commands: &mut Vec<Command>,
+) {
+    let value_at = |x: f32| axis.value((x - rect.left()) / rect.width());
+    if response.drag_started()
+        && let Some(p) = ui
+            .input(|i| i.pointer.press_origin())
+            .or(response.interact_pointer_pos())
+    {
+        // Where the button went down, not where the drag was recognised.
+        *brushing = Some((axis.measure, p.x));
+    }
+    if response.dragged() || response.drag_stopped() {
+        if let (Some((col, start)), Some(p)) = (brushing.as_ref(), response.interact_pointer_pos())
+            && *col == axis.measure
+        {
+            // A press held without moving is a drag too: narrower than a bar's few
+            // pixels it is no range (a zero-width one would hide every file), and
+            // releasing it clears the measure's range, as a click beside a brush does.
+            if (p.x - start).abs() >= BRUSH_MIN_PX {
+                commands.push(Command::Filter(FilterCommand::Brush {
+                    measure: *col,
+                    lo: value_at(*start),
+                    hi: value_at(p.x),
+                }));
+            } else if response.drag_stopped() {
+                commands.push(Command::Filter(FilterCommand::ClearRange(*col)));
+            }
+        }
+        if response.drag_stopped() {
+            *brushing = None;
+        }
+    }
 }
 
 /// A value marked on a histogram: a flag rule's threshold.

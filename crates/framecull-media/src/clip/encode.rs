@@ -43,126 +43,21 @@ impl Encoder {
         let (width, height) = (first.width & !1, first.height & !1);
         // RGB pictures are written limited range, as the reader writes other layouts.
         let full_range = first.format == FrameFormat::Yuv420 && first.range == Range::Full;
-        enc.set_width(width.max(2));
-        enc.set_height(height.max(2));
-        enc.set_format(Pixel::YUV420P);
-        enc.set_time_base(time_base);
-        enc.set_frame_rate(described.frame_rate);
-        enc.set_aspect_ratio(described.sample_aspect);
-        // SAFETY: plain fields of the encoder context, set before it is opened.
-        unsafe {
-            let ctx = enc.as_mut_ptr();
-            (*ctx).color_primaries = described.primaries;
-            (*ctx).color_trc = described.transfer;
-            // The pictures' own matrix and range; RGB pictures (of RGB, grey and palette
-            // sources) are converted here with the matrix the reader converts with.
-            (*ctx).colorspace = match first.matrix {
-                Matrix::Bt601 => ffi::AVColorSpace::AVCOL_SPC_SMPTE170M,
-                Matrix::Bt709 => ffi::AVColorSpace::AVCOL_SPC_BT709,
-                Matrix::Bt2020 => ffi::AVColorSpace::AVCOL_SPC_BT2020_NCL,
-            };
-            (*ctx).color_range = if full_range {
-                ffi::AVColorRange::AVCOL_RANGE_JPEG
-            } else {
-                ffi::AVColorRange::AVCOL_RANGE_MPEG
-            };
-        }
-        let mut opts = ff::Dictionary::new();
-        opts.set("crf", &crf.to_string());
-        if let smart::Codec::Nal(_) = kind {
-            opts.set("preset", "veryfast");
-        }
-        match kind {
-            // No sub-partitions, the quickest sub-pixel and motion search, B-frames placed
-            // without a search: half the time a frame of `veryfast` alone, at the same
-            // quality (rate factor) and about the same bytes (docs/PERFORMANCE.md).
-            // Each frame's PSNR logged by x264 itself, at its debug level (`log=3`), for
-            // [`Check::Stats`].
-            smart::Codec::Nal(Family::H264) => opts.set(
-                "x264-params",
-                "log=3:psnr=1:partitions=none:subme=1:me=dia:b-adapt=0",
-            ),
-            // x265 is lossless at rate factor 0 only when told.
-            smart::Codec::Nal(Family::Hevc) => opts.set(
-                "x265-params",
-                if crf == 0 {
-                    "log-level=error:repeat-headers=1:lossless=1"
-                } else {
-                    "log-level=error:repeat-headers=1"
-                },
-            ),
-            // Constant quality (no bit rate), no frame looked ahead (no hidden frames: one
-            // packet a frame, in order), the quickest settings; lossless at rate factor 0.
-            smart::Codec::Vp9 | smart::Codec::Av1 => {
-                enc.set_bit_rate(0);
-                let vp9 = kind == smart::Codec::Vp9;
-                opts.set(if vp9 { "deadline" } else { "usage" }, "realtime");
-                opts.set("cpu-used", "8");
-                opts.set("lag-in-frames", "0");
-                opts.set("row-mt", "1");
-                if vp9 {
-                    opts.set("auto-alt-ref", "0");
-                }
-                if crf == 0 {
-                    opts.set(
-                        if vp9 { "lossless" } else { "aom-params" },
-                        if vp9 { "1" } else { "lossless=1" },
-                    );
-                }
-            }
-        }
-        // x264 measures no frame it encodes losslessly (rate factor 0): those are decoded.
-        let check = if kind == smart::Codec::Nal(Family::H264) && crf > 0 {
-            let sink = ffmpeg_log::Sink::keeping_lines();
-            // SAFETY: the context is the encoder's, not yet opened, its `opaque` unused; the
-            // sink is kept in the Encoder, dropped after the encoder (field order).
-            unsafe { sink.attach(enc.as_mut_ptr()) };
-            Check::Stats {
-                sink,
-                sent: 0,
-                seen: 0,
-            }
-        } else {
-            Check::Decode(DecodeCheck::new(kind.id())?)
-        };
+        set_picture_fields(
+            &mut enc,
+            first,
+            (width, height),
+            full_range,
+            time_base,
+            described,
+        );
+        let opts = encoder_options(&mut enc, kind, crf);
+        let check = Check::for_encoder(&mut enc, kind, crf)?;
         let encoder = enc.open_with(opts).map_err(encode_error("encoder"))?;
         let scaler = if first.format == FrameFormat::Yuv420 {
             None
         } else {
-            // Odd sizes are cropped by a column or a row, as the 4:2:0 pictures are.
-            let mut ctx = scaling::Context::get(
-                Pixel::RGB24,
-                width.max(2),
-                height.max(2),
-                Pixel::YUV420P,
-                width.max(2),
-                height.max(2),
-                scaling::Flags::BICUBIC | scaling::Flags::ACCURATE_RND,
-            )
-            .map_err(encode_error("colour conversion"))?;
-            let space = match first.matrix {
-                Matrix::Bt601 => ffi::SWS_CS_ITU601,
-                Matrix::Bt709 => ffi::SWS_CS_ITU709,
-                Matrix::Bt2020 => ffi::SWS_CS_BT2020,
-            };
-            // SAFETY: the context is valid; the coefficient tables are static.
-            unsafe {
-                let table = ffi::sws_getCoefficients(space);
-                ffi::sws_setColorspaceDetails(
-                    ctx.as_mut_ptr(),
-                    table,
-                    1,
-                    table,
-                    i32::from(full_range),
-                    0,
-                    1 << 16,
-                    1 << 16,
-                );
-            }
-            Some((
-                ctx,
-                ff::frame::Video::new(Pixel::RGB24, width.max(2), height.max(2)),
-            ))
+            Some(rgb_to_yuv420(first, (width, height), full_range)?)
         };
         Ok(Encoder {
             size: (first.width, first.height),
@@ -261,6 +156,139 @@ impl Encoder {
     }
 }
 
+/// Give the encoder context, not yet opened, the pictures' size (`width` x `height`, even,
+/// at least 2 each), layout, timing and colour description.
+fn set_picture_fields(
+    enc: &mut ff::encoder::video::Video,
+    first: &Frame,
+    (width, height): (u32, u32),
+    full_range: bool,
+    time_base: ff::Rational,
+    described: &Described,
+) {
+    enc.set_width(width.max(2));
+    enc.set_height(height.max(2));
+    enc.set_format(Pixel::YUV420P);
+    enc.set_time_base(time_base);
+    enc.set_frame_rate(described.frame_rate);
+    enc.set_aspect_ratio(described.sample_aspect);
+    // SAFETY: plain fields of the encoder context, set before it is opened.
+    unsafe {
+        let ctx = enc.as_mut_ptr();
+        (*ctx).color_primaries = described.primaries;
+        (*ctx).color_trc = described.transfer;
+        // The pictures' own matrix and range; RGB pictures (of RGB, grey and palette
+        // sources) are converted here with the matrix the reader converts with.
+        (*ctx).colorspace = match first.matrix {
+            Matrix::Bt601 => ffi::AVColorSpace::AVCOL_SPC_SMPTE170M,
+            Matrix::Bt709 => ffi::AVColorSpace::AVCOL_SPC_BT709,
+            Matrix::Bt2020 => ffi::AVColorSpace::AVCOL_SPC_BT2020_NCL,
+        };
+        (*ctx).color_range = if full_range {
+            ffi::AVColorRange::AVCOL_RANGE_JPEG
+        } else {
+            ffi::AVColorRange::AVCOL_RANGE_MPEG
+        };
+    }
+}
+
+/// The private options of encoder `kind` at rate factor `crf`; VP9 and AV1 also get no bit
+/// rate on `enc` (constant quality).
+fn encoder_options(
+    enc: &mut ff::encoder::video::Video,
+    kind: smart::Codec,
+    crf: u32,
+) -> ff::Dictionary<'static> {
+    let mut opts = ff::Dictionary::new();
+    opts.set("crf", &crf.to_string());
+    if let smart::Codec::Nal(_) = kind {
+        opts.set("preset", "veryfast");
+    }
+    match kind {
+        // No sub-partitions, the quickest sub-pixel and motion search, B-frames placed
+        // without a search: half the time a frame of `veryfast` alone, at the same
+        // quality (rate factor) and about the same bytes (docs/PERFORMANCE.md).
+        // Each frame's PSNR logged by x264 itself, at its debug level (`log=3`), for
+        // [`Check::Stats`].
+        smart::Codec::Nal(Family::H264) => opts.set(
+            "x264-params",
+            "log=3:psnr=1:partitions=none:subme=1:me=dia:b-adapt=0",
+        ),
+        // x265 is lossless at rate factor 0 only when told.
+        smart::Codec::Nal(Family::Hevc) => opts.set(
+            "x265-params",
+            if crf == 0 {
+                "log-level=error:repeat-headers=1:lossless=1"
+            } else {
+                "log-level=error:repeat-headers=1"
+            },
+        ),
+        // Constant quality (no bit rate), no frame looked ahead (no hidden frames: one
+        // packet a frame, in order), the quickest settings; lossless at rate factor 0.
+        smart::Codec::Vp9 | smart::Codec::Av1 => {
+            enc.set_bit_rate(0);
+            let vp9 = kind == smart::Codec::Vp9;
+            opts.set(if vp9 { "deadline" } else { "usage" }, "realtime");
+            opts.set("cpu-used", "8");
+            opts.set("lag-in-frames", "0");
+            opts.set("row-mt", "1");
+            if vp9 {
+                opts.set("auto-alt-ref", "0");
+            }
+            if crf == 0 {
+                opts.set(
+                    if vp9 { "lossless" } else { "aom-params" },
+                    if vp9 { "1" } else { "lossless=1" },
+                );
+            }
+        }
+    }
+    opts
+}
+
+/// The converter of `first`'s RGB pictures to the encoder's 4:2:0 (`width` x `height`,
+/// even, at least 2 each) with `first`'s matrix, and the RGB frame it reads.
+fn rgb_to_yuv420(
+    first: &Frame,
+    (width, height): (u32, u32),
+    full_range: bool,
+) -> Result<(scaling::Context, ff::frame::Video), ClipError> {
+    // Odd sizes are cropped by a column or a row, as the 4:2:0 pictures are.
+    let mut ctx = scaling::Context::get(
+        Pixel::RGB24,
+        width.max(2),
+        height.max(2),
+        Pixel::YUV420P,
+        width.max(2),
+        height.max(2),
+        scaling::Flags::BICUBIC | scaling::Flags::ACCURATE_RND,
+    )
+    .map_err(encode_error("colour conversion"))?;
+    let space = match first.matrix {
+        Matrix::Bt601 => ffi::SWS_CS_ITU601,
+        Matrix::Bt709 => ffi::SWS_CS_ITU709,
+        Matrix::Bt2020 => ffi::SWS_CS_BT2020,
+    };
+    // SAFETY: the context is valid; the coefficient tables are static.
+    unsafe {
+        let table = ffi::sws_getCoefficients(space);
+        ffi::sws_setColorspaceDetails(
+            ctx.as_mut_ptr(),
+            table,
+            1,
+            table,
+            i32::from(full_range),
+            0,
+            1 << 16,
+            1 << 16,
+        );
+    }
+    Ok((
+        ctx,
+        ff::frame::Video::new(Pixel::RGB24, width.max(2), height.max(2)),
+    ))
+}
+
 /// The frame rule checked as the clip is written: each encoded frame measured against the
 /// picture the encoder was given, the lower of its luma PSNR and its three planes' together
 /// at least [`MIN_PSNR`].
@@ -280,6 +308,29 @@ enum Check {
 }
 
 impl Check {
+    /// The check of encoder `kind` at rate factor `crf`: x264's own measure, its log kept by
+    /// a sink attached to `enc` (not yet opened), or a decoder.
+    fn for_encoder(
+        enc: &mut ff::encoder::video::Video,
+        kind: smart::Codec,
+        crf: u32,
+    ) -> Result<Check, ClipError> {
+        // x264 measures no frame it encodes losslessly (rate factor 0): those are decoded.
+        Ok(if kind == smart::Codec::Nal(Family::H264) && crf > 0 {
+            let sink = ffmpeg_log::Sink::keeping_lines();
+            // SAFETY: the context is the encoder's, not yet opened, its `opaque` unused; the
+            // sink is kept in the Encoder, dropped after the encoder (field order).
+            unsafe { sink.attach(enc.as_mut_ptr()) };
+            Check::Stats {
+                sink,
+                sent: 0,
+                seen: 0,
+            }
+        } else {
+            Check::Decode(DecodeCheck::new(kind.id())?)
+        })
+    }
+
     /// Measure what `packet` (`None`: the end) brings.
     fn packet(&mut self, packet: Option<&ff::Packet>) -> Result<(), ClipError> {
         match self {

@@ -99,10 +99,6 @@ pub(super) fn write(
     part: &Path,
     container: Container,
 ) -> Result<u64, ClipError> {
-    let mismatch = |message: String| ClipError::Encode {
-        what: "copy",
-        message,
-    };
     let stream = reader
         .stream()
         .ok_or_else(|| mismatch("no video stream".into()))?;
@@ -126,6 +122,68 @@ pub(super) fn write(
         .input(|| false)
         .map_err(encode_error("source"))?;
     seek_to(&mut input, index, first);
+    let mut octx = open_output(part, container, &params, tb, described)?;
+    let mut sound = match sound {
+        Some(sound) => {
+            sound.add_stream(&mut octx)?;
+            Some(SoundOut::new(sound, 1))
+        }
+        None => None,
+    };
+    let mut mux = ff::Dictionary::new();
+    if container.muxer != "matroska" {
+        mux.set("movflags", "faststart");
+    }
+    octx.write_header_with(mux)
+        .map_err(encode_error("header"))?;
+    let ost_tb = octx.stream(0).map_or(tb, |s| s.time_base());
+    let copied = CopiedStream {
+        index,
+        params: &params,
+        tb,
+        ost_tb,
+    };
+    let (written, first_hash) = copy_packets(
+        &mut input,
+        &mut octx,
+        &mut sound,
+        &copied,
+        frame_pts,
+        &clip,
+        (first, last),
+    )?;
+    if written != wanted.len() {
+        return Err(mismatch(format!(
+            "{written} packets for the clip's {} frames",
+            wanted.len()
+        )));
+    }
+    if let Some(sound) = &mut sound {
+        sound.write_until(&mut octx, None)?;
+    }
+    octx.write_trailer().map_err(encode_error("trailer"))?;
+    drop(octx);
+    check(part, wanted.len(), (width, height, format), first_hash)?;
+    Ok(written as u64)
+}
+
+/// The error of a copy whose packets are not the clip's frames.
+fn mismatch(message: String) -> ClipError {
+    ClipError::Encode {
+        what: "copy",
+        message,
+    }
+}
+
+/// The output `part` in `container`, its one stream (as yet) taking the packets of the
+/// source stream of parameters `params` and time base `tb`, described as `described` says.
+fn open_output(
+    part: &Path,
+    container: Container,
+    params: &ff::codec::Parameters,
+    tb: ff::Rational,
+    described: &Described,
+) -> Result<ff::format::context::Output, ClipError> {
     let mut octx =
         ff::format::output_as(&part, container.muxer).map_err(encode_error("output container"))?;
     let mut ost = octx
@@ -147,27 +205,39 @@ pub(super) fn write(
             (*par).codec_tag = 0;
         }
     }
-    let mut sound = match sound {
-        Some(sound) => {
-            sound.add_stream(&mut octx)?;
-            Some(SoundOut::new(sound, 1))
-        }
-        None => None,
-    };
-    let mut mux = ff::Dictionary::new();
-    if container.muxer != "matroska" {
-        mux.set("movflags", "faststart");
-    }
-    octx.write_header_with(mux)
-        .map_err(encode_error("header"))?;
-    let ost_tb = octx.stream(0).map_or(tb, |s| s.time_base());
+    Ok(octx)
+}
+
+/// The source stream whose packets [`copy_packets`] copies, and the time base of the output
+/// stream (0) they go to.
+struct CopiedStream<'a> {
+    index: usize,
+    params: &'a ff::codec::Parameters,
+    tb: ff::Rational,
+    ost_tb: ff::Rational,
+}
+
+/// Copy the packets of frames `clip` (shown at `first` to `last`) from `input` to `octx`,
+/// the sound written up to each: the packets copied, and the content hash of the first
+/// one's frame. Each packet must be the next of the clip's frames.
+fn copy_packets(
+    input: &mut ff::format::context::Input,
+    octx: &mut ff::format::context::Output,
+    sound: &mut Option<SoundOut<'_>>,
+    stream: &CopiedStream<'_>,
+    frame_pts: &[i64],
+    clip: &Range<usize>,
+    (first, last): (i64, i64),
+) -> Result<(usize, Option<u64>), ClipError> {
+    let (index, tb) = (stream.index, stream.tb);
+    let wanted = &frame_pts[clip.clone()];
     let mut written = 0usize;
     // The first frame as the source's own decoder shows it (one packet: every frame stands
     // alone), which the clip file's first frame must equal.
     let mut first_hash = None;
     loop {
         let mut packet = ff::Packet::empty();
-        if packet.read(&mut input).is_err() {
+        if packet.read(input).is_err() {
             break;
         }
         if packet.stream() != index {
@@ -191,8 +261,8 @@ pub(super) fn write(
                 clip.start + written
             )));
         }
-        if let Some(sound) = &mut sound {
-            sound.write_until(&mut octx, Some((pts - first) as f64 * f64::from(tb)))?;
+        if let Some(sound) = sound {
+            sound.write_until(octx, Some((pts - first) as f64 * f64::from(tb)))?;
         }
         let mut out = ff::Packet::copy(packet.data().unwrap_or_default());
         out.set_stream(0);
@@ -200,27 +270,15 @@ pub(super) fn write(
         out.set_dts(Some(pts - first));
         out.set_duration(frame_duration(frame_pts, clip.start + written));
         out.set_flags(ff::packet::Flags::KEY);
-        out.rescale_ts(tb, ost_tb);
-        out.write_interleaved(&mut octx)
+        out.rescale_ts(tb, stream.ost_tb);
+        out.write_interleaved(octx)
             .map_err(encode_error("packet"))?;
         if written == 0 {
-            first_hash = Some(decode_one(&params, &packet)?);
+            first_hash = Some(decode_one(stream.params, &packet)?);
         }
         written += 1;
     }
-    if written != wanted.len() {
-        return Err(mismatch(format!(
-            "{written} packets for the clip's {} frames",
-            wanted.len()
-        )));
-    }
-    if let Some(sound) = &mut sound {
-        sound.write_until(&mut octx, None)?;
-    }
-    octx.write_trailer().map_err(encode_error("trailer"))?;
-    drop(octx);
-    check(part, wanted.len(), (width, height, format), first_hash)?;
-    Ok(written as u64)
+    Ok((written, first_hash))
 }
 
 /// The content hash ([`crate::frames::content_hash`]) of the frame `packet` decodes to, with

@@ -12,6 +12,10 @@ use crate::picture::{DecodedPlanes, Frame, FrameFormat, Matrix, Range};
 impl VideoReader {
     /// Copy a decoded frame into a packed picture, converting formats other than 8-bit
     /// YUV 4:2:0 (to 4:2:0, or to RGB for RGB, grey and palette pictures).
+    ///
+    /// One function: it runs for every frame handed out, and its two paths (4:2:0 copied or
+    /// rounded, other layouts through swscale) share the size, format, matrix and range read
+    /// at its top and the recycled buffer they fill.
     pub(super) fn convert(
         &mut self,
         frame: &ff::frame::Video,
