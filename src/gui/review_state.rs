@@ -23,6 +23,13 @@ pub struct ReviewState {
     pub clips: HashMap<ItemId, Vec<Clip>>,
 }
 
+impl ReviewState {
+    /// File `id`'s decision (unreviewed where none was made).
+    pub fn decision_of(&self, id: ItemId) -> Decision {
+        self.decisions.get(&id).copied().unwrap_or_default()
+    }
+}
+
 pub fn review_state(catalog: &Catalog) -> Result<ReviewState, crate::catalog::CatalogError> {
     let reviews = catalog.all_reviews()?;
     // Only what differs from a file's defaults: labelled files have review rows too, and a

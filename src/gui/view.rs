@@ -195,11 +195,7 @@ impl Rows for ViewRows<'_> {
     }
 
     fn decision(&self, row: usize) -> Decision {
-        self.review
-            .decisions
-            .get(&self.rows[row].id)
-            .copied()
-            .unwrap_or_default()
+        self.review.decision_of(self.rows[row].id)
     }
 
     fn level(&self, row: usize) -> AnalysisLevel {

@@ -78,8 +78,7 @@ pub(super) fn duplicates_ui(
                                 ui.label(row.resolution());
                                 ui.label(measure(Measure::DurationSecs));
                                 ui.label(row.bit_rate.map_or("-".into(), human_bit_rate));
-                                let decision =
-                                    view.review.decisions.get(id).copied().unwrap_or_default();
+                                let decision = view.review.decision_of(*id);
                                 let color = match decision {
                                     Decision::Accepted => theme::ACCEPTED,
                                     Decision::Rejected => theme::ERROR,

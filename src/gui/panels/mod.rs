@@ -137,12 +137,7 @@ impl App {
             .clips
             .get(&sel.id)
             .map_or(&[][..], Vec::as_slice);
-        let decision = view
-            .review
-            .decisions
-            .get(&sel.id)
-            .copied()
-            .unwrap_or_default();
+        let decision = view.review.decision_of(sel.id);
         let player = self.player.as_ref();
         let drag = &mut self.drafts.clip_drag;
         if self.drafts.tags_text.0 != Some(sel.id) {

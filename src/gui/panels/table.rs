@@ -136,12 +136,7 @@ fn file_row_ui(
     });
     measure_cells_ui(&mut row, r);
     row.col(|ui| {
-        let d = view
-            .review
-            .decisions
-            .get(&r.id)
-            .copied()
-            .unwrap_or_default();
+        let d = view.review.decision_of(r.id);
         if d != Decision::Unreviewed {
             ui.colored_label(theme::decision_color(d), d.as_str());
         }
@@ -171,22 +166,16 @@ fn file_row_ui(
 /// has none.
 fn measure_cells_ui(row: &mut TableRow<'_, '_>, r: &ViewRow) {
     let measure = |k: Measure| r.measures.get(&k).map_or(String::new(), |v| k.format(*v));
-    row.col(|ui| {
-        ui.label(measure(Measure::DurationSecs));
-    });
-    row.col(|ui| {
-        ui.label(measure(Measure::MotionMean));
-    });
-    row.col(|ui| {
-        ui.label(measure(Measure::Fps));
-    });
-    row.col(|ui| {
-        ui.label(measure(Measure::SizeBytes));
-    });
-    row.col(|ui| {
-        ui.label(measure(Measure::Brightness));
-    });
-    row.col(|ui| {
-        ui.label(measure(Measure::Sharpness));
-    });
+    for k in [
+        Measure::DurationSecs,
+        Measure::MotionMean,
+        Measure::Fps,
+        Measure::SizeBytes,
+        Measure::Brightness,
+        Measure::Sharpness,
+    ] {
+        row.col(|ui| {
+            ui.label(measure(k));
+        });
+    }
 }
