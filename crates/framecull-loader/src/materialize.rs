@@ -174,17 +174,20 @@ impl Ledger {
         std::fs::create_dir_all(work).map_err(io(work))?;
         let path = work.join(LEDGER);
         let mut entries = output.remote_ledger()?;
-        entries.extend(read_ledger(&path));
+        // Read once: its entries, and whether its last line is whole.
+        let text = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        entries.extend(parse_ledger(&String::from_utf8_lossy(&text)));
         let mut appender = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(io(&path))?;
         // A line a kill cut short ends here, not in the next entry.
-        let ends_whole = std::fs::read(&path)
-            .map_err(io(&path))?
-            .last()
-            .is_none_or(|&b| b == b'\n');
+        let ends_whole = text.last().is_none_or(|&b| b == b'\n');
         if !ends_whole {
             appender.write_all(b"\n").map_err(io(&path))?;
         }
@@ -441,10 +444,6 @@ impl Entry {
 }
 
 /// The ledger's entries by clip id (the last of each; a line cut short by a kill is skipped).
-fn read_ledger(path: &Path) -> HashMap<String, Entry> {
-    parse_ledger(&std::fs::read_to_string(path).unwrap_or_default())
-}
-
 fn parse_ledger(text: &str) -> HashMap<String, Entry> {
     text.lines()
         .filter_map(|l| serde_json::from_str::<Entry>(l).ok())
