@@ -123,55 +123,11 @@ pub fn group_duplicates(items: &[DupInput]) -> HashMap<ItemId, DupMembership> {
         }
     }
 
-    // Pictures: every flip and rotation indexed; each upright hash looks for the variants
-    // within IMAGE_MAX_DISTANCE of it (all of them: the index's radius covers that distance).
-    let pictures: Vec<(usize, &[u64; 8])> = items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, item)| match item {
-            DupInput::Picture { variants, .. } => Some((i, variants)),
-            _ => None,
-        })
-        .collect();
-    let index = HashIndex::new(
-        pictures
-            .iter()
-            .flat_map(|&(i, variants)| variants.iter().map(move |&v| (v, i as u32))),
-        IMAGE_MAX_DISTANCE / 3,
-    );
-    let uprights: Vec<(u64, u32)> = pictures.iter().map(|&(i, v)| (v[0], i as u32)).collect();
-    for (i, j) in index.near_pairs(&uprights, IMAGE_MAX_DISTANCE, |i, j| j > i) {
-        let (i, j) = (i as usize, j as usize);
-        uf.union(i, j);
-        like[i].get_or_insert(j);
-        like[j].get_or_insert(i);
-    }
-
-    // Videos: pairs with a frame in common (within FRAME_MAX_DISTANCE) are candidates, then
-    // count how many sampled frames of the shorter match the other. The index finds every
-    // frame pair within 5 bits and most up to 10; a pair of videos needs only one of its
-    // matching frames found.
-    let frames: Vec<(u64, u32)> = items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, item)| match item {
-            DupInput::Video { frame_hashes, .. } => Some((i, *frame_hashes)),
-            _ => None,
-        })
-        .flat_map(|(i, hashes)| hashes.iter().map(move |&h| (h, i as u32)))
-        .collect();
-    let frame_index = HashIndex::new(frames.iter().copied(), 1);
-    let candidates = frame_index.near_pairs(&frames, FRAME_MAX_DISTANCE, |i, j| j > i);
-    let hashes_of = |i: u32| match &items[i as usize] {
-        DupInput::Video { frame_hashes, .. } => *frame_hashes,
-        _ => &[],
-    };
-    let found: Vec<(u32, u32)> = candidates
-        .into_par_iter()
-        .filter(|&(i, j)| same_footage(hashes_of(i), hashes_of(j)))
-        .collect();
-    for (i, j) in found {
-        let (i, j) = (i as usize, j as usize);
+    let near = near_pictures(items)
+        .into_iter()
+        .chain(same_videos(items))
+        .map(|(i, j)| (i as usize, j as usize));
+    for (i, j) in near {
         uf.union(i, j);
         like[i].get_or_insert(j);
         like[j].get_or_insert(i);
@@ -203,6 +159,55 @@ pub fn group_duplicates(items: &[DupInput]) -> HashMap<ItemId, DupMembership> {
         );
     }
     out
+}
+
+/// Pairs of pictures within [`IMAGE_MAX_DISTANCE`] of each other, any flip or rotation.
+fn near_pictures(items: &[DupInput]) -> Vec<(u32, u32)> {
+    // Pictures: every flip and rotation indexed; each upright hash looks for the variants
+    // within IMAGE_MAX_DISTANCE of it (all of them: the index's radius covers that distance).
+    let pictures: Vec<(usize, &[u64; 8])> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| match item {
+            DupInput::Picture { variants, .. } => Some((i, variants)),
+            _ => None,
+        })
+        .collect();
+    let index = HashIndex::new(
+        pictures
+            .iter()
+            .flat_map(|&(i, variants)| variants.iter().map(move |&v| (v, i as u32))),
+        IMAGE_MAX_DISTANCE / 3,
+    );
+    let uprights: Vec<(u64, u32)> = pictures.iter().map(|&(i, v)| (v[0], i as u32)).collect();
+    index.near_pairs(&uprights, IMAGE_MAX_DISTANCE, |i, j| j > i)
+}
+
+/// Pairs of videos that show the same footage ([`same_footage`]).
+fn same_videos(items: &[DupInput]) -> Vec<(u32, u32)> {
+    // Videos: pairs with a frame in common (within FRAME_MAX_DISTANCE) are candidates, then
+    // count how many sampled frames of the shorter match the other. The index finds every
+    // frame pair within 5 bits and most up to 10; a pair of videos needs only one of its
+    // matching frames found.
+    let frames: Vec<(u64, u32)> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| match item {
+            DupInput::Video { frame_hashes, .. } => Some((i, *frame_hashes)),
+            _ => None,
+        })
+        .flat_map(|(i, hashes)| hashes.iter().map(move |&h| (h, i as u32)))
+        .collect();
+    let frame_index = HashIndex::new(frames.iter().copied(), 1);
+    let candidates = frame_index.near_pairs(&frames, FRAME_MAX_DISTANCE, |i, j| j > i);
+    let hashes_of = |i: u32| match &items[i as usize] {
+        DupInput::Video { frame_hashes, .. } => *frame_hashes,
+        _ => &[],
+    };
+    candidates
+        .into_par_iter()
+        .filter(|&(i, j)| same_footage(hashes_of(i), hashes_of(j)))
+        .collect()
 }
 
 /// Whether two videos show the same footage: at least [`VIDEO_MIN_SHARE`] of the shorter's

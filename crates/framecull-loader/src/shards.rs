@@ -154,25 +154,7 @@ pub(crate) fn open(
     root: Option<&Path>,
     config: &LoaderConfig,
 ) -> Result<(Vec<Entry>, ShardSet), LoaderError> {
-    let Some(file) = meta.files.get("webdataset") else {
-        return Err(LoaderError::Config(format!(
-            "version {} of manifest {} has no WebDataset shards: export it with --format webdataset",
-            meta.version, meta.name
-        )));
-    };
-    let dir = if manifest_path.is_dir() {
-        manifest_path
-    } else {
-        manifest_path.parent().unwrap_or(Path::new("."))
-    };
-    let index_path = dir.join(file);
-    let unreadable = |reason: String| LoaderError::File {
-        path: index_path.clone(),
-        reason,
-    };
-    let text = std::fs::read_to_string(&index_path).map_err(|e| unreadable(e.to_string()))?;
-    let index: ShardsIndex = serde_json::from_str(&text).map_err(|e| unreadable(e.to_string()))?;
-    let root = Root::of_recorded(&root.map_or_else(|| dir.join(&index.dir), Path::to_path_buf))?;
+    let (index, index_path, root) = read_index(manifest_path, meta, root)?;
     let split = config
         .split
         .as_deref()
@@ -200,12 +182,15 @@ pub(crate) fn open(
         }
         for shard in &shards.shards {
             if shard.members.len() as u64 != shard.samples {
-                return Err(unreadable(format!(
-                    "its shard {} names {} of its {} samples: export the version again",
-                    shard.file,
-                    shard.members.len(),
-                    shard.samples
-                )));
+                return Err(LoaderError::File {
+                    path: index_path,
+                    reason: format!(
+                        "its shard {} names {} of its {} samples: export the version again",
+                        shard.file,
+                        shard.members.len(),
+                        shard.samples
+                    ),
+                });
             }
             let found = find_shard(&root, &shard.file, shard.bytes)?;
             let s = sources.len() as u32;
@@ -240,29 +225,64 @@ pub(crate) fn open(
             });
         }
     }
-    for (i, row) in rows.iter().enumerate() {
-        if wanted(row) && !held[i] {
-            let why = match &row.clip.file {
-                None => format!(
-                    "no clip file: {}",
-                    row.clip.note.as_deref().unwrap_or("none was written")
-                ),
-                Some(_) => "in no shard".to_string(),
-            };
-            entries.push(Entry {
-                row: i,
-                clip_row: row.clone(),
-                check: Err((SkipReason::Missing, why)),
-                member: None,
-            });
-        }
-    }
+    let missing = rows
+        .iter()
+        .enumerate()
+        .filter(|&(i, row)| wanted(row) && !held[i]);
+    entries.extend(missing.map(|(i, row)| not_held(i, row)));
     let set = ShardSet {
         shards: sources,
         shard_of: Vec::new(),
         spool,
     };
     Ok((entries, set))
+}
+
+/// The shards' index of `meta`'s version (beside the manifest at `manifest_path`), where it
+/// was read from, and the root its shards are found in: `root` where given, else the folder
+/// the index names.
+fn read_index(
+    manifest_path: &Path,
+    meta: &VersionMeta,
+    root: Option<&Path>,
+) -> Result<(ShardsIndex, PathBuf, Root), LoaderError> {
+    let Some(file) = meta.files.get("webdataset") else {
+        return Err(LoaderError::Config(format!(
+            "version {} of manifest {} has no WebDataset shards: export it with --format webdataset",
+            meta.version, meta.name
+        )));
+    };
+    let dir = if manifest_path.is_dir() {
+        manifest_path
+    } else {
+        manifest_path.parent().unwrap_or(Path::new("."))
+    };
+    let index_path = dir.join(file);
+    let unreadable = |reason: String| LoaderError::File {
+        path: index_path.clone(),
+        reason,
+    };
+    let text = std::fs::read_to_string(&index_path).map_err(|e| unreadable(e.to_string()))?;
+    let index: ShardsIndex = serde_json::from_str(&text).map_err(|e| unreadable(e.to_string()))?;
+    let root = Root::of_recorded(&root.map_or_else(|| dir.join(&index.dir), Path::to_path_buf))?;
+    Ok((index, index_path, root))
+}
+
+/// The entry of row `i`, wanted but in no shard: skipped as missing, with why.
+fn not_held(i: usize, row: &ManifestRow) -> Entry {
+    let why = match &row.clip.file {
+        None => format!(
+            "no clip file: {}",
+            row.clip.note.as_deref().unwrap_or("none was written")
+        ),
+        Some(_) => "in no shard".to_string(),
+    };
+    Entry {
+        row: i,
+        clip_row: row.clone(),
+        check: Err((SkipReason::Missing, why)),
+        member: None,
+    }
 }
 
 /// Shard `rel` of `root`, if it is there ([`source::find`], as any file the loader reads)

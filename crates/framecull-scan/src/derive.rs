@@ -85,35 +85,7 @@ pub fn recompute_in(
     let items: Vec<(Item, Option<&Metrics>)> = items.into_iter().zip(metrics_of).collect();
     let hashes = catalog.all_frame_hashes()?;
 
-    // Files with no content are not duplicates of each other (nor of anything): each is its
-    // own `unreadable` row.
-    let inputs: Vec<DupInput> = items
-        .iter()
-        .filter(|(item, _)| item.size_bytes > 0)
-        .filter_map(|(item, m)| {
-            let m = (*m)?;
-            let content = m.content_hash.as_deref();
-            let h = hashes.get(&item.id).map(Vec::as_slice).unwrap_or_default();
-            match (item.kind, h.len()) {
-                (MediaKind::Image, 8) => Some(DupInput::Picture {
-                    id: item.id,
-                    content_hash: content,
-                    variants: h.try_into().ok()?,
-                }),
-                (MediaKind::Video, n) if n > 0 && hashes_cover(item, m, n) => {
-                    Some(DupInput::Video {
-                        id: item.id,
-                        content_hash: content,
-                        frame_hashes: h,
-                    })
-                }
-                _ => content.map(|c| DupInput::Bytes {
-                    id: item.id,
-                    content_hash: c,
-                }),
-            }
-        })
-        .collect();
+    let inputs = dup_inputs(&items, &hashes);
     let groups = if whole {
         group_duplicates(&inputs)
     } else {
@@ -167,6 +139,44 @@ pub fn recompute_in(
     };
     catalog.replace_derived(&dups, &flags, config)?;
     Ok(summary)
+}
+
+/// What duplicate grouping reads of each item with content: a picture's hashes of its flips
+/// and rotations, a video's sampled frames' hashes (where they cover it), else its bytes'
+/// hash.
+fn dup_inputs<'a>(
+    items: &'a [(Item, Option<&'a Metrics>)],
+    hashes: &'a HashMap<ItemId, Vec<u64>>,
+) -> Vec<DupInput<'a>> {
+    // Files with no content are not duplicates of each other (nor of anything): each is its
+    // own `unreadable` row.
+    items
+        .iter()
+        .filter(|(item, _)| item.size_bytes > 0)
+        .filter_map(|(item, m)| {
+            let m = (*m)?;
+            let content = m.content_hash.as_deref();
+            let h = hashes.get(&item.id).map(Vec::as_slice).unwrap_or_default();
+            match (item.kind, h.len()) {
+                (MediaKind::Image, 8) => Some(DupInput::Picture {
+                    id: item.id,
+                    content_hash: content,
+                    variants: h.try_into().ok()?,
+                }),
+                (MediaKind::Video, n) if n > 0 && hashes_cover(item, m, n) => {
+                    Some(DupInput::Video {
+                        id: item.id,
+                        content_hash: content,
+                        frame_hashes: h,
+                    })
+                }
+                _ => content.map(|c| DupInput::Bytes {
+                    id: item.id,
+                    content_hash: c,
+                }),
+            }
+        })
+        .collect()
 }
 
 /// One row per usable item with the measures `statistics` tests, each a column named by

@@ -14,7 +14,7 @@ pub mod shard;
 mod walk;
 pub mod worker;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +27,7 @@ pub use walk::{FoundFile, WalkResult, list_where, relative, walk, walk_where};
 
 use shard::ShardSpec;
 
-use framecull_catalog::{Catalog, CatalogError, ConfigError, ItemUpdate, ScanCounts};
+use framecull_catalog::{Catalog, CatalogError, ConfigError, ItemUpdate, KnownFile, ScanCounts};
 use framecull_media::{self as media, Source};
 use framecull_model::{ItemStatus, MediaKind, OtherStatus, Probe, StreamChoice};
 use framecull_storage::{Root, StorageError};
@@ -194,22 +194,7 @@ pub fn scan(
     let to_probe: Vec<&FoundFile> = walked
         .files
         .iter()
-        .filter(|f| match known.get(&f.rel_path) {
-            Some(k) => {
-                // Metadata read by an older probe is read again.
-                restream
-                    || k.probe_version != PROBE_VERSION
-                    || k.status == ItemStatus::Missing
-                    || k.size_bytes != f.size_bytes
-                    || match &f.fingerprint {
-                        // An object's ETag or version says whether its content changed; its
-                        // time changes when the same bytes are uploaded again.
-                        Some(listed) => k.fingerprint.as_ref() != Some(listed),
-                        None => k.mtime_ns != f.mtime_ns,
-                    }
-            }
-            None => true,
-        })
+        .filter(|f| needs_probe(known.get(&f.rel_path), f, restream))
         .collect();
     counts.unchanged = counts.seen - to_probe.len() as u64;
     on_event(ScanEvent::Walked {
@@ -228,25 +213,7 @@ pub fn scan(
     let cancelled = cancel.load(Ordering::SeqCst);
 
     if !cancelled {
-        let seen: HashSet<&str> = walked.files.iter().map(|f| f.rel_path.as_str()).collect();
-        let under_unreadable = |p: &str| {
-            walked
-                .unreadable_dirs
-                .iter()
-                .any(|d| d.is_empty() || p.starts_with(&format!("{d}/")))
-        };
-        let gone: Vec<String> = known
-            .iter()
-            .filter(|(p, k)| {
-                k.status != ItemStatus::Missing
-                    && in_shard(p)
-                    && !seen.contains(p.as_str())
-                    && !under_unreadable(p)
-            })
-            .map(|(p, _)| p.clone())
-            .collect();
-        catalog.mark_missing(&gone)?;
-        counts.missing = gone.len() as u64;
+        counts.missing = mark_gone(catalog, &walked, &known, &in_shard)?;
         catalog.replace_other_files(&walked.others)?;
         if restream {
             catalog.set_probed_stream_choice(config.video.stream)?;
@@ -272,6 +239,54 @@ pub fn scan(
         warnings,
         elapsed_secs: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Whether a walked file is probed: new, or changed since its probe, or probed by an older
+/// probe or for another stream choice (`restream`).
+fn needs_probe(known: Option<&KnownFile>, f: &FoundFile, restream: bool) -> bool {
+    let Some(k) = known else {
+        return true;
+    };
+    // Metadata read by an older probe is read again.
+    restream
+        || k.probe_version != PROBE_VERSION
+        || k.status == ItemStatus::Missing
+        || k.size_bytes != f.size_bytes
+        || match &f.fingerprint {
+            // An object's ETag or version says whether its content changed; its time changes
+            // when the same bytes are uploaded again.
+            Some(listed) => k.fingerprint.as_ref() != Some(listed),
+            None => k.mtime_ns != f.mtime_ns,
+        }
+}
+
+/// Mark missing the known files of this shard the walk did not meet (but those under a
+/// folder it could not read): how many.
+fn mark_gone(
+    catalog: &mut Catalog,
+    walked: &WalkResult,
+    known: &HashMap<String, KnownFile>,
+    in_shard: &dyn Fn(&str) -> bool,
+) -> Result<u64, ScanError> {
+    let seen: HashSet<&str> = walked.files.iter().map(|f| f.rel_path.as_str()).collect();
+    let under_unreadable = |p: &str| {
+        walked
+            .unreadable_dirs
+            .iter()
+            .any(|d| d.is_empty() || p.starts_with(&format!("{d}/")))
+    };
+    let gone: Vec<String> = known
+        .iter()
+        .filter(|(p, k)| {
+            k.status != ItemStatus::Missing
+                && in_shard(p)
+                && !seen.contains(p.as_str())
+                && !under_unreadable(p)
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    catalog.mark_missing(&gone)?;
+    Ok(gone.len() as u64)
 }
 
 /// One warning per decoder this FFmpeg lacks, with how many files need it and a few of

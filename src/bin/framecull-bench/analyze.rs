@@ -11,7 +11,7 @@ use framecull::catalog::Catalog;
 use framecull::scan::{ScanOptions, scan};
 use serde::Serialize;
 
-use crate::util::{median, print, run_python};
+use crate::util::{ffmpeg_null, median, print, run_python};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -163,28 +163,13 @@ fn bench_long(
         }
         Ok(folder)
     };
-    let ffmpeg = |files: &[PathBuf]| -> anyhow::Result<f64> {
-        let started = Instant::now();
-        for f in files {
-            let status = Command::new("ffmpeg")
-                .args(["-v", "quiet", "-nostdin", "-threads"])
-                .arg(options.jobs.to_string())
-                .arg("-i")
-                .arg(f)
-                .args(["-f", "null", "-"])
-                .status()
-                .context("ffmpeg is needed for this comparison")?;
-            anyhow::ensure!(status.success(), "ffmpeg failed on {}", f.display());
-        }
-        Ok(started.elapsed().as_secs_f64())
-    };
     let (one, two) = (folder("one", &videos[..1])?, folder("two", &videos)?);
     let (mut ours1, mut ff1, mut ours2, mut ff2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..repeat {
         ours1.push(deep_once(&one, options)?.0);
-        ff1.push(ffmpeg(&videos[..1])?);
+        ff1.push(ffmpeg_null(&videos[..1], options.jobs)?);
         ours2.push(deep_once(&two, options)?.0);
-        ff2.push(ffmpeg(&videos)?);
+        ff2.push(ffmpeg_null(&videos, options.jobs)?);
     }
     let (o1, f1, o2, f2) = (median(ours1), median(ff1), median(ours2), median(ff2));
     Ok(LongBench {

@@ -2,7 +2,7 @@
 //! --materialize`, smart cut) against re-encoding each clip with `ffmpeg -ss S -to E -i SRC
 //! -c:v libx264 -preset veryfast`, on generated 60 s 720p H.264 sources with 2 s GOPs.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -85,39 +85,9 @@ pub fn bench(dir: &Path, clips: usize, clip_secs: u32) -> anyhow::Result<ClipFil
         "--project",
         project_arg,
     ])?;
-    // Clip i: a start spread over the source by a fixed stride (frames), `clip_secs` long.
     let frames = (SECONDS * FPS) as usize;
     let length = (clip_secs * FPS) as usize;
-    let mut spans = Vec::new();
-    for i in 0..clips {
-        let file = &files[i % files.len()];
-        let start = (i * 7919 + 13) % (frames - length);
-        let name = file
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        let (s, e) = (format!("f{start}"), format!("f{}", start + length));
-        framecull(&[
-            "clips",
-            "--project",
-            project_arg,
-            "add",
-            name,
-            "--start",
-            &s,
-            "--end",
-            &e,
-        ])?;
-        spans.push((file.clone(), start));
-    }
-    let names: Vec<String> = files
-        .iter()
-        .filter_map(|f| f.file_name()?.to_str().map(String::from))
-        .collect();
-    let mut accept = vec!["review", "accept"];
-    accept.extend(names.iter().map(String::as_str));
-    accept.extend(["--project", project_arg]);
-    framecull(&accept)?;
+    let spans = add_clips(project_arg, &files, clips, length)?;
     let out = work.join("clips");
     let started = Instant::now();
     let report = framecull(&[
@@ -140,23 +110,7 @@ pub fn bench(dir: &Path, clips: usize, clip_secs: u32) -> anyhow::Result<ClipFil
         "not every clip was written: {materialized}"
     );
     let peer = work.join("ffmpeg");
-    std::fs::create_dir_all(&peer)?;
-    let started = Instant::now();
-    for (i, (file, start)) in spans.iter().enumerate() {
-        let (s, e) = (
-            *start as f64 / FPS as f64,
-            (start + length) as f64 / FPS as f64,
-        );
-        let status = Command::new("ffmpeg")
-            .args(["-v", "error", "-y", "-nostdin"])
-            .args(["-ss", &format!("{s:.6}"), "-to", &format!("{e:.6}"), "-i"])
-            .arg(file)
-            .args(["-an", "-c:v", "libx264", "-preset", "veryfast"])
-            .arg(peer.join(format!("{i}.mp4")))
-            .status()?;
-        anyhow::ensure!(status.success(), "ffmpeg failed on clip {i}");
-    }
-    let ffmpeg_secs = started.elapsed().as_secs_f64();
+    let ffmpeg_secs = ffmpeg_clips(&peer, &spans, length)?;
     let bytes_in = |dir: &Path| -> u64 {
         std::fs::read_dir(dir)
             .map(|entries| {
@@ -188,4 +142,69 @@ pub fn bench(dir: &Path, clips: usize, clip_secs: u32) -> anyhow::Result<ClipFil
     };
     let _ = std::fs::remove_dir_all(&work);
     Ok(r)
+}
+
+/// `clips` clips of `length` frames added to the project over `files` in turn, then every
+/// file accepted: each clip's source and first frame.
+fn add_clips(
+    project_arg: &str,
+    files: &[PathBuf],
+    clips: usize,
+    length: usize,
+) -> anyhow::Result<Vec<(PathBuf, usize)>> {
+    // Clip i: a start spread over the source by a fixed stride (frames), `length` long.
+    let frames = (SECONDS * FPS) as usize;
+    let mut spans = Vec::new();
+    for i in 0..clips {
+        let file = &files[i % files.len()];
+        let start = (i * 7919 + 13) % (frames - length);
+        let name = file
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let (s, e) = (format!("f{start}"), format!("f{}", start + length));
+        framecull(&[
+            "clips",
+            "--project",
+            project_arg,
+            "add",
+            name,
+            "--start",
+            &s,
+            "--end",
+            &e,
+        ])?;
+        spans.push((file.clone(), start));
+    }
+    let names: Vec<String> = files
+        .iter()
+        .filter_map(|f| f.file_name()?.to_str().map(String::from))
+        .collect();
+    let mut accept = vec!["review", "accept"];
+    accept.extend(names.iter().map(String::as_str));
+    accept.extend(["--project", project_arg]);
+    framecull(&accept)?;
+    Ok(spans)
+}
+
+/// Seconds for ffmpeg to cut and encode each span (`-ss`, `-to`, libx264 `veryfast`) into
+/// `peer`, one after the other.
+fn ffmpeg_clips(peer: &Path, spans: &[(PathBuf, usize)], length: usize) -> anyhow::Result<f64> {
+    std::fs::create_dir_all(peer)?;
+    let started = Instant::now();
+    for (i, (file, start)) in spans.iter().enumerate() {
+        let (s, e) = (
+            *start as f64 / FPS as f64,
+            (start + length) as f64 / FPS as f64,
+        );
+        let status = Command::new("ffmpeg")
+            .args(["-v", "error", "-y", "-nostdin"])
+            .args(["-ss", &format!("{s:.6}"), "-to", &format!("{e:.6}"), "-i"])
+            .arg(file)
+            .args(["-an", "-c:v", "libx264", "-preset", "veryfast"])
+            .arg(peer.join(format!("{i}.mp4")))
+            .status()?;
+        anyhow::ensure!(status.success(), "ffmpeg failed on clip {i}");
+    }
+    Ok(started.elapsed().as_secs_f64())
 }

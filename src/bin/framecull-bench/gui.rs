@@ -3,8 +3,15 @@
 //! item), then drag a flag's threshold in the flag panel (its preview counts every item), then
 //! click the label chart (a label each frame), with egui's layout and tessellation, no GPU.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use eframe::egui;
+use framecull::analysis::filter::LabelTerm;
+use framecull::gui::{
+    App, Command, DialogCommand, FilterCommand, ReviewCommand, SelectionCommand, State,
+};
+use framecull::model::Measure;
 use serde::Serialize;
 
 use crate::generated::catalog as generated_catalog;
@@ -22,7 +29,7 @@ pub struct Args {
     /// Keep the generated catalog in DIR (made there when missing, reused when present), for
     /// repeated runs and profiling without generating it again.
     #[arg(long)]
-    dir: Option<std::path::PathBuf>,
+    dir: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -105,17 +112,113 @@ fn label_items(catalog: &mut framecull::catalog::Catalog, items: usize) -> anyho
     Ok(())
 }
 
+/// The window without a renderer, at 1400x860.
+struct Window {
+    ctx: egui::Context,
+}
+
+impl Window {
+    /// One frame of the window; the textures it made or freed are let go (no renderer here).
+    fn run(&self, app: &mut App) -> egui::FullOutput {
+        let input = egui::RawInput {
+            screen_rect: Some(egui::Rect::from_min_size(
+                egui::Pos2::ZERO,
+                egui::vec2(1400.0, 860.0),
+            )),
+            ..Default::default()
+        };
+        let mut out = self.ctx.run_ui(input, |ui| app.frame_ui(ui));
+        out.textures_delta.clear();
+        out
+    }
+
+    /// One whole frame, laid out and tessellated.
+    fn draw(&self, app: &mut App) {
+        let out = self.run(app);
+        let _ = self.ctx.tessellate(out.shapes, out.pixels_per_point);
+    }
+
+    /// The window on `project`, its catalog loaded, and how long the load took in seconds.
+    fn open(&self, project: &Path) -> anyhow::Result<(App, f64)> {
+        let started = Instant::now();
+        let mut app = App::with_state(&self.ctx, State::default(), Some(project.to_path_buf()));
+        while !app.is_idle() {
+            anyhow::ensure!(
+                started.elapsed().as_secs() < 300,
+                "the catalog did not load"
+            );
+            let _ = self.run(&mut app);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Ok((app, started.elapsed().as_secs_f64()))
+    }
+
+    /// Each of `frames` frames: `step(k)` applied (a drag step), then the whole frame, after
+    /// `setup`: the frames' milliseconds, and the files each showed pushed to `shown`.
+    fn measure(
+        &self,
+        app: &mut App,
+        frames: usize,
+        setup: Vec<Command>,
+        step: &dyn Fn(usize) -> Command,
+        shown: &mut Vec<usize>,
+    ) -> Vec<f64> {
+        for c in setup {
+            app.apply(c);
+        }
+        let _ = self.run(app);
+        let mut ms = Vec::with_capacity(frames);
+        for k in 0..frames {
+            let t = Instant::now();
+            app.apply(step(k));
+            self.draw(app);
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+            shown.push(app.shown());
+        }
+        ms
+    }
+
+    /// A label set in the inspector on each of the first rows (at most 10): the frame that
+    /// takes the committed edit rebuilds each row's labels and the chart's counts, and
+    /// filters again. The slowest frame from each edit until it is committed, in ms.
+    fn label_edits(&self, app: &mut App, frames: usize) -> anyhow::Result<Vec<f64>> {
+        let mut label_edit = Vec::new();
+        app.apply(Command::Filter(FilterCommand::FilterLabel(None)));
+        let picked: Vec<_> = (0..frames.min(10))
+            .filter_map(|k| app.row_item(k))
+            .collect();
+        for (k, item) in picked.into_iter().enumerate() {
+            app.apply(Command::Selection(SelectionCommand::Select(Some(item))));
+            // A label of this run's own (a kept catalog has the last run's).
+            app.apply(Command::Review(ReviewCommand::SetLabel(format!(
+                "edited {k} {}",
+                std::process::id()
+            ))));
+            let mut slowest = 0f64;
+            let waiting = Instant::now();
+            while app.pending_edits() > 0 {
+                anyhow::ensure!(waiting.elapsed().as_secs() < 120, "the label edit hung");
+                let t = Instant::now();
+                self.draw(app);
+                slowest = slowest.max(t.elapsed().as_secs_f64() * 1e3);
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            label_edit.push(slowest);
+        }
+        Ok(label_edit)
+    }
+}
+
+/// The 95th percentile of `v`'s values (not empty).
+fn p95(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
 /// Brush, then one whole frame (layout and tessellation) at 1400x860, as the window does on
 /// each drag step.
-fn bench_gui(
-    items: usize,
-    frames: usize,
-    keep: Option<std::path::PathBuf>,
-) -> anyhow::Result<GuiBench> {
-    use eframe::egui;
-    use framecull::gui::{
-        App, Command, DialogCommand, FilterCommand, ReviewCommand, SelectionCommand, State,
-    };
+fn bench_gui(items: usize, frames: usize, keep: Option<PathBuf>) -> anyhow::Result<GuiBench> {
     let project = keep.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("framecull-bench-gui-{}", std::process::id()))
     });
@@ -126,83 +229,39 @@ fn bench_gui(
         let mut catalog = generated_catalog(&project, items)?;
         label_items(&mut catalog, items)?;
     }
-    let ctx = egui::Context::default();
-    let input = || egui::RawInput {
-        screen_rect: Some(egui::Rect::from_min_size(
-            egui::Pos2::ZERO,
-            egui::vec2(1400.0, 860.0),
-        )),
-        ..Default::default()
+    let window = Window {
+        ctx: egui::Context::default(),
     };
-    // One frame of the window; the textures it made or freed are let go (no renderer here).
-    let run = |app: &mut App| {
-        let mut out = ctx.run_ui(input(), |ui| app.frame_ui(ui));
-        out.textures_delta.clear();
-        out
-    };
-    let started = Instant::now();
-    let mut app = App::with_state(&ctx, State::default(), Some(project.clone()));
-    while !app.is_idle() {
-        anyhow::ensure!(
-            started.elapsed().as_secs() < 300,
-            "the catalog did not load"
-        );
-        let _ = run(&mut app);
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    let load_secs = started.elapsed().as_secs_f64();
+    let (mut app, load_secs) = window.open(&project)?;
     // The catalog's items (a kept catalog may hold another count than --items): no filter is
     // set yet, so every row is shown.
     let items = app.shown();
     // The scatter on two measures every item has, so each frame draws a dot per item.
     app.apply(Command::Dialog(DialogCommand::ScatterAxes(
-        framecull::model::Measure::SizeBytes,
-        framecull::model::Measure::Aspect,
+        Measure::SizeBytes,
+        Measure::Aspect,
     )));
-    let _ = run(&mut app);
+    let _ = window.run(&mut app);
     let scatter_dots = app.scatter_dots();
     let mut shown = Vec::new();
-    // Each frame: a command (a drag step), then the whole frame laid out and tessellated.
-    let mut measure = |app: &mut App, setup: Vec<Command>, step: &dyn Fn(usize) -> Command| {
-        for c in setup {
-            app.apply(c);
-        }
-        let _ = run(app);
-        let mut ms = Vec::with_capacity(frames);
-        for k in 0..frames {
-            let t = Instant::now();
-            app.apply(step(k));
-            let out = run(app);
-            let _ = ctx.tessellate(out.shapes, out.pixels_per_point);
-            ms.push(t.elapsed().as_secs_f64() * 1e3);
-            shown.push(app.shown());
-        }
-        ms
-    };
     // A drag step on the file size histogram (every item has a size): a new range, about
     // half the files, every frame.
     let brush = |k: usize| {
         let lo = 10_000.0 + (k % 20) as f64 * 100_000.0;
         Command::Filter(FilterCommand::Brush {
-            measure: framecull::model::Measure::SizeBytes,
+            measure: Measure::SizeBytes,
             lo,
             hi: lo + 2_500_000.0,
         })
     };
-    let table = measure(
-        &mut app,
-        vec![Command::Dialog(DialogCommand::ShowGallery(false))],
-        &brush,
-    );
-    let gallery = measure(
-        &mut app,
-        vec![Command::Dialog(DialogCommand::ShowGallery(true))],
-        &brush,
-    );
+    let show_gallery = |on| vec![Command::Dialog(DialogCommand::ShowGallery(on))];
+    let table = window.measure(&mut app, frames, show_gallery(false), &brush, &mut shown);
+    let gallery = window.measure(&mut app, frames, show_gallery(true), &brush, &mut shown);
     // The flag panel open on a rule, its threshold dragged: each frame previews the files
     // the edited value would flag, over every item.
-    let flag_panel = measure(
+    let flag_panel = window.measure(
         &mut app,
+        frames,
         vec![
             Command::Dialog(DialogCommand::ShowGallery(false)),
             Command::Filter(FilterCommand::FilterFlag(Some(
@@ -215,53 +274,24 @@ fn bench_gui(
                 value: Some(10.0 + k as f64),
             })
         },
+        &mut shown,
     );
     // The label chart clicked: each frame filters on another label (a class's files, or
     // the unlabelled), then counts the shown files of each label for the chart.
-    let labels = measure(
+    let labels = window.measure(
         &mut app,
+        frames,
         vec![Command::Filter(FilterCommand::FilterFlag(None))],
         &|k| {
-            use framecull::analysis::filter::LabelTerm;
             Command::Filter(FilterCommand::FilterLabel(Some(if k % 5 == 4 {
                 LabelTerm::None
             } else {
                 LabelTerm::Is(class(k * 37))
             })))
         },
+        &mut shown,
     );
-    // A label set in the inspector: the frame that takes the committed edit rebuilds each
-    // row's labels and the chart's counts, and filters again (the slowest frame from the
-    // edit until it is committed is measured).
-    let mut label_edit = Vec::new();
-    app.apply(Command::Filter(FilterCommand::FilterLabel(None)));
-    let picked: Vec<_> = (0..frames.min(10))
-        .filter_map(|k| app.row_item(k))
-        .collect();
-    for (k, item) in picked.into_iter().enumerate() {
-        app.apply(Command::Selection(SelectionCommand::Select(Some(item))));
-        // A label of this run's own (a kept catalog has the last run's).
-        app.apply(Command::Review(ReviewCommand::SetLabel(format!(
-            "edited {k} {}",
-            std::process::id()
-        ))));
-        let mut slowest = 0f64;
-        let waiting = Instant::now();
-        while app.pending_edits() > 0 {
-            anyhow::ensure!(waiting.elapsed().as_secs() < 120, "the label edit hung");
-            let t = Instant::now();
-            let out = run(&mut app);
-            let _ = ctx.tessellate(out.shapes, out.pixels_per_point);
-            slowest = slowest.max(t.elapsed().as_secs_f64() * 1e3);
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        label_edit.push(slowest);
-    }
-    let p95 = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        v[((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1]
-    };
+    let label_edit = window.label_edits(&mut app, frames)?;
     drop(app);
     if keep.is_none() {
         let _ = std::fs::remove_dir_all(&project);

@@ -13,7 +13,7 @@ use framecull::scan::ScanOptions;
 use serde::Serialize;
 
 use crate::scan::scan_once;
-use crate::util::{median, peak_rss_mb, print, run_python};
+use crate::util::{ffmpeg_null, median, peak_rss_mb, print, run_python};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -285,6 +285,22 @@ pub fn every_frame_once() -> framecull::loader::LoaderConfig {
     }
 }
 
+/// One epoch of the manifest at `manifest` read with `config`, every batch taken: its
+/// seconds and the loader's stats.
+fn read_epoch(
+    manifest: &Path,
+    config: framecull::loader::LoaderConfig,
+) -> anyhow::Result<(f64, framecull::loader::Stats)> {
+    let mut loader = framecull::loader::Loader::open(manifest, None, config)?;
+    let started = Instant::now();
+    let mut epoch = loader.epoch(0);
+    while let Some(batch) = epoch.next() {
+        epoch.recycle(batch?);
+    }
+    drop(epoch);
+    Ok((started.elapsed().as_secs_f64(), loader.stats().clone()))
+}
+
 fn bench_load(
     dir: &Path,
     source: LoadSource,
@@ -293,7 +309,6 @@ fn bench_load(
     python: &Path,
     repeat: usize,
 ) -> anyhow::Result<LoadBench> {
-    use framecull::loader::Loader;
     let sub = match source {
         LoadSource::Hd(_) => "hd",
         LoadSource::Uhd => "uhd",
@@ -324,27 +339,11 @@ fn bench_load(
         .sum();
     let mut pyav_frames = 0u64;
     for _ in 0..repeat {
-        let mut loader = Loader::open(&manifest, None, config.clone())?;
-        let started = Instant::now();
-        let mut epoch = loader.epoch(0);
-        while let Some(batch) = epoch.next() {
-            epoch.recycle(batch?);
-        }
-        drop(epoch);
-        ours.push(started.elapsed().as_secs_f64());
-        stats = loader.stats().clone();
+        let (secs, epoch_stats) = read_epoch(&manifest, config.clone())?;
+        ours.push(secs);
+        stats = epoch_stats;
         delivered = stats.frames;
-        let started = Instant::now();
-        for f in &files {
-            let status = Command::new("ffmpeg")
-                .args(["-v", "quiet", "-nostdin", "-threads", "2", "-i"])
-                .arg(f)
-                .args(["-f", "null", "-"])
-                .status()
-                .context("ffmpeg is needed for this comparison")?;
-            anyhow::ensure!(status.success(), "ffmpeg failed on {}", f.display());
-        }
-        ffmpeg.push(started.elapsed().as_secs_f64());
+        ffmpeg.push(ffmpeg_null(&files, 2)?);
         for (mode, times) in [("bilinear", &mut pyav), ("nearest", &mut pyav_nearest)] {
             let args: Vec<PathBuf> = std::iter::once(PathBuf::from(mode))
                 .chain(files.iter().cloned())
@@ -365,13 +364,7 @@ fn bench_load(
     let shuffled = {
         let mut config = config.clone();
         config.batching.shuffle = true;
-        let mut loader = Loader::open(&manifest, None, config)?;
-        let mut epoch = loader.epoch(0);
-        while let Some(batch) = epoch.next() {
-            epoch.recycle(batch?);
-        }
-        drop(epoch);
-        let s = loader.stats();
+        let (_, s) = read_epoch(&manifest, config)?;
         (s.frames as f64 / s.wall_secs, s.frames_decoded)
     };
     let (o, f) = (median(ours.clone()), median(ffmpeg.clone()));

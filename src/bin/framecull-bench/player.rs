@@ -60,6 +60,60 @@ struct PlayerBench {
     pictures_here_fps: f64,
 }
 
+/// The upload of the player's frames: a wgpu device and its queue.
+struct Upload {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+}
+
+impl Upload {
+    /// Upload `image` into `texture` (made at the first frame's size), as the window does,
+    /// and wait until it is done.
+    fn upload(
+        &self,
+        image: &eframe::egui::ColorImage,
+        texture: &mut Option<wgpu::Texture>,
+    ) -> anyhow::Result<()> {
+        let [w, h] = image.size;
+        let size = wgpu::Extent3d {
+            width: w as u32,
+            height: h as u32,
+            depth_or_array_layers: 1,
+        };
+        let tex = texture.get_or_insert_with(|| {
+            self.device.create_texture(&wgpu::TextureDescriptor {
+                label: Some("player"),
+                size,
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: wgpu::TextureFormat::Rgba8UnormSrgb,
+                usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+                view_formats: &[],
+            })
+        });
+        let bytes: &[u8] = bytemuck_pixels(&image.pixels);
+        self.queue.write_texture(
+            wgpu::TexelCopyTextureInfo {
+                texture: tex,
+                mip_level: 0,
+                origin: wgpu::Origin3d::ZERO,
+                aspect: wgpu::TextureAspect::All,
+            },
+            bytes,
+            wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(4 * w as u32),
+                rows_per_image: None,
+            },
+            size,
+        );
+        self.queue.submit([]);
+        self.device.poll(wgpu::PollType::wait_indefinitely())?;
+        Ok(())
+    }
+}
+
 /// Decode, convert and upload every frame in order, as the player does while playing.
 fn bench_player(dir: &Path, frames: u32, repeat: usize) -> anyhow::Result<PlayerBench> {
     use framecull::gui::player::Converter;
@@ -81,6 +135,7 @@ fn bench_player(dir: &Path, frames: u32, repeat: usize) -> anyhow::Result<Player
     let info = adapter.get_info();
     let (device, queue) =
         pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default()))?;
+    let upload_to = Upload { device, queue };
     let mut secs = Vec::new();
     let (mut decode, mut convert, mut upload) = (0.0, 0.0, 0.0);
     let mut display = (0, 0);
@@ -104,43 +159,8 @@ fn bench_player(dir: &Path, frames: u32, repeat: usize) -> anyhow::Result<Player
             let image = converter.display(picture, 0);
             c += t.elapsed().as_secs_f64();
             let t = Instant::now();
-            let [w, h] = image.size;
-            display = (w, h);
-            let size = wgpu::Extent3d {
-                width: w as u32,
-                height: h as u32,
-                depth_or_array_layers: 1,
-            };
-            let tex = texture.get_or_insert_with(|| {
-                device.create_texture(&wgpu::TextureDescriptor {
-                    label: Some("player"),
-                    size,
-                    mip_level_count: 1,
-                    sample_count: 1,
-                    dimension: wgpu::TextureDimension::D2,
-                    format: wgpu::TextureFormat::Rgba8UnormSrgb,
-                    usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-                    view_formats: &[],
-                })
-            });
-            let bytes: &[u8] = bytemuck_pixels(&image.pixels);
-            queue.write_texture(
-                wgpu::TexelCopyTextureInfo {
-                    texture: tex,
-                    mip_level: 0,
-                    origin: wgpu::Origin3d::ZERO,
-                    aspect: wgpu::TextureAspect::All,
-                },
-                bytes,
-                wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(4 * w as u32),
-                    rows_per_image: None,
-                },
-                size,
-            );
-            queue.submit([]);
-            device.poll(wgpu::PollType::wait_indefinitely())?;
+            display = (image.size[0], image.size[1]);
+            upload_to.upload(&image, &mut texture)?;
             u += t.elapsed().as_secs_f64();
         }
         secs.push(started.elapsed().as_secs_f64());

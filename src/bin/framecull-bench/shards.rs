@@ -9,6 +9,7 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+use framecull::manifest::{ExportOptions, Format, Include, ManifestRow};
 use serde::Serialize;
 
 use crate::util::median;
@@ -62,43 +63,11 @@ pub fn bench(
     file_mib: usize,
     repeat: usize,
 ) -> anyhow::Result<ShardsBench> {
-    use framecull::manifest::{ExportOptions, Format, Include};
     let work = dir.join("shards");
     let project = work.join("project");
     let clips = work.join("clips");
-    let _ = std::fs::remove_dir_all(&project);
-    std::fs::create_dir_all(&clips)?;
-    // A version of `files` rows, each given a clip file of its own.
-    let catalog = crate::generated::catalog(&project, files)?;
-    let options = ExportOptions {
-        name: "shards".into(),
-        formats: vec![Format::Jsonl],
-        split: None,
-        split_seed: 1,
-        include: Include::Unreviewed,
-        filter: None,
-        shard_size: None,
-    };
-    framecull::manifest::export(&catalog, &options)?;
-    let mut rows = framecull::manifest::read_version(&project, "shards", 1)?;
     let size = file_mib << 20;
-    let mut block = vec![0u8; size];
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    for row in &mut rows {
-        let name = format!("{}.mp4", row.clip_id);
-        let path = clips.join(&name);
-        if std::fs::metadata(&path).map(|m| m.len() as usize).ok() != Some(size) {
-            // Bytes that do not compress (as video does not).
-            for chunk in block.chunks_mut(8) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
-            }
-            std::fs::File::create(&path)?.write_all(&block)?;
-        }
-        row.clip.file = Some(name);
-    }
+    let rows = clip_files(&project, &clips, files, size)?;
     let list = work.join("files.txt");
     let names: String = rows
         .iter()
@@ -119,51 +88,11 @@ pub fn bench(
     let out = work.join("out");
     let (mut ours, mut tars) = (Vec::new(), Vec::new());
     let (mut our_syncs, mut tar_syncs) = (Vec::new(), Vec::new());
-    let stop = AtomicBool::new(false);
     for _ in 0..repeat.max(1) {
-        for sync in [false, true] {
-            let _ = std::fs::remove_dir_all(&out);
-            std::fs::create_dir_all(&out)?;
-            let tar_file = out.join("all.tar");
-            let started = Instant::now();
-            let status = Command::new("tar")
-                .arg("-cf")
-                .arg(&tar_file)
-                .arg("-C")
-                .arg(&clips)
-                .arg("-T")
-                .arg(&list)
-                .status()?;
-            anyhow::ensure!(status.success(), "tar failed");
-            if sync {
-                anyhow::ensure!(Command::new("sync").arg(&tar_file).status()?.success());
-                tar_syncs.push(started.elapsed().as_secs_f64());
-            } else {
-                tars.push(started.elapsed().as_secs_f64());
-            }
-        }
-        for sync in [false, true] {
-            let _ = std::fs::remove_dir_all(&out);
-            let wds = out.join("wds");
-            let started = Instant::now();
-            let index = framecull::manifest::webdataset::write_webdataset(
-                &rows,
-                &clips,
-                &wds,
-                framecull::manifest::webdataset::DEFAULT_SHARD_BYTES,
-                (&stop, &Default::default()),
-            )?;
-            if sync {
-                let shards = index.splits.values().flat_map(|s| &s.shards);
-                let files = shards.map(|s| wds.join(&s.file));
-                anyhow::ensure!(Command::new("sync").args(files).status()?.success());
-                our_syncs.push(started.elapsed().as_secs_f64());
-            } else {
-                ours.push(started.elapsed().as_secs_f64());
-            }
-            let samples: u64 = index.splits.values().map(|s| s.samples).sum();
-            anyhow::ensure!(samples as usize == rows.len(), "{samples} samples written");
-        }
+        tars.push(time_tar(&out, &clips, &list, false)?);
+        tar_syncs.push(time_tar(&out, &clips, &list, true)?);
+        ours.push(time_shards(&out, &clips, &rows, false)?);
+        our_syncs.push(time_shards(&out, &clips, &rows, true)?);
     }
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&project);
@@ -182,4 +111,92 @@ pub fn bench(
         framecull_sync_secs: our_syncs,
         tar_sync_secs: tar_syncs,
     })
+}
+
+/// A generated version of `files` rows in `project`, each given a clip file of its own in
+/// `clips` of `size` bytes (made where missing, kept for the next run).
+fn clip_files(
+    project: &Path,
+    clips: &Path,
+    files: usize,
+    size: usize,
+) -> anyhow::Result<Vec<ManifestRow>> {
+    let _ = std::fs::remove_dir_all(project);
+    std::fs::create_dir_all(clips)?;
+    let catalog = crate::generated::catalog(project, files)?;
+    let options = ExportOptions {
+        name: "shards".into(),
+        formats: vec![Format::Jsonl],
+        split: None,
+        split_seed: 1,
+        include: Include::Unreviewed,
+        filter: None,
+        shard_size: None,
+    };
+    framecull::manifest::export(&catalog, &options)?;
+    let mut rows = framecull::manifest::read_version(project, "shards", 1)?;
+    let mut block = vec![0u8; size];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for row in &mut rows {
+        let name = format!("{}.mp4", row.clip_id);
+        let path = clips.join(&name);
+        if std::fs::metadata(&path).map(|m| m.len() as usize).ok() != Some(size) {
+            // Bytes that do not compress (as video does not).
+            for chunk in block.chunks_mut(8) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+            }
+            std::fs::File::create(&path)?.write_all(&block)?;
+        }
+        row.clip.file = Some(name);
+    }
+    Ok(rows)
+}
+
+/// Seconds for `tar -cf` of the files `list` names in `clips` into `out`, with a `sync` of
+/// its file when `sync`.
+fn time_tar(out: &Path, clips: &Path, list: &Path, sync: bool) -> anyhow::Result<f64> {
+    let _ = std::fs::remove_dir_all(out);
+    std::fs::create_dir_all(out)?;
+    let tar_file = out.join("all.tar");
+    let started = Instant::now();
+    let status = Command::new("tar")
+        .arg("-cf")
+        .arg(&tar_file)
+        .arg("-C")
+        .arg(clips)
+        .arg("-T")
+        .arg(list)
+        .status()?;
+    anyhow::ensure!(status.success(), "tar failed");
+    if sync {
+        anyhow::ensure!(Command::new("sync").arg(&tar_file).status()?.success());
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Seconds for the shard writer to pack `rows`' clip files into `out`, with a `sync` of its
+/// shards when `sync`.
+fn time_shards(out: &Path, clips: &Path, rows: &[ManifestRow], sync: bool) -> anyhow::Result<f64> {
+    let _ = std::fs::remove_dir_all(out);
+    let wds = out.join("wds");
+    let started = Instant::now();
+    let index = framecull::manifest::webdataset::write_webdataset(
+        rows,
+        clips,
+        &wds,
+        framecull::manifest::webdataset::DEFAULT_SHARD_BYTES,
+        (&AtomicBool::new(false), &Default::default()),
+    )?;
+    if sync {
+        let shards = index.splits.values().flat_map(|s| &s.shards);
+        let files = shards.map(|s| wds.join(&s.file));
+        anyhow::ensure!(Command::new("sync").args(files).status()?.success());
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let samples: u64 = index.splits.values().map(|s| s.samples).sum();
+    anyhow::ensure!(samples as usize == rows.len(), "{samples} samples written");
+    Ok(secs)
 }

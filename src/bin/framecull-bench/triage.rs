@@ -175,6 +175,38 @@ fn tool(program: &str, args: &[&str], file: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Seconds for the peers on `file`, medians of `repeat` runs: `ffmpeg -skip_frame nokey`
+/// (keyframes decoded) and `ffprobe -count_packets` (every packet read).
+fn peers_secs(file: &Path, repeat: usize) -> anyhow::Result<(f64, f64)> {
+    let nokey_secs = timed(
+        || {
+            tool(
+                "ffmpeg",
+                &["-nostdin", "-threads", "1", "-skip_frame", "nokey", "-i"],
+                file,
+            )
+        },
+        repeat,
+    )?;
+    let count_packets_secs = timed(
+        || {
+            tool(
+                "ffprobe",
+                &[
+                    "-count_packets",
+                    "-select_streams",
+                    "v:0",
+                    "-show_entries",
+                    "stream=nb_read_packets",
+                ],
+                file,
+            )
+        },
+        repeat,
+    )?;
+    Ok((nokey_secs, count_packets_secs))
+}
+
 fn bench(dir: &Path, repeat: usize) -> anyhow::Result<TriageBench> {
     let dir = dir.canonicalize()?;
     let project =
@@ -219,32 +251,7 @@ fn bench(dir: &Path, repeat: usize) -> anyhow::Result<TriageBench> {
             },
             repeat.min(2),
         )?;
-        let nokey_secs = timed(
-            || {
-                tool(
-                    "ffmpeg",
-                    &["-nostdin", "-threads", "1", "-skip_frame", "nokey", "-i"],
-                    &file,
-                )
-            },
-            repeat,
-        )?;
-        let count_packets_secs = timed(
-            || {
-                tool(
-                    "ffprobe",
-                    &[
-                        "-count_packets",
-                        "-select_streams",
-                        "v:0",
-                        "-show_entries",
-                        "stream=nb_read_packets",
-                    ],
-                    &file,
-                )
-            },
-            repeat,
-        )?;
+        let (nokey_secs, count_packets_secs) = peers_secs(&file, repeat)?;
         eprintln!(
             "{}: triage {triage_secs:.3} s, deep {deep_secs:.2} s",
             t.path

@@ -45,6 +45,24 @@ pub fn long_videos(dir: &Path, count: usize) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// Seconds for `ffmpeg -threads THREADS -f null` to decode each of `files` in turn.
+pub fn ffmpeg_null(files: &[PathBuf], threads: usize) -> anyhow::Result<f64> {
+    use anyhow::Context;
+    let started = std::time::Instant::now();
+    for f in files {
+        let status = Command::new("ffmpeg")
+            .args(["-v", "quiet", "-nostdin", "-threads"])
+            .arg(threads.to_string())
+            .arg("-i")
+            .arg(f)
+            .args(["-f", "null", "-"])
+            .status()
+            .context("ffmpeg is needed for this comparison")?;
+        anyhow::ensure!(status.success(), "ffmpeg failed on {}", f.display());
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
 /// Print a result: pretty JSON with `--json`, else the benchmark's text.
 pub fn print<T: Serialize>(r: &T, json: bool, text: impl FnOnce() -> String) -> anyhow::Result<()> {
     let out = if json {

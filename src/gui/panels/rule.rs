@@ -6,6 +6,7 @@ use eframe::egui::{self, RichText, Sense};
 
 use super::side::{Line, draw_bars, draw_lines, files};
 use crate::analysis::flags::Config;
+use crate::analysis::histogram::Histogram;
 use crate::analysis::rules::{self, Setting};
 use crate::gui::command::{Command, FilterCommand};
 use crate::gui::theme;
@@ -122,6 +123,63 @@ pub(super) fn rule_ui(
         });
 }
 
+/// A setting's key and its value's editor: a drag value and "Turn off" where it may be
+/// off, or "Set" (from the middle of its histogram's range) where it is not set.
+fn value_ui(
+    ui: &mut egui::Ui,
+    setting: &'static Setting,
+    draft: &Config,
+    histogram: Option<&Histogram>,
+    commands: &mut Vec<Command>,
+) {
+    let key = ui.label(RichText::new(setting.key).monospace());
+    match setting.value(draft) {
+        Some(mut v) => {
+            let speed = if setting.integer {
+                1.0
+            } else {
+                (v.abs() * 0.01).max(0.01)
+            };
+            let mut edit = egui::DragValue::new(&mut v)
+                .speed(speed)
+                .range(0.0..=setting.max);
+            if setting.integer {
+                edit = edit.fixed_decimals(0);
+            }
+            if ui.add(edit).labelled_by(key.id).changed() {
+                commands.push(Command::Filter(FilterCommand::DraftSetting {
+                    key: setting.key,
+                    value: Some(v),
+                }));
+            }
+            let optional = {
+                let mut off = draft.clone();
+                setting.set(&mut off, None);
+                setting.value(&off).is_none()
+            };
+            if optional && ui.small_button("Turn off").clicked() {
+                commands.push(Command::Filter(FilterCommand::DraftSetting {
+                    key: setting.key,
+                    value: None,
+                }));
+            }
+        }
+        None => {
+            ui.label("not set");
+            // Start from the middle of the plotted range.
+            let start = histogram
+                .and_then(super::scatter::Axis::from_histogram)
+                .map_or(1.0, |a| a.value(0.5) / setting.scale);
+            if ui.small_button("Set").clicked() {
+                commands.push(Command::Filter(FilterCommand::DraftSetting {
+                    key: setting.key,
+                    value: Some(start),
+                }));
+            }
+        }
+    }
+}
+
 /// One setting: its key, an editor for its value, and its measure's histogram with the saved
 /// threshold (grey) and the edited one (accent), the files the edited settings catch
 /// highlighted.
@@ -136,54 +194,7 @@ fn setting_ui(
 ) {
     ui.vertical(|ui| {
         let histogram = setting.measure.and_then(|m| view.histogram_of(m));
-        ui.horizontal(|ui| {
-            let key = ui.label(RichText::new(setting.key).monospace());
-            match setting.value(draft) {
-                Some(mut v) => {
-                    let speed = if setting.integer {
-                        1.0
-                    } else {
-                        (v.abs() * 0.01).max(0.01)
-                    };
-                    let mut edit = egui::DragValue::new(&mut v)
-                        .speed(speed)
-                        .range(0.0..=setting.max);
-                    if setting.integer {
-                        edit = edit.fixed_decimals(0);
-                    }
-                    if ui.add(edit).labelled_by(key.id).changed() {
-                        commands.push(Command::Filter(FilterCommand::DraftSetting {
-                            key: setting.key,
-                            value: Some(v),
-                        }));
-                    }
-                    let optional = {
-                        let mut off = draft.clone();
-                        setting.set(&mut off, None);
-                        setting.value(&off).is_none()
-                    };
-                    if optional && ui.small_button("Turn off").clicked() {
-                        commands.push(Command::Filter(FilterCommand::DraftSetting {
-                            key: setting.key,
-                            value: None,
-                        }));
-                    }
-                }
-                None => {
-                    ui.label("not set");
-                    // Start from the middle of the plotted range.
-                    let start = histogram
-                        .and_then(super::scatter::Axis::from_histogram)
-                        .map_or(1.0, |a| a.value(0.5) / setting.scale);
-                    if ui.small_button("Set").clicked() {
-                        commands.push(Command::Filter(FilterCommand::DraftSetting {
-                            key: setting.key,
-                            value: Some(start),
-                        }));
-                    }
-                }
-            }
-        });
+        ui.horizontal(|ui| value_ui(ui, setting, draft, histogram, commands));
         let (Some(h), Some(axis)) = (
             histogram,
             histogram.and_then(super::scatter::Axis::from_histogram),

@@ -16,6 +16,13 @@ use framecull_media::source::Source;
 /// A clip spooled: its EXIF orientation, or why it cannot be read.
 type SpoolResult = Result<u16, (SkipReason, String)>;
 
+/// Where a shard's walk is: the members of its list not yet met, and the clip being copied
+/// when it failed, if one was.
+struct Walk<'s> {
+    expected: std::iter::Peekable<std::slice::Iter<'s, (String, u32)>>,
+    current: Option<u32>,
+}
+
 /// What the feeder needs of the epoch, and where it reports.
 pub(crate) struct Feed<'a> {
     pub set: &'a ShardSet,
@@ -73,78 +80,11 @@ impl Feed<'_> {
     /// Read one shard; `false` when the epoch stopped.
     fn read_shard(&self, shard: &ShardSource, state: &mut State) -> bool {
         let location = shard.source.location();
-        let mut expected = shard.clips.iter().peekable();
-        // Members of the shard's list passed, and how many to pass for the epoch's last clip.
-        let mut passed = 0;
-        let wanted_members = shard
-            .clips
-            .iter()
-            .rposition(|&(_, c)| state.first[c as usize] != usize::MAX)
-            .map_or(0, |i| i + 1);
-        // The clip being copied when the shard failed, if one was.
-        let mut current = None;
-        let mut buf = vec![0u8; 1 << 18];
-        let result = (|| -> Result<bool, ShardError> {
-            let opened = shard.source.open_streaming();
-            let mut reader =
-                BufReader::with_capacity(1 << 20, opened.reader().map_err(ShardError::Open)?);
-            self.shared.shards_read.fetch_add(1, Ordering::Relaxed);
-            let mut at = 0u64;
-            loop {
-                if passed >= wanted_members && shard.bytes.saturating_sub(at) > TAIL_BYTES {
-                    return Ok(true);
-                }
-                let mut block = Vec::with_capacity(512);
-                let cut = |source| ShardError::Read { at, source };
-                let Some(n) = self
-                    .pass(&mut reader, 512, |b| block.extend_from_slice(b), &mut buf)
-                    .map_err(cut)?
-                else {
-                    return Ok(false);
-                };
-                at += n;
-                let block: [u8; 512] = block.try_into().map_err(|_| ShardError::Short(at))?;
-                let Some(member) = webdataset::read_header(&block)
-                    .map_err(|source| ShardError::Header { at, source })?
-                else {
-                    // The end blocks, read to the end: the whole shard, once.
-                    let rest = self.pass(&mut reader, u64::MAX, |_| {}, &mut buf);
-                    return Ok(rest
-                        .map_err(|source| ShardError::Read { at, source })?
-                        .is_some());
-                };
-                let ours = expected.next_if(|(name, _)| member.is(name));
-                passed += usize::from(ours.is_some());
-                let wanted = ours.filter(|&&(_, c)| state.first[c as usize] != usize::MAX);
-                match wanted {
-                    Some((name, c)) => {
-                        current = Some(*c);
-                        if !self.wait_for_room(state, member.size) {
-                            return Ok(false);
-                        }
-                        let Some(spooled) = self.spool(&mut reader, &member, name, *c, &mut buf)?
-                        else {
-                            return Ok(false);
-                        };
-                        current = None;
-                        self.ready(state, *c, member.size, name, spooled);
-                    }
-                    None => {
-                        let Some(n) = self
-                            .pass(&mut reader, member.padded(), |_| {}, &mut buf)
-                            .map_err(|source| ShardError::Read { at, source })?
-                        else {
-                            return Ok(false);
-                        };
-                        if n != member.padded() {
-                            return Err(ShardError::Short(at + n));
-                        }
-                    }
-                }
-                at += member.padded();
-            }
-        })();
-        let failure = match result {
+        let mut walk = Walk {
+            expected: shard.clips.iter().peekable(),
+            current: None,
+        };
+        let failure = match self.walk(shard, state, &mut walk) {
             Ok(false) => return false,
             Ok(true) => None,
             Err(e) => {
@@ -162,8 +102,8 @@ impl Feed<'_> {
         };
         // Clips the shard did not give: the one it broke in, those after, those not in it.
         let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-        let rest = expected.map(|(name, c)| (Some(name), *c));
-        for (name, c) in current.map(|c| (None, c)).into_iter().chain(rest) {
+        let rest = walk.expected.map(|(name, c)| (Some(name), *c));
+        for (name, c) in walk.current.map(|c| (None, c)).into_iter().chain(rest) {
             if state.first[c as usize] == usize::MAX {
                 continue;
             }
@@ -182,6 +122,83 @@ impl Feed<'_> {
         }
         self.shared.wake.notify_all();
         true
+    }
+
+    /// Walk `shard`'s members from its first byte, spooling the clips the epoch reads and
+    /// passing over the rest, until its last wanted clip (and its tail, when small) is read:
+    /// `Ok(false)` when the epoch stopped.
+    fn walk(
+        &self,
+        shard: &ShardSource,
+        state: &mut State,
+        walk: &mut Walk<'_>,
+    ) -> Result<bool, ShardError> {
+        // Members of the shard's list passed, and how many to pass for the epoch's last clip.
+        let mut passed = 0;
+        let wanted_members = shard
+            .clips
+            .iter()
+            .rposition(|&(_, c)| state.first[c as usize] != usize::MAX)
+            .map_or(0, |i| i + 1);
+        let mut buf = vec![0u8; 1 << 18];
+        let opened = shard.source.open_streaming();
+        let mut reader =
+            BufReader::with_capacity(1 << 20, opened.reader().map_err(ShardError::Open)?);
+        self.shared.shards_read.fetch_add(1, Ordering::Relaxed);
+        let mut at = 0u64;
+        loop {
+            if passed >= wanted_members && shard.bytes.saturating_sub(at) > TAIL_BYTES {
+                return Ok(true);
+            }
+            let mut block = Vec::with_capacity(512);
+            let cut = |source| ShardError::Read { at, source };
+            let Some(n) = self
+                .pass(&mut reader, 512, |b| block.extend_from_slice(b), &mut buf)
+                .map_err(cut)?
+            else {
+                return Ok(false);
+            };
+            at += n;
+            let block: [u8; 512] = block.try_into().map_err(|_| ShardError::Short(at))?;
+            let Some(member) = webdataset::read_header(&block)
+                .map_err(|source| ShardError::Header { at, source })?
+            else {
+                // The end blocks, read to the end: the whole shard, once.
+                let rest = self.pass(&mut reader, u64::MAX, |_| {}, &mut buf);
+                return Ok(rest
+                    .map_err(|source| ShardError::Read { at, source })?
+                    .is_some());
+            };
+            let ours = walk.expected.next_if(|(name, _)| member.is(name));
+            passed += usize::from(ours.is_some());
+            let wanted = ours.filter(|&&(_, c)| state.first[c as usize] != usize::MAX);
+            match wanted {
+                Some((name, c)) => {
+                    walk.current = Some(*c);
+                    if !self.wait_for_room(state, member.size) {
+                        return Ok(false);
+                    }
+                    let Some(spooled) = self.spool(&mut reader, &member, name, *c, &mut buf)?
+                    else {
+                        return Ok(false);
+                    };
+                    walk.current = None;
+                    self.ready(state, *c, member.size, name, spooled);
+                }
+                None => {
+                    let Some(n) = self
+                        .pass(&mut reader, member.padded(), |_| {}, &mut buf)
+                        .map_err(|source| ShardError::Read { at, source })?
+                    else {
+                        return Ok(false);
+                    };
+                    if n != member.padded() {
+                        return Err(ShardError::Short(at + n));
+                    }
+                }
+            }
+            at += member.padded();
+        }
     }
 
     /// Read up to `len` bytes of `reader` (fewer at its end) in chunks through `buf`, giving
