@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Slurm and munge for the cluster test (python/tests/test_cluster.py starts its own cluster).
 bash scripts/slurm.sh install
-# An S3-compatible server for the object-storage tests (tests/it/storage.rs, one in
-# tests/it/gui.rs): moto's, installed into the Python venv scripts/python.sh uses; it also
+# An S3-compatible server for the object-storage tests (tests/it/storage/, one in
+# tests/it/gui/): moto's, installed into the Python venv scripts/python.sh uses; it also
 # answers GCS's XML API for the gs:// test. WsgiDAV, a WebDAV server, serves a folder for the
 # https:// test. The rest is what scripts/python.sh builds and tests the package with.
 venv="${FRAMECULL_VENV:-target/python-venv}"
@@ -18,7 +18,7 @@ fi
 "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]>=5,<6" \
   "azure-storage-blob>=12,<13" "wsgidav>=4,<5" "cheroot>=10,<12" \
   -r python/requirements-test.txt
-# Azurite, Microsoft's Azure Storage emulator, for the az:// test in tests/it/storage.rs (blobs
+# Azurite, Microsoft's Azure Storage emulator, for the az:// test in tests/it/storage/ (blobs
 # uploaded with azure-storage-blob from the venv above). npm comes with Node.js; Debian packs
 # it apart.
 if ! command -v npm >/dev/null 2>&1; then
