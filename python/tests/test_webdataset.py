@@ -2,7 +2,7 @@
 `webdataset` package: every shard of every split iterated, every row's sample found once
 with its clip file (the clip file's very bytes, a video PyAV decodes to the row's frame
 count) and its metadata (label, source path, frames); shards under the size asked for.
-(tests/it/manifest.rs stops a shard write with SIGTERM and resumes it.)"""
+(tests/it/manifest/webdataset.rs stops a shard write with SIGTERM and resumes it.)"""
 
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ def export(project: Path, clips: Path, name: str, *extra: str) -> subprocess.Com
 def test_shards_are_read_by_webdataset_with_every_sample_once(tmp_path):
     _, project = make_project(tmp_path)
     clips = tmp_path / "clips"
-    # Small shards: several a split.
-    done = export(project, clips, "set", "--shard-size", "20k")
+    # Small shards: several a split, whichever files its split draws (the splits follow the
+    # files' content hashes, which the encoders' output on this CPU decides).
+    done = export(project, clips, "set", "--shard-size", "8k")
     assert done.returncode == 0, done.stderr
     meta = json.loads(done.stdout)
     manifests = project / "manifests" / "set"
@@ -43,12 +44,12 @@ def test_shards_are_read_by_webdataset_with_every_sample_once(tmp_path):
     for split, info in index["splits"].items():
         listed = (shards / info["list"]).read_text().split()
         assert listed == [s["file"] for s in info["shards"]], info
-        assert len(listed) >= 2, info
+        assert len(listed) >= min(2, info["samples"]), info
         for shard in info["shards"]:
             size = (shards / shard["file"]).stat().st_size
             assert size == shard["bytes"], shard
             # Under the size asked for, but where one sample alone is larger.
-            assert size <= 20_000 or shard["samples"] == 1, shard
+            assert size <= 8_000 or shard["samples"] == 1, shard
         urls = [str(shards / name) for name in listed]
         for sample in wds.WebDataset(urls, shardshuffle=False, empty_check=False):
             key = sample["__key__"]
