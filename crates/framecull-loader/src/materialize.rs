@@ -14,12 +14,12 @@
 //! machine resumes from it; an object counts as present where the ledger has its size.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Instant;
 
+use framecull_manifest::ledger;
 use framecull_manifest::{ClipFileColumns, ClipFiles};
 use framecull_media::clip::{self, ClipError, ClipSource, ClipWritten};
 use framecull_media::source::Source;
@@ -157,55 +157,30 @@ pub fn materialize(
 /// A clip folder's ledger: its entries by clip id (a bucket's with the work folder's), and
 /// its file in the work folder, open for appending.
 struct Ledger {
-    path: PathBuf,
+    file: ledger::Ledger,
     entries: HashMap<String, Entry>,
-    appender: std::fs::File,
 }
 
 impl Ledger {
     /// The ledger of `output`, its work folder made where missing and its file opened for
-    /// appending, a last line a kill cut short ended.
+    /// appending.
     fn open(output: &Output) -> Result<Ledger, ManifestError> {
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| ManifestError::Io { path, source }
-        };
         let work = output.work_dir();
-        std::fs::create_dir_all(work).map_err(io(work))?;
-        let path = work.join(LEDGER);
+        std::fs::create_dir_all(work).map_err(|source| ManifestError::Io {
+            path: work.to_path_buf(),
+            source,
+        })?;
         let mut entries = output.remote_ledger()?;
-        // Read once: its entries, and whether its last line is whole.
-        let text = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(io(&path)(e)),
-        };
-        entries.extend(parse_ledger(&String::from_utf8_lossy(&text)));
-        let mut appender = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io(&path))?;
-        // A line a kill cut short ends here, not in the next entry.
-        let ends_whole = text.last().is_none_or(|&b| b == b'\n');
-        if !ends_whole {
-            appender.write_all(b"\n").map_err(io(&path))?;
-        }
-        Ok(Ledger {
-            path,
-            entries,
-            appender,
-        })
+        let (file, read) = ledger::Ledger::open::<Entry>(&work.join(LEDGER))?;
+        entries.extend(read.into_iter().map(|e| (e.clip_id.clone(), e)));
+        Ok(Ledger { file, entries })
     }
 
     /// Append `entry`'s line to the ledger's file, synced to disk.
     fn append(&mut self, entry: &Entry) -> Result<(), NoClipFile> {
-        let mut line = serde_json::to_vec(entry)?;
-        line.push(b'\n');
-        self.appender
-            .write_all(&line)
-            .and_then(|()| self.appender.sync_data())
-            .map_err(NoClipFile::at(&self.path))
+        self.file
+            .append(entry)
+            .map_err(NoClipFile::at(self.file.path()))
     }
 }
 
@@ -443,10 +418,10 @@ impl Entry {
     }
 }
 
-/// The ledger's entries by clip id (the last of each; a line cut short by a kill is skipped).
-fn parse_ledger(text: &str) -> HashMap<String, Entry> {
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Entry>(l).ok())
+/// A ledger's entries by clip id (the last of each; a line cut short by a kill is skipped).
+fn parse_ledger(bytes: &[u8]) -> HashMap<String, Entry> {
+    ledger::parse::<Entry>(bytes)
+        .into_iter()
         .map(|e| (e.clip_id.clone(), e))
         .collect()
 }
@@ -469,8 +444,6 @@ enum NoClipFile {
     },
     #[error(transparent)]
     Storage(#[from] StorageError),
-    #[error(transparent)]
-    Ledger(#[from] serde_json::Error),
 }
 
 impl NoClipFile {

@@ -14,6 +14,7 @@ mod export;
 pub mod frame_maps;
 mod io;
 pub mod layouts;
+pub mod ledger;
 mod select;
 pub mod split;
 mod versions;

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::layouts::{Metadata, clip_file, folder_name};
+use crate::ledger;
 use crate::{ManifestError, ManifestRow};
 
 /// The shard size when none is given: 1 GiB.
@@ -183,30 +184,16 @@ fn samples_by_split(
 /// A shard folder's ledger: the shards an earlier run recorded, and the file this run
 /// records its own in.
 struct Ledger {
-    path: PathBuf,
+    file: ledger::Ledger,
     done: HashMap<String, Done>,
-    file: std::fs::File,
 }
 
 impl Ledger {
     /// The ledger of the shard folder `out`, read, and opened to record more.
     fn open(out: &Path) -> Result<Self, ManifestError> {
-        let path = out.join(LEDGER);
-        let done: HashMap<String, Done> = std::fs::read_to_string(&path)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Done>(l).ok())
-            .map(|d| (d.file.clone(), d))
-            .collect();
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| ManifestError::io(&path, e))?;
-        // A line a kill cut short ends here.
-        file.write_all(b"\n")
-            .map_err(|e| ManifestError::io(&path, e))?;
-        Ok(Self { path, done, file })
+        let (file, done) = ledger::Ledger::open::<Done>(&out.join(LEDGER))?;
+        let done = done.into_iter().map(|d| (d.file.clone(), d)).collect();
+        Ok(Self { file, done })
     }
 
     /// Whether the shard `file` (at `path`) is whole: recorded with the same `plan` and
@@ -220,17 +207,14 @@ impl Ledger {
 
     /// Record the shard `file`, just written, durably.
     fn record(&mut self, file: &str, plan: String, bytes: u64) -> Result<(), ManifestError> {
-        let mut line = serde_json::to_vec(&Done {
+        let done = Done {
             file: file.to_string(),
             plan,
             bytes,
-        })
-        .map_err(|e| ManifestError::Encode(e.to_string()))?;
-        line.push(b'\n');
+        };
         self.file
-            .write_all(&line)
-            .and_then(|()| self.file.sync_data())
-            .map_err(|e| ManifestError::io(&self.path, e))
+            .append(&done)
+            .map_err(|e| ManifestError::io(self.file.path(), e))
     }
 }
 

@@ -116,7 +116,7 @@ impl Output {
             Output::Bucket { remote, .. } => Ok(remote
                 .get_all(LEDGER)
                 .map_err(storage)?
-                .map(|bytes| parse_ledger(&String::from_utf8_lossy(&bytes)))
+                .map(|bytes| parse_ledger(&bytes))
                 .unwrap_or_default()),
         }
     }
@@ -162,7 +162,7 @@ impl Output {
         };
         // Another machine's entries, written there since, kept beside this run's.
         let theirs = match remote.get_all(LEDGER) {
-            Ok(Some(bytes)) => parse_ledger(&String::from_utf8_lossy(&bytes)),
+            Ok(Some(bytes)) => parse_ledger(&bytes),
             _ => HashMap::new(),
         };
         let mut entries: Vec<&Entry> = ledger
