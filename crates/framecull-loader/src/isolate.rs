@@ -194,13 +194,13 @@ fn worker_spec(exe: PathBuf, memory_mib: u64) -> Spec {
 /// The windows one decode thread reads: in its worker process when there is one, else here.
 pub(crate) struct WindowReader {
     local: Readers,
-    remote: Option<Remote>,
+    worker: Option<DecodeWorker>,
 }
 
 impl WindowReader {
     pub fn new(config: &LoaderConfig, spec: Option<Spec>) -> WindowReader {
-        let remote = spec.and_then(|spec| match Remote::new(spec, config) {
-            Ok(remote) => Some(remote),
+        let worker = spec.and_then(|spec| match DecodeWorker::new(spec, config) {
+            Ok(worker) => Some(worker),
             Err(e) => {
                 tracing::warn!("no worker process for the loader ({e}): it decodes in this one");
                 None
@@ -208,14 +208,14 @@ impl WindowReader {
         });
         WindowReader {
             local: Readers::new(OPEN_DECODERS, config.decoder_threads, config.cache.clone()),
-            remote,
+            worker,
         }
     }
 
     /// The worker, while one can run.
-    fn remote_for(&mut self) -> Option<&mut Remote> {
-        let remote = self.remote.as_mut()?;
-        remote.ready().then_some(remote)
+    fn worker_for(&mut self) -> Option<&mut DecodeWorker> {
+        let worker = self.worker.as_mut()?;
+        worker.ready().then_some(worker)
     }
 
     /// [`Readers::read_window_into`], in the worker when there is one.
@@ -230,21 +230,21 @@ impl WindowReader {
         scratch: &mut Scratch,
         bytes: &mut [u8],
     ) -> Result<(FramesRead, f64), (SkipReason, String)> {
-        let Some(remote) = self.remote_for() else {
+        let Some(worker) = self.worker_for() else {
             return self
                 .local
                 .read_window_into(clip, sample, config, times, scratch, bytes);
         };
-        match remote.window(index, clip, sample, config, false, bytes.len(), times)? {
+        match worker.window(index, clip, sample, config, false, bytes.len(), times)? {
             Made::Bytes {
                 frames,
                 time_base,
                 preprocess_secs,
             } => {
-                bytes.copy_from_slice(&remote.memory.bytes()[..bytes.len()]);
+                bytes.copy_from_slice(&worker.memory.bytes()[..bytes.len()]);
                 Ok(((frames, time_base), preprocess_secs))
             }
-            Made::Frames { .. } => Err(remote.lost("the worker answered with frames")),
+            Made::Frames { .. } => Err(worker.lost("the worker answered with frames")),
         }
     }
 
@@ -257,18 +257,18 @@ impl WindowReader {
         config: &LoaderConfig,
         times: &mut ReadTimes,
     ) -> Result<WindowFrames, (SkipReason, String)> {
-        let Some(remote) = self.remote_for() else {
+        let Some(worker) = self.worker_for() else {
             return self.local.read_window(clip, sample, config, times);
         };
-        match remote.window(index, clip, sample, config, true, 0, times)? {
+        match worker.window(index, clip, sample, config, true, 0, times)? {
             Made::Frames {
                 frames,
                 params,
                 time_base,
             } => {
                 let end = frames.iter().map(|f| f.offset + f.len).max().unwrap_or(0);
-                if remote.memory.reserve(end).is_err() || end > remote.memory.bytes().len() {
-                    return Err(remote.lost("the worker's frames are out of reach"));
+                if worker.memory.reserve(end).is_err() || end > worker.memory.bytes().len() {
+                    return Err(worker.lost("the worker's frames are out of reach"));
                 }
                 let frames = frames
                     .into_iter()
@@ -278,7 +278,7 @@ impl WindowReader {
                         format: f.format,
                         matrix: f.matrix,
                         range: f.range,
-                        data: remote.memory.bytes()[f.offset..f.offset + f.len].to_vec(),
+                        data: worker.memory.bytes()[f.offset..f.offset + f.len].to_vec(),
                         decoded: None,
                         pts: f.pts,
                         index: f.index,
@@ -290,7 +290,7 @@ impl WindowReader {
                     time_base,
                 })
             }
-            Made::Bytes { .. } => Err(remote.lost("the worker answered with bytes")),
+            Made::Bytes { .. } => Err(worker.lost("the worker answered with bytes")),
         }
     }
 
@@ -298,13 +298,13 @@ impl WindowReader {
     pub fn clip_keyframes(&self, index: u32, clip: &ClipSource) -> Option<Vec<f64>> {
         self.local
             .clip_keyframes(clip)
-            .or_else(|| self.remote.as_ref()?.keyframes.get(&index).cloned())
+            .or_else(|| self.worker.as_ref()?.keyframes.get(&index).cloned())
     }
 
     /// Windows read from the frame cache, and clips written to it, so far.
     pub fn cache_counts(&self) -> (u64, u64) {
         let (hits, fills) = self
-            .remote
+            .worker
             .as_ref()
             .map_or((0, 0), |r| (r.cache_hits, r.cache_fills));
         (self.local.cache_hits + hits, self.local.cache_fills + fills)
@@ -312,7 +312,7 @@ impl WindowReader {
 
     /// Worker processes started so far.
     pub fn processes_started(&self) -> u64 {
-        self.remote.as_ref().map_or(0, |r| r.client.started())
+        self.worker.as_ref().map_or(0, |r| r.client.started())
     }
 
     /// Why the frame cache could not be written, once.
@@ -320,13 +320,13 @@ impl WindowReader {
         self.local
             .cache_failure
             .take()
-            .or_else(|| self.remote.as_mut()?.cache_failure.take())
+            .or_else(|| self.worker.as_mut()?.cache_failure.take())
     }
 }
 
 /// One decode thread's worker process ([`Client`]: started on first use and after each
 /// failure), and what it has told.
-struct Remote {
+struct DecodeWorker {
     client: Client<LoaderService>,
     memory: SharedMemory,
     /// Clips the running worker has been told, and which start it was ([`Client::started`]).
@@ -338,8 +338,8 @@ struct Remote {
     cache_failure: Option<String>,
 }
 
-impl Remote {
-    fn new(spec: Spec, config: &LoaderConfig) -> Result<Remote, WorkerError> {
+impl DecodeWorker {
+    fn new(spec: Spec, config: &LoaderConfig) -> Result<DecodeWorker, WorkerError> {
         let memory = SharedMemory::new().map_err(WorkerError::Memory)?;
         let setup = Request::Setup {
             config: config.clone(),
@@ -347,7 +347,7 @@ impl Remote {
         let client = Client::new(Some(spec))
             .sharing(memory.share().map_err(WorkerError::Memory)?)
             .with_setup(setup, |answer| matches!(answer, Response::Ready));
-        Ok(Remote {
+        Ok(DecodeWorker {
             client,
             memory,
             told: HashSet::new(),
