@@ -216,10 +216,10 @@ fn p95(v: &[f64]) -> f64 {
     v[((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1]
 }
 
-/// Brush, then one whole frame (layout and tessellation) at 1400x860, as the window does on
-/// each drag step.
-fn bench_gui(items: usize, frames: usize, keep: Option<PathBuf>) -> anyhow::Result<GuiBench> {
-    let project = keep.clone().unwrap_or_else(|| {
+/// The benchmark's project: `keep` where given (generated there once), else a new one in the
+/// temporary folder; `items` generated files with labels.
+fn bench_project(items: usize, keep: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let project = keep.map(Path::to_path_buf).unwrap_or_else(|| {
         std::env::temp_dir().join(format!("framecull-bench-gui-{}", std::process::id()))
     });
     if keep.is_none() {
@@ -229,6 +229,13 @@ fn bench_gui(items: usize, frames: usize, keep: Option<PathBuf>) -> anyhow::Resu
         let mut catalog = generated_catalog(&project, items)?;
         label_items(&mut catalog, items)?;
     }
+    Ok(project)
+}
+
+/// Brush, then one whole frame (layout and tessellation) at 1400x860, as the window does on
+/// each drag step.
+fn bench_gui(items: usize, frames: usize, keep: Option<PathBuf>) -> anyhow::Result<GuiBench> {
+    let project = bench_project(items, keep.as_deref())?;
     let window = Window {
         ctx: egui::Context::default(),
     };
