@@ -113,6 +113,26 @@ mod tests {
     }
 
     #[test]
+    fn lines_ended_by_crlf_and_a_folder_with_an_odd_name_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("clips ü #1");
+        std::fs::create_dir(&folder).unwrap();
+        let path = folder.join("ledger.jsonl");
+        // Lines a Windows tool ended with CR LF, and one that is not an entry.
+        std::fs::write(
+            &path,
+            b"{\"file\":\"a\",\"bytes\":1}\r\nnot json\r\n{\"file\":\"b\",\"bytes\":2}\r\n",
+        )
+        .unwrap();
+        let (mut ledger, read) = Ledger::open::<Done>(&path).unwrap();
+        assert_eq!(read, [done("a", 1), done("b", 2)]);
+        assert_eq!(ledger.path(), path);
+        ledger.append(&done("c", 3)).unwrap();
+        let (_, read) = Ledger::open::<Done>(&path).unwrap();
+        assert_eq!(read, [done("a", 1), done("b", 2), done("c", 3)]);
+    }
+
+    #[test]
     fn a_ledger_that_cannot_be_read_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         // A folder where the file should be.

@@ -83,11 +83,11 @@ pub fn recompute_in(
     // Each item with its metrics.
     let metrics_of = by_item(&items, &metrics);
     let items: Vec<(Item, Option<&Metrics>)> = items.into_iter().zip(metrics_of).collect();
-    let hashes = catalog.all_frame_hashes()?;
-
-    let inputs = dup_inputs(&items, &hashes);
+    // Duplicates span the whole dataset: a shard's derive neither reads the frame hashes nor
+    // groups them.
     let groups = if whole {
-        group_duplicates(&inputs)
+        let hashes = catalog.all_frame_hashes()?;
+        group_duplicates(&dup_inputs(&items, &hashes))
     } else {
         HashMap::new()
     };
