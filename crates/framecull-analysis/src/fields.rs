@@ -16,6 +16,7 @@
 //! one pairing is 30% worse, and a video is interlaced when one order holds across its
 //! frames.
 
+use crate::simd::wide;
 use framecull_model::{FieldOrder, Metrics, Plane};
 
 /// Consecutive frames read at each test: each frame but the first and last is tested.
@@ -171,6 +172,7 @@ const CHUNK: usize = 64;
 /// For line `here` of a frame between `above` and `below`: `sum |above + below - 2 x line|`
 /// with the previous frame's line, the next frame's and its own in its place, and `sum |here
 /// - prev|`, in one pass over the five lines.
+#[inline(always)]
 fn line_sums(above: &[u8], here: &[u8], below: &[u8], prev: &[u8], next: &[u8]) -> [u64; 4] {
     let mut sums = [0u64; 4];
     let chunks = above
@@ -198,7 +200,16 @@ fn line_sums(above: &[u8], here: &[u8], below: &[u8], prev: &[u8], next: &[u8]) 
 
 /// What `cur` shows between `prev` and `next`, and whether one of its fields repeats
 /// `prev`'s.
-fn test(prev: &Lines, cur: &Lines, next: &Lines, (w, h): (usize, usize)) -> (Shown, bool) {
+fn test(prev: &Lines, cur: &Lines, next: &Lines, size: (usize, usize)) -> (Shown, bool) {
+    wide(
+        #[inline(always)]
+        || test_any(prev, cur, next, size),
+    )
+}
+
+#[inline(always)]
+fn test_any(prev: &Lines, cur: &Lines, next: &Lines, (w, h): (usize, usize)) -> (Shown, bool) {
+    #[inline(always)]
     fn line(l: &Lines, w: usize, y: usize) -> &[u8] {
         &l.data[y * w..(y + 1) * w]
     }
@@ -294,6 +305,29 @@ mod tests {
         measured_every(frames, (w, h), RUN, FieldOrder::Progressive)
     }
 
+    #[test]
+    fn the_wide_test_gives_what_the_plain_loop_gives() {
+        let (w, h) = (203, 61);
+        let lines = |seed| Lines {
+            data: crate::image::tests::noise(w * h, seed),
+            declared: FieldOrder::Progressive,
+        };
+        for seed in 0..4 {
+            let (prev, cur, next) = (lines(seed), lines(seed + 10), lines(seed + 20));
+            assert_eq!(
+                test(&prev, &cur, &next, (w, h)),
+                test_any(&prev, &cur, &next, (w, h))
+            );
+        }
+        let stripes = Lines {
+            data: stripes(w, h, |y| y % 2),
+            declared: FieldOrder::Tff,
+        };
+        assert_eq!(
+            test(&stripes, &stripes, &stripes, (w, h)),
+            test_any(&stripes, &stripes, &stripes, (w, h))
+        );
+    }
     #[test]
     fn each_field_order_is_told_apart_from_progressive_motion_and_stills() {
         let (w, h) = (64, 48);

@@ -1,5 +1,7 @@
 //! Small grey images and the pixel operations the analyses share.
 
+use crate::simd::wide;
+
 /// An 8-bit single-channel image, row-major, no padding.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Gray {
@@ -223,7 +225,15 @@ impl Hsv {
     /// Written so the compiler vectorises it (the quotients in `f32`); a value can differ
     /// from OpenCV's fixed-point tables by one level where the exact quotient is within
     /// their rounding error of a half.
-    pub fn set_from_planes(&mut self, [r, g, b]: [&[u8]; 3]) {
+    pub fn set_from_planes(&mut self, planes: [&[u8]; 3]) {
+        wide(
+            #[inline(always)]
+            || self.set_from_planes_any(planes),
+        );
+    }
+
+    #[inline(always)]
+    fn set_from_planes_any(&mut self, [r, g, b]: [&[u8]; 3]) {
         let n = r.len().min(g.len()).min(b.len());
         for plane in [&mut self.h, &mut self.s, &mut self.v] {
             plane.resize(n, 0);
@@ -275,6 +285,14 @@ impl Hsv {
 /// Sum of absolute differences of two equally long byte slices (extra bytes of the longer
 /// one are ignored).
 pub fn sum_abs_diff(a: &[u8], b: &[u8]) -> u64 {
+    wide(
+        #[inline(always)]
+        || sum_abs_diff_any(a, b),
+    )
+}
+
+#[inline(always)]
+fn sum_abs_diff_any(a: &[u8], b: &[u8]) -> u64 {
     // u32 partial sums over chunks vectorise well and cannot overflow (4096 x 255).
     a.chunks(4096)
         .zip(b.chunks(4096))
@@ -305,7 +323,7 @@ pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -372,6 +390,38 @@ mod tests {
             exact += usize::from(got == want);
         }
         assert!(exact * 100 >= r.len() * 95, "{exact} of {} exact", r.len());
+    }
+
+    /// Bytes of a simple generator (no dependency), for comparing two copies of a loop.
+    pub(crate) fn noise(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_wide_copies_give_what_the_plain_loops_give() {
+        // Every level of each channel against pseudo-random others, and an odd length (a
+        // tail the vector loop leaves).
+        let n = 256 * 97 + 13;
+        let r: Vec<u8> = (0..n).map(|i| (i % 256) as u8).collect();
+        let (g, b) = (noise(n, 1), noise(n, 2));
+        let (mut wide, mut plain) = (Hsv::default(), Hsv::default());
+        wide.set_from_planes([&r, &g, &b]);
+        plain.set_from_planes_any([&r, &g, &b]);
+        assert_eq!(wide, plain);
+        for len in [0, 1, 31, 4096, 4097, n] {
+            assert_eq!(
+                sum_abs_diff(&g[..len], &b[..len]),
+                sum_abs_diff_any(&g[..len], &b[..len])
+            );
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod phash;
 pub mod proposals;
 pub mod quality;
 pub mod rules;
+mod simd;
 pub mod still;
 pub mod triage;
 pub mod video;
