@@ -37,6 +37,8 @@ pub struct Setting {
     pub max: f64,
     /// Whole numbers only (pixel counts).
     pub integer: bool,
+    /// The rule may be turned off (no value); a required setting always has one.
+    pub optional: bool,
     get: fn(&Config) -> Option<f64>,
     set: fn(&mut Config, Option<f64>),
 }
@@ -83,6 +85,15 @@ impl Setting {
     }
 }
 
+macro_rules! is_optional {
+    (optional) => {
+        true
+    };
+    (required) => {
+        false
+    };
+}
+
 macro_rules! is_integer {
     (f64) => {
         false
@@ -124,6 +135,7 @@ macro_rules! setting {
             scale: $scale,
             max: $max,
             integer: is_integer!($ty),
+            optional: is_optional!($presence),
             get: access!(get $presence $section $field $ty),
             set: access!(set $presence $section $field $ty),
         }
@@ -213,6 +225,9 @@ mod tests {
                 "{}",
                 s.code
             );
+            // `optional` says what turning it off does.
+            s.set(&mut config, None);
+            assert_eq!(s.value(&config).is_none(), s.optional, "{}", s.key);
         }
     }
 

@@ -152,12 +152,7 @@ fn value_ui(
                     value: Some(v),
                 }));
             }
-            let optional = {
-                let mut off = draft.clone();
-                setting.set(&mut off, None);
-                setting.value(&off).is_none()
-            };
-            if optional && ui.small_button("Turn off").clicked() {
+            if setting.optional && ui.small_button("Turn off").clicked() {
                 commands.push(Command::Filter(FilterCommand::DraftSetting {
                     key: setting.key,
                     value: None,

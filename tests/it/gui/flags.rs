@@ -59,6 +59,16 @@ fn a_flag_threshold_is_explained_previewed_saved_and_recomputed() {
     );
     assert!(h.query_by_label("Flags 2 files now.").is_some());
     assert!(h.query_by_label("rules.min_width").is_some());
+    // An optional rule may be turned off: a preview of no file flagged, until Reset.
+    h.get_by_label("Turn off").click();
+    h.run();
+    assert!(
+        h.query_by_label_contains("With the edited settings: 0 files")
+            .is_some()
+    );
+    h.get_by_label("Reset").click();
+    h.run();
+    assert!(h.query_by_label("Turn off").is_some());
 
     // 112 and 128 wide are caught too at 130: a preview, nothing saved yet.
     h.state_mut()
