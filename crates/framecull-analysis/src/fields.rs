@@ -201,10 +201,7 @@ fn line_sums(above: &[u8], here: &[u8], below: &[u8], prev: &[u8], next: &[u8]) 
 /// What `cur` shows between `prev` and `next`, and whether one of its fields repeats
 /// `prev`'s.
 fn test(prev: &Lines, cur: &Lines, next: &Lines, size: (usize, usize)) -> (Shown, bool) {
-    wide(
-        #[inline(always)]
-        || test_any(prev, cur, next, size),
-    )
+    wide!(test_any(prev, cur, next, size))
 }
 
 #[inline(always)]

@@ -226,10 +226,7 @@ impl Hsv {
     /// from OpenCV's fixed-point tables by one level where the exact quotient is within
     /// their rounding error of a half.
     pub fn set_from_planes(&mut self, planes: [&[u8]; 3]) {
-        wide(
-            #[inline(always)]
-            || self.set_from_planes_any(planes),
-        );
+        wide!(self.set_from_planes_any(planes));
     }
 
     #[inline(always)]
@@ -285,10 +282,7 @@ impl Hsv {
 /// Sum of absolute differences of two equally long byte slices (extra bytes of the longer
 /// one are ignored).
 pub fn sum_abs_diff(a: &[u8], b: &[u8]) -> u64 {
-    wide(
-        #[inline(always)]
-        || sum_abs_diff_any(a, b),
-    )
+    wide!(sum_abs_diff_any(a, b))
 }
 
 #[inline(always)]

@@ -166,13 +166,10 @@ impl Ledger {
     /// appending.
     fn open(output: &Output) -> Result<Ledger, ManifestError> {
         let work = output.work_dir();
-        std::fs::create_dir_all(work).map_err(|source| ManifestError::Io {
-            path: work.to_path_buf(),
-            source,
-        })?;
+        std::fs::create_dir_all(work).map_err(|e| ManifestError::io(work, e))?;
         let mut entries = output.remote_ledger()?;
         let (file, read) = ledger::Ledger::open::<Entry>(&work.join(LEDGER))?;
-        entries.extend(read.into_iter().map(|e| (e.clip_id.clone(), e)));
+        entries.extend(by_clip(read));
         Ok(Ledger { file, entries })
     }
 
@@ -420,7 +417,12 @@ impl Entry {
 
 /// A ledger's entries by clip id (the last of each; a line cut short by a kill is skipped).
 fn parse_ledger(bytes: &[u8]) -> HashMap<String, Entry> {
-    ledger::parse::<Entry>(bytes)
+    by_clip(ledger::parse(bytes))
+}
+
+/// Entries by clip id, the last of each.
+fn by_clip(entries: Vec<Entry>) -> HashMap<String, Entry> {
+    entries
         .into_iter()
         .map(|e| (e.clip_id.clone(), e))
         .collect()

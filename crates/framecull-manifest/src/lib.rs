@@ -64,7 +64,8 @@ pub enum ManifestError {
 }
 
 impl ManifestError {
-    fn io(path: &Path, source: std::io::Error) -> Self {
+    /// An I/O error at `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
         ManifestError::Io {
             path: path.to_path_buf(),
             source,

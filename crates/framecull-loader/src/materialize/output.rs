@@ -31,14 +31,8 @@ impl Output {
     /// dataset's store, where the dataset is in one, else from the environment).
     pub(super) fn open(root: &Root, dir: &Path) -> Result<Output, ManifestError> {
         if !Root::is_url(dir) {
-            std::fs::create_dir_all(dir).map_err(|source| ManifestError::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-            let canonical = std::fs::canonicalize(dir).map_err(|source| ManifestError::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            std::fs::create_dir_all(dir).map_err(|e| ManifestError::io(dir, e))?;
+            let canonical = std::fs::canonicalize(dir).map_err(|e| ManifestError::io(dir, e))?;
             return Ok(Output::Folder(canonical));
         }
         let url = dir.to_string_lossy();
