@@ -6,6 +6,13 @@
 //! fractional weights; summing rows first (a vectorised add over whole rows) and then the
 //! columns of each box costs a fraction of that for the same averaging. Box edges are rounded
 //! to whole source pixels, so a box is at most one pixel wider than the exact area.
+//!
+//! Rows are summed in registers down each band of rows, 32 columns at a time. Where boxes are
+//! of two widths and their sums fit 16 bits (boxes of up to 257 pixels: an analysis copy of
+//! 256 x 144 from up to 4K), the columns of each box are not summed box by box: the sums of
+//! every run of `w` and of `w + 1` neighbouring columns are vector adds over the whole row, and
+//! each box picks the run that starts at its left edge and is as wide as it is. Box by box, the
+//! columns of a 640 x 360 frame's boxes took longer than summing its rows (docs/PERFORMANCE.md).
 
 /// Averages one plane of `src_w` x `src_h` into `dst_w` x `dst_h` boxes.
 #[derive(Debug, Clone)]
@@ -21,14 +28,54 @@ pub struct BoxPlane {
     min_h: usize,
     /// `2^24 / area` for the four box shapes, `[extra row][extra column]`.
     inv_area: [[u32; 2]; 2],
-    /// Column sums of the current band of rows.
+    /// Column sums of the current band of rows, then [`PAD`] zeros.
     acc: Vec<u16>,
+    /// Where boxes are of two widths and every box sum fits 16 bits: the sums of each run of
+    /// columns as wide as the narrow boxes, then [`PAD`] zeros, then of each run one column
+    /// wider (see the module's documentation). Empty otherwise.
+    runs: Vec<u16>,
+    /// Each box's sum in `runs`: its left edge, in the second half when it is wide.
+    picks: Vec<u32>,
+    /// The boxes' sums of the current band.
+    sums: Vec<u16>,
+    /// `2^24 / area` of each box of a band of `min_h` and of `min_h + 1` rows.
+    inv_of_box: [Vec<u32>; 2],
 }
 
 /// Tallest box the `u16` column sums can hold (257 x 255 < 65,536).
 const MAX_BOX_ROWS: usize = 257;
 /// Largest box area for which `sum * 2^24 / area` (plus rounding) stays below 2^32.
 const MAX_BOX_AREA: usize = 65_000;
+/// Largest box area whose sums fit 16 bits (257 x 255 < 65,536).
+const MAX_U16_AREA: usize = 257;
+/// Columns summed at once down a band of rows (two AVX2 registers of 16-bit sums).
+const COLUMNS: usize = 32;
+/// Zeros after the column sums, so that runs starting at any column can be read in whole
+/// vectors of 16.
+const PAD: usize = 32;
+
+/// The sums of columns `c..c + COLUMNS` of `rows` into `acc`, kept in registers down the band.
+#[inline(always)]
+fn sum_group(acc: &mut [u16], src: &[u8], stride: usize, rows: std::ops::Range<usize>, c: usize) {
+    let mut sums = [0u16; COLUMNS];
+    for y in rows {
+        let row: &[u8; COLUMNS] = src[y * stride + c..][..COLUMNS]
+            .try_into()
+            .expect("a whole group");
+        for (s, &p) in sums.iter_mut().zip(row) {
+            *s += u16::from(p);
+        }
+    }
+    acc[c..c + COLUMNS].copy_from_slice(&sums);
+}
+
+/// Means of `K`-wide boxes of `acc`, all of area `2^24 / inv`.
+#[inline(always)]
+fn sum_exact<const K: usize>(acc: &[u16], inv: u32, out: &mut [u8]) {
+    for (o, cols) in out.iter_mut().zip(acc.chunks_exact(K)) {
+        *o = box_mean(cols.iter().map(|&a| u32::from(a)).sum(), inv);
+    }
+}
 
 /// The mean of a box from its sum and `2^24 / area`; `sum <= 255 x area <= 255 x 65,000`
 /// keeps the product below 2^32 and the mean at most 255.
@@ -56,15 +103,33 @@ impl BoxPlane {
             let area = (w * h) as u32;
             ((1 << 24) + area / 2) / area
         };
+        let x_edges = edges(src_w, dst_w);
+        let inv_area = [0, 1].map(|dy| [0, 1].map(|dx| inv(min_w + dx, min_h + dy)));
+        let widths = || x_edges.windows(2).map(|e| e[1] - e[0] - min_w);
+        let in_u16 = (min_w + 1) * (min_h + 1) <= MAX_U16_AREA && min_w < 16;
+        let two_widths = src_w != min_w * dst_w;
+        let half = src_w + PAD;
         Some(BoxPlane {
             src_w,
             dst_w,
-            x_edges: edges(src_w, dst_w),
             y_edges: edges(src_h, dst_h),
             min_w,
             min_h,
-            inv_area: [0, 1].map(|dy| [0, 1].map(|dx| inv(min_w + dx, min_h + dy))),
-            acc: vec![0; src_w],
+            inv_area,
+            acc: vec![0; half],
+            runs: if in_u16 && two_widths {
+                vec![0; 2 * half]
+            } else {
+                Vec::new()
+            },
+            picks: x_edges
+                .windows(2)
+                .zip(widths())
+                .map(|(e, wide)| (e[0] + wide * half) as u32)
+                .collect(),
+            sums: vec![0; dst_w],
+            inv_of_box: [0, 1].map(|dy| widths().map(|wide| inv_area[dy][wide]).collect()),
+            x_edges,
         })
     }
 
@@ -72,26 +137,14 @@ impl BoxPlane {
     /// Inlined into [`YuvBox::run`]'s AVX2 and portable versions.
     #[inline(always)]
     pub fn run(&mut self, src: &[u8], stride: usize, out: &mut [u8]) {
-        let (src_w, dst_w) = (self.src_w, self.dst_w);
-        for (oy, out_row) in out.chunks_exact_mut(dst_w).enumerate() {
+        for (oy, out_row) in out.chunks_exact_mut(self.dst_w).enumerate() {
             let (y0, y1) = (self.y_edges[oy], self.y_edges[oy + 1]);
-            let rows = (y0..y1).map(|y| &src[y * stride..y * stride + src_w]);
-            for (i, row) in rows.enumerate() {
-                if i == 0 {
-                    for (a, &s) in self.acc.iter_mut().zip(row) {
-                        *a = u16::from(s);
-                    }
-                } else {
-                    for (a, &s) in self.acc.iter_mut().zip(row) {
-                        *a += u16::from(s);
-                    }
-                }
-            }
-            let inv_area = &self.inv_area[y1 - y0 - self.min_h];
-            if src_w == self.min_w * dst_w {
+            self.sum_rows(src, stride, y0..y1);
+            let tall = y1 - y0 - self.min_h;
+            if self.src_w == self.min_w * self.dst_w {
                 // Every box is equally wide: with the width known at compile time, the sums
                 // vectorise (as interleaved loads).
-                let (acc, inv) = (&self.acc, inv_area[0]);
+                let (acc, inv) = (&self.acc[..self.src_w], self.inv_area[tall][0]);
                 match self.min_w {
                     1 => sum_exact::<1>(acc, inv, out_row),
                     2 => sum_exact::<2>(acc, inv, out_row),
@@ -101,56 +154,93 @@ impl BoxPlane {
                     6 => sum_exact::<6>(acc, inv, out_row),
                     7 => sum_exact::<7>(acc, inv, out_row),
                     8 => sum_exact::<8>(acc, inv, out_row),
-                    _ => sum_boxes::<0>(acc, &self.x_edges, self.min_w, inv_area, out_row),
+                    _ => self.sum_boxes_in_turn(tall, out_row),
                 }
                 continue;
             }
-            // Box widths are the ratio rounded down or up: with the narrower width known at
-            // compile time, each box is a fixed run of adds plus at most one more.
-            let (acc, edges, w) = (&self.acc, &self.x_edges, self.min_w);
-            match w {
-                1 => sum_boxes::<1>(acc, edges, w, inv_area, out_row),
-                2 => sum_boxes::<2>(acc, edges, w, inv_area, out_row),
-                3 => sum_boxes::<3>(acc, edges, w, inv_area, out_row),
-                4 => sum_boxes::<4>(acc, edges, w, inv_area, out_row),
-                5 => sum_boxes::<5>(acc, edges, w, inv_area, out_row),
-                6 => sum_boxes::<6>(acc, edges, w, inv_area, out_row),
-                7 => sum_boxes::<7>(acc, edges, w, inv_area, out_row),
-                8 => sum_boxes::<8>(acc, edges, w, inv_area, out_row),
-                _ => sum_boxes::<0>(acc, edges, w, inv_area, out_row),
+            if self.runs.is_empty() {
+                self.sum_boxes_in_turn(tall, out_row);
+                continue;
+            }
+            match self.min_w {
+                1 => self.sum_runs::<1>(),
+                2 => self.sum_runs::<2>(),
+                3 => self.sum_runs::<3>(),
+                4 => self.sum_runs::<4>(),
+                5 => self.sum_runs::<5>(),
+                6 => self.sum_runs::<6>(),
+                7 => self.sum_runs::<7>(),
+                8 => self.sum_runs::<8>(),
+                w => self.sum_runs_of(w),
+            }
+            for (sum, &at) in self.sums.iter_mut().zip(&self.picks) {
+                *sum = self.runs[at as usize];
+            }
+            let pairs = self.sums.iter().zip(&self.inv_of_box[tall]);
+            for (o, (&sum, &inv)) in out_row.iter_mut().zip(pairs) {
+                *o = box_mean(u32::from(sum), inv);
             }
         }
     }
-}
 
-/// Means of `K`-wide boxes of `acc`, all of area `2^24 / inv`.
-#[inline(always)]
-fn sum_exact<const K: usize>(acc: &[u16], inv: u32, out: &mut [u8]) {
-    for (o, cols) in out.iter_mut().zip(acc.chunks_exact(K)) {
-        *o = box_mean(cols.iter().map(|&a| u32::from(a)).sum(), inv);
+    /// The column sums of rows `rows` into `acc`: [`COLUMNS`] columns at a time, summed in
+    /// registers down the band, the last group overlapping the one before it.
+    #[inline(always)]
+    fn sum_rows(&mut self, src: &[u8], stride: usize, rows: std::ops::Range<usize>) {
+        let w = self.src_w;
+        if w < COLUMNS {
+            for (c, a) in self.acc[..w].iter_mut().enumerate() {
+                *a = rows.clone().map(|y| u16::from(src[y * stride + c])).sum();
+            }
+            return;
+        }
+        for c in (0..w - COLUMNS).step_by(COLUMNS) {
+            sum_group(&mut self.acc, src, stride, rows.clone(), c);
+        }
+        sum_group(&mut self.acc, src, stride, rows, w - COLUMNS);
     }
-}
 
-/// Means of the boxes of `acc` between `edges`, `min_w` or `min_w + 1` wide, summed `K`
-/// columns at a time plus at most one more (`K` = 0: any width); `inv_area` by width.
-#[inline(always)]
-fn sum_boxes<const K: usize>(
-    acc: &[u16],
-    edges: &[usize],
-    min_w: usize,
-    inv_area: &[u32; 2],
-    out: &mut [u8],
-) {
-    for (o, e) in out.iter_mut().zip(edges.windows(2)) {
-        let cols = &acc[e[0]..e[1]];
-        let sum: u32 = if K == 0 {
-            cols.iter().map(|&a| u32::from(a)).sum()
-        } else {
-            let (head, rest) = cols.split_at(K);
-            head.iter().map(|&a| u32::from(a)).sum::<u32>()
-                + rest.first().map_or(0, |&a| u32::from(a))
-        };
-        *o = box_mean(sum, inv_area[cols.len() - min_w]);
+    /// `runs`: the sums of each `K` and `K + 1` neighbouring column sums (16-bit: within a
+    /// box of at most [`MAX_U16_AREA`] pixels; runs over the padding are never picked).
+    #[inline(always)]
+    fn sum_runs<const K: usize>(&mut self) {
+        let half = self.src_w + PAD;
+        let (narrow, wide) = self.runs.split_at_mut(half);
+        let starts = self.src_w.div_ceil(16) * 16;
+        let outs = narrow[..starts].iter_mut().zip(wide[..starts].iter_mut());
+        for (j, (n, w)) in outs.enumerate() {
+            let acc: &[u16; 16] = self.acc[j..j + 16].try_into().expect("padded");
+            let s = acc[..K].iter().fold(0u16, |s, &a| s.wrapping_add(a));
+            *n = s;
+            *w = s.wrapping_add(acc[K]);
+        }
+    }
+
+    /// [`BoxPlane::sum_runs`] for boxes of any width under 16, one pass per column.
+    #[inline(always)]
+    fn sum_runs_of(&mut self, k: usize) {
+        let half = self.src_w + PAD;
+        let (narrow, wide) = self.runs.split_at_mut(half);
+        let n = self.src_w;
+        narrow[..n].fill(0);
+        for t in 0..k {
+            for (s, &a) in narrow[..n].iter_mut().zip(&self.acc[t..]) {
+                *s = s.wrapping_add(a);
+            }
+        }
+        for ((w, &s), &a) in wide[..n].iter_mut().zip(&narrow[..n]).zip(&self.acc[k..]) {
+            *w = s.wrapping_add(a);
+        }
+    }
+
+    /// Each box's columns summed in turn (32 bits), for boxes whose sums do not fit 16.
+    fn sum_boxes_in_turn(&self, tall: usize, out_row: &mut [u8]) {
+        let inv_area = &self.inv_area[tall];
+        for (o, e) in out_row.iter_mut().zip(self.x_edges.windows(2)) {
+            let cols = &self.acc[e[0]..e[1]];
+            let sum: u32 = cols.iter().map(|&a| u32::from(a)).sum();
+            *o = box_mean(sum, inv_area[cols.len() - self.min_w]);
+        }
     }
 }
 
@@ -355,6 +445,78 @@ mod tests {
             for ox in 0..4 {
                 let want = mean(edges[ox]..edges[ox + 1], oy * 2..oy * 2 + 2);
                 assert_eq!(out[oy * 4 + ox], want, "box ({ox}, {oy})");
+            }
+        }
+    }
+
+    /// Every box's mean computed alone: its pixels summed, divided by its own area (the same
+    /// fixed-point rounding).
+    fn reference(
+        src: &[u8],
+        stride: usize,
+        (w, h): (usize, usize),
+        (dw, dh): (usize, usize),
+    ) -> Vec<u8> {
+        let edges = |n: usize, d: usize| (0..=d).map(|i| (i * n + d / 2) / d).collect::<Vec<_>>();
+        let (xs, ys) = (edges(w, dw), edges(h, dh));
+        let mut out = Vec::new();
+        for y in ys.windows(2) {
+            for x in xs.windows(2) {
+                let sum: u32 = (y[0]..y[1])
+                    .flat_map(|r| &src[r * stride + x[0]..r * stride + x[1]])
+                    .map(|&p| u32::from(p))
+                    .sum();
+                let area = ((x[1] - x[0]) * (y[1] - y[0])) as u32;
+                out.push(box_mean(sum, ((1 << 24) + area / 2) / area));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_box_is_its_own_mean_at_any_size() {
+        // Sizes where the boxes are equally wide, where they are of two widths (16-bit sums
+        // of runs of columns), one column wide, wider than 8, and too large for 16-bit sums;
+        // rows narrower and wider than a group of columns; padded strides.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut noise = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        };
+        let sizes = [
+            ((1280, 720), (256, 144)),
+            ((1920, 1080), (256, 144)),
+            ((640, 360), (256, 144)),
+            ((426, 240), (256, 144)),
+            ((768, 576), (256, 192)),
+            ((1280, 544), (256, 108)),
+            ((3840, 2160), (256, 144)),
+            ((33, 17), (32, 16)),
+            ((31, 9), (7, 4)),
+            ((100, 30), (9, 3)),
+            ((500, 40), (20, 2)),
+            ((2000, 8), (40, 1)),
+            ((2010, 300), (40, 2)),
+            ((64, 64), (64, 64)),
+        ];
+        for ((w, h), (dw, dh)) in sizes {
+            for pad in [0, 13] {
+                let stride = w + pad;
+                let src: Vec<u8> = (0..stride * h).map(|_| noise()).collect();
+                let mut p = BoxPlane::new(w, h, dw, dh).expect("shrink");
+                let mut out = vec![0u8; dw * dh];
+                p.run(&src, stride, &mut out);
+                assert_eq!(
+                    out,
+                    reference(&src, stride, (w, h), (dw, dh)),
+                    "{w}x{h} -> {dw}x{dh}"
+                );
+                // The same plane again: nothing is left over from the frame before.
+                let flat = vec![200u8; stride * h];
+                p.run(&flat, stride, &mut out);
+                assert!(out.iter().all(|&v| v == 200), "{w}x{h} -> {dw}x{dh} flat");
             }
         }
     }
