@@ -7,12 +7,14 @@
 //! columns of each box costs a fraction of that for the same averaging. Box edges are rounded
 //! to whole source pixels, so a box is at most one pixel wider than the exact area.
 //!
-//! Rows are summed in registers down each band of rows, 32 columns at a time. Where boxes are
-//! of two widths and their sums fit 16 bits (boxes of up to 257 pixels: an analysis copy of
+//! Where boxes are of two widths and their sums fit 16 bits (boxes of up to 257 pixels: an analysis copy of
 //! 256 x 144 from up to 4K), the columns of each box are not summed box by box: the sums of
 //! every run of `w` and of `w + 1` neighbouring columns are vector adds over the whole row, and
 //! each box picks the run that starts at its left edge and is as wide as it is. Box by box, the
 //! columns of a 640 x 360 frame's boxes took longer than summing its rows (docs/PERFORMANCE.md).
+//! Rows are summed one after the other, each read in order: summing 32 columns at a time down
+//! a band in registers was faster on frames in the first caches and slower on the decoder's
+//! frames, which mostly are not.
 
 /// Averages one plane of `src_w` x `src_h` into `dst_w` x `dst_h` boxes.
 #[derive(Debug, Clone)]
@@ -48,26 +50,9 @@ const MAX_BOX_ROWS: usize = 257;
 const MAX_BOX_AREA: usize = 65_000;
 /// Largest box area whose sums fit 16 bits (257 x 255 < 65,536).
 const MAX_U16_AREA: usize = 257;
-/// Columns summed at once down a band of rows (two AVX2 registers of 16-bit sums).
-const COLUMNS: usize = 32;
 /// Zeros after the column sums, so that runs starting at any column can be read in whole
 /// vectors of 16.
 const PAD: usize = 32;
-
-/// The sums of columns `c..c + COLUMNS` of `rows` into `acc`, kept in registers down the band.
-#[inline(always)]
-fn sum_group(acc: &mut [u16], src: &[u8], stride: usize, rows: std::ops::Range<usize>, c: usize) {
-    let mut sums = [0u16; COLUMNS];
-    for y in rows {
-        let row: &[u8; COLUMNS] = src[y * stride + c..][..COLUMNS]
-            .try_into()
-            .expect("a whole group");
-        for (s, &p) in sums.iter_mut().zip(row) {
-            *s += u16::from(p);
-        }
-    }
-    acc[c..c + COLUMNS].copy_from_slice(&sums);
-}
 
 /// Means of `K`-wide boxes of `acc`, all of area `2^24 / inv`.
 #[inline(always)]
@@ -183,21 +168,24 @@ impl BoxPlane {
         }
     }
 
-    /// The column sums of rows `rows` into `acc`: [`COLUMNS`] columns at a time, summed in
-    /// registers down the band, the last group overlapping the one before it.
+    /// The column sums of rows `rows` into `acc`, row after row (each row read in order: the
+    /// frame is mostly beyond the first caches).
     #[inline(always)]
     fn sum_rows(&mut self, src: &[u8], stride: usize, rows: std::ops::Range<usize>) {
         let w = self.src_w;
-        if w < COLUMNS {
-            for (c, a) in self.acc[..w].iter_mut().enumerate() {
-                *a = rows.clone().map(|y| u16::from(src[y * stride + c])).sum();
+        let acc = &mut self.acc[..w];
+        for (i, y) in rows.enumerate() {
+            let row = &src[y * stride..y * stride + w];
+            if i == 0 {
+                for (a, &s) in acc.iter_mut().zip(row) {
+                    *a = u16::from(s);
+                }
+            } else {
+                for (a, &s) in acc.iter_mut().zip(row) {
+                    *a += u16::from(s);
+                }
             }
-            return;
         }
-        for c in (0..w - COLUMNS).step_by(COLUMNS) {
-            sum_group(&mut self.acc, src, stride, rows.clone(), c);
-        }
-        sum_group(&mut self.acc, src, stride, rows, w - COLUMNS);
     }
 
     /// `runs`: the sums of each `K` and `K + 1` neighbouring column sums (16-bit: within a
