@@ -125,8 +125,21 @@ impl Gray {
         }
     }
 
-    /// Average `fx` x `fy` blocks (integer factors).
+    /// Average `fx` x `fy` blocks (integer factors). The motion copy of every frame takes 4 x 4
+    /// blocks: with the factors known at compile time, the sums vectorise and the divisions
+    /// are shifts.
     fn resize_box(&self, fx: usize, fy: usize) -> Gray {
+        if (fx, fy) == (4, 4) {
+            return wide!(self.resize_box_any::<4, 4>(4, 4));
+        }
+        self.resize_box_any::<0, 0>(fx, fy)
+    }
+
+    /// [`Gray::resize_box`], with factors `FX` x `FY` when they are not 0, else `fx` x `fy`.
+    #[inline(always)]
+    fn resize_box_any<const FX: usize, const FY: usize>(&self, fx: usize, fy: usize) -> Gray {
+        let fx = if FX == 0 { fx } else { FX };
+        let fy = if FY == 0 { fy } else { FY };
         let (w, h) = (self.width / fx, self.height / fy);
         let mut sums = vec![0u32; w * h];
         for y in 0..h * fy {
@@ -426,6 +439,38 @@ pub(crate) mod tests {
             data: vec![0, 100, 200, 200, 0, 100, 200, 200],
         };
         assert_eq!(g.resize_area(2, 1).data, vec![50, 200]);
+    }
+
+    #[test]
+    fn block_means_at_the_motion_copy_sizes() {
+        // 4 x 4 blocks (the motion copy of 16:9, 4:3 and 2.37:1 analysis copies) and other
+        // whole factors: each output is its block's mean, halves rounded up.
+        for (w, h, fx, fy) in [
+            (256, 144, 4, 4),
+            (256, 192, 4, 4),
+            (256, 108, 4, 4),
+            (12, 9, 3, 3),
+            (10, 4, 5, 2),
+        ] {
+            let g = Gray {
+                width: w,
+                height: h,
+                data: noise(w * h, (w * h) as u64),
+            };
+            let (ow, oh) = (w / fx, h / fy);
+            let want: Vec<u8> = (0..ow * oh)
+                .map(|i| {
+                    let (x, y) = (i % ow * fx, i / ow * fy);
+                    let sum: u32 = (y..y + fy)
+                        .flat_map(|r| &g.data[r * w + x..r * w + x + fx])
+                        .map(|&v| u32::from(v))
+                        .sum();
+                    let n = (fx * fy) as u32;
+                    ((sum + n / 2) / n) as u8
+                })
+                .collect();
+            assert_eq!(g.resize_area(ow, oh).data, want, "{w}x{h} by {fx}x{fy}");
+        }
     }
 
     #[test]
