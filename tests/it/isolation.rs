@@ -200,6 +200,54 @@ fn results_are_the_same_with_and_without_worker_processes() {
     );
 }
 
+/// `scan --deep` probes and analyses on the same worker processes: they start once (each
+/// start loads FFmpeg's libraries, about 40 ms of CPU), not once for the probes and again for
+/// the analysis. A probe that crashes its worker costs one start more, and the worker started
+/// after it (by a probing thread, which ends with the scan) serves the analysis as well.
+#[test]
+fn a_deep_scan_starts_its_workers_once() {
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path();
+    for i in 0..4 {
+        common::video(d, &format!("v{i}.mp4"), &clip(10));
+    }
+    common::image(d, "p.png", ImageKind::Png, 64, 48, None);
+    let deep_scan = |status: i32, starts: std::ops::RangeInclusive<usize>| {
+        let project = tempfile::tempdir().unwrap();
+        let out = common::bin()
+            .args(["scan", d.to_str().unwrap(), "--deep", "--jobs", "2"])
+            .args(["--log", "framecull_media=debug", "--project"])
+            .arg(project.path())
+            .output()
+            .unwrap();
+        let log = common::stderr(&out);
+        assert_eq!(out.status.code(), Some(status), "{log}");
+        let started = log.matches("started a scan worker").count();
+        assert!(
+            starts.contains(&started),
+            "{started} workers started:\n{log}"
+        );
+        let rows = common::list_jsonl(project.path());
+        for i in 0..4 {
+            let row = &rows[format!("v{i}.mp4").as_str()];
+            assert_eq!(row["decoded_frames"], 10, "{row}");
+            // Byte-identical clips: duplicates, no decode failure.
+            assert!(!row["flags"].to_string().contains("undecodable"), "{row}");
+        }
+        assert_eq!(rows["p.png"]["decoded_frames"], 1, "{rows:?}");
+        rows
+    };
+    deep_scan(0, 1..=2);
+
+    // With a probe that crashes its worker: one start more, every other file analysed.
+    common::video(d, "framecull-fault-crash.mp4", &clip(10));
+    let rows = deep_scan(1, 2..=3);
+    assert_eq!(
+        rows["framecull-fault-crash.mp4"]["error"],
+        "decoder crashed: signal 11 (SIGSEGV)"
+    );
+}
+
 /// FFmpeg's probes run in workers too: a demuxer that crashes or hangs while a scan reads a
 /// file's headers makes that file a row with status `error` and the reason; the scan goes on.
 #[test]

@@ -6,8 +6,11 @@
 //!
 //! Limits: an address-space cap (`RLIMIT_AS`) set in the child before it runs, no core
 //! files, and a wall-clock limit per request enforced here (the child is killed). The child
-//! is killed when the thread that started it ends (`PR_SET_PDEATHSIG`), so a killed run
-//! leaves no worker behind.
+//! is killed when this process ends (`PR_SET_PDEATHSIG`, which follows the thread that
+//! started the child: every worker is started by one thread that lives as long as the
+//! process), so a killed run leaves no worker behind, and a worker outlives the thread that
+//! first used it (a scan's probing threads end; the analysis after it goes on with their
+//! workers).
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -199,6 +202,37 @@ impl std::fmt::Display for Greeting {
     }
 }
 
+/// Start `command` on the one thread that starts every worker and lives as long as this
+/// process: a worker ends with the thread that started it (`PR_SET_PDEATHSIG`), so started on
+/// a thread that ends, it would die under the next thread to use it. Started here when that
+/// thread cannot be made.
+fn spawn(mut command: Command) -> std::io::Result<Child> {
+    type Job = (Command, std::sync::mpsc::Sender<std::io::Result<Child>>);
+    static SPAWNER: OnceLock<Option<std::sync::mpsc::Sender<Job>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (jobs, todo) = channel::<Job>();
+        std::thread::Builder::new()
+            .name("framecull-spawner".into())
+            .spawn(move || {
+                for (mut command, done) in todo {
+                    let _ = done.send(command.spawn());
+                }
+            })
+            .ok()
+            .map(|_| jobs)
+    });
+    let Some(jobs) = spawner else {
+        return command.spawn();
+    };
+    let (done, started) = channel();
+    if let Err(std::sync::mpsc::SendError((mut command, _))) = jobs.send((command, done)) {
+        return command.spawn();
+    }
+    started
+        .recv()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the worker starter thread ended")))
+}
+
 impl Worker {
     /// Start a worker (sharing `shared`, see [`Worker::spawn_sharing`]) and check that it
     /// greets as this build's `P` ([`Greeting`]): one of another build, another protocol or
@@ -220,6 +254,11 @@ impl Worker {
                 ours,
             })));
         }
+        tracing::debug!(
+            "started a {} worker, process {}",
+            P::NAME,
+            worker.child.id()
+        );
         Ok(worker)
     }
 
@@ -244,7 +283,8 @@ impl Worker {
         // setrlimit, fcntl, dup2).
         unsafe {
             command.pre_exec(move || {
-                // Ends with the thread that started it, even if that process is killed.
+                // Ends with the thread that started it (see `spawn`), even if this process
+                // is killed.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 let none = libc::rlimit {
                     rlim_cur: 0,
@@ -275,7 +315,7 @@ impl Worker {
                 Ok(())
             });
         }
-        let mut child = command.spawn()?;
+        let mut child = spawn(command)?;
         let stdin = child
             .stdin
             .take()

@@ -8,14 +8,13 @@ use std::time::{Duration, Instant};
 
 use super::ScanError;
 pub use super::options::AnalyzeOptions;
-use super::worker::{Analysed, WorkerSlot};
+use super::worker::{Analysed, WorkerPool, WorkerSlot};
 use framecull_analysis::cuts::CutOptions;
 use framecull_analysis::phash::{dihedral_hashes, phash};
 use framecull_analysis::still;
 use framecull_analysis::video::{FLAT_STD, VideoAnalyzer};
 use framecull_catalog::{AnalysisResult, AnalysisTodo, Catalog, CatalogError};
 use framecull_media::decode::{DecodeError, DecodeOptions, DecodeReport, decode_frames};
-use framecull_media::isolate::Spec;
 use framecull_media::packets::scan_packets;
 use framecull_media::{Opened, Source};
 use framecull_model::{
@@ -61,6 +60,19 @@ pub fn analyze(
     cancel: &AtomicBool,
     on_event: &mut dyn FnMut(AnalyzeEvent),
 ) -> Result<AnalyzeSummary, ScanError> {
+    analyze_with(catalog, root, options, None, cancel, on_event)
+}
+
+/// [`analyze`] on `workers` when given (and `options.isolate`), such as the pool the scan
+/// before probed on: their processes are running already.
+pub fn analyze_with(
+    catalog: &mut Catalog,
+    root: &Root,
+    options: &AnalyzeOptions,
+    workers: Option<&WorkerPool>,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(AnalyzeEvent),
+) -> Result<AnalyzeSummary, ScanError> {
     let started = Instant::now();
     framecull_media::init();
     let mut todo = catalog.analysis_todo(ANALYSIS_VERSION, options.level)?;
@@ -72,10 +84,16 @@ pub fn analyze(
     // Pictures over the project's limits are not decoded (their flag says so); they stay to
     // do, so raising the limit analyses them.
     let limits = super::project_config(catalog)?.limits;
-    let workers = if options.isolate {
-        super::worker::spec(limits.memory_bytes())
-    } else {
-        None
+    let own;
+    let workers = match workers {
+        Some(shared) if options.isolate => shared,
+        _ => {
+            own = super::worker::pool(
+                super::worker::spec(limits.memory_bytes()).filter(|_| options.isolate),
+                options.jobs,
+            );
+            &own
+        }
     };
     let before = todo.len();
     todo.retain(|t| match (t.width, t.height) {
@@ -187,12 +205,12 @@ struct Files<'a> {
     cancel: &'a AtomicBool,
 }
 
-/// Analyse `files` on `pool`, one worker (in its own process where `workers`
-/// says how to start one) a thread of the pool; each result is sent on `tx`.
+/// Analyse `files` on `pool`, each thread of the pool with a worker of `workers` (in its own
+/// process where they run so) for all its files; each result is sent on `tx`.
 fn analyse_on_pool(
     pool: &rayon::ThreadPool,
     files: &Files<'_>,
-    workers: Option<Spec>,
+    workers: &WorkerPool,
     tx: SyncSender<(usize, AnalysisResult)>,
 ) {
     let options = files.options;
@@ -203,8 +221,9 @@ fn analyse_on_pool(
     pool.scope(|scope| {
         for _ in 0..options.jobs.max(1) {
             let (tx, next, threads) = (tx.clone(), &next, &threads);
-            let mut analyst = WorkerSlot::new(workers.clone());
-            scope.spawn(move |_| analyse_in_turn(files, next, threads, &mut analyst, &tx));
+            scope.spawn(move |_| {
+                workers.with(|analyst| analyse_in_turn(files, next, threads, analyst, &tx));
+            });
         }
     });
     drop(tx);

@@ -164,6 +164,19 @@ pub fn scan(
     cancel: &AtomicBool,
     on_event: &mut dyn FnMut(ScanEvent),
 ) -> Result<ScanSummary, ScanError> {
+    scan_with(catalog, root, options, None, cancel, on_event)
+}
+
+/// [`scan`], probing on `workers` when given (and `options.isolate`): a pool the deep pass
+/// then analyses on, whose processes start once for both.
+pub fn scan_with(
+    catalog: &mut Catalog,
+    root: &Root,
+    options: &ScanOptions,
+    workers: Option<&worker::WorkerPool>,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(ScanEvent),
+) -> Result<ScanSummary, ScanError> {
     let started = Instant::now();
     media::init();
     if let Root::Local(dir) = root {
@@ -204,7 +217,7 @@ pub fn scan(
     });
 
     let probed = probe_and_store(
-        catalog, scan_id, &to_probe, options, &config, cancel, on_event,
+        catalog, scan_id, &to_probe, options, &config, workers, cancel, on_event,
     )?;
     if let Some(e) = root.as_remote().and_then(|r| r.failure()) {
         return Err(ScanError::Storage(e));
@@ -328,12 +341,14 @@ pub(crate) fn project_config(
 
 /// Probe files on a rayon pool and store them from this thread in batched transactions.
 /// Returns how many files were stored.
+#[allow(clippy::too_many_arguments)] // the scan's state, passed down once
 fn probe_and_store(
     catalog: &mut Catalog,
     scan_id: i64,
     files: &[&FoundFile],
     options: &ScanOptions,
     config: &framecull_analysis::flags::Config,
+    shared: Option<&worker::WorkerPool>,
     cancel: &AtomicBool,
     on_event: &mut dyn FnMut(ScanEvent),
 ) -> Result<u64, ScanError> {
@@ -357,14 +372,19 @@ fn probe_and_store(
     let total = files.len() as u64;
     let budget = options.file_budget;
     let flush_every = Duration::from_millis(250);
-    // Worker processes for FFmpeg's probes, taken by whichever thread probes next.
-    let spec = if options.isolate {
-        worker::spec(config.limits.memory_bytes())
-    } else {
-        None
+    // Worker processes for FFmpeg's probes, taken by whichever thread probes next: as many
+    // as the CPU work needs (the threads beyond `jobs` are there to wait on a store).
+    let own;
+    let workers = match shared {
+        Some(shared) if options.isolate => shared,
+        _ => {
+            own = worker::pool(
+                worker::spec(config.limits.memory_bytes()).filter(|_| options.isolate),
+                options.jobs,
+            );
+            &own
+        }
     };
-    // As many as the CPU work needs: the threads beyond `jobs` are there to wait on a store.
-    let workers = &worker::pool(spec, options.jobs);
 
     // Set when the object store fails for every file (network, permission): the file that
     // met it is not recorded, and no other file is started.

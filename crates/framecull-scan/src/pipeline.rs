@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::deep::{AnalyzeEvent, AnalyzeOptions, AnalyzeSummary, analyze};
+use super::deep::{AnalyzeEvent, AnalyzeOptions, AnalyzeSummary, analyze_with};
 use super::derive::{DeriveError, DerivedSummary, recompute_for_project};
-use super::{ScanError, ScanEvent, ScanOptions, ScanSummary, scan};
+use super::{ScanError, ScanEvent, ScanOptions, ScanSummary, scan_with};
 use framecull_catalog::{Catalog, CatalogError, Project};
 use framecull_storage::{Root, StorageError};
 
@@ -171,12 +171,25 @@ impl Dataset {
         on_progress: &mut dyn FnMut(Progress),
     ) -> Result<IngestSummary, IngestError> {
         let mut summary = IngestSummary::default();
+        // One pool of workers for the scan's probes and the analysis after it: their
+        // processes start once (each start loads FFmpeg's libraries, about 40 ms of CPU).
+        let workers = match (&options.scan, &options.analyse) {
+            (Some(s), Some(a)) if s.isolate && a.isolate => {
+                let limits = super::project_config(&self.catalog)
+                    .map_err(ScanError::from)?
+                    .limits;
+                let spec = super::worker::spec(limits.memory_bytes());
+                Some(super::worker::pool(spec, s.jobs.max(a.jobs)))
+            }
+            _ => None,
+        };
         if let Some(scan_options) = &options.scan {
             on_progress(Progress::Stage(Stage::Scan));
-            let s = scan(
+            let s = scan_with(
                 &mut self.catalog,
                 &self.root,
                 scan_options,
+                workers.as_ref(),
                 cancel,
                 &mut |e| {
                     on_progress(match e {
@@ -202,10 +215,11 @@ impl Dataset {
         }
         if let Some(analyse_options) = &options.analyse {
             on_progress(Progress::Stage(Stage::Analyse));
-            let a = analyze(
+            let a = analyze_with(
                 &mut self.catalog,
                 &self.root,
                 analyse_options,
+                workers.as_ref(),
                 cancel,
                 &mut |e| match e {
                     AnalyzeEvent::Started { total } => on_progress(Progress::Files {

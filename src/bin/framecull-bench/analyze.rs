@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use framecull::catalog::Catalog;
-use framecull::scan::{ScanOptions, scan};
+use framecull::scan::{ScanOptions, scan_with};
 use serde::Serialize;
 
 use crate::util::{ffmpeg_null, median, print, run_python};
@@ -206,8 +206,27 @@ fn deep_once(
         ..ScanOptions::default()
     };
     let never = AtomicBool::new(false);
-    scan(&mut catalog, &root, &scan_options, &never, &mut |_| {})?;
-    framecull::scan::deep::analyze(&mut catalog, &root, options, &never, &mut |_| {})?;
+    // One pool of workers for the probes and the analysis, as `framecull scan --deep` has.
+    let limits = framecull::analysis::flags::Config::default().limits;
+    let spec = framecull::scan::worker::spec(limits.memory_bytes());
+    let workers = framecull::scan::worker::pool(spec, options.jobs);
+    scan_with(
+        &mut catalog,
+        &root,
+        &scan_options,
+        Some(&workers),
+        &never,
+        &mut |_| {},
+    )?;
+    let deep = framecull::scan::deep::analyze_with;
+    deep(
+        &mut catalog,
+        &root,
+        options,
+        Some(&workers),
+        &never,
+        &mut |_| {},
+    )?;
     let secs = started.elapsed().as_secs_f64();
     let metrics = catalog.all_metrics()?;
     let cuts = catalog.all_cuts()?;
