@@ -7,14 +7,14 @@
 //! columns of each box costs a fraction of that for the same averaging. Box edges are rounded
 //! to whole source pixels, so a box is at most one pixel wider than the exact area.
 //!
-//! Where boxes are of two widths and their sums fit 16 bits (boxes of up to 257 pixels: an analysis copy of
-//! 256 x 144 from up to 4K), the columns of each box are not summed box by box: the sums of
-//! every run of `w` and of `w + 1` neighbouring columns are vector adds over the whole row, and
-//! each box picks the run that starts at its left edge and is as wide as it is. Box by box, the
-//! columns of a 640 x 360 frame's boxes took longer than summing its rows (docs/PERFORMANCE.md).
-//! Rows are summed one after the other, each read in order: summing 32 columns at a time down
-//! a band in registers was faster on frames in the first caches and slower on the decoder's
-//! frames, which mostly are not.
+//! Where boxes are of two widths and their sums fit 16 bits (boxes of up to 257 pixels: an
+//! analysis copy of 256 x 144 from up to 4K), the columns of each box are not summed box by
+//! box: the sums of every run of `w` and of `w + 1` neighbouring columns are vector adds over
+//! the whole row, and each box picks the run that starts at its left edge and is as wide as it
+//! is. Box by box, the columns of a 640 x 360 frame's boxes took longer than summing its rows
+//! (docs/PERFORMANCE.md). Rows are summed one after the other, each read in order: summing 32
+//! columns at a time down a band in registers was faster on frames in the first caches and
+//! slower on the decoder's frames, which mostly are not.
 
 /// Averages one plane of `src_w` x `src_h` into `dst_w` x `dst_h` boxes.
 #[derive(Debug, Clone)]
@@ -91,6 +91,7 @@ impl BoxPlane {
         let x_edges = edges(src_w, dst_w);
         let inv_area = [0, 1].map(|dy| [0, 1].map(|dx| inv(min_w + dx, min_h + dy)));
         let widths = || x_edges.windows(2).map(|e| e[1] - e[0] - min_w);
+        // Runs are read from `acc` up to `min_w` columns past its end: within `PAD`.
         let in_u16 = (min_w + 1) * (min_h + 1) <= MAX_U16_AREA && min_w < 16;
         let two_widths = src_w != min_w * dst_w;
         let half = src_w + PAD;

@@ -19,9 +19,9 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -202,26 +202,26 @@ impl std::fmt::Display for Greeting {
     }
 }
 
+/// What the thread that starts workers is asked: a command, and where its child goes.
+type SpawnJob = (Command, std::sync::mpsc::Sender<std::io::Result<Child>>);
+
 /// Start `command` on the one thread that starts every worker and lives as long as this
 /// process: a worker ends with the thread that started it (`PR_SET_PDEATHSIG`), so started on
 /// a thread that ends, it would die under the next thread to use it. Started here when that
-/// thread cannot be made.
+/// thread cannot be made. A process forked from this one (Python's `multiprocessing`) has the
+/// parent's memory but not its threads: the thread is found by process id, and a forked child
+/// starts its own.
 fn spawn(mut command: Command) -> std::io::Result<Child> {
-    type Job = (Command, std::sync::mpsc::Sender<std::io::Result<Child>>);
-    static SPAWNER: OnceLock<Option<std::sync::mpsc::Sender<Job>>> = OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (jobs, todo) = channel::<Job>();
-        std::thread::Builder::new()
-            .name("framecull-spawner".into())
-            .spawn(move || {
-                for (mut command, done) in todo {
-                    let _ = done.send(command.spawn());
-                }
-            })
-            .ok()
-            .map(|_| jobs)
-    });
-    let Some(jobs) = spawner else {
+    static SPAWNER: Mutex<Option<(u32, std::sync::mpsc::Sender<SpawnJob>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let jobs = {
+        let mut spawner = SPAWNER.lock().unwrap_or_else(|p| p.into_inner());
+        if spawner.as_ref().is_none_or(|(of, _)| *of != pid) {
+            *spawner = start_spawner().map(|jobs| (pid, jobs));
+        }
+        spawner.as_ref().map(|(_, jobs)| jobs.clone())
+    };
+    let Some(jobs) = jobs else {
         return command.spawn();
     };
     let (done, started) = channel();
@@ -231,6 +231,20 @@ fn spawn(mut command: Command) -> std::io::Result<Child> {
     started
         .recv()
         .unwrap_or_else(|_| Err(std::io::Error::other("the worker starter thread ended")))
+}
+
+/// The thread [`spawn`] hands its commands to; `None` when it cannot be made.
+fn start_spawner() -> Option<std::sync::mpsc::Sender<SpawnJob>> {
+    let (jobs, todo) = channel::<SpawnJob>();
+    std::thread::Builder::new()
+        .name("framecull-spawner".into())
+        .spawn(move || {
+            for (mut command, done) in todo {
+                let _ = done.send(command.spawn());
+            }
+        })
+        .ok()
+        .map(|_| jobs)
 }
 
 impl Worker {
