@@ -36,11 +36,13 @@ pub struct BoxPlane {
     /// columns as wide as the narrow boxes, then [`PAD`] zeros, then of each run one column
     /// wider (see the module's documentation). Empty otherwise.
     runs: Vec<u16>,
-    /// Each box's sum in `runs`: its left edge, in the second half when it is wide.
+    /// Each box's sum in `runs`: its left edge, in the second half when it is wide (empty
+    /// where `runs` is).
     picks: Vec<u32>,
-    /// The boxes' sums of the current band.
+    /// The boxes' sums of the current band (empty where `runs` is).
     sums: Vec<u16>,
-    /// `2^24 / area` of each box of a band of `min_h` and of `min_h + 1` rows.
+    /// `2^24 / area` of each box of a band of `min_h` and of `min_h + 1` rows (empty where
+    /// `runs` is).
     inv_of_box: [Vec<u32>; 2],
 }
 
@@ -95,6 +97,22 @@ impl BoxPlane {
         let in_u16 = (min_w + 1) * (min_h + 1) <= MAX_U16_AREA && min_w < 16;
         let two_widths = src_w != min_w * dst_w;
         let half = src_w + PAD;
+        // What the runs need, made only where they are used.
+        let by_runs = in_u16 && two_widths;
+        let (runs, picks, sums, inv_of_box) = if by_runs {
+            (
+                vec![0; 2 * half],
+                x_edges
+                    .windows(2)
+                    .zip(widths())
+                    .map(|(e, wide)| (e[0] + wide * half) as u32)
+                    .collect(),
+                vec![0; dst_w],
+                [0, 1].map(|dy| widths().map(|wide| inv_area[dy][wide]).collect()),
+            )
+        } else {
+            Default::default()
+        };
         Some(BoxPlane {
             src_w,
             dst_w,
@@ -103,18 +121,10 @@ impl BoxPlane {
             min_h,
             inv_area,
             acc: vec![0; half],
-            runs: if in_u16 && two_widths {
-                vec![0; 2 * half]
-            } else {
-                Vec::new()
-            },
-            picks: x_edges
-                .windows(2)
-                .zip(widths())
-                .map(|(e, wide)| (e[0] + wide * half) as u32)
-                .collect(),
-            sums: vec![0; dst_w],
-            inv_of_box: [0, 1].map(|dy| widths().map(|wide| inv_area[dy][wide]).collect()),
+            runs,
+            picks,
+            sums,
+            inv_of_box,
             x_edges,
         })
     }

@@ -84,17 +84,14 @@ pub fn analyze_with(
     // Pictures over the project's limits are not decoded (their flag says so); they stay to
     // do, so raising the limit analyses them.
     let limits = super::project_config(catalog)?.limits;
-    let own;
-    let workers = match workers {
-        Some(shared) if options.isolate => shared,
-        _ => {
-            own = super::worker::pool(
-                super::worker::spec(limits.memory_bytes()).filter(|_| options.isolate),
-                options.jobs,
-            );
-            &own
-        }
-    };
+    let mut own = None;
+    let workers = super::worker::shared_or_own(
+        workers,
+        options.isolate,
+        limits.memory_bytes(),
+        options.jobs,
+        &mut own,
+    );
     let before = todo.len();
     todo.retain(|t| match (t.width, t.height) {
         (Some(w), Some(h)) => limits.over(t.kind, w, h).is_none(),

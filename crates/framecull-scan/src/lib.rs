@@ -374,17 +374,14 @@ fn probe_and_store(
     let flush_every = Duration::from_millis(250);
     // Worker processes for FFmpeg's probes, taken by whichever thread probes next: as many
     // as the CPU work needs (the threads beyond `jobs` are there to wait on a store).
-    let own;
-    let workers = match shared {
-        Some(shared) if options.isolate => shared,
-        _ => {
-            own = worker::pool(
-                worker::spec(config.limits.memory_bytes()).filter(|_| options.isolate),
-                options.jobs,
-            );
-            &own
-        }
-    };
+    let mut own = None;
+    let workers = worker::shared_or_own(
+        shared,
+        options.isolate,
+        config.limits.memory_bytes(),
+        options.jobs,
+        &mut own,
+    );
 
     // Set when the object store fails for every file (network, permission): the file that
     // met it is not recorded, and no other file is started.

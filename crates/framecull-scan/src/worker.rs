@@ -96,6 +96,23 @@ pub fn pool(spec: Option<Spec>, max: usize) -> WorkerPool {
     Pool::new(max, move || WorkerSlot::new(spec.clone()))
 }
 
+/// The pool a scan or an analysis works on: the caller's (`shared`, whose workers serve the
+/// scan's probes and the analysis after it) where workers are isolated, else one of its own
+/// made in `own`, of at most `max` workers capped at `memory_bytes` (none, FFmpeg in this
+/// process, where `isolate` is off).
+pub(crate) fn shared_or_own<'a>(
+    shared: Option<&'a WorkerPool>,
+    isolate: bool,
+    memory_bytes: Option<u64>,
+    max: usize,
+    own: &'a mut Option<WorkerPool>,
+) -> &'a WorkerPool {
+    match shared {
+        Some(shared) if isolate => shared,
+        _ => own.insert(pool(spec(memory_bytes).filter(|_| isolate), max)),
+    }
+}
+
 /// The scan's worker as its parent knows it: FFmpeg's probe and a file's analysis (served by
 /// `scan::service`).
 pub(crate) struct ScanProtocol;
