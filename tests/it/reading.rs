@@ -14,6 +14,8 @@ use framecull::loader::{
     Batching, Crop, DType, DeviceChoice, Filter, Layout, Loader, LoaderConfig, Mode, Sampling,
     Timing,
 };
+use framecull::media::Source;
+use framecull::media::decode::{DecodeOptions, decode_frames};
 
 /// The loader's first frames of the manifest's one clip at the video's own size, as RGB
 /// bytes: (frame index in the file, pixels).
@@ -62,6 +64,11 @@ fn loaded_frames(project: &Path, width: u32, height: u32) -> Vec<(u64, Vec<u8>)>
 /// Frame `index` of stream `stream` as FFmpeg converts it to RGB (`vf` before the
 /// conversion).
 fn ffmpeg_rgb(path: &Path, stream: u32, index: u64, vf: &str) -> Vec<u8> {
+    ffmpeg_raw(path, stream, index, vf, "rgb24")
+}
+
+/// Frame `index` of stream `stream` as FFmpeg decodes it, in `pix_fmt` (`vf` before).
+fn ffmpeg_raw(path: &Path, stream: u32, index: u64, vf: &str, pix_fmt: &str) -> Vec<u8> {
     // Beside the dataset's folder, not in it (the next scan would find it).
     let raw = path
         .parent()
@@ -81,7 +88,7 @@ fn ffmpeg_rgb(path: &Path, stream: u32, index: u64, vf: &str) -> Vec<u8> {
         "-sws_flags",
         "bilinear+full_chroma_int+accurate_rnd",
         "-pix_fmt",
-        "rgb24",
+        pix_fmt,
         "-f",
         "rawvideo",
         raw.to_str().unwrap(),
@@ -281,4 +288,149 @@ fn untagged_hd_converts_as_ffmpeg_does(work: &Path, width: u32, height: u32) {
             "{name}, frame {k}: {off:.3} levels from FFmpeg's BT.709 conversion"
         );
     }
+}
+
+/// The analysis copy of a frame (the small RGB picture every measure reads, 256 pixels on its
+/// long side) is the box average its definition gives ([`box_copy`], from FFmpeg's decode of
+/// the frame), for each chroma layout (4:2:0, 4:2:2, 4:4:4), in limited and full range, and
+/// with boxes of one width (1280 to 256: 5 columns) and of two (640 to 256: 2 and 3; 1000 to
+/// 256: 3 and 4). A chroma plane read with another layout's size, a box off by a column or a
+/// range taken for the other would move the colours by levels, not fractions of one.
+#[test]
+fn the_analysis_copy_is_the_box_average_for_every_chroma_layout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    // Limited range losslessly (FFV1); full range as Motion JPEG stores it (`yuvj`: FFV1
+    // would convert it to limited range).
+    let layouts = [
+        ("yuv420p", (1, 1), "ffv1"),
+        ("yuv422p", (1, 0), "ffv1"),
+        ("yuv444p", (0, 0), "ffv1"),
+        ("yuvj420p", (1, 1), "mjpeg"),
+        ("yuvj422p", (1, 0), "mjpeg"),
+        ("yuvj444p", (0, 0), "mjpeg"),
+    ];
+    for (pix_fmt, shift, codec) in layouts {
+        let full = pix_fmt.starts_with("yuvj");
+        for (w, h) in [(640, 360), (1280, 720), (1000, 562)] {
+            let name = format!("{pix_fmt}_{w}x{h}.mkv");
+            let path = data.join(&name);
+            ffmpeg(&[
+                "-f",
+                "lavfi",
+                "-i",
+                &format!("testsrc2=size={w}x{h}:rate=25"),
+                "-frames:v",
+                "2",
+                "-c:v",
+                codec,
+                "-q:v",
+                "2",
+                "-pix_fmt",
+                pix_fmt,
+                path.to_str().unwrap(),
+            ]);
+            let mut copies = Vec::new();
+            let options = DecodeOptions {
+                fast: false,
+                ..DecodeOptions::default()
+            };
+            decode_frames(
+                &Source::from(path.as_path()).open(),
+                &options,
+                0,
+                &mut |f| {
+                    let rgb: Vec<u8> = (0..f.width * f.height)
+                        .flat_map(|i| f.planes.map(|p| p[i]))
+                        .collect();
+                    copies.push((f.width, f.height, rgb));
+                    true
+                },
+            )
+            .unwrap();
+            assert_eq!(copies.len(), 2, "{name}");
+            for (k, (dw, dh, ours)) in copies.iter().enumerate() {
+                let frame = ffmpeg_raw(&path, 0, k as u64, "", pix_fmt);
+                let want = box_copy(&frame, (w, h), shift, full, (*dw, *dh));
+                let off: Vec<f64> = ours
+                    .iter()
+                    .zip(&want)
+                    .map(|(&o, &w)| (f64::from(o) - w).abs())
+                    .collect();
+                let mean = off.iter().sum::<f64>() / off.len() as f64;
+                let most = off.iter().copied().fold(0.0, f64::max);
+                // Fixed-point arithmetic against floating point: within 0.08 on average and 2
+                // at most here.
+                assert!(
+                    mean < 0.15 && most <= 3.0,
+                    "{name}, frame {k} at {dw}x{dh}: {mean:.3} levels from the box average on \
+                     average, {most:.1} at most"
+                );
+            }
+        }
+    }
+}
+
+/// The analysis copy of a `width` x `height` frame of planar YUV (`raw`, chroma subsampled
+/// by `2^shift`) at `dw` x `dh`, by its definition, in floating point: each luma box the mean
+/// of the source's pixels between edges `(i * src + dst / 2) / dst`; chroma the same on the
+/// chroma plane at the copy's size over the subsampling (a 4:2:0 copy has one chroma sample
+/// for each 2 x 2 pixels); then RGB by BT.601 (FFmpeg's choice for a stream that declares no
+/// matrix), limited range or `full`. Interleaved R, G, B, each rounded and clamped.
+fn box_copy(
+    raw: &[u8],
+    (w, h): (usize, usize),
+    (sx, sy): (u32, u32),
+    full: bool,
+    (dw, dh): (usize, usize),
+) -> Vec<f64> {
+    let (cw, ch) = (w.div_ceil(1 << sx), h.div_ceil(1 << sy));
+    let planes = [
+        (&raw[..w * h], w, h),
+        (&raw[w * h..w * h + cw * ch], cw, ch),
+        (&raw[w * h + cw * ch..w * h + 2 * cw * ch], cw, ch),
+    ];
+    let means = |(plane, pw, ph): (&[u8], usize, usize), bw: usize, bh: usize| {
+        let edges = |src: usize, dst: usize| -> Vec<usize> {
+            (0..=dst).map(|i| (i * src + dst / 2) / dst).collect()
+        };
+        let (xe, ye) = (edges(pw, bw), edges(ph, bh));
+        let mut out = Vec::with_capacity(bw * bh);
+        for y in ye.windows(2) {
+            for x in xe.windows(2) {
+                let sum: f64 = (y[0]..y[1])
+                    .flat_map(|row| &plane[row * pw + x[0]..row * pw + x[1]])
+                    .map(|&v| f64::from(v))
+                    .sum();
+                out.push(sum / ((y[1] - y[0]) * (x[1] - x[0])) as f64);
+            }
+        }
+        out
+    };
+    let luma = means(planes[0], dw, dh);
+    let (bw, bh) = (dw >> sx, dh >> sy);
+    let (u, v) = (means(planes[1], bw, bh), means(planes[2], bw, bh));
+    let (y_scale, c_scale) = if full {
+        (1.0, 1.0)
+    } else {
+        (255.0 / 219.0, 255.0 / 224.0)
+    };
+    let y_off = if full { 0.0 } else { 16.0 };
+    let mut rgb = Vec::with_capacity(dw * dh * 3);
+    for oy in 0..dh {
+        for ox in 0..dw {
+            let c = (oy >> sy) * bw + (ox >> sx);
+            let y = (luma[oy * dw + ox] - y_off) * y_scale;
+            let (u, v) = ((u[c] - 128.0) * c_scale, (v[c] - 128.0) * c_scale);
+            for value in [
+                y + 1.402 * v,
+                y - 0.344_136 * u - 0.714_136 * v,
+                y + 1.772 * u,
+            ] {
+                rgb.push(value.round().clamp(0.0, 255.0));
+            }
+        }
+    }
+    rgb
 }
