@@ -142,7 +142,11 @@ fn sigterm_or_sighup_mid_scan_exits_3_and_the_rerun_resumes() {
         assert!(said.contains(&format!("SIG{signal}")), "{said}");
         said
     };
-    stop(&mut scan(&stopped, true), "TERM");
+    // Each file waits 250 ms before its analysis while the stops are tested, so that both
+    // land in the middle of the deep pass (which commits every 500 ms, when the test sends
+    // its signal) with files left on a machine of any speed.
+    let slow = (framecull::model::SLOW_ANALYSIS_ENV, "250");
+    stop(scan(&stopped, true).env(slow.0, slow.1), "TERM");
     let after_term = analysed(&stopped);
     assert!(
         after_term < 12,
@@ -153,7 +157,8 @@ fn sigterm_or_sighup_mid_scan_exits_3_and_the_rerun_resumes() {
         .arg("analyze")
         .arg("--project")
         .arg(&stopped)
-        .args(["--jobs", "1"]);
+        .args(["--jobs", "1"])
+        .env(slow.0, slow.1);
     stop(&mut analyze, "HUP");
     let after_hup = analysed(&stopped);
     assert!(

@@ -399,13 +399,7 @@ fn write_shard(
                 return Err(ManifestError::Stopped);
             }
             flushed = start_writeback(&tar, flushed);
-            if framecull_model::faults_on()
-                && let Some(ms) = std::env::var("FRAMECULL_FAULT_SLOW_SHARD_MS")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-            {
-                std::thread::sleep(std::time::Duration::from_millis(ms));
-            }
+            framecull_model::slow_down(framecull_model::SLOW_SHARD_ENV);
             tar.write_all(&header(&sample.member(), sample.file_bytes))
                 .map_err(io)?;
             let mut from = std::fs::File::open(&sample.from)

@@ -11,7 +11,7 @@
 //! - `measure`: [`Measure`], the numbers the histograms, table, filters and statistics share;
 //! - `units`: [`Ratio`], [`human_bytes`], [`count`] (`1 file`, `2 files`);
 //! - `names`: [`path_text`] and [`path_bytes`], any file name as reversible text;
-//! - `faults`: [`faults_on`], the switch for the tests' fault injection.
+//! - `faults`: [`faults_on`], the switch for the tests' fault injection, and [`slow_down`].
 
 /// The package version and the git revision it was built from (`framecull --version`, the
 /// Python package's `framecull.__version__`, a shard's `shard.json`).
@@ -33,7 +33,7 @@ mod reading;
 mod review;
 mod units;
 
-pub use faults::{FAULTS_ENV, faults_on};
+pub use faults::{FAULTS_ENV, SLOW_ANALYSIS_ENV, SLOW_SHARD_ENV, faults_on, slow_down};
 pub use flag_codes::{FlagCode, FlagSpec, OUTLIER, is_flag_code, outlier_code, outlier_measure};
 pub use frames::{
     ClipBounds, FrameRecord, FrameSpecError, FrameTable, FrameTimeline, FrameView,

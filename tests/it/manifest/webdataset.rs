@@ -33,7 +33,7 @@ fn a_stopped_shard_write_resumes_with_every_sample_once() {
             ])
             .arg(&dir);
         if slow {
-            command.env("FRAMECULL_FAULT_SLOW_SHARD_MS", "400");
+            command.env(framecull::model::SLOW_SHARD_ENV, "400");
         }
         command
     };
