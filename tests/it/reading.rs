@@ -294,7 +294,7 @@ fn untagged_hd_converts_as_ffmpeg_does(work: &Path, width: u32, height: u32) {
 /// long side) is the box average its definition gives ([`box_copy`], from FFmpeg's decode of
 /// the frame), for each chroma layout (4:2:0, 4:2:2, 4:4:4), in limited and full range, and
 /// with boxes of one width (1280 to 256: 5 columns) and of two (640 to 256: 2 and 3; 1000 to
-/// 256: 3 and 4). A chroma plane read with another layout's size, a box off by a column or a
+/// 256: 3 and 4), and at an odd width (853x480, wide-screen SD: chroma planes of 427 columns). A chroma plane read with another layout's size, a box off by a column or a
 /// range taken for the other would move the colours by levels, not fractions of one.
 #[test]
 fn the_analysis_copy_is_the_box_average_for_every_chroma_layout() {
@@ -313,14 +313,15 @@ fn the_analysis_copy_is_the_box_average_for_every_chroma_layout() {
     ];
     for (pix_fmt, shift, codec) in layouts {
         let full = pix_fmt.starts_with("yuvj");
-        for (w, h) in [(640, 360), (1280, 720), (1000, 562)] {
+        for (w, h) in [(640, 360), (1280, 720), (1000, 562), (853, 480)] {
             let name = format!("{pix_fmt}_{w}x{h}.mkv");
             let path = data.join(&name);
             ffmpeg(&[
                 "-f",
                 "lavfi",
                 "-i",
-                &format!("testsrc2=size={w}x{h}:rate=25"),
+                // testsrc2 makes even widths only: scaled to the size.
+                &format!("testsrc2=size=1280x720:rate=25,scale={w}:{h}"),
                 "-frames:v",
                 "2",
                 "-c:v",

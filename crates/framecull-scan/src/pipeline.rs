@@ -178,8 +178,8 @@ impl Dataset {
                 let limits = super::project_config(&self.catalog)
                     .map_err(ScanError::from)?
                     .limits;
-                let spec = super::worker::spec(limits.memory_bytes());
-                Some(super::worker::pool(spec, s.jobs.max(a.jobs)))
+                let max = s.jobs.max(a.jobs);
+                Some(super::worker::pool(limits.memory_bytes(), true, max))
             }
             _ => None,
         };

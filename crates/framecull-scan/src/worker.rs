@@ -91,8 +91,11 @@ pub fn spec(memory_bytes: Option<u64>) -> Option<Spec> {
 /// signatures and headers themselves and take a worker for FFmpeg's probe alone.
 pub type WorkerPool = Pool<WorkerSlot>;
 
-/// Workers for the threads of a scan's probes: at most `max` (see [`Pool`]).
-pub fn pool(spec: Option<Spec>, max: usize) -> WorkerPool {
+/// Workers for the threads of a scan's probes or an analysis: at most `max` (see [`Pool`]),
+/// each capped at `memory_bytes`; none (FFmpeg in this process) where `isolate` is off or no
+/// worker binary is found.
+pub fn pool(memory_bytes: Option<u64>, isolate: bool, max: usize) -> WorkerPool {
+    let spec = spec(memory_bytes).filter(|_| isolate);
     Pool::new(max, move || WorkerSlot::new(spec.clone()))
 }
 
@@ -109,7 +112,7 @@ pub(crate) fn shared_or_own<'a>(
 ) -> &'a WorkerPool {
     match shared {
         Some(shared) if isolate => shared,
-        _ => own.insert(pool(spec(memory_bytes).filter(|_| isolate), max)),
+        _ => own.insert(pool(memory_bytes, isolate, max)),
     }
 }
 

@@ -208,8 +208,8 @@ fn deep_once(
     let never = AtomicBool::new(false);
     // One pool of workers for the probes and the analysis, as `framecull scan --deep` has.
     let limits = framecull::analysis::flags::Config::default().limits;
-    let spec = framecull::scan::worker::spec(limits.memory_bytes());
-    let workers = framecull::scan::worker::pool(spec, options.jobs);
+    let workers =
+        framecull::scan::worker::pool(limits.memory_bytes(), options.isolate, options.jobs);
     scan_with(
         &mut catalog,
         &root,
@@ -218,8 +218,7 @@ fn deep_once(
         &never,
         &mut |_| {},
     )?;
-    let deep = framecull::scan::deep::analyze_with;
-    deep(
+    framecull::scan::deep::analyze_with(
         &mut catalog,
         &root,
         options,
